@@ -1,0 +1,171 @@
+import { z } from 'zod';
+
+/**
+ * The only reader of process.env (STYLE.md 7). Every variable is parsed once, with a
+ * default where the embedded setup needs one, and the result is frozen. docs/configuration.md
+ * lists the same variables; keep the two in step.
+ */
+
+const port = z.coerce.number().int().min(0).max(65535);
+const flag = z
+  .enum(['0', '1', 'true', 'false', 'yes', 'no', ''])
+  .transform((v) => v === '1' || v === 'true' || v === 'yes');
+const httpUrl = z.url({ protocol: /^https?$/ });
+const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x EVM address (0x and 40 hex characters)');
+const optionalString = z
+  .string()
+  .transform((v) => (v.trim() === '' ? undefined : v.trim()))
+  .optional();
+
+const envSchema = z.object({
+  PORT: port.default(3000),
+  CHECKOUT_PORT: port.default(3001),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PUBLIC_BASE_URL: httpUrl.optional(),
+  CHECKOUT_BASE_URL: httpUrl.optional(),
+  DATABASE_URL: optionalString.pipe(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+  PLAINPAY_DATA_DIR: z.string().min(1).default('./.plainpay'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  REDIS_URL: optionalString.pipe(z.url({ protocol: /^rediss?$/ }).optional()),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(1_048_576),
+  DEMO_ACCOUNT: flag.default(true),
+  CHAIN_RPC_URL: optionalString.pipe(httpUrl.optional()),
+  CHAIN_ID: z.coerce.number().int().positive().optional(),
+  SETTLEMENT_TOKEN_ADDRESS: optionalString.pipe(evmAddress.optional()),
+  BATCH_CONTRACT_ADDRESS: optionalString.pipe(evmAddress.optional()),
+  RELAYER_PRIVATE_KEY: optionalString.pipe(
+    z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{64}$/, 'must be 0x followed by 64 hex characters')
+      .optional(),
+  ),
+  CONFIRMATIONS: z.coerce.number().int().min(1).max(1000).default(1),
+  SETTLEMENT_BATCH_MAX: z.coerce.number().int().min(1).max(500).default(100),
+  SETTLEMENT_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(600_000).default(200),
+  WEBHOOK_ALLOW_PRIVATE: flag.default(false),
+  FX_RATES_FILE: optionalString,
+  ANTHROPIC_API_KEY: optionalString,
+  ANTHROPIC_BASE_URL: optionalString.pipe(httpUrl.optional()),
+  AGENT_MODEL: z.string().min(1).default('claude-sonnet-4-5'),
+  AGENT_MAX_STEPS: z.coerce.number().int().min(1).max(50).default(10),
+  AGENT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
+  PLAINPAY_MASTER_KEY: optionalString.pipe(
+    z
+      .string()
+      .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded')
+      .optional(),
+  ),
+});
+
+export type Config = Readonly<{
+  port: number;
+  checkoutPort: number;
+  host: string;
+  /** Base URL of the API host, used in links we hand out (approve URLs, docs). */
+  publicBaseUrl: string;
+  /** The seed's {checkout_host}: where checkout_url points. */
+  checkoutBaseUrl: string;
+  database: Readonly<{ kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string }>;
+  dataDir: string;
+  logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  rateLimit: Readonly<{ perSecond: number; redisUrl: string | undefined }>;
+  bodyLimitBytes: number;
+  /** Create a demo account with a test key on first start of an empty database. */
+  demoAccount: boolean;
+  /** Embedded devnet when rpcUrl is unset; otherwise a real node and the deployed contracts. */
+  chain: Readonly<{
+    rpcUrl: string | undefined;
+    chainId: number | undefined;
+    tokenAddress: `0x${string}` | undefined;
+    batchAddress: `0x${string}` | undefined;
+    relayerPrivateKey: `0x${string}` | undefined;
+    confirmations: number;
+  }>;
+  settlement: Readonly<{ batchMax: number; batchWindowMs: number }>;
+  /** Lifts the SSRF guard on webhook targets: local development and tests only. */
+  webhookAllowPrivate: boolean;
+  /** The agent's model: Claude when an API key is set, else the offline planner. */
+  agent: Readonly<{
+    anthropicApiKey: string | undefined;
+    anthropicBaseUrl: string | undefined;
+    model: string;
+    /** Tool calls one run may make before it is stopped. */
+    maxSteps: number;
+    /** Wall time one run may take. */
+    timeoutMs: number;
+  }>;
+  /** JSON rates file overriding the built-in sandbox FX table. */
+  fxRatesFile: string | undefined;
+  /** Base64 of 32 bytes that encrypts stored secrets; generated into dataDir when absent. */
+  masterKey: string | undefined;
+}>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment into a frozen Config, or throws ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => {
+        const name = issue.path.join('.');
+        const value = env[name];
+        return `${name}${value === undefined ? '' : `=${JSON.stringify(value)}`}: ${issue.message}`;
+      }),
+    );
+  }
+  const e = parsed.data;
+  const config: Config = {
+    port: e.PORT,
+    checkoutPort: e.CHECKOUT_PORT,
+    host: e.HOST,
+    publicBaseUrl: stripSlash(e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`),
+    checkoutBaseUrl: stripSlash(e.CHECKOUT_BASE_URL ?? `http://localhost:${e.CHECKOUT_PORT}`),
+    database: e.DATABASE_URL
+      ? { kind: 'postgres', url: e.DATABASE_URL }
+      : { kind: 'pglite', dataDir: `${stripSlash(e.PLAINPAY_DATA_DIR)}/pgdata` },
+    dataDir: stripSlash(e.PLAINPAY_DATA_DIR),
+    logLevel: e.LOG_LEVEL,
+    rateLimit: { perSecond: e.RATE_LIMIT_PER_SECOND, redisUrl: e.REDIS_URL },
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    demoAccount: e.DEMO_ACCOUNT,
+    masterKey: e.PLAINPAY_MASTER_KEY,
+    chain: {
+      rpcUrl: e.CHAIN_RPC_URL,
+      chainId: e.CHAIN_ID,
+      tokenAddress: e.SETTLEMENT_TOKEN_ADDRESS as `0x${string}` | undefined,
+      batchAddress: e.BATCH_CONTRACT_ADDRESS as `0x${string}` | undefined,
+      relayerPrivateKey: e.RELAYER_PRIVATE_KEY as `0x${string}` | undefined,
+      confirmations: e.CONFIRMATIONS,
+    },
+    settlement: { batchMax: e.SETTLEMENT_BATCH_MAX, batchWindowMs: e.SETTLEMENT_BATCH_WINDOW_MS },
+    webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
+    fxRatesFile: e.FX_RATES_FILE,
+    agent: {
+      anthropicApiKey: e.ANTHROPIC_API_KEY,
+      anthropicBaseUrl: e.ANTHROPIC_BASE_URL,
+      model: e.AGENT_MODEL,
+      maxSteps: e.AGENT_MAX_STEPS,
+      timeoutMs: e.AGENT_TIMEOUT_MS,
+    },
+  };
+  return deepFreeze(config);
+}
+
+function stripSlash(value: string): string {
+  return value.endsWith('/') ? value.slice(0, -1) : value;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,92 @@
+/**
+ * The closed set of errors the service can return (STYLE.md 3). Every failure a client can
+ * see is an AppError with one of these codes; one table maps a code to its HTTP status and
+ * the seed's error.type. The MCP and Claude mappings read the same table.
+ */
+
+export const ERROR_CODES = {
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  authentication_required: { status: 401, type: 'authentication_error' },
+  authentication_failed: { status: 401, type: 'authentication_error' },
+  insufficient_funds: { status: 402, type: 'insufficient_funds' },
+  permission_denied: { status: 403, type: 'permission_error' },
+  policy_denied: { status: 403, type: 'policy_error' },
+  not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  idempotency_conflict: { status: 409, type: 'idempotency_error' },
+  conflict: { status: 409, type: 'invalid_request_error' },
+  payload_too_large: { status: 413, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  rate_limited: { status: 429, type: 'rate_limit_error' },
+  internal: { status: 500, type: 'api_error' },
+  unavailable: { status: 503, type: 'api_error' },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface ErrorBody {
+  error: {
+    type: string;
+    message: string;
+    param?: string;
+    code?: string;
+  };
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly param: string | undefined;
+  /** Extra headers the transport should send (Retry-After on 429, WWW-Authenticate on 401). */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { param?: string; cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.param = options.param;
+    this.headers = options.headers ?? {};
+  }
+
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+
+  get type(): string {
+    return ERROR_CODES[this.code].type;
+  }
+
+  toBody(): ErrorBody {
+    const error: ErrorBody['error'] = { type: this.type, message: this.message };
+    if (this.param !== undefined) error.param = this.param;
+    if (this.code !== 'internal') error.code = this.code;
+    return { error };
+  }
+}
+
+export function isAppError(value: unknown): value is AppError {
+  return value instanceof AppError;
+}
+
+/**
+ * Postgres refuses a NUL character (U+0000) in text with SQLSTATE 22021. Only a client puts one
+ * there (a "%00" in a path or query, a "\u0000" in a JSON string), so it is the request's fault
+ * and a 400, on every channel, not a 500 (found by test/fuzz.api.test.ts).
+ */
+const TEXT_WITH_NUL = '22021';
+
+/** Wraps anything thrown into an AppError without leaking its message (it may hold internals). */
+export function toAppError(value: unknown): AppError {
+  if (isAppError(value)) return value;
+  if ((value as { code?: unknown } | null)?.code === TEXT_WITH_NUL) {
+    return new AppError('invalid_request', 'The request contains a NUL character (U+0000), which no field accepts.', {
+      cause: value,
+    });
+  }
+  return new AppError('internal', 'An internal error occurred. It has been logged; please retry later.', {
+    cause: value,
+  });
+}

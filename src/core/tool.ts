@@ -1,0 +1,76 @@
+import type { z } from 'zod';
+import type { Db } from '../db/database.ts';
+import type { ApiKeyScope } from '../domain/api-key-secret.ts';
+import type { Runtime } from '../runtime.ts';
+
+/**
+ * A tool is the one definition of an operation (DESIGN.md §4). The REST routes, the agent,
+ * the MCP server and the workers all run it through executeTool (pipeline.ts).
+ */
+export type ToolEffect = 'read' | 'write' | 'money';
+
+/** Where a call came from; the policy engine treats channels differently. */
+export type Channel = 'api' | 'agent' | 'mcp' | 'system';
+
+export interface Actor {
+  accountId: string;
+  livemode: boolean;
+  /** The API key that made the call (null for the service's own workers). */
+  keyId: string | null;
+  scopes: ReadonlySet<string>;
+  channel: Channel;
+}
+
+export interface ToolContext {
+  runtime: Runtime;
+  /** A transaction for write and money tools (everything commits together), the database for reads. */
+  db: Db;
+  actor: Actor;
+  now: Date;
+}
+
+export interface HttpBinding {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** fastify path; its :params are fields of the tool's input. */
+  path: string;
+}
+
+/** What the policy engine judges about one money action. */
+export interface PolicySubject {
+  /** The amount in settlement-asset minor units (USDC 6 dp); undefined when it cannot be known (denied). */
+  amountSettlementMinor: bigint | undefined;
+  /** Addresses that receive money (none for a refund to the payer's rail). */
+  recipients: string[];
+  /** One line for humans approving it, e.g. "Pay out 5,000.000000 USDC to 0xAb…12". */
+  summary: string;
+}
+
+export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
+  /** snake_case verb_noun, the name models and MCP clients call. */
+  name: string;
+  title: string;
+  description: string;
+  input: I;
+  output: O;
+  effect: ToolEffect;
+  scope: ApiKeyScope;
+  http?: HttpBinding;
+  /**
+   * Checks that need I/O outside the database (DNS for a webhook URL), run after validation and
+   * before the transaction opens, so no database connection waits on the network.
+   */
+  precheck?(input: z.output<I>, ctx: Omit<ToolContext, 'db'>): Promise<void>;
+  /**
+   * What the policy judges, where the policy checks this tool (money tools on every channel, every
+   * tool on the agent and MCP channels). Runs in the transaction, before the handler.
+   */
+  policy?(input: z.output<I>, ctx: ToolContext): Promise<PolicySubject>;
+  handler(input: z.output<I>, ctx: ToolContext): Promise<z.output<O>>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds tools of every input/output type.
+export type AnyTool = ToolDefinition<any, any>;
+
+export function defineTool<I extends z.ZodType, O extends z.ZodType>(tool: ToolDefinition<I, O>): ToolDefinition<I, O> {
+  return tool;
+}

@@ -1,0 +1,153 @@
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { DashboardTables } from './tables/dashboard.ts';
+import type { MoneyTables } from './tables/money.ts';
+import type { SettlementTables } from './tables/settlement.ts';
+import type { WebhookTables } from './tables/webhooks.ts';
+
+/**
+ * Table types, one interface per table in migrations/. Repositories derive their row types
+ * from these (STYLE.md 6). int8 columns are bigint on both backends (connect.ts).
+ */
+
+type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  fee_bps: Generated<number>;
+  default_payout_address: string | null;
+  created_at: CreatedAt;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string | null;
+  livemode: boolean;
+  display_prefix: string;
+  last4: string;
+  secret_hash: string;
+  scopes: string[];
+  created_at: CreatedAt;
+  last_used_at: NullableTimestamp;
+  expires_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+  rotated_from: string | null;
+}
+
+export interface WebhookSecretsTable {
+  id: string;
+  account_id: string;
+  livemode: boolean;
+  secret_ciphertext: string;
+  created_at: CreatedAt;
+  expires_at: NullableTimestamp;
+}
+
+export type PaymentStatusValue =
+  | 'pending'
+  | 'processing'
+  | 'paid'
+  | 'settling'
+  | 'settled'
+  | 'expired'
+  | 'refunded'
+  | 'partially_refunded';
+
+export interface PaymentsTable {
+  id: string;
+  account_id: string;
+  livemode: boolean;
+  status: PaymentStatusValue;
+  amount_minor: bigint;
+  currency: string;
+  redirect_url: string;
+  reference: string | null;
+  merchant_name: string | null;
+  description: string | null;
+  webhook_url: string | null;
+  payout_address: string | null;
+  /** Stored as json text; written as a JSON string, read back parsed. */
+  metadata: ColumnType<unknown, string | null, string | null>;
+  creation_hash: string;
+  expires_at: Timestamp;
+  quote_rate: string;
+  quote_source: string;
+  fee_bps: number;
+  settlement_asset: string;
+  gross_settlement_minor: bigint;
+  fee_minor: bigint;
+  settlement_minor: bigint;
+  settlement_destination: 'address' | 'balance' | null;
+  settlement_address: string | null;
+  settlement_tx_hash: string | null;
+  settlement_chain_id: number | null;
+  settlement_gas_used: bigint | null;
+  /** numeric: a decimal string. */
+  settlement_gas_cost_wei: string | null;
+  refunded_minor: Generated<bigint>;
+  paid_at: NullableTimestamp;
+  settled_at: NullableTimestamp;
+  expired_at: NullableTimestamp;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+export interface PaymentAttemptsTable {
+  id: string;
+  payment_id: string;
+  rail: string;
+  outcome: 'succeeded' | 'declined';
+  failure_reason: string | null;
+  created_at: CreatedAt;
+}
+
+export interface EventsTable {
+  id: string;
+  account_id: string;
+  livemode: boolean;
+  type: string;
+  object_id: string | null;
+  data: ColumnType<unknown, string, never>;
+  webhook_url: string | null;
+  created_at: CreatedAt;
+}
+
+export interface IdempotencyKeysTable {
+  account_id: string;
+  livemode: boolean;
+  key: string;
+  tool: string;
+  request_hash: string;
+  response: ColumnType<unknown, string, string>;
+  created_at: CreatedAt;
+}
+
+export interface Database extends SettlementTables, WebhookTables, MoneyTables, DashboardTables {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  webhook_secrets: WebhookSecretsTable;
+  payments: PaymentsTable;
+  payment_attempts: PaymentAttemptsTable;
+  events: EventsTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+/** A handle a repository accepts: the database or a transaction the caller owns. */
+export type Db = Kysely<Database> | Transaction<Database>;
+
+/** One account's objects of one mode: what a key (or a dashboard session) sees and changes. */
+export interface ModeScope {
+  accountId: string;
+  livemode: boolean;
+}
+
+export type Account = Selectable<AccountsTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type NewApiKey = Insertable<ApiKeysTable>;
+export type ApiKeyUpdate = Updateable<ApiKeysTable>;
+export type PaymentRow = Selectable<PaymentsTable>;
+export type NewPayment = Insertable<PaymentsTable>;
+export type EventRow = Selectable<EventsTable>;

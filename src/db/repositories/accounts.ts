@@ -1,0 +1,21 @@
+import type { Account, Db } from '../database.ts';
+
+export async function insertAccount(db: Db, account: { id: string; name: string; feeBps?: number }): Promise<Account> {
+  return db
+    .insertInto('accounts')
+    .values({ id: account.id, name: account.name, fee_bps: account.feeBps, default_payout_address: null })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findAccount(db: Db, id: string): Promise<Account | undefined> {
+  return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function countAccounts(db: Db): Promise<number> {
+  const row = await db
+    .selectFrom('accounts')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -1,0 +1,55 @@
+import type { ApiKeyRow, Db, NewApiKey } from '../database.ts';
+
+export async function insertApiKey(db: Db, key: NewApiKey): Promise<ApiKeyRow> {
+  return db.insertInto('api_keys').values(key).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findApiKeyByHash(db: Db, secretHash: string): Promise<ApiKeyRow | undefined> {
+  return db.selectFrom('api_keys').selectAll().where('secret_hash', '=', secretHash).executeTakeFirst();
+}
+
+/**
+ * Whose keys: an account's keys of one mode (what an API key or a dashboard session sees), or of
+ * both modes when `livemode` is left out (the operator's CLI only).
+ */
+export interface KeyOwner {
+  accountId: string;
+  livemode?: boolean;
+}
+
+export async function findApiKey(db: Db, owner: KeyOwner, id: string): Promise<ApiKeyRow | undefined> {
+  let query = db.selectFrom('api_keys').selectAll().where('account_id', '=', owner.accountId).where('id', '=', id);
+  if (owner.livemode !== undefined) query = query.where('livemode', '=', owner.livemode);
+  return query.executeTakeFirst();
+}
+
+export async function listApiKeys(db: Db, owner: KeyOwner): Promise<ApiKeyRow[]> {
+  let query = db.selectFrom('api_keys').selectAll().where('account_id', '=', owner.accountId);
+  if (owner.livemode !== undefined) query = query.where('livemode', '=', owner.livemode);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+}
+
+export async function revokeApiKey(db: Db, owner: KeyOwner, id: string, at: Date): Promise<ApiKeyRow | undefined> {
+  let query = db
+    .updateTable('api_keys')
+    .set((eb) => ({ revoked_at: eb.fn.coalesce('revoked_at', eb.val(at)) }))
+    .where('account_id', '=', owner.accountId)
+    .where('id', '=', id);
+  if (owner.livemode !== undefined) query = query.where('livemode', '=', owner.livemode);
+  return query.returningAll().executeTakeFirst();
+}
+
+/** Sets when a key stops working; only ever shortens an existing expiry. */
+export async function expireApiKeyAt(db: Db, id: string, at: Date): Promise<void> {
+  await db
+    .updateTable('api_keys')
+    .set((eb) => ({
+      expires_at: eb.fn('least', [eb.fn.coalesce('expires_at', eb.val(at)), eb.val(at)]),
+    }))
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function touchApiKey(db: Db, id: string, at: Date): Promise<void> {
+  await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+}

@@ -1,0 +1,65 @@
+// Public identifiers: a type prefix ("pay_", "po_", …) so a pasted id says what it is, then 22
+// base62 characters of CSPRNG output (≈131 bits), so ids cannot be guessed or enumerated.
+// Randomness is not I/O, which is why this lives in src/domain.
+
+import { randomBytes } from 'node:crypto';
+
+export const ID_PREFIXES = [
+  'pay', // payment (checkout session)
+  'po', // payout
+  'rf', // refund
+  'evt', // webhook event
+  'key', // API key
+  'acct', // account
+  'run', // agent run
+  'act', // agent action
+  'conf', // pending confirmation
+  'batch', // settlement batch
+  'tx', // chain transfer
+  'req', // request
+  'split', // revenue split
+  'att', // payment attempt
+  'del', // webhook delivery
+  'fund', // test-mode balance funding
+  'whsec', // webhook signing secret (the row; the secret itself is whsec_ + base64)
+] as const;
+
+export type IdPrefix = (typeof ID_PREFIXES)[number];
+
+/** An id of one type at the type level: `Id<'pay'>` is "pay_" followed by the random part. */
+export type Id<P extends IdPrefix> = `${P}_${string}`;
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** 62^22 ≈ 2^131, at least the 128 bits asked of an unguessable id. */
+export const ID_RANDOM_LENGTH = 22;
+// Largest multiple of 62 that fits in a byte: bytes at or above it are discarded so that every
+// character is uniformly distributed (plain `byte % 62` would favour the first 8 characters).
+const UNBIASED_LIMIT = 248;
+
+const ID_BODY = new RegExp(`^[0-9A-Za-z]{${ID_RANDOM_LENGTH}}$`);
+
+/** A fresh id such as "pay_4fT0q9ZkLw2mXbV7rN1sQe". */
+export function newId<P extends IdPrefix>(prefix: P): Id<P> {
+  let body = '';
+  while (body.length < ID_RANDOM_LENGTH) {
+    // Ask for a little more than needed: about 3% of bytes are rejected.
+    for (const byte of randomBytes(ID_RANDOM_LENGTH + 8)) {
+      if (byte >= UNBIASED_LIMIT) continue;
+      body += ALPHABET[byte % 62];
+      if (body.length === ID_RANDOM_LENGTH) break;
+    }
+  }
+  return `${prefix}_${body}`;
+}
+
+/** True when `value` is an id of that type: exact prefix, underscore, 22 base62 characters. */
+export function isId<P extends IdPrefix>(prefix: P, value: unknown): value is Id<P> {
+  if (typeof value !== 'string') return false;
+  const head = `${prefix}_`;
+  return value.startsWith(head) && ID_BODY.test(value.slice(head.length));
+}
+
+/** The pattern for ids of one type, e.g. for a zod `.regex()` in a tool's input schema. */
+export function idPattern(prefix: IdPrefix): RegExp {
+  return new RegExp(`^${prefix}_[0-9A-Za-z]{${ID_RANDOM_LENGTH}}$`);
+}

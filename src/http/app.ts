@@ -1,0 +1,156 @@
+import { randomBytes } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { AppError } from '../core/errors.ts';
+import type { AgentModel } from '../agent/model.ts';
+import type { Runtime } from '../runtime.ts';
+import { authenticate, type KeyLookups, requireScope } from './plugins/auth.ts';
+import { handleFrameworkError, registerErrorHandling, sendError } from './plugins/errors.ts';
+import { TOOLS } from '../../tools/registry.ts';
+import { buildOpenApiDocument, toolOperations } from './openapi.ts';
+import { agentModelFor } from '../agent/select-model.ts';
+import { agentOperations, agentRoutes } from './routes/agent.ts';
+import { checkoutStatusOperations, checkoutStatusRoutes } from './routes/checkout-status.ts';
+import { confirmationOperations, confirmationRoutes } from './routes/confirmations.ts';
+import { policyOperations, policyRoutes } from './routes/policy.ts';
+import { healthRoutes } from './routes/health.ts';
+import { keyOperations, keyRoutes } from './routes/keys.ts';
+import { pingOperations, pingRoutes } from './routes/ping.ts';
+import { testHelperOperations, testHelperRoutes } from './routes/test-helpers.ts';
+import { toolRoutes } from './routes/tool-routes.ts';
+import { webhookOperations, webhookRoutes } from './routes/webhooks.ts';
+import { mcpRoutes } from '../mcp/http.ts';
+import { dashboardRoutes } from '../dashboard/plugin.ts';
+
+/**
+ * The API host as a fastify instance, without listening (STYLE.md 8): tests drive it with
+ * inject, the CLI listens. The checkout host is a separate instance (checkout/app.ts).
+ */
+export interface AppOptions {
+  /** The agent's model; by default from config (Claude with a key, else the offline planner). */
+  agentModel?: AgentModel;
+}
+
+export async function buildApp(runtime: Runtime, options: AppOptions = {}): Promise<FastifyInstance> {
+  const { config } = runtime;
+  const app = Fastify({
+    loggerInstance: runtime.logger as FastifyBaseLogger,
+    // One line per request is logged in onResponse below; fastify's two lines halve throughput.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : `req_${randomRequestIdHex()}`;
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+    trustProxy: false,
+    // Routing errors fastify answers before any hook runs: the error object too (plugins/errors.ts).
+    frameworkErrors: handleFrameworkError,
+  });
+
+  app.decorateRequest('auth', null);
+  registerErrorHandling(app);
+
+  // JSON only. fastify would also accept text/plain; the seed says writes are JSON, so any
+  // other media type is a 415 error object. An empty body counts as no body.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text, refuseProtoKeys));
+    } catch (error) {
+      done(
+        new AppError('invalid_request', `The request body is not valid JSON: ${(error as Error).message}.`),
+        undefined,
+      );
+    }
+  });
+
+  const touched = new Map<string, number>();
+  const lookups: KeyLookups = new Map();
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('Request-Id', request.id);
+    const authConfig = request.routeOptions.config.auth;
+    if (!authConfig) return;
+    const auth = await authenticate(runtime, request.headers.authorization, touched, lookups);
+    request.auth = auth;
+    const decision = await runtime.rateLimiter.hit(auth.keyId, runtime.clock.now().getTime());
+    reply.header('RateLimit-Policy', `"per-key";q=${decision.limit};w=1`);
+    reply.header('RateLimit', `"per-key";r=${decision.remaining};t=${decision.resetSeconds}`);
+    if (!decision.allowed) {
+      reply.header('Retry-After', String(decision.resetSeconds));
+      return sendError(
+        reply,
+        new AppError(
+          'rate_limited',
+          `Too many requests with this API key: the limit is ${decision.limit} per second. Retry after ${decision.resetSeconds} s.`,
+        ),
+      );
+    }
+    if (authConfig.scope) requireScope(auth, authConfig.scope);
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: request.routeOptions.url ?? 'unmatched',
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
+      'request',
+    );
+  });
+
+  await app.register(healthRoutes(runtime));
+  await app.register(pingRoutes());
+  await app.register(keyRoutes(runtime));
+  await app.register(toolRoutes(runtime, TOOLS));
+  await app.register(checkoutStatusRoutes(runtime));
+  await app.register(testHelperRoutes(runtime));
+  await app.register(confirmationRoutes(runtime, TOOLS));
+  await app.register(policyRoutes(runtime, TOOLS));
+  await app.register(agentRoutes(runtime, options.agentModel ?? agentModelFor(config), TOOLS));
+  await app.register(webhookRoutes(runtime));
+  await app.register(mcpRoutes(runtime));
+  await app.register(dashboardRoutes(runtime, TOOLS));
+
+  const openApi = buildOpenApiDocument(
+    [
+      ...pingOperations,
+      ...toolOperations(TOOLS),
+      ...checkoutStatusOperations,
+      ...testHelperOperations,
+      ...keyOperations,
+      ...confirmationOperations,
+      ...policyOperations,
+      ...agentOperations,
+      ...webhookOperations,
+    ],
+    config.publicBaseUrl,
+  );
+  app.get('/openapi.json', async () => openApi);
+  return app;
+}
+
+/**
+ * 24 random hex characters for a request id, drawn from a pooled buffer: one randomBytes call per
+ * request (a getrandom system call each) was 8% of GET /v1/ping's CPU under load (bench/http.ts).
+ * Same format and same randomness as before, fetched 512 ids at a time.
+ */
+let idPool = Buffer.alloc(0);
+let idOffset = 0;
+function randomRequestIdHex(): string {
+  if (idOffset + 12 > idPool.length) {
+    idPool = randomBytes(12 * 512);
+    idOffset = 0;
+  }
+  idOffset += 12;
+  return idPool.toString('hex', idOffset - 12, idOffset);
+}
+
+/** JSON.parse reviver: a "__proto__" key could poison prototypes once the object is copied. */
+function refuseProtoKeys(key: string, value: unknown): unknown {
+  if (key === '__proto__') throw new SyntaxError('the key "__proto__" is not allowed');
+  return value;
+}

@@ -1,0 +1,187 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { actionsCsv, actionsQuery, listActions } from '../../agent/actions-query.ts';
+import type { AgentModel } from '../../agent/model.ts';
+import { loadRunView, presentAction, runAgent } from '../../agent/runtime.ts';
+import type { AnyTool } from '../../core/tool.ts';
+import { parseInput } from '../../core/validation.ts';
+import type { Runtime } from '../../runtime.ts';
+import type { ApiOperation } from '../openapi.ts';
+import { requestAuth } from '../plugins/auth.ts';
+import { afterListedRow } from '../../db/pagination.ts';
+
+export const settleBody = z.strictObject({
+  instruction: z
+    .string({ error: 'instruction must be a string' })
+    .trim()
+    .min(1, 'instruction must not be empty')
+    .max(4000, 'instruction must be at most 4000 characters')
+    .describe('What to do, in plain words, e.g. "pay out 250 USDC to 0x… for invoice 42".'),
+  dry_run: z
+    .boolean({ error: 'dry_run must be true or false' })
+    .default(false)
+    .describe('Plan and check the policy, but move nothing.'),
+  idempotency_key: z
+    .string({ error: 'idempotency_key must be a string' })
+    .min(1)
+    .max(255, 'idempotency_key must be at most 255 characters')
+    .optional()
+    .describe('The same key with the same instruction runs once and returns the first run.'),
+});
+
+const actionView = z.object({
+  id: z.string(),
+  tool: z.string(),
+  input: z.unknown(),
+  decision: z.object({ outcome: z.string(), reasons: z.unknown() }),
+  status: z.string().describe('executed, held, denied, failed, rejected (by a human) or planned (dry run).'),
+  result: z.unknown(),
+  error: z.unknown(),
+  confirmation_id: z.string().nullable(),
+  approved_by_key: z.string().nullable(),
+  created: z.string(),
+});
+
+const runView = z.object({
+  run_id: z.string(),
+  object: z.literal('agent_run'),
+  status: z.enum(['completed', 'confirmation_required', 'rejected', 'failed']),
+  reply: z.string().describe("The agent's answer for the user."),
+  model: z.string(),
+  dry_run: z.boolean(),
+  instruction: z.string(),
+  actions: z.array(actionView).describe('Every tool call of the run, as recorded.'),
+  confirmations: z.array(
+    z.object({ id: z.string(), summary: z.string(), approve_url: z.string(), expires_at: z.string() }),
+  ),
+  usage: z.unknown().describe('Model tokens (input, output, cache read, cache write); null for the offline planner.'),
+  created: z.string(),
+});
+
+const runsQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size, 1 to 100 (default 20).'),
+  starting_after: z.string().max(100).optional().describe('A run id: the next page.'),
+});
+
+export const agentOperations: ApiOperation[] = [
+  {
+    method: 'POST',
+    path: '/agent/settle',
+    operationId: 'agent_settle',
+    summary: 'Instruct the agent in plain language',
+    description:
+      'Runs the agent on one instruction. Every tool call goes through the same pipeline as the API, on the agent channel of the policy. See docs/agent.md.',
+    tag: 'agent',
+    scope: 'agent',
+    body: settleBody,
+    response: runView,
+  },
+  {
+    method: 'GET',
+    path: '/agent/runs',
+    operationId: 'list_agent_runs',
+    summary: 'List agent runs',
+    tag: 'agent',
+    scope: 'agent',
+    query: runsQuery,
+    response: z.object({
+      object: z.literal('list'),
+      data: z.array(runView.omit({ actions: true, confirmations: true })),
+      has_more: z.boolean(),
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/agent/runs/:id',
+    operationId: 'get_agent_run',
+    summary: 'Get an agent run with its actions',
+    tag: 'agent',
+    scope: 'agent',
+    response: runView,
+  },
+  {
+    method: 'GET',
+    path: '/agent/actions',
+    operationId: 'list_agent_actions',
+    summary: 'List recorded actions (all channels)',
+    description: 'Every money tool call from any channel, and every agent and MCP tool call, newest first.',
+    tag: 'agent',
+    scope: 'agent',
+    query: actionsQuery,
+    response: z.object({
+      object: z.literal('list'),
+      data: z.array(actionView.extend({ run_id: z.string().nullable(), channel: z.string() })),
+      has_more: z.boolean(),
+    }),
+  },
+];
+
+export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly AnyTool[]): FastifyPluginAsync {
+  return async (app) => {
+    app.post('/agent/settle', { config: { auth: { scope: 'agent' } } }, async (request) => {
+      const auth = requestAuth(request);
+      const body = parseInput(settleBody, request.body);
+      const header = request.headers['idempotency-key'];
+      return runAgent(
+        runtime,
+        model,
+        tools,
+        { ...auth, channel: 'agent' },
+        {
+          instruction: body.instruction,
+          dryRun: body.dry_run,
+          idempotencyKey: body.idempotency_key ?? (typeof header === 'string' ? header : undefined),
+        },
+      );
+    });
+
+    app.get('/agent/runs', { config: { auth: { scope: 'agent' } } }, async (request) => {
+      const auth = requestAuth(request);
+      const query = parseInput(runsQuery, request.query);
+      let q = runtime.db
+        .selectFrom('agent_runs')
+        .select('id')
+        .where('account_id', '=', auth.accountId)
+        .where('livemode', '=', auth.livemode);
+      if (query.starting_after)
+        q = q.where(await afterListedRow(runtime.db, 'agent_runs', auth, query.starting_after, 'run'));
+      const ids = await q
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(query.limit + 1)
+        .execute();
+      const views = await Promise.all(
+        ids.slice(0, query.limit).map(async ({ id }) => {
+          const { actions: _a, confirmations: _c, ...run } = await loadRunView(runtime, auth, id);
+          return run;
+        }),
+      );
+      return { object: 'list', data: views, has_more: ids.length > query.limit };
+    });
+
+    app.get<{ Params: { id: string } }>(
+      '/agent/runs/:id',
+      { config: { auth: { scope: 'agent' } } },
+      async (request) => {
+        return loadRunView(runtime, requestAuth(request), request.params.id);
+      },
+    );
+
+    app.get('/agent/actions', { config: { auth: { scope: 'agent' } } }, async (request) => {
+      const { rows, has_more } = await listActions(runtime.db, requestAuth(request), request.query);
+      return {
+        object: 'list',
+        data: rows.map((row) => ({ ...presentAction(row), run_id: row.run_id, channel: row.channel })),
+        has_more,
+      };
+    });
+
+    app.get('/agent/actions.csv', { config: { auth: { scope: 'agent' } } }, async (request, reply) => {
+      const { rows } = await listActions(runtime.db, requestAuth(request), request.query);
+      reply
+        .header('Content-Type', 'text/csv; charset=utf-8')
+        .header('Content-Disposition', 'attachment; filename="agent-actions.csv"');
+      return actionsCsv(rows);
+    });
+  };
+}

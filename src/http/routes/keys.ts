@@ -1,0 +1,145 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { parseInput } from '../../core/validation.ts';
+import { API_KEY_SCOPES } from '../../domain/api-key-secret.ts';
+import {
+  assertCanGrant,
+  issueApiKey,
+  listAccountApiKeys,
+  revokeAccountApiKey,
+  rotateAccountApiKey,
+} from '../../keys/api-keys.ts';
+import type { Runtime } from '../../runtime.ts';
+import type { ApiOperation } from '../openapi.ts';
+import { requestAuth } from '../plugins/auth.ts';
+
+export const createKeyBody = z.strictObject({
+  live: z
+    .boolean()
+    .optional()
+    .describe('Create a live key (true) or a test key (false). Defaults to the mode of the calling key.'),
+  scopes: z
+    .array(z.enum(API_KEY_SCOPES))
+    .min(1)
+    .optional()
+    .describe("Scopes of the new key; at most those of the calling key. Defaults to the calling key's scopes."),
+  name: z.string().min(1).max(100).optional().describe('A label to recognise the key by.'),
+});
+
+export const rotateKeyBody = z.strictObject({
+  expires_in_minutes: z
+    .number()
+    .int()
+    .min(0)
+    .max(10_080)
+    .default(60)
+    .describe('How long the old key keeps working, in minutes (0 to 10080, default 60).'),
+});
+
+const keyIdParams = z.object({ id: z.string().min(1).max(100) });
+
+const apiKeyView = z.object({
+  id: z.string(),
+  object: z.literal('api_key'),
+  name: z.string().nullable(),
+  livemode: z.boolean(),
+  prefix: z.string().describe('The first characters of the secret, for recognising it.'),
+  last4: z.string(),
+  redacted: z.string(),
+  scopes: z.array(z.string()),
+  created: z.string(),
+  last_used: z.string().nullable(),
+  expires: z.string().nullable(),
+  revoked: z.string().nullable(),
+  rotated_from: z.string().nullable(),
+});
+const issuedKey = apiKeyView.extend({ secret: z.string().describe('The secret key, shown this once.') });
+
+export const keyOperations: ApiOperation[] = [
+  {
+    method: 'GET',
+    path: '/keys',
+    operationId: 'list_api_keys',
+    summary: 'List API keys',
+    description: "The account's keys, newest first; never a secret or a hash.",
+    tag: 'keys',
+    scope: 'keys',
+    response: z.object({ object: z.literal('list'), data: z.array(apiKeyView), has_more: z.boolean() }),
+  },
+  {
+    method: 'POST',
+    path: '/keys',
+    operationId: 'create_api_key',
+    summary: 'Create an API key',
+    description:
+      'Returns the secret once. A key can grant only scopes it holds, and a test key cannot create a live key.',
+    tag: 'keys',
+    scope: 'keys',
+    body: createKeyBody,
+    response: issuedKey,
+  },
+  {
+    method: 'POST',
+    path: '/keys/:id/revoke',
+    operationId: 'revoke_api_key',
+    summary: 'Revoke an API key',
+    tag: 'keys',
+    scope: 'keys',
+    response: apiKeyView,
+  },
+  {
+    method: 'POST',
+    path: '/keys/:id/rotate',
+    operationId: 'rotate_api_key',
+    summary: 'Rotate an API key',
+    description:
+      'Issues a replacement with the same mode, scopes and name; the old key works until expires_in_minutes.',
+    tag: 'keys',
+    scope: 'keys',
+    body: rotateKeyBody,
+    response: z.object({ new_key: issuedKey, old_key: apiKeyView }),
+  },
+];
+
+export function keyRoutes(runtime: Runtime): FastifyPluginAsync {
+  const auth = { auth: { scope: 'keys' as const } };
+  return async (app) => {
+    app.get('/keys', { config: auth }, async (request) => {
+      const caller = requestAuth(request);
+      return { object: 'list', data: await listAccountApiKeys(runtime.db, caller.accountId, caller), has_more: false };
+    });
+
+    app.post('/keys', { config: auth }, async (request) => {
+      const caller = requestAuth(request);
+      const body = parseInput(createKeyBody, request.body);
+      const livemode = body.live ?? caller.livemode;
+      const scopes =
+        body.scopes ??
+        [...caller.scopes].filter((s): s is (typeof API_KEY_SCOPES)[number] =>
+          (API_KEY_SCOPES as readonly string[]).includes(s),
+        );
+      assertCanGrant(caller, livemode, scopes);
+      return issueApiKey(runtime.db, { accountId: caller.accountId, livemode, scopes, name: body.name ?? null });
+    });
+
+    app.post('/keys/:id/revoke', { config: auth }, async (request) => {
+      const caller = requestAuth(request);
+      const { id } = parseInput(keyIdParams, request.params);
+      return revokeAccountApiKey(runtime.db, caller.accountId, id, runtime.clock.now(), caller);
+    });
+
+    app.post('/keys/:id/rotate', { config: auth }, async (request) => {
+      const caller = requestAuth(request);
+      const { id } = parseInput(keyIdParams, request.params);
+      const body = parseInput(rotateKeyBody, request.body);
+      return runtime.db.transaction().execute((trx) =>
+        rotateAccountApiKey(trx, {
+          keyId: id,
+          oldKeyExpiresInMinutes: body.expires_in_minutes,
+          now: runtime.clock.now(),
+          manager: caller,
+        }),
+      );
+    });
+  };
+}

@@ -1,0 +1,136 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { AppError } from '../../core/errors.ts';
+import { parseInput } from '../../core/validation.ts';
+import { findPayment } from '../../db/repositories/payments.ts';
+import { presentPayment } from '../../payments/present.ts';
+import { recordSandboxPayment } from '../../payments/sandbox-rail.ts';
+import type { Runtime } from '../../runtime.ts';
+import { newId } from '../../domain/ids.ts';
+import { minorToNumber, SETTLEMENT_CURRENCY } from '../../domain/money.ts';
+import {
+  credit,
+  debit,
+  getLedgerBalance,
+  ledgerAccount,
+  postLedger,
+  InsufficientBalanceError,
+} from '../../ledger/ledger.ts';
+import { testMoneyMayMoveOn, testMoneyRefusal } from '../../chain/test-networks.ts';
+import { openChainSession } from '../../settlement/chain-session.ts';
+import { settlementAmount, settlementAsset, settlementMinor } from '../../../tools/schemas.ts';
+import { paymentOutput } from '../../../tools/payment-output.ts';
+import type { ApiOperation } from '../openapi.ts';
+import { requestAuth } from '../plugins/auth.ts';
+
+const payBody = z.strictObject({
+  outcome: z
+    .enum(['succeeded', 'declined'], { error: "outcome must be 'succeeded' or 'declined'" })
+    .default('succeeded')
+    .describe('What the sandbox rail answers.'),
+});
+
+const fundBody = z.strictObject({
+  amount: settlementAmount('amount').describe('How much test USDC to add to the balance (major units).'),
+  asset: settlementAsset,
+});
+
+const balanceResponse = z.object({
+  object: z.literal('balance_funding'),
+  id: z.string(),
+  amount: z.number(),
+  asset: z.string(),
+  available: z.number().describe('The test balance after funding.'),
+});
+
+export const testHelperOperations: ApiOperation[] = [
+  {
+    method: 'POST',
+    path: '/v1/test_helpers/payments/:id/pay',
+    operationId: 'test_helper_pay_payment',
+    summary: 'Pay a test-mode payment on the sandbox rail',
+    description: 'Test-mode keys only (404 with a live key). Does exactly what the payer does on the checkout page.',
+    tag: 'test helpers',
+    scope: 'payments:write',
+    body: payBody,
+    response: paymentOutput.extend({
+      attempt: z.object({ id: z.string(), outcome: z.enum(['succeeded', 'declined']) }),
+    }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/test_helpers/balance/fund',
+    operationId: 'test_helper_fund_balance',
+    summary: 'Add test USDC to the custodial balance',
+    description:
+      'Test-mode keys only (404 with a live key). Moves devnet treasury funds to the test balance, for trying payouts.',
+    tag: 'test helpers',
+    scope: 'payouts:write',
+    body: fundBody,
+    response: balanceResponse,
+  },
+];
+
+/**
+ * Test helpers drive the sandbox rail exactly as a payer on the checkout page does. They exist
+ * for test-mode keys only: with a live key they are 404, as if they did not exist.
+ */
+export function testHelperRoutes(runtime: Runtime): FastifyPluginAsync {
+  return async (app) => {
+    app.post<{ Params: { id: string } }>(
+      '/v1/test_helpers/payments/:id/pay',
+      { config: { auth: { scope: 'payments:write' } } },
+      async (request) => {
+        const auth = requestAuth(request);
+        if (auth.livemode)
+          throw new AppError('not_found', 'Test helpers are only available with test-mode keys (sk_test_…).');
+        const { outcome } = parseInput(payBody, request.body);
+        const owned = await findPayment(runtime.db, auth, request.params.id);
+        if (!owned) throw new AppError('not_found', `No such payment: '${request.params.id}'.`, { param: 'id' });
+        const result = await runtime.db
+          .transaction()
+          .execute((trx) => recordSandboxPayment(trx, runtime.config, owned.id, outcome, runtime.clock.now()));
+        return { ...presentPayment(runtime.config, result.payment), attempt: { id: result.attemptId, outcome } };
+      },
+    );
+
+    app.post('/v1/test_helpers/balance/fund', { config: { auth: { scope: 'payouts:write' } } }, async (request) => {
+      const auth = requestAuth(request);
+      if (auth.livemode)
+        throw new AppError('not_found', 'Test helpers are only available with test-mode keys (sk_test_…).');
+      const body = parseInput(fundBody, request.body);
+      const amount = settlementMinor(body.amount);
+      // The money is real on the test chain: it comes out of what the treasury was funded with.
+      const chain = await runtime.chain();
+      // Test funding hands out the treasury's tokens: play money only where the chain's tokens are.
+      if (!testMoneyMayMoveOn(chain))
+        throw new AppError('invalid_request', `Test funding is not available: ${testMoneyRefusal(chain)}.`);
+      const session = await openChainSession(runtime.db, chain);
+      const id = newId('fund');
+      const merchant = ledgerAccount.merchant(auth.accountId, false, SETTLEMENT_CURRENCY.code);
+      try {
+        await runtime.db.transaction().execute((trx) =>
+          postLedger(trx, {
+            kind: 'test_funding',
+            reference: id,
+            at: runtime.clock.now(),
+            entries: [debit(ledgerAccount.funding(session.key, session.asset), amount), credit(merchant, amount)],
+          }),
+        );
+      } catch (error) {
+        if (error instanceof InsufficientBalanceError) {
+          throw new AppError('insufficient_funds', 'The test treasury cannot cover this amount.', { param: 'amount' });
+        }
+        throw error;
+      }
+      const available = await getLedgerBalance(runtime.db, merchant);
+      return {
+        object: 'balance_funding',
+        id,
+        amount: body.amount,
+        asset: SETTLEMENT_CURRENCY.code,
+        available: minorToNumber(available, SETTLEMENT_CURRENCY),
+      };
+    });
+  };
+}

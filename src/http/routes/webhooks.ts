@@ -1,0 +1,259 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { AppError } from '../../core/errors.ts';
+import { parseInput } from '../../core/validation.ts';
+import {
+  findEventWithDelivery,
+  listAttempts,
+  listEventsWithDelivery,
+  requestRedelivery,
+} from '../../db/repositories/webhook-deliveries.ts';
+import type { Runtime } from '../../runtime.ts';
+import { presentAttempt, presentEvent } from '../../webhooks/events.ts';
+import {
+  DEFAULT_ROTATION_GRACE_MINUTES,
+  MAX_ROTATION_GRACE_MINUTES,
+  readWebhookSecret,
+  rotateWebhookSecret,
+} from '../../webhooks/secrets.ts';
+import type { ApiOperation } from '../openapi.ts';
+import { type AuthContext, requestAuth } from '../plugins/auth.ts';
+
+export const rotateSecretBody = z.strictObject({
+  grace_period_minutes: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_ROTATION_GRACE_MINUTES)
+    .default(DEFAULT_ROTATION_GRACE_MINUTES)
+    .describe(
+      'How long the previous secret keeps signing deliveries beside the new one, in minutes (0 to 10080, default 1440 = 24 h). 0 retires it at once.',
+    ),
+});
+
+export const listEventsQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(10).describe('Page size, 1 to 100 (default 10).'),
+  starting_after: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe('Cursor: the id of the last event of the previous page. Events are listed newest first.'),
+  type: z.string().min(1).max(100).optional().describe('Only events of this type, e.g. payment.settled.'),
+  object_id: z.string().min(1).max(100).optional().describe('Only events about this object, e.g. a payment id.'),
+});
+
+const eventIdParams = z.object({ id: z.string().min(1).max(100) });
+
+const webhookSecretView = z.object({
+  object: z.literal('webhook_secret'),
+  secret: z.string().describe('The current signing secret (whsec_…). Verify deliveries with it.'),
+  created: z.string().describe('When the current secret was created (ISO 8601).'),
+  previous_secrets: z
+    .array(
+      z.object({
+        created: z.string(),
+        expires_at: z.string().describe('Until when it still signs deliveries beside the current one.'),
+      }),
+    )
+    .describe('Rotated-out secrets still inside their grace period. Their values are not shown again.'),
+});
+
+const deliveryView = z
+  .object({
+    status: z.enum(['pending', 'delivered', 'failed']),
+    attempts: z.number().int().describe('Attempts made so far.'),
+    next_attempt_at: z.string().nullable().describe('When the next attempt is due, while pending.'),
+    last_attempt_at: z.string().nullable(),
+    delivered_at: z.string().nullable(),
+    failed_at: z.string().nullable(),
+  })
+  .nullable()
+  .describe('Delivery state; null when the event is recorded only (no webhook_url).');
+
+const eventView = z.object({
+  id: z.string().describe('Event id; the webhook-id header and the body id carry the same value.'),
+  object: z.literal('event'),
+  type: z.string().describe('payment.paid, payment.settled, payment.expired, …'),
+  created: z.string().describe('When the event happened (ISO 8601).'),
+  livemode: z.boolean(),
+  data: z.unknown().describe('The event data, exactly as delivered.'),
+  object_id: z.string().nullable().describe('The object the event is about.'),
+  webhook_url: z.string().nullable().describe('Where it is delivered; null: recorded only.'),
+  delivery: deliveryView,
+});
+
+const attemptView = z.object({
+  id: z.string(),
+  object: z.literal('webhook_attempt'),
+  event_id: z.string(),
+  attempt: z.number().int().describe('1 for the first attempt, then 2, 3, …'),
+  trigger: z.enum(['automatic', 'redelivery']),
+  url: z.string(),
+  status: z
+    .enum(['succeeded', 'failed', 'in_progress', 'interrupted'])
+    .describe('interrupted: the worker stopped mid-attempt; the event is sent again.'),
+  created: z.string().describe('When the attempt started.'),
+  finished: z.string().nullable(),
+  response_status: z.number().int().nullable().describe("The receiver's HTTP status, if it answered."),
+  latency_ms: z.number().int().nullable().describe('From the start of the attempt to the response headers.'),
+  response_excerpt: z.string().nullable().describe('At most the first 1 KB of the response body.'),
+  error: z
+    .object({ code: z.string(), message: z.string().nullable() })
+    .nullable()
+    .describe('Why it failed: timeout, network, redirect, http_status, refused_target, dns_failed, …'),
+});
+
+export const webhookOperations: ApiOperation[] = [
+  {
+    method: 'GET',
+    path: '/v1/webhook_secret',
+    operationId: 'get_webhook_secret',
+    summary: 'Read the webhook signing secret',
+    description:
+      "The current whsec_ secret of the calling key's mode (each mode has its own; it signs that mode's events only).",
+    tag: 'webhooks',
+    scope: 'webhooks',
+    response: webhookSecretView,
+  },
+  {
+    method: 'POST',
+    path: '/v1/webhook_secret/rotate',
+    operationId: 'rotate_webhook_secret',
+    summary: 'Rotate the webhook signing secret',
+    description:
+      'Makes a new current secret. During the grace period every delivery is signed with both secrets, so the receiver can switch at any time.',
+    tag: 'webhooks',
+    scope: 'webhooks',
+    body: rotateSecretBody,
+    response: webhookSecretView,
+  },
+  {
+    method: 'GET',
+    path: '/v1/events',
+    operationId: 'list_events',
+    summary: 'List events',
+    description: 'Events of the calling key’s account and mode, newest first, with their delivery state.',
+    tag: 'events',
+    scope: 'webhooks',
+    query: listEventsQuery,
+    response: z.object({ object: z.literal('list'), data: z.array(eventView), has_more: z.boolean() }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/events/:id',
+    operationId: 'get_event',
+    summary: 'Read an event',
+    tag: 'events',
+    scope: 'webhooks',
+    response: eventView,
+  },
+  {
+    method: 'GET',
+    path: '/v1/events/:id/deliveries',
+    operationId: 'list_event_deliveries',
+    summary: "List an event's delivery attempts",
+    description: 'Every attempt in the order made: status, HTTP status, latency and a response excerpt.',
+    tag: 'events',
+    scope: 'webhooks',
+    response: z.object({ object: z.literal('list'), data: z.array(attemptView), has_more: z.boolean() }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/events/:id/redeliver',
+    operationId: 'redeliver_event',
+    summary: 'Send an event again',
+    description:
+      'Queues the event for a new round of attempts now (with the same id, so receivers still dedupe), whether it was delivered or failed. An attempt already in flight is left to finish.',
+    tag: 'events',
+    scope: 'webhooks',
+    response: eventView,
+  },
+];
+
+async function ownedEvent(runtime: Runtime, auth: AuthContext, raw: unknown) {
+  const { id } = parseInput(eventIdParams, raw);
+  const found = await findEventWithDelivery(runtime.db, auth, id);
+  if (!found) throw new AppError('not_found', `No such event: '${id}'.`, { param: 'id' });
+  return found;
+}
+
+export function webhookRoutes(runtime: Runtime): FastifyPluginAsync {
+  const auth = { auth: { scope: 'webhooks' as const } };
+  return async (app) => {
+    app.get('/v1/webhook_secret', { config: auth }, async (request) => {
+      const { accountId, livemode } = requestAuth(request);
+      return readWebhookSecret(runtime.db, runtime.secretBox, { accountId, livemode }, runtime.clock.now());
+    });
+
+    app.post('/v1/webhook_secret/rotate', { config: auth }, async (request) => {
+      const { accountId, livemode } = requestAuth(request);
+      const body = parseInput(rotateSecretBody, request.body);
+      return runtime.db.transaction().execute((trx) =>
+        rotateWebhookSecret(trx, runtime.secretBox, {
+          accountId,
+          livemode,
+          now: runtime.clock.now(),
+          gracePeriodMinutes: body.grace_period_minutes,
+        }),
+      );
+    });
+
+    app.get('/v1/events', { config: auth }, async (request) => {
+      const caller = requestAuth(request);
+      const query = parseInput(listEventsQuery, request.query);
+      let after: { createdAt: Date; id: string } | undefined;
+      if (query.starting_after !== undefined) {
+        const cursor = await findEventWithDelivery(runtime.db, caller, query.starting_after);
+        if (!cursor) {
+          throw new AppError('invalid_request', `Invalid starting_after: no such event '${query.starting_after}'.`, {
+            param: 'starting_after',
+          });
+        }
+        after = { createdAt: cursor.event.created_at, id: cursor.event.id };
+      }
+      const rows = await listEventsWithDelivery(runtime.db, {
+        accountId: caller.accountId,
+        livemode: caller.livemode,
+        type: query.type,
+        objectId: query.object_id,
+        after,
+        limit: query.limit + 1,
+      });
+      return {
+        object: 'list',
+        data: rows.slice(0, query.limit).map((row) => presentEvent(row.event, row.delivery)),
+        has_more: rows.length > query.limit,
+      };
+    });
+
+    app.get('/v1/events/:id', { config: auth }, async (request) => {
+      const found = await ownedEvent(runtime, requestAuth(request), request.params);
+      return presentEvent(found.event, found.delivery);
+    });
+
+    app.get('/v1/events/:id/deliveries', { config: auth }, async (request) => {
+      const found = await ownedEvent(runtime, requestAuth(request), request.params);
+      const attempts = await listAttempts(runtime.db, found.event.id);
+      const now = runtime.clock.now();
+      return {
+        object: 'list',
+        data: attempts.map((attempt) => presentAttempt(attempt, found.delivery, now)),
+        has_more: false,
+      };
+    });
+
+    app.post('/v1/events/:id/redeliver', { config: auth }, async (request) => {
+      const found = await ownedEvent(runtime, requestAuth(request), request.params);
+      if (found.event.webhook_url === null) {
+        throw new AppError(
+          'invalid_request',
+          `Event '${found.event.id}' has no webhook_url: it was recorded only, so there is nowhere to deliver it.`,
+          { param: 'id' },
+        );
+      }
+      const delivery = await requestRedelivery(runtime.db, found.event.id, runtime.clock.now());
+      return presentEvent(found.event, delivery);
+    });
+  };
+}

@@ -1,0 +1,25 @@
+import { expiryJob } from './payments/expiry.ts';
+import type { Runtime } from './runtime.ts';
+import { settlementJob } from './settlement/worker.ts';
+import { webhookDeliveryJob } from './webhooks/delivery-worker.ts';
+
+/**
+ * Background jobs of the worker role. Each job coordinates through Postgres row locks only
+ * (FOR UPDATE SKIP LOCKED, compare-and-set), so any number of worker processes can run them
+ * side by side. A job is `start(runtime) → stop()`; add one line per job below.
+ */
+export type WorkerJob = (runtime: Runtime) => () => Promise<void>;
+
+const JOBS: ReadonlyArray<[name: string, job: WorkerJob]> = [
+  ['payment-expiry', expiryJob],
+  ['webhook-delivery', webhookDeliveryJob],
+  ['settlement', settlementJob],
+];
+
+export function startWorkers(runtime: Runtime): () => Promise<void> {
+  const stops = JOBS.map(([, job]) => job(runtime));
+  runtime.logger.info({ jobs: JOBS.map(([name]) => name) }, 'workers started');
+  return async () => {
+    await Promise.all(stops.map((stop) => stop()));
+  };
+}
