@@ -1,0 +1,150 @@
+import type { CheckoutAssets } from './assets.ts';
+import { html, type SafeHtml } from './html.ts';
+import { type CheckoutView, payPath } from './view.ts';
+
+/**
+ * The checkout host's pages, rendered on the server with the escaping `html` tag. Every page
+ * works without JavaScript; the one script only counts down, guards double submits and follows
+ * the status live. No inline script or style anywhere (the CSP forbids both).
+ */
+
+function layout(assets: CheckoutAssets, title: string, body: SafeHtml, withScript: boolean): string {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+<title>${title}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="${assets.css.path}">
+${withScript && html`<script src="${assets.js.path}" defer></script>`}
+</head>
+<body>
+${body}
+<footer>Secure checkout by plainpay</footer>
+</body>
+</html>
+`.value;
+}
+
+export interface CheckoutPageOptions {
+  /** The payer has just paid on this page (the POST's redirect named a succeeded attempt). */
+  justPaid: boolean;
+  /** The payer's last attempt on this page was declined. */
+  declined: boolean;
+}
+
+export function checkoutPage(assets: CheckoutAssets, view: CheckoutView, options: CheckoutPageOptions): string {
+  const open = view.state === 'payable' || view.state === 'unavailable';
+  const title = open
+    ? `Pay ${view.amount} to ${view.merchantName}`
+    : `${HEADINGS[view.state](options.justPaid)} · ${view.merchantName}`;
+  const body = html`<main id="checkout" data-state="${view.state}" data-status-url="${payPath(view.id)}/status"${
+    options.justPaid && html` data-auto-return="1"`
+  }>
+${!view.livemode && html`<p class="badge">Test mode: no real money moves</p>`}
+<p class="merchant">${open ? 'Pay' : 'Payment to'} <strong id="merchant-name">${view.merchantName}</strong></p>
+<h1 class="amount"><span class="sr-only">Amount: </span><span id="amount">${view.amount}</span> <abbr class="code" title="${view.currencyName}">${view.currencyCode}</abbr></h1>
+${view.description && html`<p class="desc" id="description">${view.description}</p>`}
+${stateSection(view, options)}
+</main>`;
+  return layout(assets, title, body, true);
+}
+
+const HEADINGS: Record<CheckoutView['state'], (justPaid: boolean) => string> = {
+  payable: () => 'Choose how to pay',
+  unavailable: () => 'This payment method is not available yet',
+  processing: () => 'Payment in progress',
+  received: (justPaid) => (justPaid ? 'Payment received' : 'This payment has already been paid'),
+  settled: (justPaid) => (justPaid ? 'Payment complete' : 'This payment has already been paid'),
+  refunded: () => 'This payment was refunded',
+  expired: () => 'This checkout session has expired',
+};
+
+function stateSection(view: CheckoutView, options: CheckoutPageOptions): SafeHtml {
+  const heading = html`<h2 id="state-heading">${HEADINGS[view.state](options.justPaid)}</h2>`;
+  const status = (text: string) => html`<p id="status" role="status" aria-live="polite">${text}</p>`;
+  const back = (text: string) =>
+    html`<a id="return" class="button primary" href="${view.returnUrl ?? '#'}"${!view.returnUrl && html` hidden`}>${text}</a>`;
+  const settlement = html`<dl id="settlement" class="tx"${view.txHash === null && html` hidden`}>
+<dt>Settlement transaction</dt>
+<dd><code id="tx-hash">${view.txHash}</code></dd>
+</dl>`;
+
+  switch (view.state) {
+    case 'payable':
+      return html`${timeLeft(view)}
+${options.declined && html`<p class="notice bad" role="alert">The payment was declined. No money was taken. You can try again.</p>`}
+<form id="pay-form" method="post" action="${payPath(view.id)}">
+<fieldset>
+<legend>Sandbox payment</legend>
+<p class="hint" id="sandbox-hint">This is a test-mode checkout. Choose what the sandbox payment rail answers.</p>
+<button type="submit" class="primary" name="outcome" value="succeeded" aria-describedby="sandbox-hint">Pay ${view.amount}</button>
+<button type="submit" name="outcome" value="declined" aria-describedby="sandbox-hint">Simulate a declined payment</button>
+</fieldset>
+</form>
+${status('Waiting for payment.')}`;
+    case 'unavailable':
+      return html`${heading}
+${timeLeft(view)}
+<p class="notice">Live payments cannot be made on this checkout yet. You have not been charged. Please contact ${view.merchantName} to pay another way.</p>
+${status('No payment method is available.')}`;
+    case 'processing':
+      return html`${heading}
+${status('Your payment is being confirmed. Please keep this page open.')}`;
+    case 'received':
+      return html`${heading}
+<p class="notice ok">${view.merchantName} has received your payment.</p>
+${status(options.justPaid ? 'Payment received. Settling…' : 'Payment received. Settlement is in progress.')}
+${settlement}
+${back(`Return to ${view.merchantName}`)}`;
+    case 'settled':
+      return html`${heading}
+<p class="notice ok">${options.justPaid ? 'Your payment is complete and has been settled.' : 'Nothing more to pay: this payment is complete and settled.'}</p>
+${status('Payment complete.')}
+${settlement}
+${back(`Return to ${view.merchantName}`)}`;
+    case 'refunded':
+      return html`${heading}
+<p class="notice">This payment was made and has since been refunded, in full or in part. There is nothing to pay.</p>
+${status('Refunded.')}
+${back(`Return to ${view.merchantName}`)}`;
+    case 'expired':
+      return html`${heading}
+<p class="notice bad">The time to pay has run out. No payment was taken. Go back to ${view.merchantName} to start again.</p>
+${status('Expired.')}
+${back(`Return to ${view.merchantName}`)}`;
+  }
+}
+
+function timeLeft(view: CheckoutView): SafeHtml {
+  return html`<dl class="meta"><dt>Time left</dt><dd><span id="time-left" data-seconds="${view.secondsLeft}">${formatSecondsLeft(view.secondsLeft)}</span></dd></dl>`;
+}
+
+/** Same format as the script's countdown: "59:07" under an hour, "23 h 05 min" above. */
+export function formatSecondsLeft(seconds: number): string {
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return h > 0 ? `${h} h ${pad(m)} min` : `${m}:${pad(seconds % 60)}`;
+}
+
+export interface MessagePage {
+  title: string;
+  heading: string;
+  text: string;
+}
+
+/** Honest error pages: unknown session, refused form post, server trouble. */
+export function messagePage(assets: CheckoutAssets, page: MessagePage): string {
+  return layout(
+    assets,
+    page.title,
+    html`<main>
+<h1>${page.heading}</h1>
+<p>${page.text}</p>
+</main>`,
+    false,
+  );
+}
