@@ -1,0 +1,500 @@
+// Settlement batches: planning (queued transfers → one netted BatchPayout call), and the two ways a
+// batch ends, each one database transaction: confirmed (transfers confirmed, ledger in-flight →
+// treasury, per-kind handlers: payment settled + event) or failed (transfers released for a new
+// attempt, or failed for good with their money returned).
+
+import { sql } from 'kysely';
+import { getAddress, type Hex } from 'viem';
+import { batchIdFromKey, encodeBatchPayout } from '../chain/chain.ts';
+import type { Db } from '../db/database.ts';
+import type { SettlementBatchRow, TransferKind, TransferRow } from '../db/tables/settlement.ts';
+import { newId } from '../domain/ids.ts';
+import {
+  credit,
+  debit,
+  type LedgerAccountRef,
+  type LedgerPosting,
+  ledgerAccount,
+  postLedger,
+} from '../ledger/ledger.ts';
+import { testMoneyMayMoveOn, testMoneyRefusal } from '../chain/test-networks.ts';
+import type { ChainSession } from './chain-session.ts';
+import type { SettlementContext } from './context.ts';
+import type { ConfirmedTransfer, FailedTransfer, TransferOutcomeContext } from './handlers.ts';
+import { type BatchLine, netTransfers } from './transfers.ts';
+
+interface StoredLine {
+  recipient: string;
+  amount: string;
+}
+
+export function batchLines(batch: Pick<SettlementBatchRow, 'lines'>): BatchLine[] {
+  return (batch.lines as StoredLine[]).map((l) => ({ recipient: getAddress(l.recipient), amount: BigInt(l.amount) }));
+}
+
+/** The batch's calldata: a pure function of its lines and batch key, the same on every attempt. */
+export function batchCalldata(session: ChainSession, batch: Pick<SettlementBatchRow, 'lines' | 'batch_key'>): Hex {
+  const lines = batchLines(batch);
+  return encodeBatchPayout({
+    token: session.conn.tokenAddress,
+    recipients: lines.map((l) => l.recipient),
+    amounts: lines.map((l) => l.amount),
+    batchId: batch.batch_key as Hex,
+  });
+}
+
+/**
+ * Groups queued transfers into planned batches: full batches at once, a partial one when its oldest
+ * transfer has waited batchWindowMs. Transfers are taken FOR UPDATE SKIP LOCKED and moved
+ * queued → batched by compare-and-set, so two planners never put one transfer in two batches.
+ * Returns the number of batches planned.
+ */
+export async function planBatches(ctx: SettlementContext, session: ChainSession): Promise<number> {
+  let planned = 0;
+  while (planned < ctx.options.maxBatchesPerTurn) {
+    const made = await ctx.db.transaction().execute((trx) => planOneBatch(trx, ctx, session));
+    if (!made) break;
+    planned += 1;
+  }
+  return planned;
+}
+
+async function planOneBatch(trx: Db, ctx: SettlementContext, session: ChainSession): Promise<boolean> {
+  const { batchMax, batchWindowMs, isolateAfterAttempts } = ctx.options;
+  const due = await sql<{ n: number; due: boolean }>`
+    select count(*)::int as n,
+           coalesce(bool_or(created_at <= now() - (${batchWindowMs}::int * interval '1 millisecond')), false) as due
+      from transfers where status = 'queued'`.execute(trx);
+  const stats = due.rows[0];
+  if (!stats || stats.n === 0 || (stats.n < batchMax && !stats.due)) return false;
+
+  const candidates = await trx
+    .selectFrom('transfers')
+    .selectAll()
+    .where('status', '=', 'queued')
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(batchMax)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+  if (candidates.length === 0) return false;
+
+  // Guardrail at the side effect: tokens sent to the token or batch contract would be lost or land
+  // back in the treasury behind the ledger's back. Such a transfer fails for good, before any signing.
+  const forbidden = new Set([session.conn.tokenAddress.toLowerCase(), session.conn.batchAddress.toLowerCase()]);
+  const refused = candidates.filter((t) => forbidden.has(t.recipient.toLowerCase()));
+  if (refused.length > 0) {
+    await failTransfersForGood(
+      trx,
+      ctx,
+      refused,
+      'recipient is a contract of the settlement service (token or batch contract)',
+    );
+    return true;
+  }
+  // And test-mode money never becomes tokens off a test network, whatever queued it (the tools
+  // refuse it first; this is the last place before signing).
+  if (!testMoneyMayMoveOn(session.conn)) {
+    const testMoney = candidates.filter((t) => !t.livemode);
+    if (testMoney.length > 0) {
+      await failTransfersForGood(trx, ctx, testMoney, testMoneyRefusal(session.conn));
+      return true;
+    }
+  }
+
+  // A transfer that already sank batches goes alone, so that one bad recipient cannot keep failing
+  // everyone else's transfers.
+  const retried = candidates.find((t) => t.attempts >= isolateAfterAttempts);
+  const chosen = retried ? [retried] : candidates.filter((t) => t.asset === session.asset);
+  if (chosen.length === 0) return false;
+
+  const lines = netTransfers(chosen);
+  const total = lines.reduce((sum, l) => sum + l.amount, 0n);
+  const id = newId('batch');
+  await trx
+    .insertInto('settlement_batches')
+    .values({
+      id,
+      batch_key: batchIdFromKey(id),
+      asset: session.asset,
+      status: 'planned',
+      chain_key: null,
+      lines: JSON.stringify(lines.map((l) => ({ recipient: l.recipient, amount: l.amount.toString() }))),
+      total_minor: total,
+      transfer_count: chosen.length,
+    })
+    .execute();
+  await trx
+    .insertInto('settlement_batch_transfers')
+    .values(chosen.map((t) => ({ batch_id: id, transfer_id: t.id })))
+    .execute();
+  const moved = await trx
+    .updateTable('transfers')
+    .set({ status: 'batched', batch_id: id, updated_at: sql`now()` })
+    .where(
+      'id',
+      'in',
+      chosen.map((t) => t.id),
+    )
+    .where('status', '=', 'queued')
+    .executeTakeFirst();
+  if (Number(moved.numUpdatedRows) !== chosen.length)
+    throw new Error('a locked queued transfer changed under its lock');
+  ctx.logger.debug({ batch: id, transfers: chosen.length, recipients: lines.length, total }, 'batch planned');
+  return true;
+}
+
+export interface BatchReceipt {
+  /** The chain it was mined on: a hash alone names a transaction on one chain only. */
+  chainKey: string;
+  hash: Hex;
+  blockNumber: bigint;
+  gasUsed: bigint;
+  effectiveGasPrice: bigint;
+}
+
+/**
+ * The batch's transaction is mined, succeeded and has the configured confirmations: one transaction
+ * records everything. A batch no longer `sent` (another worker did it) is left alone. Returns whether
+ * this call confirmed it.
+ */
+export async function confirmBatch(
+  ctx: SettlementContext,
+  session: ChainSession,
+  batchId: string,
+  receipt: BatchReceipt,
+): Promise<boolean> {
+  return ctx.db.transaction().execute(async (trx) => {
+    const batch = await trx
+      .selectFrom('settlement_batches')
+      .selectAll()
+      .where('id', '=', batchId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (batch?.status !== 'sent') return false;
+    const transfers = await trx
+      .selectFrom('transfers')
+      .selectAll()
+      .where('batch_id', '=', batchId)
+      .where('status', '=', 'sent')
+      .orderBy('id')
+      .forUpdate()
+      .execute();
+    const total = transfers.reduce((sum, t) => sum + t.amount_minor, 0n);
+    if (transfers.length !== batch.transfer_count || total !== batch.total_minor) {
+      // Paid on chain, but the rows disagree with what was signed: stop and shout rather than guess.
+      throw new Error(`batch ${batchId} was paid but its transfers do not add up to the signed batch`);
+    }
+    const now = ctx.clock.now();
+    const gasCost = receipt.gasUsed * receipt.effectiveGasPrice;
+    await trx
+      .updateTable('settlement_batches')
+      .set({
+        status: 'confirmed',
+        tx_hash: receipt.hash,
+        block_number: receipt.blockNumber,
+        gas_used: receipt.gasUsed,
+        effective_gas_price: receipt.effectiveGasPrice,
+        gas_cost_wei: gasCost.toString(),
+        finished_at: sql`now()`,
+        updated_at: sql`now()`,
+      })
+      .where('id', '=', batchId)
+      .execute();
+    await trx
+      .updateTable('chain_transactions')
+      .set({
+        status: 'mined',
+        block_number: receipt.blockNumber,
+        gas_used: receipt.gasUsed,
+        effective_gas_price: receipt.effectiveGasPrice,
+      })
+      .where('chain_key', '=', receipt.chainKey)
+      .where('hash', '=', receipt.hash)
+      .execute();
+    await trx
+      .updateTable('chain_transactions')
+      .set({ status: 'replaced' })
+      .where('batch_id', '=', batchId)
+      .where('hash', '!=', receipt.hash)
+      .where('status', 'in', ['signed', 'broadcast'])
+      .execute();
+
+    await postLedger(
+      trx,
+      transfers.map((t) => ({
+        kind: 'transfer_confirmed',
+        reference: t.id,
+        at: now,
+        entries: [debit(ledgerAccount.inFlight(t.asset), t.amount_minor), credit(session.treasury, t.amount_minor)],
+      })),
+    );
+    await trx
+      .updateTable('transfers')
+      .set({ status: 'confirmed', confirmed_at: sql`now()`, updated_at: sql`now()` })
+      .where('batch_id', '=', batchId)
+      .where('status', '=', 'sent')
+      .execute();
+
+    // Each transfer's share of the gas: an even split, the remainder to the first ones, so that the
+    // shares add up to exactly what the transaction used.
+    const n = BigInt(transfers.length);
+    const base = receipt.gasUsed / n;
+    const remainder = receipt.gasUsed % n;
+    const confirmed: ConfirmedTransfer[] = transfers.map((t, i) => {
+      const gasUsed = base + (BigInt(i) < remainder ? 1n : 0n);
+      return {
+        transfer: { ...t, status: 'confirmed' },
+        batchId,
+        chainId: session.chainId,
+        txHash: receipt.hash,
+        blockNumber: receipt.blockNumber,
+        gasUsed,
+        gasCostWei: gasUsed * receipt.effectiveGasPrice,
+        confirmations: session.conn.confirmations,
+      };
+    });
+    const outcome: TransferOutcomeContext = { config: ctx.config, logger: ctx.logger, now };
+    for (const [kind, items] of groupByKind(confirmed, (c) => c.transfer.kind)) {
+      await ctx.handlers[kind].onConfirmed(trx, items, outcome);
+    }
+    ctx.logger.info(
+      { batch: batchId, tx: receipt.hash, transfers: transfers.length, gasUsed: receipt.gasUsed },
+      'settlement batch confirmed',
+    );
+    return true;
+  });
+}
+
+export interface BatchFailure {
+  reason: string;
+  /** The transaction whose receipt shows the revert, if one was mined. */
+  reverted?: BatchReceipt;
+}
+
+/**
+ * The batch can never pay: its transaction reverted, or its nonce was used by a transaction that is
+ * not one of its own, or it would revert before anything was signed. `expected` is the status the
+ * caller saw (planned or sent). Its transfers go back to the queue for a new batch (a new batch id),
+ * or fail for good after maxTransferAttempts. Returns whether this call recorded the failure.
+ */
+export async function failBatch(
+  ctx: SettlementContext,
+  batchId: string,
+  expected: 'planned' | 'sent',
+  failure: BatchFailure,
+): Promise<boolean> {
+  return ctx.db.transaction().execute(async (trx) => {
+    const batch = await trx
+      .selectFrom('settlement_batches')
+      .select(['status'])
+      .where('id', '=', batchId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (batch?.status !== expected) return false;
+    const { reverted } = failure;
+    await trx
+      .updateTable('settlement_batches')
+      .set({
+        status: 'failed',
+        failure_reason: failure.reason,
+        finished_at: sql`now()`,
+        updated_at: sql`now()`,
+        ...(reverted
+          ? {
+              tx_hash: reverted.hash,
+              block_number: reverted.blockNumber,
+              gas_used: reverted.gasUsed,
+              effective_gas_price: reverted.effectiveGasPrice,
+              gas_cost_wei: (reverted.gasUsed * reverted.effectiveGasPrice).toString(),
+            }
+          : {}),
+      })
+      .where('id', '=', batchId)
+      .execute();
+    if (reverted) {
+      await trx
+        .updateTable('chain_transactions')
+        .set({
+          status: 'reverted',
+          block_number: reverted.blockNumber,
+          gas_used: reverted.gasUsed,
+          effective_gas_price: reverted.effectiveGasPrice,
+        })
+        .where('chain_key', '=', reverted.chainKey)
+        .where('hash', '=', reverted.hash)
+        .execute();
+    }
+    await trx
+      .updateTable('chain_transactions')
+      .set({ status: 'dropped', last_error: failure.reason })
+      .where('batch_id', '=', batchId)
+      .where('status', 'in', ['signed', 'broadcast'])
+      .execute();
+
+    const transfers = await trx
+      .selectFrom('transfers')
+      .selectAll()
+      .where('batch_id', '=', batchId)
+      .where('status', 'in', ['batched', 'sent'])
+      .orderBy('id')
+      .forUpdate()
+      .execute();
+    const exhausted = transfers.filter((t) => t.attempts + 1 >= ctx.options.maxTransferAttempts);
+    const retry = transfers.filter((t) => t.attempts + 1 < ctx.options.maxTransferAttempts);
+    if (retry.length > 0) {
+      await trx
+        .updateTable('transfers')
+        .set((eb) => ({
+          status: 'queued',
+          batch_id: null,
+          attempts: eb('attempts', '+', 1),
+          last_error: failure.reason,
+          updated_at: sql`now()`,
+        }))
+        .where(
+          'id',
+          'in',
+          retry.map((t) => t.id),
+        )
+        .execute();
+    }
+    if (exhausted.length > 0) await failTransfersForGood(trx, ctx, exhausted, failure.reason);
+    ctx.logger.warn(
+      { batch: batchId, reason: failure.reason, released: retry.length, failed: exhausted.length },
+      'settlement batch failed',
+    );
+    return true;
+  });
+}
+
+/** Ends transfers for good: money back from in-flight to where it came from, handlers told. */
+async function failTransfersForGood(
+  trx: Db,
+  ctx: SettlementContext,
+  transfers: readonly TransferRow[],
+  reason: string,
+): Promise<void> {
+  const now = ctx.clock.now();
+  const sources = await trx
+    .selectFrom('ledger_accounts')
+    .selectAll()
+    .where(
+      'id',
+      'in',
+      transfers.map((t) => t.from_ledger_account),
+    )
+    .execute();
+  const byId = new Map(sources.map((a) => [a.id, a]));
+  const postings: LedgerPosting[] = transfers.map((t) => {
+    const source = byId.get(t.from_ledger_account);
+    if (!source) throw new Error(`ledger account ${t.from_ledger_account} of transfer ${t.id} is missing`);
+    const back: LedgerAccountRef = {
+      id: source.id,
+      kind: source.kind,
+      asset: source.asset,
+      ...(source.account_id ? { accountId: source.account_id } : {}),
+      ...(source.livemode !== null ? { livemode: source.livemode } : {}),
+      ...(source.chain_key ? { chainKey: source.chain_key } : {}),
+    };
+    return {
+      kind: 'transfer_failed',
+      reference: t.id,
+      at: now,
+      entries: [debit(ledgerAccount.inFlight(t.asset), t.amount_minor), credit(back, t.amount_minor)],
+    };
+  });
+  await postLedger(trx, postings);
+  await trx
+    .updateTable('transfers')
+    .set((eb) => ({
+      status: 'failed',
+      batch_id: null,
+      attempts: eb('attempts', '+', 1),
+      last_error: reason,
+      updated_at: sql`now()`,
+    }))
+    .where(
+      'id',
+      'in',
+      transfers.map((t) => t.id),
+    )
+    .execute();
+  const failed: FailedTransfer[] = transfers.map((t) => ({ transfer: { ...t, status: 'failed' }, reason }));
+  const outcome: TransferOutcomeContext = { config: ctx.config, logger: ctx.logger, now };
+  for (const [kind, items] of groupByKind(failed, (f) => f.transfer.kind)) {
+    await ctx.handlers[kind].onFailed(trx, items, outcome);
+  }
+}
+
+/**
+ * Batches sent on an in-process devnet that no longer exists (its process ended: no live lease on
+ * that chain) go back to `planned` with the same batch id, to be signed again on the current chain.
+ * That is safe because the old chain, with any transaction that was on it, is gone; on the new chain
+ * the contract has never seen the batch id. Chains reached over RPC are never treated this way.
+ */
+export async function replanBatchesFromGoneChains(ctx: SettlementContext, session: ChainSession): Promise<number> {
+  const orphans = await ctx.db
+    .selectFrom('settlement_batches as b')
+    .innerJoin('chains as c', 'c.chain_key', 'b.chain_key')
+    .select(['b.id', 'b.chain_key'])
+    .where('b.status', '=', 'sent')
+    .where('b.chain_key', '!=', session.key)
+    .where('c.ephemeral', '=', true)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('relayer_leases as l')
+            .select('l.chain_key')
+            .whereRef('l.chain_key', '=', 'b.chain_key')
+            .where('l.expires_at', '>', sql<Date>`now()`),
+        ),
+      ),
+    )
+    .execute();
+  let moved = 0;
+  for (const orphan of orphans) {
+    const done = await ctx.db.transaction().execute(async (trx) => {
+      const batch = await trx
+        .selectFrom('settlement_batches')
+        .select(['status', 'chain_key'])
+        .where('id', '=', orphan.id)
+        .forUpdate()
+        .executeTakeFirst();
+      if (batch?.status !== 'sent' || batch.chain_key !== orphan.chain_key) return false;
+      await trx
+        .updateTable('settlement_batches')
+        .set({ status: 'planned', chain_key: null, sent_at: null, updated_at: sql`now()` })
+        .where('id', '=', orphan.id)
+        .execute();
+      await trx
+        .updateTable('chain_transactions')
+        .set({ status: 'dropped', last_error: 'the in-process devnet this was signed for is gone' })
+        .where('batch_id', '=', orphan.id)
+        .where('status', 'in', ['signed', 'broadcast'])
+        .execute();
+      await trx
+        .updateTable('transfers')
+        .set({ status: 'batched', updated_at: sql`now()` })
+        .where('batch_id', '=', orphan.id)
+        .where('status', '=', 'sent')
+        .execute();
+      return true;
+    });
+    if (done) moved += 1;
+  }
+  if (moved > 0) ctx.logger.warn({ batches: moved }, 'batches from a devnet that is gone will be sent again here');
+  return moved;
+}
+
+function groupByKind<T>(items: readonly T[], kindOf: (item: T) => TransferKind): Map<TransferKind, T[]> {
+  const groups = new Map<TransferKind, T[]>();
+  for (const item of items) {
+    const kind = kindOf(item);
+    const list = groups.get(kind);
+    if (list) list.push(item);
+    else groups.set(kind, [item]);
+  }
+  return groups;
+}

@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Kysely } from 'kysely';
+import type { Config } from '../config/config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Logger } from '../core/logger.ts';
+import type { Database } from '../db/database.ts';
+import type { TransferHandlers } from './handlers.ts';
+
+/** Tunables of the settlement worker. Batch size and window come from config; the rest are defaults. */
+export interface SettlementOptions {
+  /** Most transfers in one batch call (SETTLEMENT_BATCH_MAX). */
+  batchMax: number;
+  /** How long the oldest queued transfer may wait for others before a partial batch goes out. */
+  batchWindowMs: number;
+  /** Sleep between idle loop turns; a busy loop turns again at once. */
+  pollIntervalMs: number;
+  /** The relayer lease lasts this long unless renewed (every loop turn renews it). */
+  leaseTtlMs: number;
+  /** Re-send a stored, unmined transaction after this long (same bytes; harmless if the node has it). */
+  rebroadcastAfterMs: number;
+  /** Replace an unmined transaction with a higher-fee one (same nonce, same calldata) after this long. */
+  feeBumpAfterMs: number;
+  /** Fee bumps stop at this multiple of the first transaction's maxFeePerGas. */
+  maxFeeMultiplier: bigint;
+  /** Paid payments taken per transaction. */
+  intakeChunk: number;
+  /** From this many failed attempts on, a transfer goes out in a batch of its own. */
+  isolateAfterAttempts: number;
+  /** After this many failed attempts a transfer fails for good and its money returns. */
+  maxTransferAttempts: number;
+  /** Upper bound on batches planned or sent per loop turn (keeps a turn short). */
+  maxBatchesPerTurn: number;
+}
+
+export function defaultSettlementOptions(config: Config): SettlementOptions {
+  return {
+    batchMax: config.settlement.batchMax,
+    batchWindowMs: config.settlement.batchWindowMs,
+    pollIntervalMs: 50,
+    leaseTtlMs: 10_000,
+    rebroadcastAfterMs: 10_000,
+    feeBumpAfterMs: 60_000,
+    maxFeeMultiplier: 10n,
+    intakeChunk: 100,
+    isolateAfterAttempts: 2,
+    maxTransferAttempts: 4,
+    maxBatchesPerTurn: 20,
+  };
+}
+
+export interface SettlementContext {
+  db: Kysely<Database>;
+  config: Config;
+  logger: Logger;
+  clock: Clock;
+  handlers: TransferHandlers;
+  options: SettlementOptions;
+  /** This worker's lease holder id: `host:pid:random`. */
+  holder: string;
+  /** Hashes this process has broadcast: after a restart every stored, unmined transaction is sent again. */
+  broadcastHere: Set<string>;
+}
+
+export function newHolderId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * True when `holder` names a process on this host that no longer exists (killed, crashed): its
+ * lease can be taken at once instead of waiting for it to expire. Anything uncertain is "alive".
+ */
+export function isDeadHolderOnThisHost(holder: string): boolean {
+  const parts = holder.split(':');
+  if (parts.length !== 3 || parts[0] !== hostname()) return false;
+  const pid = Number(parts[1]);
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}

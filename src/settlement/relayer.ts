@@ -1,0 +1,598 @@
+// The relayer: the one place that signs and sends money on-chain (sendPlannedBatches → signAndStore).
+//
+// - One relayer key on one chain is driven by one lease holder at a time (relayer_leases). Nonces
+//   come from that row, allocated in the same database transaction that stores the signed
+//   transaction, and only while the lease is held (fencing: a holder whose lease lapsed allocates
+//   nothing).
+// - The raw signed transaction and its hash are stored before the first broadcast. After a restart
+//   whatever is stored and unmined is broadcast again, byte for byte; nothing is re-signed.
+// - A fee bump signs the same nonce and the same calldata with higher fees, stored as a sibling row.
+// - A batch is confirmed from the receipt of whichever of its transactions succeeded, at the
+//   configured depth. It is declared failed only when no transaction of it can ever land: its nonce
+//   is consumed at that depth and the contract says its batch id is unpaid. Only then are its
+//   transfers released into a new batch with a new batch id; the contract refuses a paid batch id
+//   on any nonce, so even a mistake here could not pay twice.
+
+import { sql } from 'kysely';
+import {
+  BaseError,
+  decodeErrorResult,
+  type Hex,
+  parseEventLogs,
+  parseTransaction,
+  TransactionReceiptNotFoundError,
+  type TransactionReceipt,
+} from 'viem';
+import {
+  BroadcastError,
+  broadcastRawTransaction,
+  estimateBatchGas,
+  estimateFees,
+  isBatchPaid,
+  readTreasuryBalance,
+  signBatchTransaction,
+} from '../chain/chain.ts';
+import { batchPayoutAbi } from '../chain/contracts/abis.ts';
+import type { Db } from '../db/database.ts';
+import type { ChainTransactionRow, SettlementBatchRow } from '../db/tables/settlement.ts';
+import { type BatchReceipt, batchCalldata, confirmBatch, failBatch } from './batches.ts';
+import type { ChainSession } from './chain-session.ts';
+import { isDeadHolderOnThisHost, type SettlementContext } from './context.ts';
+
+// ---------------------------------------------------------------------------------------------------
+// Lease
+
+/**
+ * Takes or renews the relayer lease for this chain. True when this worker holds it now. A lease is
+ * taken over when it expired, or at once when its holder is a dead process on this host.
+ */
+export async function acquireRelayerLease(ctx: SettlementContext, session: ChainSession): Promise<boolean> {
+  const { db, holder } = ctx;
+  const ttl = ctx.options.leaseTtlMs;
+  const expiresAt = sql<Date>`now() + (${ttl}::int * interval '1 millisecond')`;
+  const current = await db
+    .selectFrom('relayer_leases')
+    .select(['holder', sql<boolean>`expires_at < now()`.as('expired')])
+    .where('chain_key', '=', session.key)
+    .where('relayer_address', '=', session.relayer)
+    .executeTakeFirst();
+  if (!current) {
+    await db
+      .insertInto('relayer_leases')
+      .values({
+        chain_key: session.key,
+        relayer_address: session.relayer,
+        holder,
+        expires_at: expiresAt,
+        next_nonce: 0n,
+      })
+      .onConflict((oc) => oc.columns(['chain_key', 'relayer_address']).doNothing())
+      .execute();
+    return await holdsLease(db, ctx, session);
+  }
+  const dead = current.holder !== holder && !current.expired && isDeadHolderOnThisHost(current.holder);
+  if (current.holder !== holder && !current.expired && !dead) return false;
+  const taken = await db
+    .updateTable('relayer_leases')
+    .set({ holder, expires_at: expiresAt, updated_at: sql`now()` })
+    .where('chain_key', '=', session.key)
+    .where('relayer_address', '=', session.relayer)
+    // Compare-and-set on the holder we judged: if someone else took or renewed it since, we lose.
+    .where('holder', '=', current.holder)
+    .where((eb) => eb.or([eb('holder', '=', holder), eb('expires_at', '<', sql<Date>`now()`), eb.lit(dead)]))
+    .executeTakeFirst();
+  if (Number(taken.numUpdatedRows) === 1 && current.holder !== holder) {
+    ctx.logger.info({ chain: session.key, previous: current.holder, dead }, 'relayer lease taken over');
+  }
+  return Number(taken.numUpdatedRows) === 1;
+}
+
+async function holdsLease(db: Db, ctx: SettlementContext, session: ChainSession): Promise<boolean> {
+  const row = await db
+    .selectFrom('relayer_leases')
+    .select(sql<boolean>`holder = ${ctx.holder} and expires_at > now()`.as('held'))
+    .where('chain_key', '=', session.key)
+    .where('relayer_address', '=', session.relayer)
+    .executeTakeFirst();
+  return row?.held === true;
+}
+
+/** Gives the lease up (graceful stop) so another worker can take over without waiting. */
+export async function releaseRelayerLease(ctx: SettlementContext, session: ChainSession): Promise<void> {
+  await ctx.db
+    .updateTable('relayer_leases')
+    .set({ expires_at: sql`now()`, updated_at: sql`now()` })
+    .where('chain_key', '=', session.key)
+    .where('relayer_address', '=', session.relayer)
+    .where('holder', '=', ctx.holder)
+    .execute();
+}
+
+/**
+ * Hands out the next nonce to `batchId`, in the caller's transaction, only while this worker holds
+ * the lease (checked under the row lock). Skips ahead when the chain shows the key used nonces we
+ * did not hand out (another tool used the key). Undefined when the lease is not ours.
+ */
+async function allocateNonce(
+  trx: Db,
+  ctx: SettlementContext,
+  session: ChainSession,
+  batchId: string,
+  chainNonce: bigint,
+): Promise<bigint | undefined> {
+  const lease = await trx
+    .selectFrom('relayer_leases')
+    .select(['next_nonce', sql<boolean>`holder = ${ctx.holder} and expires_at > now()`.as('held')])
+    .where('chain_key', '=', session.key)
+    .where('relayer_address', '=', session.relayer)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!lease?.held) return undefined;
+  const nonce = lease.next_nonce > chainNonce ? lease.next_nonce : chainNonce;
+  await trx
+    .insertInto('relayer_nonces')
+    .values({ chain_key: session.key, relayer_address: session.relayer, nonce, batch_id: batchId })
+    .execute();
+  await trx
+    .updateTable('relayer_leases')
+    .set({ next_nonce: nonce + 1n, updated_at: sql`now()` })
+    .where('chain_key', '=', session.key)
+    .where('relayer_address', '=', session.relayer)
+    .execute();
+  return nonce;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Signing and sending
+
+interface Fees {
+  maxFeePerGas: bigint;
+  maxPriorityFeePerGas: bigint;
+}
+
+/** Signs locally and stores the raw transaction and hash, in the caller's transaction, before any broadcast. */
+async function signAndStore(
+  trx: Db,
+  session: ChainSession,
+  batchId: string,
+  tx: { nonce: bigint; data: Hex; gas: bigint } & Fees,
+): Promise<ChainTransactionRow> {
+  const signed = await signBatchTransaction(session.conn, {
+    nonce: Number(tx.nonce),
+    data: tx.data,
+    gas: tx.gas,
+    maxFeePerGas: tx.maxFeePerGas,
+    maxPriorityFeePerGas: tx.maxPriorityFeePerGas,
+  });
+  return await trx
+    .insertInto('chain_transactions')
+    .values({
+      hash: signed.hash,
+      chain_key: session.key,
+      relayer_address: session.relayer,
+      nonce: tx.nonce,
+      batch_id: batchId,
+      raw_transaction: signed.rawTransaction,
+      gas_limit: tx.gas,
+      max_fee_per_gas: tx.maxFeePerGas,
+      max_priority_fee_per_gas: tx.maxPriorityFeePerGas,
+      status: 'signed',
+      last_error: null,
+      block_number: null,
+      gas_used: null,
+      effective_gas_price: null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Signs, stores and broadcasts every planned batch (oldest first). This is the only function that
+ * puts a new payout on chain. Returns how many batches it sent.
+ */
+export async function sendPlannedBatches(ctx: SettlementContext, session: ChainSession): Promise<number> {
+  const planned = await ctx.db
+    .selectFrom('settlement_batches')
+    .selectAll()
+    .where('status', '=', 'planned')
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(ctx.options.maxBatchesPerTurn)
+    .execute();
+  let sent = 0;
+  for (const batch of planned) {
+    const data = batchCalldata(session, batch);
+    let gas: bigint;
+    try {
+      gas = await estimateBatchGas(session.conn, data);
+    } catch (error) {
+      if (!isExecutionRevert(error)) throw error;
+      await handleUnsendable(ctx, session, batch, error);
+      continue;
+    }
+    const [fees, chainNonce] = await Promise.all([
+      estimateFees(session.conn),
+      session.conn.publicClient.getTransactionCount({ address: session.relayer, blockTag: 'pending' }),
+    ]);
+    const stored = await ctx.db.transaction().execute(async (trx) => {
+      const locked = await trx
+        .selectFrom('settlement_batches')
+        .select('status')
+        .where('id', '=', batch.id)
+        .forUpdate()
+        .executeTakeFirst();
+      if (locked?.status !== 'planned') return null;
+      const nonce = await allocateNonce(trx, ctx, session, batch.id, BigInt(chainNonce));
+      if (nonce === undefined) return 'lease_lost' as const;
+      const row = await signAndStore(trx, session, batch.id, {
+        nonce,
+        data,
+        gas,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      });
+      await trx
+        .updateTable('settlement_batches')
+        .set({ status: 'sent', chain_key: session.key, sent_at: sql`now()`, updated_at: sql`now()` })
+        .where('id', '=', batch.id)
+        .execute();
+      // "sent" from here on: a signed transaction exists and may land, so these transfers stay with
+      // this batch until it is confirmed or provably dead.
+      await trx
+        .updateTable('transfers')
+        .set({ status: 'sent', updated_at: sql`now()` })
+        .where('batch_id', '=', batch.id)
+        .where('status', '=', 'batched')
+        .execute();
+      return row;
+    });
+    if (stored === 'lease_lost') break;
+    if (stored === null) continue;
+    sent += 1;
+    // When the node did not take it, later nonces would only pile up behind the gap: stop here;
+    // tracking re-sends the stored transactions in nonce order on the next turn.
+    if ((await broadcastStored(ctx, session, stored)) !== 'ok') break;
+  }
+  return sent;
+}
+
+/** A planned batch whose gas estimate reverts: nothing was signed, so it is safe to drop it. */
+async function handleUnsendable(
+  ctx: SettlementContext,
+  session: ChainSession,
+  batch: SettlementBatchRow,
+  error: unknown,
+): Promise<void> {
+  const reason = revertReason(error);
+  if (await isBatchPaid(session.conn, batch.batch_key as Hex)) {
+    // Only a transaction signed with our relayer key for this batch id could have paid it, and none
+    // exists for a planned batch. Someone else holds the key: stop and let a person look.
+    ctx.logger.error({ batch: batch.id }, 'planned batch is already paid on chain by a transaction we did not sign');
+    return;
+  }
+  const treasury = await readTreasuryBalance(session.conn);
+  if (treasury < batch.total_minor) {
+    // Not the transfers' fault: keep the batch and try again once the treasury is topped up.
+    ctx.logger.error(
+      { batch: batch.id, needed: batch.total_minor.toString(), treasury: treasury.toString() },
+      'treasury holds too little for the next settlement batch',
+    );
+    return;
+  }
+  await failBatch(ctx, batch.id, 'planned', { reason: `would revert: ${reason}` });
+}
+
+type BroadcastOutcome = 'ok' | 'bump' | 'retry';
+
+/** Broadcasts a stored transaction (again); records the outcome on its row. Never throws for node errors. */
+async function broadcastStored(
+  ctx: SettlementContext,
+  session: ChainSession,
+  tx: Pick<ChainTransactionRow, 'chain_key' | 'hash' | 'raw_transaction'>,
+): Promise<BroadcastOutcome> {
+  try {
+    const result = await broadcastRawTransaction(session.conn, tx.raw_transaction as Hex);
+    ctx.broadcastHere.add(`${tx.chain_key}/${tx.hash}`);
+    await ctx.db
+      .updateTable('chain_transactions')
+      .set((eb) => ({
+        status: sql`case when status = 'signed' then 'broadcast' else status end`,
+        broadcast_count: eb('broadcast_count', '+', 1),
+        last_broadcast_at: sql`now()`,
+        last_error: result.status === 'nonce_consumed' ? 'nonce used by another transaction' : null,
+      }))
+      .where('chain_key', '=', tx.chain_key)
+      .where('hash', '=', tx.hash)
+      .execute();
+    return 'ok';
+  } catch (error) {
+    if (!(error instanceof BroadcastError)) throw error;
+    await ctx.db
+      .updateTable('chain_transactions')
+      .set({ last_error: `${error.kind}: ${error.message}`.slice(0, 500), last_broadcast_at: sql`now()` })
+      .where('chain_key', '=', tx.chain_key)
+      .where('hash', '=', tx.hash)
+      .execute();
+    switch (error.kind) {
+      case 'fee_too_low':
+      case 'replacement_underpriced':
+        return 'bump';
+      case 'insufficient_funds':
+        ctx.logger.error({ tx: tx.hash, relayer: session.relayer }, 'the relayer has too little ETH to pay gas');
+        return 'retry';
+      case 'unreachable':
+        ctx.logger.warn({ tx: tx.hash }, 'node unreachable while broadcasting; will broadcast again');
+        return 'retry';
+      case 'nonce_too_high':
+        // An earlier nonce is not on the node yet (its broadcast failed); tracking re-sends in nonce order.
+        ctx.logger.debug({ tx: tx.hash }, 'broadcast waits for an earlier nonce');
+        return 'retry';
+      default:
+        ctx.logger.warn({ tx: tx.hash, kind: error.kind, err: error.message }, 'broadcast refused');
+        return 'retry';
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Tracking
+
+interface SentBatch {
+  id: string;
+  batch_key: string;
+  sent_at: Date | null;
+}
+
+/**
+ * Follows every sent batch on this chain to its end: confirms it at depth, declares it failed when it
+ * provably cannot land, and otherwise keeps its transaction moving (re-broadcast, fee bump).
+ * Returns how many batches ended.
+ */
+export async function trackSentBatches(ctx: SettlementContext, session: ChainSession): Promise<number> {
+  const batches: SentBatch[] = await ctx.db
+    .selectFrom('settlement_batches')
+    .select(['id', 'batch_key', 'sent_at'])
+    .where('status', '=', 'sent')
+    .where('chain_key', '=', session.key)
+    .orderBy('sent_at')
+    .execute();
+  if (batches.length === 0) return 0;
+  const txs = await ctx.db
+    .selectFrom('chain_transactions')
+    .selectAll(['chain_transactions'])
+    .select(sql<number>`(extract(epoch from now() - created_at) * 1000)::int`.as('age_ms'))
+    .select(sql<number | null>`(extract(epoch from now() - last_broadcast_at) * 1000)::int`.as('since_broadcast_ms'))
+    .where(
+      'batch_id',
+      'in',
+      batches.map((b) => b.id),
+    )
+    .where('status', 'in', ['signed', 'broadcast'])
+    .orderBy('nonce')
+    .orderBy('max_fee_per_gas')
+    .execute();
+  const client = session.conn.publicClient;
+  const [latestBlock, minedNonceNumber] = await Promise.all([
+    client.getBlockNumber({ cacheTime: 0 }),
+    client.getTransactionCount({ address: session.relayer, blockTag: 'latest' }),
+  ]);
+  const minedNonce = BigInt(minedNonceNumber);
+  const depth = BigInt(session.conn.confirmations);
+  let ended = 0;
+
+  // Nonce order: a pending transaction must be on the node before the ones after it can be mined.
+  const byBatch = new Map<string, typeof txs>();
+  for (const tx of txs) {
+    const list = byBatch.get(tx.batch_id);
+    if (list) list.push(tx);
+    else byBatch.set(tx.batch_id, [tx]);
+  }
+  const ordered = [...batches].sort((a, b) => {
+    const na = byBatch.get(a.id)?.[0]?.nonce ?? 0n;
+    const nb = byBatch.get(b.id)?.[0]?.nonce ?? 0n;
+    return na < nb ? -1 : na > nb ? 1 : 0;
+  });
+
+  for (const batch of ordered) {
+    const own = byBatch.get(batch.id) ?? [];
+    if (own.length === 0) continue;
+    const nonce = own[0]!.nonce;
+    try {
+      if (nonce >= minedNonce) {
+        await keepMoving(ctx, session, own);
+        continue;
+      }
+      // Something with this nonce is mined: one of ours, or not.
+      const receipts = await Promise.all(own.map((tx) => receiptOf(session, tx.hash as Hex)));
+      const success = receipts.find((r) => r?.status === 'success');
+      if (success) {
+        if (latestBlock - success.blockNumber + 1n < depth) continue;
+        const fresh = await receiptOf(session, success.transactionHash);
+        if (fresh?.status !== 'success' || fresh.blockHash !== success.blockHash) continue; // reorg: look again
+        checkPaidEvent(fresh, batch.batch_key as Hex);
+        if (await confirmBatch(ctx, session, batch.id, toBatchReceipt(session, fresh))) ended += 1;
+        continue;
+      }
+      const reverted = receipts.find((r) => r?.status === 'reverted');
+      const deepBlock = latestBlock - depth + 1n;
+      if (deepBlock < 0n) continue;
+      if (reverted && reverted.blockNumber > deepBlock) continue;
+      if (!reverted) {
+        // Our transactions were not mined, yet the nonce is used: wait until that is deep as well.
+        const deepNonce = await client.getTransactionCount({ address: session.relayer, blockNumber: deepBlock });
+        if (BigInt(deepNonce) <= nonce) continue;
+      }
+      const paid = await client.readContract({
+        address: session.conn.batchAddress,
+        abi: batchPayoutAbi,
+        functionName: 'paid',
+        args: [batch.batch_key as Hex],
+        blockNumber: deepBlock,
+      });
+      if (paid) {
+        // Paid, though no receipt of ours said so (a lagging node): find the transaction by its event.
+        const payer = await findPayingTransaction(session, batch.batch_key as Hex, deepBlock);
+        if (payer && (await confirmBatch(ctx, session, batch.id, toBatchReceipt(session, payer)))) ended += 1;
+        continue;
+      }
+      const failure = reverted
+        ? { reason: `transaction ${reverted.transactionHash} reverted`, reverted: toBatchReceipt(session, reverted) }
+        : { reason: `nonce ${nonce} was used by a transaction that is not this batch's` };
+      if (await failBatch(ctx, batch.id, 'sent', failure)) ended += 1;
+    } catch (error) {
+      // One batch's trouble (a flaky node) must not stop the others; the next turn looks again.
+      ctx.logger.warn({ batch: batch.id, err: errorMessage(error) }, 'could not follow settlement batch this turn');
+    }
+  }
+  return ended;
+}
+
+type TrackedTx = ChainTransactionRow & { age_ms: number; since_broadcast_ms: number | null };
+
+/**
+ * An unmined batch: make sure the node has its newest transaction (broadcast it if this process never
+ * did, or again after rebroadcastAfterMs), and replace it with a higher fee after feeBumpAfterMs.
+ */
+async function keepMoving(ctx: SettlementContext, session: ChainSession, own: TrackedTx[]): Promise<void> {
+  const newest = own[own.length - 1]!;
+  const first = own[0]!;
+  const stale = newest.since_broadcast_ms === null || newest.since_broadcast_ms >= ctx.options.rebroadcastAfterMs;
+  let outcome: BroadcastOutcome = 'ok';
+  if (!ctx.broadcastHere.has(`${newest.chain_key}/${newest.hash}`) || newest.status === 'signed' || stale) {
+    outcome = await broadcastStored(ctx, session, newest);
+  }
+  const overdue = newest.age_ms >= ctx.options.feeBumpAfterMs;
+  if (outcome === 'bump' || overdue) {
+    const cap = first.max_fee_per_gas * ctx.options.maxFeeMultiplier;
+    if (newest.max_fee_per_gas >= cap) {
+      if (overdue)
+        ctx.logger.error({ tx: newest.hash, cap: cap.toString() }, 'fee bump cap reached; transaction still unmined');
+      return;
+    }
+    await bumpFee(ctx, session, newest, cap);
+  }
+}
+
+/** Replaces `tx` with the same nonce and calldata and higher fees (≥ +25%, at least the current estimate). */
+async function bumpFee(
+  ctx: SettlementContext,
+  session: ChainSession,
+  tx: ChainTransactionRow,
+  cap: bigint,
+): Promise<void> {
+  const estimate = await estimateFees(session.conn);
+  const raise = (value: bigint): bigint => (value * 125n + 99n) / 100n;
+  let maxFeePerGas = max(raise(tx.max_fee_per_gas), estimate.maxFeePerGas);
+  if (maxFeePerGas > cap) maxFeePerGas = cap;
+  let maxPriorityFeePerGas = max(raise(tx.max_priority_fee_per_gas), estimate.maxPriorityFeePerGas);
+  if (maxPriorityFeePerGas > maxFeePerGas) maxPriorityFeePerGas = maxFeePerGas;
+  // The calldata comes from the stored transaction itself: a bump can never change what is paid.
+  const original = parseTransaction(tx.raw_transaction as Hex);
+  if (!original.data) throw new Error(`stored transaction ${tx.hash} has no calldata`);
+  const data = original.data;
+  const bumped = await ctx.db.transaction().execute(async (trx) => {
+    const batch = await trx
+      .selectFrom('settlement_batches')
+      .select('status')
+      .where('id', '=', tx.batch_id)
+      .forUpdate()
+      .executeTakeFirst();
+    if (batch?.status !== 'sent' || !(await holdsLease(trx, ctx, session))) return null;
+    return await signAndStore(trx, session, tx.batch_id, {
+      nonce: tx.nonce,
+      data,
+      gas: tx.gas_limit,
+      maxFeePerGas,
+      maxPriorityFeePerGas,
+    });
+  });
+  if (!bumped) return;
+  ctx.logger.info(
+    { batch: tx.batch_id, nonce: tx.nonce, replaces: tx.hash, tx: bumped.hash, maxFeePerGas },
+    'fee bump: same nonce, same calldata, higher fee',
+  );
+  await broadcastStored(ctx, session, bumped);
+}
+
+async function receiptOf(session: ChainSession, hash: Hex): Promise<TransactionReceipt | null> {
+  try {
+    return await session.conn.publicClient.getTransactionReceipt({ hash });
+  } catch (error) {
+    if (error instanceof TransactionReceiptNotFoundError) return null;
+    throw error;
+  }
+}
+
+function toBatchReceipt(session: ChainSession, receipt: TransactionReceipt): BatchReceipt {
+  return {
+    chainKey: session.key,
+    hash: receipt.transactionHash,
+    blockNumber: receipt.blockNumber,
+    gasUsed: receipt.gasUsed,
+    effectiveGasPrice: receipt.effectiveGasPrice,
+  };
+}
+
+/** A successful payout transaction must carry BatchPaid for this batch id; anything else is a bug. */
+function checkPaidEvent(receipt: TransactionReceipt, batchKey: Hex): void {
+  const events = parseEventLogs({ abi: batchPayoutAbi, eventName: 'BatchPaid', logs: receipt.logs });
+  if (!events.some((e) => e.args.batchId.toLowerCase() === batchKey.toLowerCase())) {
+    throw new Error(`transaction ${receipt.transactionHash} succeeded without paying batch ${batchKey}`);
+  }
+}
+
+async function findPayingTransaction(
+  session: ChainSession,
+  batchKey: Hex,
+  toBlock: bigint,
+): Promise<TransactionReceipt | null> {
+  const logs = await session.conn.publicClient.getContractEvents({
+    address: session.conn.batchAddress,
+    abi: batchPayoutAbi,
+    eventName: 'BatchPaid',
+    args: { batchId: batchKey },
+    fromBlock: 0n,
+    toBlock,
+  });
+  const log = logs[0];
+  return log ? await receiptOf(session, log.transactionHash) : null;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Errors
+
+/** True when the node says the call reverts (JSON-RPC code 3, or geth's -32000 "execution reverted"). */
+export function isExecutionRevert(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 10; depth += 1) {
+    const c = e as { code?: unknown; message?: unknown; cause?: unknown };
+    if (c.code === 3) return true;
+    if (c.code === -32000 && typeof c.message === 'string' && /execution reverted/i.test(c.message)) return true;
+    e = c.cause;
+  }
+  return false;
+}
+
+function revertReason(error: unknown): string {
+  const data =
+    error instanceof BaseError
+      ? (error.walk((e) => typeof (e as { data?: unknown }).data === 'string') as { data?: Hex } | null)?.data
+      : undefined;
+  if (data) {
+    try {
+      const decoded = decodeErrorResult({ abi: batchPayoutAbi, data });
+      return `${decoded.errorName}(${(decoded.args ?? []).map(String).join(', ')})`;
+    } catch {
+      return `revert data ${data.slice(0, 10)}`;
+    }
+  }
+  return errorMessage(error);
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof BaseError) return error.shortMessage;
+  return error instanceof Error ? error.message : String(error);
+}
+
+function max(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}

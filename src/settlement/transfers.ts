@@ -1,0 +1,172 @@
+// The transfer queue: the only way money leaves the treasury. Whoever wants tokens sent (payment
+// settlement, payouts, split legs, refunds to an address) calls enqueueTransfer inside its own
+// transaction; the settlement worker batches, signs, broadcasts and confirms (docs/settlement.md).
+
+import { type Address, getAddress, isAddress, zeroAddress } from 'viem';
+import type { Db } from '../db/database.ts';
+import type { TransferKind, TransferRow } from '../db/tables/settlement.ts';
+import { newId } from '../domain/ids.ts';
+import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
+import {
+  credit,
+  debit,
+  type LedgerAccountRef,
+  type LedgerPosting,
+  ledgerAccount,
+  postLedger,
+} from '../ledger/ledger.ts';
+
+export const TRANSFER_KINDS: readonly TransferKind[] = ['payment_settlement', 'payout', 'split_leg', 'refund'];
+
+export interface EnqueueTransferInput {
+  kind: TransferKind;
+  /** The object asking for the transfer (pay_…, po_…): one transfer per (kind, sourceId), ever. */
+  sourceId: string;
+  /** The merchant account whose money this is. */
+  accountId: string;
+  livemode: boolean;
+  /** 0x EVM address that receives the tokens. */
+  recipient: string;
+  /** Minor units of the settlement asset (USDC: 6 decimals), > 0. */
+  amountMinor: bigint;
+  /**
+   * The ledger account the money comes from; by default the merchant's custodial balance in this
+   * mode. It moves to in-flight now and back here if the transfer fails for good.
+   */
+  from?: LedgerAccountRef;
+  at?: Date;
+}
+
+export class TransferRefusedError extends Error {
+  override name = 'TransferRefusedError';
+}
+
+/** A transfer of this kind was already queued for this source. */
+export class DuplicateTransferError extends Error {
+  override name = 'DuplicateTransferError';
+}
+
+/**
+ * Queues one on-chain transfer, inside the caller's transaction: moves the amount from `from` (the
+ * merchant's custodial balance by default) to in-flight in the ledger and inserts the transfer row.
+ * Throws InsufficientBalanceError (src/ledger) when `from` does not hold the amount,
+ * DuplicateTransferError when (kind, sourceId) was queued before, and TransferRefusedError for an
+ * amount or recipient that must never be sent. In every case the caller's transaction must roll back.
+ */
+export async function enqueueTransfer(db: Db, input: EnqueueTransferInput): Promise<TransferRow> {
+  const [row] = await enqueueTransfers(db, [input]);
+  return row!;
+}
+
+/** enqueueTransfer for many at once (one ledger call, one insert): what the settlement worker uses. */
+export async function enqueueTransfers(
+  db: Db,
+  inputs: readonly EnqueueTransferInput[],
+  options: { alsoPost?: readonly LedgerPosting[] } = {},
+): Promise<TransferRow[]> {
+  const prepared = inputs.map((input) => prepareTransfer(input));
+  // One postLedger call so that balances are locked in one sorted pass (see postLedger).
+  await postLedger(db, [...(options.alsoPost ?? []), ...prepared.map((p) => p.posting)]);
+  if (prepared.length === 0) return [];
+  const rows = await db
+    .insertInto('transfers')
+    .values(prepared.map((p) => p.row))
+    .onConflict((oc) => oc.columns(['kind', 'source_id']).doNothing())
+    .returningAll()
+    .execute();
+  if (rows.length !== prepared.length) {
+    const stored = new Set(rows.map((r) => r.id));
+    const duplicate = prepared.find((p) => !stored.has(p.row.id));
+    throw new DuplicateTransferError(
+      `a ${duplicate?.row.kind} transfer for ${duplicate?.row.source_id} was already queued; no second one is made`,
+    );
+  }
+  return rows;
+}
+
+function prepareTransfer(input: EnqueueTransferInput): {
+  row: {
+    id: string;
+    kind: TransferKind;
+    source_id: string;
+    account_id: string;
+    livemode: boolean;
+    asset: string;
+    recipient: string;
+    amount_minor: bigint;
+    from_ledger_account: string;
+    status: 'queued';
+    batch_id: null;
+    last_error: null;
+  };
+  posting: LedgerPosting;
+} {
+  const asset = SETTLEMENT_CURRENCY.code;
+  if (typeof input.amountMinor !== 'bigint' || input.amountMinor <= 0n) {
+    throw new TransferRefusedError(`transfer amount must be a bigint > 0, got ${String(input.amountMinor)}`);
+  }
+  const recipient = checkRecipient(input.recipient);
+  const from = input.from ?? ledgerAccount.merchant(input.accountId, input.livemode, asset);
+  if (from.asset !== asset) {
+    throw new TransferRefusedError(`transfers are paid in ${asset}; ledger account ${from.id} holds ${from.asset}`);
+  }
+  const id = newId('tx');
+  return {
+    row: {
+      id,
+      kind: input.kind,
+      source_id: input.sourceId,
+      account_id: input.accountId,
+      livemode: input.livemode,
+      asset,
+      recipient,
+      amount_minor: input.amountMinor,
+      from_ledger_account: from.id,
+      status: 'queued',
+      batch_id: null,
+      last_error: null,
+    },
+    posting: {
+      kind: 'transfer_enqueued',
+      reference: id,
+      entries: [debit(from, input.amountMinor), credit(ledgerAccount.inFlight(asset), input.amountMinor)],
+      ...(input.at ? { at: input.at } : {}),
+    },
+  };
+}
+
+/** The zero address: tokens sent there are burned. Refused as a recipient everywhere. */
+export function isBurnAddress(address: string): boolean {
+  return address.toLowerCase() === zeroAddress;
+}
+
+/** A checksummed address, or TransferRefusedError. The zero address burns tokens: refused. */
+export function checkRecipient(recipient: string): Address {
+  if (typeof recipient !== 'string' || !isAddress(recipient, { strict: false })) {
+    throw new TransferRefusedError('recipient must be a 0x EVM address (0x and 40 hex characters)');
+  }
+  const address = getAddress(recipient);
+  if (isBurnAddress(address)) throw new TransferRefusedError('refusing to send to the zero address');
+  return address;
+}
+
+/** One line of a batch call: a recipient and the sum of its transfers in the batch. */
+export interface BatchLine {
+  recipient: Address;
+  amount: bigint;
+}
+
+/**
+ * Nets transfers to the same recipient into one line (addresses compared case-insensitively), in
+ * ascending address order so that the same transfers always give the same calldata.
+ */
+export function netTransfers(transfers: readonly Pick<TransferRow, 'recipient' | 'amount_minor'>[]): BatchLine[] {
+  const sums = new Map<string, bigint>();
+  for (const t of transfers) {
+    const key = getAddress(t.recipient);
+    sums.set(key, (sums.get(key) ?? 0n) + t.amount_minor);
+  }
+  return [...sums.entries()]
+    .sort(([a], [b]) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1))
+    .map(([recipient, amount]) => ({ recipient: recipient as Address, amount }));
+}
