@@ -1,0 +1,290 @@
+// The webhook delivery worker. It drains the outbox's delivery rows (event_deliveries, written with
+// each event): claim due rows with FOR UPDATE SKIP LOCKED and a lease, commit, POST outside any
+// transaction, record the attempt. Any number of workers, in any number of processes, share the
+// table. Delivery is at least once: an attempt cut short by a crash leaves a lease that expires,
+// and the event is sent again with the same id, which receivers dedupe on.
+
+import {
+  type ClaimedDelivery,
+  claimDueDeliveries,
+  recordAttemptResult,
+} from '../db/repositories/webhook-deliveries.ts';
+import type { Runtime } from '../runtime.ts';
+import { type DeliveryResult, postWebhook, WEBHOOK_TIMEOUT_MS } from './deliver.ts';
+import { serializeEventBody } from './events.ts';
+import { signingSecrets } from './secrets.ts';
+import { signWebhook } from './signer.ts';
+import type { HostLookup } from './ssrf-guard.ts';
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+
+/**
+ * Waits after each failed attempt of a round: the first attempt is immediate, then 5 s, 5 min,
+ * 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 20 h, each ±10 % jitter: 10 attempts over about 3 days
+ * (71 h 35 min without jitter). After the 10th failure the event is `failed`; it can be sent
+ * again with POST /v1/events/:id/redeliver. Documented in docs/webhooks.md.
+ */
+export const RETRY_SCHEDULE_MS: readonly number[] = [
+  5 * SECOND,
+  5 * MINUTE,
+  30 * MINUTE,
+  2 * HOUR,
+  5 * HOUR,
+  10 * HOUR,
+  14 * HOUR,
+  20 * HOUR,
+  20 * HOUR,
+];
+export const RETRY_JITTER = 0.1;
+/** A receiver's Retry-After is honoured up to this long (a typo'd year must not park an event). */
+export const MAX_RETRY_AFTER_MS = 24 * HOUR;
+
+/**
+ * The wait after the `failedAttempt`-th failed attempt of a round (1-based), with jitter; null
+ * when the schedule is exhausted. A Retry-After longer than the scheduled wait replaces it.
+ */
+export function nextRetryDelayMs(
+  failedAttempt: number,
+  options: { schedule?: readonly number[]; jitter?: number; random?: () => number; retryAfterMs?: number | null } = {},
+): number | null {
+  const schedule = options.schedule ?? RETRY_SCHEDULE_MS;
+  const base = schedule[failedAttempt - 1];
+  if (base === undefined) return null;
+  const jitter = options.jitter ?? RETRY_JITTER;
+  const random = options.random ?? Math.random;
+  const jittered = Math.round(base * (1 - jitter + 2 * jitter * random()));
+  const retryAfter = Math.min(options.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS);
+  return Math.max(jittered, retryAfter);
+}
+
+export interface DeliveryWorkerOptions {
+  /** How often an idle worker looks for due deliveries. */
+  pollIntervalMs?: number;
+  /** Attempts in flight at once, per worker. */
+  concurrency?: number;
+  /** Per attempt, DNS to response headers. */
+  timeoutMs?: number;
+  /** How long a claim holds an event; must outlast an attempt. Default: timeout + 5 s. */
+  leaseMs?: number;
+  schedule?: readonly number[];
+  jitter?: number;
+  random?: () => number;
+  /** Defaults to config.webhookAllowPrivate (WEBHOOK_ALLOW_PRIVATE). */
+  allowPrivate?: boolean;
+  /** DNS for the connect-time check; the system resolver by default. */
+  lookup?: HostLookup;
+  /** Only deliver these accounts' events; all when unset. Lets tests share one database. */
+  accountIds?: readonly string[];
+}
+
+interface Settings {
+  pollIntervalMs: number;
+  concurrency: number;
+  timeoutMs: number;
+  leaseMs: number;
+  schedule: readonly number[];
+  jitter: number;
+  random: () => number;
+  allowPrivate: boolean;
+  lookup: HostLookup | undefined;
+  accountIds: readonly string[] | undefined;
+}
+
+function settings(runtime: Runtime, options: DeliveryWorkerOptions): Settings {
+  const timeoutMs = options.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
+  return {
+    pollIntervalMs: options.pollIntervalMs ?? 200,
+    concurrency: options.concurrency ?? 16,
+    timeoutMs,
+    leaseMs: options.leaseMs ?? timeoutMs + 5 * SECOND,
+    schedule: options.schedule ?? RETRY_SCHEDULE_MS,
+    jitter: options.jitter ?? RETRY_JITTER,
+    random: options.random ?? Math.random,
+    allowPrivate: options.allowPrivate ?? runtime.config.webhookAllowPrivate,
+    lookup: options.lookup,
+    accountIds: options.accountIds,
+  };
+}
+
+async function claim(runtime: Runtime, s: Settings, limit: number): Promise<ClaimedDelivery[]> {
+  const now = runtime.clock.now();
+  const result = await runtime.db.transaction().execute((trx) =>
+    claimDueDeliveries(trx, {
+      now,
+      limit,
+      leaseMs: s.leaseMs,
+      maxAttempts: s.schedule.length + 1,
+      accountIds: s.accountIds,
+    }),
+  );
+  for (const eventId of result.exhausted) {
+    runtime.logger.warn({ eventId }, 'webhook event failed: attempts exhausted without a recorded result');
+  }
+  return result.claimed;
+}
+
+async function attempt(runtime: Runtime, s: Settings, job: ClaimedDelivery): Promise<void> {
+  const now = runtime.clock.now();
+  let result: DeliveryResult;
+  try {
+    const secrets = await signingSecrets(
+      runtime.db,
+      runtime.secretBox,
+      { accountId: job.accountId, livemode: job.livemode },
+      now,
+    );
+    if (secrets.length === 0) throw new Error('the account has no webhook signing secret');
+    const body = serializeEventBody({
+      id: job.eventId,
+      type: job.type,
+      createdAt: job.eventCreatedAt,
+      livemode: job.livemode,
+      dataText: job.dataText,
+    });
+    const headers = signWebhook({ id: job.eventId, timestamp: Math.floor(now.getTime() / 1000), body, secrets });
+    result = await postWebhook({
+      url: job.url,
+      body,
+      headers,
+      timeoutMs: s.timeoutMs,
+      allowPrivate: s.allowPrivate,
+      now: () => runtime.clock.now(),
+      ...(s.lookup ? { lookup: s.lookup } : {}),
+    });
+  } catch (error) {
+    // Nothing was sent: an unsigned or unreadable delivery is never attempted.
+    runtime.logger.error({ err: error, eventId: job.eventId }, 'webhook could not be signed');
+    result = {
+      ok: false,
+      status: null,
+      latencyMs: 0,
+      responseExcerpt: null,
+      errorCode: 'signing_failed',
+      errorMessage: 'the event could not be signed; nothing was sent',
+      retryAfterMs: null,
+    };
+  }
+
+  const finishedAt = runtime.clock.now();
+  const delay = result.ok
+    ? null
+    : nextRetryDelayMs(job.roundAttempt, {
+        schedule: s.schedule,
+        jitter: s.jitter,
+        random: s.random,
+        retryAfterMs: result.retryAfterMs,
+      });
+  await runtime.db.transaction().execute((trx) =>
+    recordAttemptResult(trx, {
+      attemptId: job.attemptId,
+      eventId: job.eventId,
+      finishedAt,
+      outcome: result.ok ? 'succeeded' : 'failed',
+      responseStatus: result.status,
+      latencyMs: result.latencyMs,
+      responseExcerpt: result.responseExcerpt,
+      errorCode: result.errorCode,
+      errorMessage: result.errorMessage,
+      retryAt: delay === null ? null : new Date(finishedAt.getTime() + delay),
+    }),
+  );
+  if (!result.ok) {
+    // The origin only: a path or query string may carry the merchant's own tokens.
+    runtime.logger.warn(
+      {
+        eventId: job.eventId,
+        attempt: job.attemptNumber,
+        target: safeOrigin(job.url),
+        status: result.status,
+        error: result.errorCode,
+        retryInMs: delay,
+      },
+      delay === null ? 'webhook delivery failed for good' : 'webhook delivery attempt failed',
+    );
+  }
+}
+
+function safeOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'invalid';
+  }
+}
+
+/**
+ * One pass: claims up to `concurrency` due deliveries, attempts them in parallel and records the
+ * results. Returns how many were attempted. Tests use it to step the worker deterministically.
+ */
+export async function runDeliveryBatch(runtime: Runtime, options: DeliveryWorkerOptions = {}): Promise<number> {
+  const s = settings(runtime, options);
+  const jobs = await claim(runtime, s, s.concurrency);
+  await Promise.all(jobs.map((job) => attempt(runtime, s, job)));
+  return jobs.length;
+}
+
+/**
+ * Runs the worker until the returned stop() is called: keeps up to `concurrency` attempts in
+ * flight, claims more as slots free, and polls every pollIntervalMs when idle. stop() lets the
+ * attempts in flight finish and record (at most the timeout).
+ */
+export function startDeliveryWorker(runtime: Runtime, options: DeliveryWorkerOptions = {}): () => Promise<void> {
+  const s = settings(runtime, options);
+  const inFlight = new Set<Promise<void>>();
+  let stopping = false;
+  let wake: (() => void) | undefined;
+
+  const pause = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      wake = done;
+    });
+
+  const loop = (async () => {
+    while (!stopping) {
+      const free = s.concurrency - inFlight.size;
+      let claimed = 0;
+      if (free > 0) {
+        try {
+          const jobs = await claim(runtime, s, free);
+          claimed = jobs.length;
+          for (const job of jobs) {
+            const running: Promise<void> = attempt(runtime, s, job)
+              .catch((error: unknown) =>
+                // The lease expires and another pass retries; nothing is lost.
+                runtime.logger.error({ err: error, eventId: job.eventId }, 'webhook attempt could not be recorded'),
+              )
+              .finally(() => {
+                inFlight.delete(running);
+                wake?.();
+              });
+            inFlight.add(running);
+          }
+        } catch (error) {
+          runtime.logger.error({ err: error }, 'webhook worker could not claim deliveries');
+        }
+      }
+      if (stopping) break;
+      if (claimed === 0 || inFlight.size >= s.concurrency) await pause(s.pollIntervalMs);
+    }
+    await Promise.allSettled([...inFlight]);
+  })();
+
+  return async () => {
+    stopping = true;
+    wake?.();
+    await loop;
+  };
+}
+
+/** The worker-role job (src/workers.ts). */
+export function webhookDeliveryJob(runtime: Runtime): () => Promise<void> {
+  return startDeliveryWorker(runtime);
+}
