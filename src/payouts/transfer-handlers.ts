@@ -1,0 +1,62 @@
+import { insertEvent } from '../db/repositories/events.ts';
+import type { TransferHandler } from '../settlement/handlers.ts';
+import { presentPayout } from './present.ts';
+
+/**
+ * Finishes payouts (and revenue-share legs, which are payouts) when their transfer ends: settled
+ * with the chain facts, or failed with the money already back in the balance. Runs inside the
+ * settlement worker's transaction, so the payout row, the ledger and the event commit together.
+ * Payout events have no per-object webhook URL: they are recorded and listed by GET /v1/events.
+ */
+export const payoutTransferHandler: TransferHandler = {
+  async onConfirmed(db, items, ctx) {
+    for (const item of items) {
+      const row = await db
+        .updateTable('payouts')
+        .set({
+          status: 'settled',
+          chain_id: item.chainId,
+          tx_hash: item.txHash,
+          gas_used: item.gasUsed,
+          gas_cost_wei: item.gasCostWei.toString(),
+          settled_at: ctx.now,
+        })
+        .where('id', '=', item.transfer.source_id)
+        .where('status', '=', 'queued')
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) continue;
+      await insertEvent(db, {
+        accountId: row.account_id,
+        livemode: row.livemode,
+        type: 'payout.settled',
+        objectId: row.id,
+        data: { object: presentPayout(row), reference: row.reference },
+        webhookUrl: null,
+        createdAt: ctx.now,
+      });
+    }
+  },
+
+  async onFailed(db, items, ctx) {
+    for (const item of items) {
+      const row = await db
+        .updateTable('payouts')
+        .set({ status: 'failed', failure_reason: item.reason, failed_at: ctx.now })
+        .where('id', '=', item.transfer.source_id)
+        .where('status', '=', 'queued')
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) continue;
+      await insertEvent(db, {
+        accountId: row.account_id,
+        livemode: row.livemode,
+        type: 'payout.failed',
+        objectId: row.id,
+        data: { object: presentPayout(row), reference: row.reference, reason: item.reason },
+        webhookUrl: null,
+        createdAt: ctx.now,
+      });
+    }
+  },
+};

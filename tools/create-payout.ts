@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { defineTool } from '../src/core/tool.ts';
+import { formatDisplay, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
+import { assertModeMayPayOut, assertSafeRecipient, createPayoutRecord } from '../src/payouts/payouts.ts';
+import { payoutOutput, presentPayout } from '../src/payouts/present.ts';
+import { evmAddress, optionalText, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
+
+export const createPayout = defineTool({
+  name: 'create_payout',
+  title: 'Pay out to an address',
+  description:
+    'Pays an amount of the settlement stablecoin from the custodial balance to an EVM address, on-chain; the service pays the gas. Subject to the account policy (it may be held for a human to approve). Returns the payout, status queued until the transfer is confirmed.',
+  input: z.strictObject({
+    amount: settlementAmount('amount').describe('Amount of the asset to pay, in major units (USDC: up to 6 decimals).'),
+    asset: settlementAsset,
+    to_address: evmAddress('to_address').describe('The recipient 0x EVM address.'),
+    reference: optionalText('reference', 64).describe('Your own id for this payout, at most 64 characters.'),
+    memo: optionalText('memo', 300).describe('A note kept with the payout, at most 300 characters.'),
+  }),
+  output: payoutOutput,
+  effect: 'money',
+  scope: 'payouts:write',
+  http: { method: 'POST', path: '/v1/payouts' },
+  async precheck(input, { runtime, actor }) {
+    await assertModeMayPayOut(runtime, actor.livemode);
+    await assertSafeRecipient(runtime, input.to_address, 'to_address');
+  },
+  async policy(input) {
+    const amount = settlementMinor(input.amount);
+    return {
+      amountSettlementMinor: amount,
+      recipients: [input.to_address],
+      summary: `Pay out ${formatDisplay(amount, SETTLEMENT_CURRENCY)} to ${input.to_address}`,
+    };
+  },
+  async handler(input, { db, actor, now }) {
+    const row = await createPayoutRecord(db, {
+      accountId: actor.accountId,
+      livemode: actor.livemode,
+      amountMinor: settlementMinor(input.amount),
+      toAddress: input.to_address,
+      reference: input.reference,
+      memo: input.memo,
+      channel: actor.channel,
+      at: now,
+    });
+    return presentPayout(row);
+  },
+});

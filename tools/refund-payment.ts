@@ -1,0 +1,152 @@
+import { z } from 'zod';
+import { AppError } from '../src/core/errors.ts';
+import { defineTool, type ToolContext } from '../src/core/tool.ts';
+import type { PaymentRow } from '../src/db/database.ts';
+import { insertEvent } from '../src/db/repositories/events.ts';
+import { findPayment, transitionPayment } from '../src/db/repositories/payments.ts';
+import { newId } from '../src/domain/ids.ts';
+import { formatDisplay, parseMajorAmount } from '../src/domain/money.ts';
+import { postLedger } from '../src/ledger/ledger.ts';
+import { currencyOf, presentPayment } from '../src/payments/present.ts';
+import { moneyError } from '../src/payouts/payouts.ts';
+import { presentRefund, refundOutput, refundPosting, refundShares } from '../src/refunds/refunds.ts';
+import { optionalText, paymentId } from './schemas.ts';
+
+const input = z.strictObject({
+  payment_id: paymentId,
+  amount: z
+    .number({ error: 'amount must be a number' })
+    .positive('amount must be positive')
+    .max(1_000_000_000, 'amount must be at most 1,000,000,000')
+    .optional()
+    .describe("Amount to refund in the payment's currency (major units). Omit to refund everything not yet refunded."),
+  reason: optionalText('reason', 300).describe('Why, kept with the refund (at most 300 characters).'),
+});
+
+/** The refund amount in the payment's minor units, checked against what remains refundable. */
+function refundAmount(payment: PaymentRow, requested: number | undefined): bigint {
+  const currency = currencyOf(payment);
+  const remaining = payment.amount_minor - payment.refunded_minor;
+  if (remaining <= 0n)
+    throw new AppError('conflict', `Payment ${payment.id} is already fully refunded.`, { param: 'payment_id' });
+  if (requested === undefined) return remaining;
+  const parsed = parseMajorAmount(requested, currency);
+  if (!parsed.ok) {
+    throw new AppError(
+      'invalid_request',
+      `amount must have at most ${currency.exponent} decimal places for ${currency.code}.`,
+      {
+        param: 'amount',
+      },
+    );
+  }
+  if (parsed.minor > remaining) {
+    throw new AppError(
+      'invalid_request',
+      `amount must be at most ${formatDisplay(remaining, currency)}, what remains refundable on ${payment.id}.`,
+      { param: 'amount' },
+    );
+  }
+  return parsed.minor;
+}
+
+async function loadRefundable(ctx: ToolContext, id: string, lock: boolean): Promise<PaymentRow> {
+  const payment = lock
+    ? await ctx.db
+        .selectFrom('payments')
+        .selectAll()
+        .where('id', '=', id)
+        .where('account_id', '=', ctx.actor.accountId)
+        .where('livemode', '=', ctx.actor.livemode)
+        .forUpdate()
+        .executeTakeFirst()
+    : await findPayment(ctx.db, ctx.actor, id);
+  if (!payment) throw new AppError('not_found', `No such payment: '${id}'.`, { param: 'payment_id' });
+  if (payment.status === 'paid' || payment.status === 'settling') {
+    throw new AppError('conflict', `Payment ${id} is not settled yet; it can be refunded once it is settled.`, {
+      param: 'payment_id',
+    });
+  }
+  if (payment.status !== 'settled' && payment.status !== 'partially_refunded' && payment.status !== 'refunded') {
+    throw new AppError('conflict', `Payment ${id} is ${payment.status}: only a settled payment can be refunded.`, {
+      param: 'payment_id',
+    });
+  }
+  return payment;
+}
+
+export const refundPayment = defineTool({
+  name: 'refund_payment',
+  title: 'Refund a payment',
+  description:
+    "Refunds a settled payment to the payer in local currency through the payment's rail, in full or in part (at most what was paid minus earlier refunds). The merchant's balance gives back its share of the settlement at the payment's locked rate. Subject to the account policy.",
+  input,
+  output: refundOutput,
+  effect: 'money',
+  scope: 'refunds:write',
+  http: { method: 'POST', path: '/v1/payments/:payment_id/refunds' },
+  async policy(value, ctx) {
+    const payment = await loadRefundable(ctx, value.payment_id, false);
+    const amount = refundAmount(payment, value.amount);
+    const shares = refundShares(payment, payment.refunded_minor, amount);
+    return {
+      amountSettlementMinor: shares.merchantDebit + shares.feeReturn,
+      recipients: [],
+      summary: `Refund ${formatDisplay(amount, currencyOf(payment))} of ${payment.id} to the payer`,
+    };
+  },
+  async handler(value, ctx) {
+    const { db, actor, now, runtime } = ctx;
+    const payment = await loadRefundable(ctx, value.payment_id, true);
+    const amount = refundAmount(payment, value.amount);
+    const shares = refundShares(payment, payment.refunded_minor, amount);
+    const id = newId('rf');
+    try {
+      await postLedger(db, refundPosting(payment, id, amount, shares, now));
+    } catch (error) {
+      throw moneyError(error, 'payment_id');
+    }
+    const refund = await db
+      .insertInto('refunds')
+      .values({
+        id,
+        account_id: actor.accountId,
+        livemode: actor.livemode,
+        payment_id: payment.id,
+        amount_minor: amount,
+        currency: payment.currency,
+        merchant_debit_minor: shares.merchantDebit,
+        fee_return_minor: shares.feeReturn,
+        reason: value.reason ?? null,
+        // The sandbox rail refunds at once; a real rail would confirm by webhook.
+        rail: 'sandbox',
+        status: 'succeeded',
+        channel: actor.channel,
+        created_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const refundedAfter = payment.refunded_minor + amount;
+    const updated = await transitionPayment(
+      db,
+      payment.id,
+      payment.status,
+      refundedAfter === payment.amount_minor ? 'refunded' : 'partially_refunded',
+      { refunded_minor: refundedAfter },
+      now,
+    );
+    if (!updated) throw new AppError('conflict', `Payment ${payment.id} changed while refunding; retry.`);
+    const view = presentPayment(runtime.config, updated);
+    const output = presentRefund(refund, updated);
+    await insertEvent(db, {
+      accountId: updated.account_id,
+      livemode: updated.livemode,
+      type: 'payment.refunded',
+      objectId: updated.id,
+      data: { reference: view.reference, metadata: view.metadata, refund: output, object: view },
+      webhookUrl: updated.webhook_url,
+      createdAt: now,
+    });
+    return output;
+  },
+});

@@ -1,0 +1,100 @@
+import { isAddress } from 'viem';
+import { z } from 'zod';
+import { isBurnAddress } from '../src/settlement/transfers.ts';
+import {
+  getCurrency,
+  normaliseCurrencyCode,
+  parseMajorAmount,
+  SETTLEMENT_CURRENCY,
+  SUPPORTED_CURRENCY_CODES,
+} from '../src/domain/money.ts';
+
+/**
+ * Field schemas shared by several tools. Each carries its rule in its message, so a 400 names
+ * the field and the rule; each is described, because the schema is the documentation.
+ */
+
+export const currencyCode = z
+  .string({ error: 'currency must be a string such as "NGN"' })
+  .min(2, 'currency must be 2 to 8 characters')
+  .max(8, 'currency must be 2 to 8 characters')
+  .transform(normaliseCurrencyCode)
+  .refine((code) => getCurrency(code) !== undefined, {
+    error: (issue) =>
+      `currency ${String(issue.input)} is not supported. Supported: ${SUPPORTED_CURRENCY_CODES.join(', ')}.`,
+  });
+
+export const evmAddress = (field: string) =>
+  z
+    .string({ error: `${field} must be a 0x EVM address (0x followed by 40 hex characters)` })
+    .regex(/^0x[0-9a-fA-F]{40}$/, `${field} must be a 0x EVM address (0x followed by 40 hex characters)`)
+    // Mixed case is an EIP-55 checksum; a wrong one is almost surely a typo, so refuse it.
+    .refine(
+      (value) => isAddress(value, { strict: true }),
+      `${field} must be a 0x EVM address with a valid EIP-55 checksum (or all lower-case)`,
+    )
+    // Every use is a recipient, and tokens sent to the zero address are burned.
+    .refine((value) => !isBurnAddress(value), `${field} must not be the zero address (tokens sent there are burned)`);
+
+export const httpUrl = (field: string) =>
+  z
+    .string({ error: `${field} must be a string` })
+    .max(2048, `${field} must be at most 2048 characters`)
+    .refine((value) => {
+      try {
+        const url = new URL(value);
+        return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+      } catch {
+        return false;
+      }
+    }, `${field} must be a valid absolute http(s) URL`);
+
+export const METADATA_MAX_BYTES = 8192;
+
+// Values are whatever JSON holds (the body was parsed from JSON), so unknown is exact here and
+// keeps the JSON Schema free of recursive references.
+export const metadata = z
+  .record(z.string(), z.unknown(), { error: 'metadata must be a JSON object of key/value pairs' })
+  .refine(
+    (value) => Buffer.byteLength(JSON.stringify(value)) <= METADATA_MAX_BYTES,
+    `metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`,
+  );
+
+export const METADATA_DESCRIPTION =
+  'Arbitrary key/value data (nested objects and arrays allowed, at most 8 KB as JSON), returned unchanged on reads and in webhook events.';
+
+/** An optional text field: null and "" count as not given. */
+export const optionalText = (field: string, max: number) =>
+  z
+    .string({ error: `${field} must be a string` })
+    .max(max, `${field} must be at most ${max} characters`)
+    .nullish()
+    .transform((value) => (value === '' || value === null ? undefined : value));
+
+// Any string is looked up; an id that is malformed, unknown, another account's or the other
+// mode's is the same 404, so ids reveal nothing.
+export const paymentId = z
+  .string({ error: 'payment_id must be a string' })
+  .min(1, 'payment_id must not be empty')
+  .max(100, 'payment_id must be at most 100 characters')
+  .describe('The payment id (pay_…).');
+
+/** An amount of the settlement asset (USDC, 6 decimals) as the API takes it: a JSON number in major units. */
+export const settlementAmount = (field: string) =>
+  z
+    .number({ error: `${field} must be a number of USDC, e.g. 250 or 250.5` })
+    .positive(`${field} must be positive`)
+    .max(1_000_000_000, `${field} must be at most 1,000,000,000`)
+    .refine((value) => parseMajorAmount(value, SETTLEMENT_CURRENCY).ok, `${field} must have at most 6 decimal places`);
+
+export const settlementAsset = z
+  .literal('USDC', { error: "asset must be 'USDC', the settlement stablecoin" })
+  .default('USDC')
+  .describe("The settlement asset: 'USDC' (the only one for now).");
+
+/** The minor units of a validated settlementAmount. */
+export function settlementMinor(value: number): bigint {
+  const parsed = parseMajorAmount(value, SETTLEMENT_CURRENCY);
+  if (!parsed.ok) throw new Error(`not a settlement amount: ${value}`);
+  return parsed.minor;
+}

@@ -1,0 +1,193 @@
+import { z } from 'zod';
+import { AppError } from '../src/core/errors.ts';
+import { defineTool, type ToolContext } from '../src/core/tool.ts';
+import { findPayment } from '../src/db/repositories/payments.ts';
+import { newId } from '../src/domain/ids.ts';
+import { formatDisplay, minorToNumber, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
+import { assertModeMayPayOut, assertSafeRecipient, createPayoutRecord } from '../src/payouts/payouts.ts';
+import { payoutOutput, presentPayout } from '../src/payouts/present.ts';
+import { evmAddress, optionalText, paymentId, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
+
+const MAX_LEGS = 20;
+
+const input = z
+  .strictObject({
+    payment_id: paymentId
+      .optional()
+      .describe(
+        "Share a settled payment's proceeds (its settlement amount, credited to the balance). Give this or amount.",
+      ),
+    amount: settlementAmount('amount')
+      .optional()
+      .describe('Or share this amount of the balance (major units). Give this or payment_id.'),
+    asset: settlementAsset,
+    splits: z
+      .array(
+        z.strictObject({
+          to_address: evmAddress('to_address').describe('A recipient 0x EVM address.'),
+          share_bps: z
+            .number({ error: 'share_bps must be a number of basis points' })
+            .int('share_bps must be a whole number of basis points')
+            .min(1, 'share_bps must be between 1 and 10000')
+            .max(10_000, 'share_bps must be between 1 and 10000')
+            .describe('Share in basis points (7000 = 70%).'),
+        }),
+        { error: 'splits must be a list of { to_address, share_bps }' },
+      )
+      .min(1, 'splits must have at least one recipient')
+      .max(MAX_LEGS, `splits must have at most ${MAX_LEGS} recipients`)
+      .describe('Recipients and their shares; the shares must add up to 10000 basis points (100%).'),
+    reference: optionalText('reference', 64).describe('Your own id for this revenue share.'),
+  })
+  .superRefine((value, ctx) => {
+    if ((value.payment_id === undefined) === (value.amount === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['payment_id'], message: 'payment_id or amount: give exactly one of them' });
+    }
+    const total = value.splits.reduce((sum, s) => sum + s.share_bps, 0);
+    if (total !== 10_000) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['splits'],
+        message: `splits shares must add up to 10000 basis points (100%); they add up to ${total}`,
+      });
+    }
+    const seen = new Set<string>();
+    for (const [i, split] of value.splits.entries()) {
+      const address = split.to_address.toLowerCase();
+      if (seen.has(address)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['splits', i, 'to_address'],
+          message: 'to_address appears twice in splits',
+        });
+      }
+      seen.add(address);
+    }
+  });
+
+type SplitInput = z.output<typeof input>;
+
+/** Legs by share, rounded down, the leftover minor units handed out one by one from the first leg. */
+export function splitAmounts(total: bigint, shares: readonly number[]): bigint[] {
+  const legs = shares.map((bps) => (total * BigInt(bps)) / 10_000n);
+  let left = total - legs.reduce((a, b) => a + b, 0n);
+  for (let i = 0; left > 0n; i = (i + 1) % legs.length, left--) legs[i]! += 1n;
+  return legs;
+}
+
+async function totalToShare(value: SplitInput, ctx: ToolContext): Promise<{ total: bigint; paymentId: string | null }> {
+  if (value.amount !== undefined) return { total: settlementMinor(value.amount), paymentId: null };
+  const payment = await findPayment(ctx.db, ctx.actor, value.payment_id!);
+  if (!payment) throw new AppError('not_found', `No such payment: '${value.payment_id}'.`, { param: 'payment_id' });
+  if (payment.status !== 'settled' || payment.settlement_destination !== 'balance') {
+    throw new AppError(
+      'conflict',
+      `Payment ${payment.id} has no proceeds in the balance to share: it must be settled into the custodial balance (it is ${payment.status}${payment.settlement_destination === 'address' ? ', paid out to its payout address' : ''}).`,
+      { param: 'payment_id' },
+    );
+  }
+  return { total: payment.settlement_minor, paymentId: payment.id };
+}
+
+export const splitRevenue = defineTool({
+  name: 'split_revenue',
+  title: 'Split revenue between addresses',
+  description:
+    "Shares a settled payment's proceeds, or an amount of the balance, between several EVM addresses by basis points (adding up to 10000). All legs are created together and paid on-chain together; gas is paid by the service. Subject to the account policy.",
+  input,
+  output: z.object({
+    id: z.string().describe('Revenue share id (split_…).'),
+    object: z.literal('revenue_share'),
+    livemode: z.boolean(),
+    payment_id: z.string().nullable(),
+    amount: z.number().describe('The total shared.'),
+    asset: z.string(),
+    reference: z.string().nullable(),
+    legs: z.array(payoutOutput).describe('One payout per recipient.'),
+    created: z.string(),
+  }),
+  effect: 'money',
+  scope: 'payouts:write',
+  http: { method: 'POST', path: '/v1/revenue_shares' },
+  async precheck(value, { runtime, actor }) {
+    await assertModeMayPayOut(runtime, actor.livemode);
+    for (const [i, split] of value.splits.entries()) {
+      await assertSafeRecipient(runtime, split.to_address, `splits[${i}].to_address`);
+    }
+  },
+  async policy(value, ctx) {
+    const { total } = await totalToShare(value, ctx);
+    return {
+      amountSettlementMinor: total,
+      recipients: value.splits.map((s) => s.to_address),
+      summary: `Split ${formatDisplay(total, SETTLEMENT_CURRENCY)} between ${value.splits.map((s) => `${s.to_address} (${s.share_bps / 100}%)`).join(', ')}`,
+    };
+  },
+  async handler(value, ctx) {
+    const { db, actor, now } = ctx;
+    const { total, paymentId: sharedPayment } = await totalToShare(value, ctx);
+    const amounts = splitAmounts(
+      total,
+      value.splits.map((s) => s.share_bps),
+    );
+    if (amounts.some((a) => a === 0n)) {
+      throw new AppError(
+        'invalid_request',
+        'splits: a share this small of this amount would be zero; use fewer recipients or a larger amount.',
+        {
+          param: 'splits',
+        },
+      );
+    }
+    const id = newId('split');
+    try {
+      await db
+        .insertInto('revenue_shares')
+        .values({
+          id,
+          account_id: actor.accountId,
+          livemode: actor.livemode,
+          payment_id: sharedPayment,
+          amount_minor: total,
+          asset: SETTLEMENT_CURRENCY.code,
+          reference: value.reference ?? null,
+          channel: actor.channel,
+          created_at: now,
+        })
+        .execute();
+    } catch (error) {
+      if (String((error as Error).message).includes('revenue_shares_payment')) {
+        throw new AppError('conflict', `The proceeds of ${sharedPayment} were already shared.`, {
+          param: 'payment_id',
+        });
+      }
+      throw error;
+    }
+    const legs = [];
+    for (const [i, split] of value.splits.entries()) {
+      legs.push(
+        await createPayoutRecord(db, {
+          accountId: actor.accountId,
+          livemode: actor.livemode,
+          amountMinor: amounts[i]!,
+          toAddress: split.to_address,
+          reference: value.reference,
+          revenueShareId: id,
+          channel: actor.channel,
+          at: now,
+        }),
+      );
+    }
+    return {
+      id,
+      object: 'revenue_share' as const,
+      livemode: actor.livemode,
+      payment_id: sharedPayment,
+      amount: minorToNumber(total, SETTLEMENT_CURRENCY),
+      asset: SETTLEMENT_CURRENCY.code,
+      reference: value.reference ?? null,
+      legs: legs.map(presentPayout),
+      created: now.toISOString(),
+    };
+  },
+});
