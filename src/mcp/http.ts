@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { AuthContext } from '../http/plugins/auth.ts';
+import { requestAuth } from '../http/plugins/auth.ts';
+import type { Runtime } from '../runtime.ts';
+import { buildMcpServer, type McpServerOptions, toAuthInfo } from './server.ts';
+import { DEFAULT_MCP_SESSION_LIMITS, type McpSessionHandle, type McpSessionLimits, McpSessions } from './sessions.ts';
+
+export interface McpRouteOptions extends McpServerOptions {
+  limits?: Partial<McpSessionLimits>;
+}
+
+interface HttpSession extends McpSessionHandle {
+  transport: StreamableHTTPServerTransport;
+}
+
+/**
+ * Streamable HTTP at /mcp on the API host (DESIGN.md §10, docs/mcp.md).
+ *
+ * - Every request carries the bearer API key: the app's auth hook checks it (401 with
+ *   WWW-Authenticate when missing or invalid) and applies the per-key rate limit, exactly as for
+ *   the REST API; the key's account and scopes reach the tool handlers as the SDK's authInfo.
+ * - One transport + McpServer per session (the `mcp-session-id` header), bound to the key that
+ *   opened it; sessions are bounded in number and idle time (mcp/sessions.ts).
+ * - The body is parsed here, not by the app's JSON parser, so that transport-level problems
+ *   (bad JSON, wrong media type, unknown session) answer as JSON-RPC errors the way the SDK's
+ *   transport does, while authentication failures keep the API's error object.
+ */
+export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): FastifyPluginAsync {
+  return async (app) => {
+    const limits = { ...DEFAULT_MCP_SESSION_LIMITS, ...options.limits };
+    const sessions = new McpSessions<HttpSession>(limits, () => runtime.clock.now().getTime());
+    const sweeper = setInterval(
+      () => {
+        sessions.sweep().catch((error) => runtime.logger.warn({ err: error }, 'MCP session sweep failed'));
+      },
+      Math.min(limits.idleMs, 60_000),
+    );
+    sweeper.unref();
+    // preClose, not onClose: open SSE streams would keep the HTTP server from closing at all.
+    app.addHook('preClose', async () => {
+      clearInterval(sweeper);
+      await sessions.closeAll();
+    });
+
+    // This plugin's own parsers (fastify encapsulation): the raw text of any body, parsed below.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+
+    const openSession = async (auth: AuthContext): Promise<HttpSession> => {
+      const id = randomUUID();
+      const server = buildMcpServer(runtime, auth, options);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
+      const session: HttpSession = {
+        id,
+        keyId: auth.keyId,
+        transport,
+        close: () => server.close(),
+      };
+      transport.onclose = () => sessions.remove(id);
+      transport.onerror = (error) => runtime.logger.debug({ err: error, session: id }, 'MCP transport error');
+      await server.connect(transport);
+      sessions.add(session);
+      return session;
+    };
+
+    app.route({
+      method: ['POST', 'GET', 'DELETE'],
+      url: '/mcp',
+      config: { auth: {} },
+      handler: async (request, reply) => {
+        const auth = requestAuth(request);
+        let body: unknown;
+        if (request.method === 'POST') {
+          const type = String(request.headers['content-type'] ?? '');
+          if (!/^application\/json\s*(;|$)/i.test(type)) {
+            return rpcError(reply, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+          }
+          try {
+            body = JSON.parse(typeof request.body === 'string' ? request.body : '', refuseProtoKeys);
+          } catch {
+            return rpcError(reply, 400, -32700, 'Parse error: Invalid JSON');
+          }
+        }
+
+        const sessionHeader = request.headers['mcp-session-id'];
+        let session: HttpSession | undefined;
+        if (typeof sessionHeader === 'string') {
+          session = sessions.get(sessionHeader, auth.keyId);
+          if (!session) return rpcError(reply, 404, -32001, 'Session not found');
+        } else if (request.method === 'POST' && isInitializeRequest(body)) {
+          if (!(await sessions.admit(auth.keyId))) {
+            reply.header('Retry-After', '30');
+            return rpcError(reply, 503, -32000, 'Too many open MCP sessions on this server; retry later.');
+          }
+          session = await openSession(auth);
+        } else {
+          return rpcError(reply, 400, -32000, 'Bad Request: No valid session ID provided');
+        }
+
+        // Hand the raw request to the SDK transport, keeping the headers set so far (Request-Id,
+        // RateLimit). The transport writes the response, streaming when it answers with SSE.
+        for (const [name, value] of Object.entries(reply.getHeaders())) {
+          if (value !== undefined) reply.raw.setHeader(name, value);
+        }
+        reply.hijack();
+        const done = sessions.track(session.id);
+        reply.raw.on('close', done);
+        const raw = request.raw as typeof request.raw & { auth?: ReturnType<typeof toAuthInfo> };
+        raw.auth = toAuthInfo(auth);
+        try {
+          await session.transport.handleRequest(raw, reply.raw, body);
+          // An initialize the transport refused (bad params) leaves a session that never started.
+          if (session.transport.sessionId === undefined) {
+            sessions.remove(session.id);
+            await session.close();
+          }
+        } catch (error) {
+          runtime.logger.error({ err: error }, 'MCP request failed');
+          if (!reply.raw.headersSent) {
+            reply.raw.writeHead(500, { 'content-type': 'application/json' });
+            reply.raw.end(JSON.stringify(rpcBody(-32603, 'Internal error')));
+          } else {
+            reply.raw.end();
+          }
+        }
+      },
+    });
+  };
+}
+
+function rpcBody(code: number, message: string): unknown {
+  return { jsonrpc: '2.0', error: { code, message }, id: null };
+}
+
+function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
+  return reply.code(status).type('application/json').send(rpcBody(code, message));
+}
+
+/** JSON.parse reviver: a "__proto__" key could poison prototypes once the object is copied. */
+function refuseProtoKeys(key: string, value: unknown): unknown {
+  if (key === '__proto__') throw new SyntaxError('the key "__proto__" is not allowed');
+  return value;
+}
