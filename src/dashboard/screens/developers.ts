@@ -1,0 +1,301 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { html, type SafeHtml } from '../../checkout/html.ts';
+import { AppError, isAppError } from '../../core/errors.ts';
+import { API_KEY_SCOPES, type ApiKeyScope } from '../../domain/api-key-secret.ts';
+import {
+  type ApiKeyView,
+  assertCanGrant,
+  type IssuedApiKey,
+  issueApiKey,
+  getAccountApiKey,
+  listAccountApiKeys,
+  presentApiKey,
+  revokeAccountApiKey,
+  rotateAccountApiKey,
+} from '../../keys/api-keys.ts';
+import {
+  DEFAULT_ROTATION_GRACE_MINUTES,
+  readWebhookSecret,
+  rotateWebhookSecret,
+  type WebhookSecretView,
+} from '../../webhooks/secrets.ts';
+import { type DashboardDeps, formOf, pageContext, sendPage, sessionOf } from '../context.ts';
+import { clearedSessionCookie, type DashboardSession, endKeySessions } from '../sessions.ts';
+import { badge, csrfField, maybe, notice, param, renderPage, table, time } from '../view.ts';
+
+/** How long a rotated-out key or webhook secret keeps working: the choices the forms offer. */
+const GRACE_CHOICES: readonly { minutes: number; label: string }[] = [
+  { minutes: 0, label: 'Stop at once' },
+  { minutes: 60, label: '1 hour' },
+  { minutes: 1440, label: '24 hours' },
+  { minutes: 10_080, label: '7 days' },
+];
+
+const DONE: Record<string, string> = {
+  revoked: 'The key was revoked. Requests with it now get 401, and its dashboard sessions have ended.',
+  'secret-rotated': 'The webhook signing secret was rotated. Deploy the new secret to your receiver.',
+};
+
+function keyState(key: ApiKeyView, now: Date): SafeHtml {
+  if (key.revoked) return badge('revoked');
+  if (key.expires && new Date(key.expires) <= now) return badge('expired');
+  if (key.expires) return html`${badge('active')} <span class="muted">until ${time(key.expires)}</span>`;
+  return badge('active');
+}
+
+function isUsable(key: ApiKeyView, now: Date): boolean {
+  return !key.revoked && !(key.expires && new Date(key.expires) <= now);
+}
+
+function graceSelect(name: string, defaultMinutes: number): SafeHtml {
+  return html`<select name="${name}" id="${name}">${GRACE_CHOICES.map(
+    (c) => html`<option value="${c.minutes}"${c.minutes === defaultMinutes && html` selected`}>${c.label}</option>`,
+  )}</select>`;
+}
+
+function readGrace(form: URLSearchParams, name: string): number {
+  const raw = form.get(name);
+  const choice = GRACE_CHOICES.find((c) => String(c.minutes) === raw);
+  if (!choice) throw new AppError('invalid_request', 'Choose how long the old secret keeps working.', { param: name });
+  return choice.minutes;
+}
+
+/** The page that shows a new secret, the one time it is ever shown. */
+function newSecretPage(heading: string, key: IssuedApiKey, extra: SafeHtml): SafeHtml {
+  return html`<h1>${heading}</h1>
+${notice('warn', html`<strong>Copy the secret now.</strong> It is shown this once and cannot be shown again; plainpay keeps only its hash.`)}
+<div class="card">
+<code class="secret" id="new-key-secret">${key.secret}</code>
+<dl class="facts">
+<dt>Key id</dt><dd><code id="new-key-id">${key.id}</code></dd>
+<dt>Name</dt><dd>${maybe(key.name)}</dd>
+<dt>Mode</dt><dd>${key.livemode ? 'live' : 'test'}</dd>
+<dt>Scopes</dt><dd>${key.scopes.map((s) => html`<code>${s}</code> `)}</dd>
+</dl>
+${extra}
+</div>
+<p><a href="/dashboard/developers">Back to the developer screen</a></p>`;
+}
+
+export function registerDevelopers(
+  app: FastifyInstance,
+  deps: DashboardDeps,
+  options: { secureCookie: boolean },
+): void {
+  const { runtime } = deps;
+  const keys = { dashboard: { scopes: ['keys'] as const } };
+  const webhooks = { dashboard: { scopes: ['webhooks'] as const } };
+
+  const page = (request: FastifyRequest, reply: FastifyReply, status: number, title: string, body: SafeHtml) =>
+    sendPage(reply, status, renderPage(pageContext(deps, request), title, body, { section: 'developers' }));
+
+  const keysSection = async (session: DashboardSession): Promise<SafeHtml> => {
+    const now = runtime.clock.now();
+    const all = await listAccountApiKeys(runtime.db, session.accountId, session);
+    return html`<h2 id="api-keys">API keys</h2>
+<p class="muted">Secrets are shown once, when a key is created or rotated; here you see only their first and last characters. These are the account's ${session.livemode ? 'live' : 'test'}-mode keys: sign in with a ${session.livemode ? 'test' : 'live'} key to see and manage ${session.livemode ? 'test' : 'live'}-mode keys.</p>
+${table(
+  ['Key', 'Name', 'Mode', 'Scopes', 'Created', 'Last used', 'State', ''],
+  all.map(
+    (key) => html`<tr data-key-id="${key.id}">
+<td><code>${key.redacted}</code><br><span class="muted"><code>${key.id}</code></span>${key.id === session.keyId && html` <span class="badge">you</span>`}</td>
+<td>${maybe(key.name)}</td>
+<td>${key.livemode ? 'live' : 'test'}</td>
+<td>${key.scopes.map((s) => html`<code>${s}</code> `)}</td>
+<td>${time(key.created)}</td>
+<td>${time(key.last_used)}</td>
+<td>${keyState(key, now)}</td>
+<td><a href="/dashboard/developers/keys/${key.id}">Manage</a></td>
+</tr>`,
+  ),
+  'No keys.',
+  'keys',
+)}
+<h2>Create a key</h2>
+<form method="post" action="/dashboard/developers/keys" class="card" id="create-key">
+${csrfField(session)}
+<div class="field"><label for="key-name">Name</label><input type="text" class="wide" id="key-name" name="name" maxlength="100" placeholder="e.g. finance approvals, billing server"></div>
+<fieldset><legend>Mode</legend>
+<label><input type="radio" name="mode" value="test"${!session.livemode && html` checked`}> Test</label>
+<label><input type="radio" name="mode" value="live"${session.livemode ? html` checked` : html` disabled`}> Live${!session.livemode && html` <span class="muted">(needs a live key)</span>`}</label>
+</fieldset>
+<fieldset><legend>Scopes</legend>
+${API_KEY_SCOPES.map((scope) => {
+  const held = session.scopes.has(scope);
+  return html`<label><input type="checkbox" name="scopes" value="${scope}"${!held && html` disabled`}> <code>${scope}</code>${!held && html` <span class="muted">(your key does not hold it)</span>`}</label>`;
+})}
+</fieldset>
+<button type="submit" class="primary">Create key</button>
+</form>`;
+  };
+
+  const secretSection = async (session: DashboardSession, show: boolean): Promise<SafeHtml> => {
+    let secret: WebhookSecretView | undefined;
+    try {
+      secret = await readWebhookSecret(
+        runtime.db,
+        runtime.secretBox,
+        { accountId: session.accountId, livemode: session.livemode },
+        runtime.clock.now(),
+      );
+    } catch (error) {
+      if (!isAppError(error) || error.code !== 'not_found') throw error;
+    }
+    return html`<h2 id="webhook-secret">Webhook signing secret</h2>
+<div class="card">
+<p class="muted">The ${session.livemode ? 'live' : 'test'}-mode secret: it signs ${session.livemode ? 'live' : 'test'}-mode events only (each mode has its own). Deliveries carry a signature made with it (Standard Webhooks).</p>
+${
+  secret
+    ? html`<dl class="facts"><dt>Current secret</dt><dd>${
+        show
+          ? html`<code class="secret" id="webhook-secret-value">${secret.secret}</code>`
+          : html`<code>whsec_••••••••</code> <a href="/dashboard/developers?show=webhook-secret#webhook-secret" id="show-webhook-secret">Show</a>`
+      }</dd><dt>Created</dt><dd>${time(secret.created)}</dd>${secret.previous_secrets.map(
+        (p) =>
+          html`<dt>Previous secret</dt><dd>created ${time(p.created)}, still signs until ${time(p.expires_at)}</dd>`,
+      )}</dl>`
+    : html`<p>This account has no current signing secret. Rotate to create one.</p>`
+}
+<form method="post" action="/dashboard/developers/webhook-secret/rotate" class="actions">${csrfField(session)}
+<label for="grace_period_minutes">Old secret keeps signing</label>${graceSelect('grace_period_minutes', DEFAULT_ROTATION_GRACE_MINUTES)}
+<button type="submit" id="rotate-webhook-secret">Rotate secret</button></form>
+</div>`;
+  };
+
+  app.get(
+    '/developers',
+    { config: { dashboard: { scopes: ['keys', 'webhooks'] as const } } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const done = param(request.query, 'done');
+      const body = html`<h1>Developers</h1>
+${done && DONE[done] && notice('ok', DONE[done])}
+${session.scopes.has('keys') ? await keysSection(session) : notice('info', html`API keys need the <code>keys</code> scope.`)}
+${
+  session.scopes.has('webhooks')
+    ? await secretSection(session, param(request.query, 'show') === 'webhook-secret')
+    : notice('info', html`The webhook secret needs the <code>webhooks</code> scope.`)
+}`;
+      return page(request, reply, 200, 'Developers', body);
+    },
+  );
+
+  const loadKey = async (session: DashboardSession, id: string): Promise<ApiKeyView> => {
+    return presentApiKey(await getAccountApiKey(runtime.db, session.accountId, id, session));
+  };
+
+  app.get<{ Params: { id: string } }>('/developers/keys/:id', { config: keys }, async (request, reply) => {
+    const session = sessionOf(request);
+    const key = await loadKey(session, request.params.id);
+    const now = runtime.clock.now();
+    const usable = isUsable(key, now);
+    const own = key.id === session.keyId;
+    const body = html`<h1>API key <code>${key.redacted}</code></h1>
+<div class="card"><dl class="facts">
+<dt>Key id</dt><dd><code>${key.id}</code>${own && html` <span class="badge">you are signed in with it</span>`}</dd>
+<dt>Name</dt><dd>${maybe(key.name)}</dd>
+<dt>Mode</dt><dd>${key.livemode ? 'live' : 'test'}</dd>
+<dt>Scopes</dt><dd>${key.scopes.map((s) => html`<code>${s}</code> `)}</dd>
+<dt>State</dt><dd id="key-state">${keyState(key, now)}</dd>
+<dt>Created</dt><dd>${time(key.created)}</dd>
+<dt>Last used</dt><dd>${time(key.last_used)}</dd>
+${key.revoked && html`<dt>Revoked</dt><dd>${time(key.revoked)}</dd>`}
+${key.rotated_from && html`<dt>Replaces</dt><dd><a href="/dashboard/developers/keys/${key.rotated_from}"><code>${key.rotated_from}</code></a></dd>`}
+</dl></div>
+${
+  usable
+    ? html`<h2>Rotate</h2>
+<form method="post" action="/dashboard/developers/keys/${key.id}/rotate" class="card">${csrfField(session)}
+<p>Issues a new key with the same mode, scopes and name. The new secret is shown once.</p>
+<div class="field"><label for="expires_in_minutes">This key keeps working</label>${graceSelect('expires_in_minutes', 60)}</div>
+<button type="submit" id="rotate-key">Rotate key</button></form>
+<h2>Revoke</h2>
+<form method="post" action="/dashboard/developers/keys/${key.id}/revoke" class="card">${csrfField(session)}
+<p>Requests with this key get 401 from now on, and its dashboard sessions end.${own && html` <strong>You are signed in with this key: you will be signed out.</strong>`} This cannot be undone.</p>
+<button type="submit" class="danger primary" id="revoke-key">Revoke key</button></form>`
+    : html`<p class="muted">This key no longer works; there is nothing to manage.</p>`
+}
+<p><a href="/dashboard/developers">Back to the developer screen</a></p>`;
+    return page(request, reply, 200, `API key ${key.redacted}`, body);
+  });
+
+  app.post('/developers/keys', { config: keys }, async (request, reply) => {
+    const session = sessionOf(request);
+    const form = formOf(request);
+    const mode = param(form, 'mode') ?? (session.livemode ? 'live' : 'test');
+    if (mode !== 'test' && mode !== 'live') throw new AppError('invalid_request', 'Choose test or live mode.');
+    const scopes = form.getAll('scopes');
+    const unknown = scopes.filter((s) => !(API_KEY_SCOPES as readonly string[]).includes(s));
+    if (unknown.length > 0) throw new AppError('invalid_request', `Unknown scopes: ${unknown.join(', ')}.`);
+    if (scopes.length === 0) throw new AppError('invalid_request', 'Choose at least one scope for the new key.');
+    const name = param(form, 'name') ?? null;
+    if (name !== null && name.length > 100)
+      throw new AppError('invalid_request', 'The name is at most 100 characters.');
+    const livemode = mode === 'live';
+    assertCanGrant(session, livemode, scopes);
+    const issued = await issueApiKey(runtime.db, {
+      accountId: session.accountId,
+      livemode,
+      scopes: [...new Set(scopes)] as ApiKeyScope[],
+      name,
+    });
+    return page(request, reply, 201, 'Key created', newSecretPage('Key created', issued, html``));
+  });
+
+  app.post<{ Params: { id: string } }>('/developers/keys/:id/revoke', { config: keys }, async (request, reply) => {
+    const session = sessionOf(request);
+    const key = await loadKey(session, request.params.id);
+    const now = runtime.clock.now();
+    await runtime.db.transaction().execute(async (trx) => {
+      await revokeAccountApiKey(trx, session.accountId, key.id, now, session);
+      await endKeySessions(trx, session.accountId, key.id, now);
+    });
+    if (key.id === session.keyId) {
+      reply.header('Set-Cookie', clearedSessionCookie(options.secureCookie));
+      return sendPage(
+        reply,
+        200,
+        renderPage(
+          { assets: deps.assets, session: null },
+          'Key revoked',
+          html`<h1>Key revoked</h1>${notice('ok', 'You revoked the key you were signed in with, so you are signed out.')}<p><a href="/dashboard/sign-in">Sign in with another key</a></p>`,
+          { narrow: true },
+        ),
+      );
+    }
+    return reply.redirect('/dashboard/developers?done=revoked', 303);
+  });
+
+  app.post<{ Params: { id: string } }>('/developers/keys/:id/rotate', { config: keys }, async (request, reply) => {
+    const session = sessionOf(request);
+    const key = await loadKey(session, request.params.id);
+    const minutes = readGrace(formOf(request), 'expires_in_minutes');
+    const rotated = await runtime.db.transaction().execute((trx) =>
+      rotateAccountApiKey(trx, {
+        keyId: key.id,
+        oldKeyExpiresInMinutes: minutes,
+        now: runtime.clock.now(),
+        manager: session,
+      }),
+    );
+    const until = rotated.old_key.expires;
+    const extra = html`<p>The old key <code>${rotated.old_key.redacted}</code> ${
+      until ? html`keeps working until ${time(until)}` : 'has stopped working'
+    }.${key.id === session.keyId && html` You are signed in with it: sign in with the new key before then.`}</p>`;
+    return page(request, reply, 201, 'Key rotated', newSecretPage('Key rotated', rotated.new_key, extra));
+  });
+
+  app.post('/developers/webhook-secret/rotate', { config: webhooks }, async (request, reply) => {
+    const session = sessionOf(request);
+    const minutes = readGrace(formOf(request), 'grace_period_minutes');
+    await runtime.db.transaction().execute((trx) =>
+      rotateWebhookSecret(trx, runtime.secretBox, {
+        accountId: session.accountId,
+        livemode: session.livemode,
+        now: runtime.clock.now(),
+        gracePeriodMinutes: minutes,
+      }),
+    );
+    return reply.redirect('/dashboard/developers?done=secret-rotated&show=webhook-secret#webhook-secret', 303);
+  });
+}

@@ -1,0 +1,95 @@
+import type { FastifyInstance } from 'fastify';
+import { html, type SafeHtml } from '../../checkout/html.ts';
+import { SETTLEMENT_CURRENCY } from '../../domain/money.ts';
+import { getLedgerBalance, ledgerAccount } from '../../ledger/ledger.ts';
+import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
+import { allows, badge, renderPage, SCREENS, screen, table, time, usdc } from '../view.ts';
+
+const RECENT_RUNS = 5;
+
+export function registerOverview(app: FastifyInstance, deps: DashboardDeps): void {
+  const { runtime } = deps;
+
+  app.get('/', async (request, reply) => {
+    const session = sessionOf(request);
+    const now = runtime.clock.now();
+    const cards: SafeHtml[] = [];
+    if (allows(session, screen('confirmations').scopes)) {
+      const pending = await runtime.db
+        .selectFrom('confirmations')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('account_id', '=', session.accountId)
+        .where('livemode', '=', session.livemode)
+        .where('status', '=', 'pending')
+        .where('expires_at', '>', now)
+        .executeTakeFirstOrThrow();
+      cards.push(
+        html`<div class="card"><p class="muted">Waiting for approval</p><p class="stat" id="pending-count">${Number(pending.n)}</p><p><a href="/dashboard/confirmations">Review held actions</a></p></div>`,
+      );
+    }
+    if (session.scopes.has('payments:read')) {
+      const asset = SETTLEMENT_CURRENCY;
+      const available = await getLedgerBalance(
+        runtime.db,
+        ledgerAccount.merchant(session.accountId, session.livemode, asset.code),
+      );
+      const queued = await runtime.db
+        .selectFrom('payouts')
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('amount_minor'), eb.val('0')).as('total'))
+        .where('account_id', '=', session.accountId)
+        .where('livemode', '=', session.livemode)
+        .where('status', '=', 'queued')
+        .executeTakeFirstOrThrow();
+      cards.push(
+        html`<div class="card"><p class="muted">Available balance</p><p class="stat">${usdc(available)}</p><p class="muted">${usdc(BigInt(queued.total))} in queued payouts</p></div>`,
+      );
+    }
+
+    let recent = html``;
+    if (allows(session, screen('runs').scopes)) {
+      const runs = await runtime.db
+        .selectFrom('agent_runs')
+        .select(['id', 'status', 'instruction', 'created_at'])
+        .where('account_id', '=', session.accountId)
+        .where('livemode', '=', session.livemode)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(RECENT_RUNS)
+        .execute();
+      recent = html`<h2>Recent agent runs</h2>
+${table(
+  ['Run', 'Created', 'Status', 'Instruction'],
+  runs.map(
+    (run) =>
+      html`<tr><td><a href="/dashboard/runs/${run.id}"><code>${run.id}</code></a></td><td>${time(run.created_at)}</td><td>${badge(run.status)}</td><td>${run.instruction.length > 120 ? `${run.instruction.slice(0, 119)}…` : run.instruction}</td></tr>`,
+  ),
+  'No agent runs yet.',
+  'recent-runs',
+)}
+<p><a href="/dashboard/runs">All runs</a></p>`;
+    }
+
+    const body = html`<h1>Overview</h1>
+${cards.length > 0 && html`<div class="grid">${cards}</div>`}
+${recent}
+<h2>What this key can do</h2>
+<p>Signed in with <code>${session.keyLabel.redacted}</code>${session.keyLabel.name && html` (${session.keyLabel.name})`} in ${
+      session.livemode ? 'live' : 'test'
+    } mode, with the scopes ${[...session.scopes].map((s) => html`<code>${s}</code> `)}. The session ends at ${time(session.expiresAt)} at the latest.</p>
+${table(
+  ['Screen', 'Open with this key', 'Needs one of', 'What it is for'],
+  SCREENS.filter((s) => s.section !== 'overview').map((s) => {
+    const open = allows(session, s.scopes);
+    return html`<tr data-screen="${s.section}"><td>${open ? html`<a href="${s.path}">${s.label}</a>` : s.label}</td><td>${
+      open ? badge('yes') : html`<span class="badge">no</span>`
+    }</td><td>${s.scopes.map((scope) => html`<code>${scope}</code> `)}</td><td>${s.purpose}</td></tr>`;
+  }),
+  '',
+  'capabilities',
+)}
+<p class="muted">Approving or rejecting a held action needs the <code>approvals</code> scope, and the key that asked for the action cannot decide it.${
+      session.scopes.has('approvals') ? ' This key can approve.' : ' This key cannot approve.'
+    }</p>`;
+    return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Overview', body, { section: 'overview' }));
+  });
+}

@@ -1,0 +1,100 @@
+import type { FastifyInstance } from 'fastify';
+import { html } from '../../checkout/html.ts';
+import { AppError } from '../../core/errors.ts';
+import { findPayment, listPayments } from '../../db/repositories/payments.ts';
+import { formatDisplay } from '../../domain/money.ts';
+import { PAYMENT_STATUSES, type PaymentStatus } from '../../domain/payment-status.ts';
+import { checkoutUrl, currencyOf, presentPayment } from '../../payments/present.ts';
+import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
+import { badge, json, maybe, pager, param, renderPage, screen, select, table, time, usdc } from '../view.ts';
+
+const PAGE_SIZE = 50;
+
+export function registerPayments(app: FastifyInstance, deps: DashboardDeps): void {
+  const { runtime } = deps;
+  const access = { dashboard: { scopes: screen('payments').scopes } };
+
+  app.get('/payments', { config: access }, async (request, reply) => {
+    const session = sessionOf(request);
+    const status = param(request.query, 'status');
+    const reference = param(request.query, 'reference');
+    const startingAfter = param(request.query, 'starting_after');
+    if (status !== undefined && !PAYMENT_STATUSES.includes(status as PaymentStatus)) {
+      throw new AppError('invalid_request', `status must be one of ${PAYMENT_STATUSES.join(', ')}.`, {
+        param: 'status',
+      });
+    }
+    let after: { createdAt: Date; id: string } | undefined;
+    if (startingAfter) {
+      const cursor = await findPayment(runtime.db, session, startingAfter);
+      if (!cursor) throw new AppError('invalid_request', `No such payment: '${startingAfter}'.`);
+      after = { createdAt: cursor.created_at, id: cursor.id };
+    }
+    const rows = await listPayments(runtime.db, {
+      accountId: session.accountId,
+      livemode: session.livemode,
+      status: status as PaymentStatus | undefined,
+      reference,
+      after,
+      limit: PAGE_SIZE + 1,
+    });
+    const shown = rows.slice(0, PAGE_SIZE);
+    const body = html`<h1>Payments</h1>
+<form class="filters" method="get" action="/dashboard/payments">
+${select('status', 'Status', PAYMENT_STATUSES, status)}
+<label>Reference<input type="text" name="reference" value="${reference ?? ''}" maxlength="64"></label>
+<button type="submit">Filter</button> <a href="/dashboard/payments">Clear</a>
+</form>
+${table(
+  ['Payment', 'Created', 'Status', 'Amount', 'Reference', 'Description', 'Settlement', 'Transaction'],
+  shown.map(
+    (row) => html`<tr data-payment-id="${row.id}">
+<td><a href="/dashboard/payments/${row.id}"><code>${row.id}</code></a></td>
+<td>${time(row.created_at)}</td>
+<td>${badge(row.status)}</td>
+<td class="num">${formatDisplay(row.amount_minor, currencyOf(row))}</td>
+<td>${maybe(row.reference)}</td>
+<td>${maybe(row.description)}</td>
+<td class="num">${usdc(row.settlement_minor)}</td>
+<td>${row.settlement_tx_hash ? html`<code class="tx-hash">${row.settlement_tx_hash}</code>` : maybe(null)}</td>
+</tr>`,
+  ),
+  'No payments match.',
+  'payments',
+)}
+${pager('/dashboard/payments', { status, reference, starting_after: startingAfter }, rows.length > PAGE_SIZE ? shown.at(-1)?.id : undefined)}`;
+    return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Payments', body, { section: 'payments' }));
+  });
+
+  app.get<{ Params: { id: string } }>('/payments/:id', { config: access }, async (request, reply) => {
+    const session = sessionOf(request);
+    const row = await findPayment(runtime.db, session, request.params.id);
+    if (!row) throw new AppError('not_found', `No such payment: '${request.params.id}'.`, { param: 'id' });
+    const p = presentPayment(runtime.config, row);
+    const body = html`<h1>Payment <code>${p.id}</code></h1>
+<div class="card"><dl class="facts">
+<dt>Status</dt><dd>${badge(p.status)}</dd>
+<dt>Amount</dt><dd>${formatDisplay(row.amount_minor, currencyOf(row))}${
+      row.refunded_minor > 0n && html` (refunded ${formatDisplay(row.refunded_minor, currencyOf(row))})`
+    }</dd>
+<dt>Merchant name</dt><dd>${maybe(p.merchant_name)}</dd>
+<dt>Description</dt><dd>${maybe(p.description)}</dd>
+<dt>Reference</dt><dd>${maybe(p.reference)}</dd>
+<dt>Checkout</dt><dd><code>${checkoutUrl(runtime.config, p.id)}</code></dd>
+<dt>Quote</dt><dd>rate ${p.quote.rate} (${p.quote.source}), fee ${p.quote.fee_bps} bps → ${usdc(row.settlement_minor)}</dd>
+<dt>Settles to</dt><dd>${p.payout_address ? html`<code>${p.payout_address}</code>` : 'the custodial balance'}</dd>
+<dt>Transaction</dt><dd id="payment-tx-hash">${row.settlement_tx_hash ? html`<code class="tx-hash">${row.settlement_tx_hash}</code>` : maybe(null)}</dd>
+<dt>Created</dt><dd>${time(p.created)}</dd>
+<dt>Expires</dt><dd>${time(p.expires_at)}</dd>
+<dt>Paid</dt><dd>${time(p.paid_at)}</dd>
+<dt>Settled</dt><dd>${time(p.settled_at)}</dd>
+</dl>
+<details><summary>Full record (as the API returns it)</summary>${json(p)}</details></div>
+<p><a href="/dashboard/payments">All payments</a></p>`;
+    return sendPage(
+      reply,
+      200,
+      renderPage(pageContext(deps, request), `Payment ${p.id}`, body, { section: 'payments' }),
+    );
+  });
+}

@@ -1,0 +1,155 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { loadRunView } from '../../agent/runtime.ts';
+import { html } from '../../checkout/html.ts';
+import { parseInput } from '../../core/validation.ts';
+import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
+import { loadKeyLabels } from '../key-labels.ts';
+import { linkedList, loadLinkedObjects } from '../linked.ts';
+import {
+  badge,
+  json,
+  keyRef,
+  maybe,
+  pager,
+  param,
+  reasonsList,
+  renderPage,
+  screen,
+  select,
+  table,
+  time,
+} from '../view.ts';
+import { afterListedRow } from '../../db/pagination.ts';
+
+const RUN_STATUSES = ['running', 'completed', 'confirmation_required', 'rejected', 'failed'] as const;
+const PAGE_SIZE = 25;
+
+const runsFilter = z.object({
+  status: z.enum(RUN_STATUSES, { error: `status must be one of ${RUN_STATUSES.join(', ')}` }).optional(),
+  starting_after: z.string().max(100).optional(),
+});
+
+function shorten(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+export function registerRuns(app: FastifyInstance, deps: DashboardDeps): void {
+  const { runtime } = deps;
+  const access = { dashboard: { scopes: screen('runs').scopes } };
+
+  app.get('/runs', { config: access }, async (request, reply) => {
+    const session = sessionOf(request);
+    const filters = { status: param(request.query, 'status'), starting_after: param(request.query, 'starting_after') };
+    const query = parseInput(runsFilter, filters);
+    let q = runtime.db
+      .selectFrom('agent_runs')
+      .selectAll()
+      .where('account_id', '=', session.accountId)
+      .where('livemode', '=', session.livemode);
+    if (query.status) q = q.where('status', '=', query.status);
+    if (query.starting_after)
+      q = q.where(await afterListedRow(runtime.db, 'agent_runs', session, query.starting_after, 'run'));
+    const rows = await q
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(PAGE_SIZE + 1)
+      .execute();
+    const shown = rows.slice(0, PAGE_SIZE);
+    const labels = await loadKeyLabels(
+      runtime.db,
+      session.accountId,
+      shown.map((r) => r.key_id),
+    );
+    const body = html`<h1>Agent runs</h1>
+<form class="filters" method="get" action="/dashboard/runs">
+${select('status', 'Status', RUN_STATUSES, query.status)}
+<button type="submit">Filter</button> <a href="/dashboard/runs">Clear</a>
+</form>
+${table(
+  ['Run', 'Created', 'Status', 'Instruction', 'Model', 'Key'],
+  shown.map(
+    (run) => html`<tr data-run-id="${run.id}">
+<td><a href="/dashboard/runs/${run.id}"><code>${run.id}</code></a>${run.dry_run && html` <span class="badge">dry run</span>`}</td>
+<td>${time(run.created_at)}</td>
+<td>${badge(run.status)}</td>
+<td>${shorten(run.instruction, 140)}</td>
+<td><code>${run.model}</code></td>
+<td>${keyRef(labels, run.key_id, true)}</td>
+</tr>`,
+  ),
+  'No agent runs match.',
+  'runs',
+)}
+${pager('/dashboard/runs', filters, rows.length > PAGE_SIZE ? shown.at(-1)?.id : undefined)}`;
+    return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Agent runs', body, { section: 'runs' }));
+  });
+
+  app.get<{ Params: { id: string } }>('/runs/:id', { config: access }, async (request, reply) => {
+    const session = sessionOf(request);
+    const view = await loadRunView(runtime, session, request.params.id);
+    const row = await runtime.db
+      .selectFrom('agent_runs')
+      .select(['key_id', 'channel', 'steps', 'finished_at'])
+      .where('id', '=', view.run_id)
+      .executeTakeFirstOrThrow();
+    const labels = await loadKeyLabels(runtime.db, session.accountId, [
+      row.key_id,
+      ...view.actions.map((a) => a.approved_by_key),
+    ]);
+    const linked = await loadLinkedObjects(
+      runtime.db,
+      session,
+      view.actions.map((a) => a.result),
+    );
+    const body = html`<h1>Agent run <code>${view.run_id}</code></h1>
+<div class="card">
+<dl class="facts">
+<dt>Instruction</dt><dd id="run-instruction">${view.instruction}</dd>
+<dt>Status</dt><dd>${badge(view.status)}${view.dry_run && html` <span class="badge">dry run</span>`}</dd>
+<dt>Reply</dt><dd>${maybe(view.reply)}</dd>
+<dt>Model</dt><dd><code>${view.model}</code></dd>
+<dt>Asked by</dt><dd>${keyRef(labels, row.key_id)} on the <code>${row.channel}</code> channel</dd>
+<dt>Tool calls</dt><dd>${row.steps}</dd>
+<dt>Started</dt><dd>${time(view.created)}</dd>
+<dt>Finished</dt><dd>${time(row.finished_at)}</dd>
+${view.usage !== null && html`<dt>Tokens</dt><dd><code>${JSON.stringify(view.usage)}</code></dd>`}
+</dl>
+</div>
+<h2>Steps</h2>
+${
+  view.actions.length === 0
+    ? html`<p class="muted">The run made no tool calls.</p>`
+    : html`<ol class="steps" id="run-steps">${view.actions.map(
+        (
+          action,
+        ) => html`<li class="card step" id="${action.id}" data-action-id="${action.id}" data-status="${action.status}">
+<p><strong><code>${action.tool}</code></strong> ${badge(action.status)} <span class="muted">${time(action.created)} · <code>${action.id}</code></span></p>
+<dl class="facts">
+<dt>Decision</dt><dd>${badge(action.decision.outcome)}${reasonsList(action.decision.reasons)}</dd>
+${
+  action.confirmation_id &&
+  html`<dt>Confirmation</dt><dd><a href="/dashboard/confirmations/${action.confirmation_id}"><code>${action.confirmation_id}</code></a></dd>`
+}
+${action.approved_by_key && html`<dt>Decided by</dt><dd class="approver">${keyRef(labels, action.approved_by_key)}</dd>`}
+${action.result !== null && html`<dt>Result</dt><dd>${linkedList(linked, [action.result])}<details><summary>Output</summary>${json(action.result)}</details></dd>`}
+${action.error !== null && html`<dt>Error</dt><dd>${json(action.error)}</dd>`}
+</dl>
+<details><summary>Input</summary>${json(action.input)}</details>
+</li>`,
+      )}</ol>`
+}
+${
+  view.confirmations.length > 0 &&
+  html`<h2>Held for approval</h2><ul>${view.confirmations.map(
+    (c) =>
+      html`<li><a href="/dashboard/confirmations/${c.id}"><code>${c.id}</code></a>: ${c.summary} <span class="muted">(expires ${time(c.expires_at)})</span></li>`,
+  )}</ul>`
+}`;
+    return sendPage(
+      reply,
+      200,
+      renderPage(pageContext(deps, request), `Run ${view.run_id}`, body, { section: 'runs' }),
+    );
+  });
+}
