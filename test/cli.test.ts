@@ -1,0 +1,74 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CLI, childEnv, startServer } from './support/server.ts';
+
+const run = promisify(execFile);
+const dirs: string[] = [];
+
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'plainpay-cli-'));
+  dirs.push(dir);
+  return dir;
+}
+
+describe('plainpay CLI', () => {
+  it('accounts create --json prints exactly { account, api_key, webhook_secret }', async () => {
+    const dataDir = tempDataDir();
+    const { stdout } = await run(process.execPath, [CLI, 'accounts', 'create', '--name', 'Ada Shop', '--json'], {
+      env: childEnv(dataDir),
+    });
+    const created = JSON.parse(stdout);
+    expect(Object.keys(created).sort()).toEqual(['account', 'api_key', 'webhook_secret']);
+    expect(created.account).toMatch(/^acct_/);
+    expect(created.api_key).toMatch(/^sk_test_/);
+    expect(created.webhook_secret).toMatch(/^whsec_/);
+
+    const listed = await run(process.execPath, [CLI, 'keys', 'list', '--account', created.account, '--json'], {
+      env: childEnv(dataDir),
+    });
+    const keys = JSON.parse(listed.stdout);
+    expect(keys).toHaveLength(1);
+    expect(listed.stdout).not.toContain(created.api_key);
+  }, 90_000);
+
+  it('a second Ctrl-C while stopping does not cut the graceful stop short', async () => {
+    const server = await startServer();
+    // npm forwards SIGINT to the child that the terminal also signalled: two arrive back to back.
+    expect(await server.stop(['SIGINT', 'SIGINT'])).toBe(0);
+    expect(server.output()).toContain('already stopping');
+  }, 90_000);
+
+  it('a bad variable stops the CLI with a message naming it', async () => {
+    const error = await run(process.execPath, [CLI, 'migrate'], { env: childEnv(tempDataDir(), { PORT: 'x' }) }).catch(
+      (e) => e,
+    );
+    expect(error.code).toBe(78);
+    expect(error.stderr).toContain('PORT="x"');
+  });
+
+  it('serve on an empty embedded database prints the URLs and a demo key that works', async () => {
+    const server = await startServer();
+    try {
+      expect(server.output()).toContain(`API:      http://localhost:${server.port}`);
+      expect(server.output()).toContain(`Checkout: http://localhost:${server.checkoutPort}`);
+      const ping = await fetch(`${server.url}/v1/ping`, { headers: { authorization: `Bearer ${server.demoKey}` } });
+      expect(ping.status).toBe(200);
+      const body = (await ping.json()) as { ok: boolean; account: string; live: boolean };
+      expect(body).toMatchObject({ ok: true, live: false });
+      expect(body.account).toMatch(/^acct_/);
+      expect((await fetch(`${server.checkoutUrl}/healthz`)).status).toBe(200);
+    } finally {
+      // Graceful stop on SIGTERM exits 0 (and releases the data dir lock).
+      expect(await server.stop()).toBe(0);
+    }
+    expect(server.output()).not.toContain('"level":50');
+  }, 90_000);
+});

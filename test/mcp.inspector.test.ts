@@ -1,0 +1,67 @@
+import { spawn } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer } from './support/harness.ts';
+import { type RunningServer, startServer } from './support/server.ts';
+
+const SCRIPT = new URL('../scripts/mcp-inspector-check.mjs', import.meta.url).pathname;
+
+let server: RunningServer;
+let stopped = false;
+
+beforeAll(async () => {
+  server = await startServer();
+});
+
+afterAll(async () => {
+  if (!stopped) await server.stop();
+});
+
+function runCheck(url: string, apiKey: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [SCRIPT, '--url', url], {
+      env: { ...process.env, PLAINPAY_API_KEY: apiKey },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.on('exit', (code) => resolve({ code, output }));
+  });
+}
+
+describe('the official MCP Inspector CLI against `plainpay serve`', () => {
+  it('lists the tools (--strict) and calls get_balance', { timeout: 240_000 }, async () => {
+    const { code, output } = await runCheck(`${server.url}/mcp`, server.demoKey);
+    expect(output).toContain('MCP Inspector check passed.');
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/tools\/list: 9 tools: .*get_balance/);
+    expect(output).toContain('tools/call get_balance: {"object":"balance"');
+  });
+
+  it('fails the check with a wrong key', { timeout: 240_000 }, async () => {
+    const { code, output } = await runCheck(`${server.url}/mcp`, 'sk_test_wrong');
+    expect(code).toBe(1);
+    expect(output).not.toContain('check passed');
+  });
+
+  it('shuts down promptly with MCP sessions and their streams still open', async () => {
+    const client = new Client({ name: 'left-open', version: '1' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), {
+        requestInit: { headers: bearer(server.demoKey) },
+      }),
+    );
+    await client.listTools();
+    const started = Date.now();
+    stopped = true;
+    expect(await server.stop()).toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    await client.close();
+  });
+});

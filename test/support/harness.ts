@@ -1,0 +1,121 @@
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { inject } from 'vitest';
+import { createAccount } from '../../src/accounts/create-account.ts';
+import { type Config, loadConfig } from '../../src/config/config.ts';
+import { ManualClock } from '../../src/core/clock.ts';
+import pino from 'pino';
+import { createLogger } from '../../src/core/logger.ts';
+import { connectDatabase, type DatabaseHandle } from '../../src/db/connect.ts';
+import { type AppOptions, buildApp } from '../../src/http/app.ts';
+import { createRuntime, type Runtime, type RuntimeOverrides } from '../../src/runtime.ts';
+import { issueApiKey } from '../../src/keys/api-keys.ts';
+import type { ApiKeyScope } from '../../src/domain/api-key-secret.ts';
+import { afterFile } from './after-file.ts';
+
+/**
+ * Test harness: one migrated database per test file (a copy of the run's PGlite template, or
+ * the run's Postgres database), shared by every runtime the file builds. Tests isolate by
+ * creating their own accounts, as real tenants are isolated.
+ */
+let shared: Promise<DatabaseHandle> | undefined;
+let sharedDir: string | undefined;
+
+export function testDatabase(): Promise<DatabaseHandle> {
+  if (!shared) {
+    const url = inject('testDatabaseUrl');
+    if (url) {
+      shared = connectDatabase({ kind: 'postgres', url });
+    } else {
+      const template = inject('pgliteTemplateDir');
+      if (!template) throw new Error('global setup did not provide a database');
+      sharedDir = mkdtempSync(join(tmpdir(), 'plainpay-test-'));
+      const dataDir = join(sharedDir, 'pgdata');
+      cpSync(template, dataDir, { recursive: true });
+      shared = connectDatabase({ kind: 'pglite', dataDir });
+    }
+    afterFile(async () => {
+      await (await shared)?.close();
+      shared = undefined;
+      if (sharedDir) rmSync(sharedDir, { recursive: true, force: true });
+    });
+  }
+  return shared;
+}
+
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({
+    PLAINPAY_DATA_DIR: join(tmpdir(), 'plainpay-test-data'),
+    PLAINPAY_MASTER_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'silent',
+    DEMO_ACCOUNT: '0',
+    ...env,
+  });
+}
+
+/**
+ * Test runtimes are quiet unless TEST_LOG_LEVEL says otherwise (CI sets `error`): a 500 in a test
+ * then shows its cause on stderr, not only "An internal error occurred".
+ */
+export function testLogger() {
+  return createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', pino.destination(2));
+}
+
+export interface TestRuntime extends Runtime {
+  clock: ManualClock;
+}
+
+export async function testRuntime(
+  env: Record<string, string> = {},
+  overrides: RuntimeOverrides = {},
+): Promise<TestRuntime> {
+  const database = await testDatabase();
+  const runtime = await createRuntime(testConfig(env), {
+    database,
+    migrate: false,
+    clock: new ManualClock(),
+    logger: testLogger(),
+    ...overrides,
+  });
+  afterFile(() => runtime.close());
+  return runtime as TestRuntime;
+}
+
+export async function testApp(runtime: Runtime, options: AppOptions = {}): Promise<FastifyInstance> {
+  const app = await buildApp(runtime, options);
+  afterFile(() => app.close());
+  return app;
+}
+
+export interface TestAccount {
+  accountId: string;
+  apiKey: string;
+  webhookSecret: string;
+}
+
+export async function testAccount(
+  runtime: Runtime,
+  options: { livemode?: boolean; name?: string } = {},
+): Promise<TestAccount> {
+  const created = await createAccount(runtime.db, runtime.secretBox, {
+    name: options.name ?? 'Test merchant',
+    livemode: options.livemode ?? false,
+  });
+  return { accountId: created.account, apiKey: created.api_key, webhookSecret: created.webhook_secret };
+}
+
+export async function extraKey(
+  runtime: Runtime,
+  accountId: string,
+  options: { livemode?: boolean; scopes?: ApiKeyScope[] } = {},
+): Promise<string> {
+  const key = await issueApiKey(runtime.db, { accountId, livemode: options.livemode ?? false, scopes: options.scopes });
+  return key.secret;
+}
+
+export function bearer(key: string): { authorization: string } {
+  return { authorization: `Bearer ${key}` };
+}

@@ -1,0 +1,86 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const CLI = new URL('../../bin/plainpay.mjs', import.meta.url).pathname;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The environment of a child process: embedded database only unless the caller passes one. */
+export function childEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const { DATABASE_URL: _db, REDIS_URL: _redis, ...rest } = process.env;
+  return { ...rest, PLAINPAY_DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...extra };
+}
+
+export interface RunningServer {
+  url: string;
+  checkoutUrl: string;
+  port: number;
+  checkoutPort: number;
+  demoKey: string;
+  output(): string;
+  /** SIGTERM and wait; resolves with the exit code. */
+  /** Sends the signals (default one SIGTERM, 100 ms apart) and resolves with the exit code. */
+  stop(signals?: readonly NodeJS.Signals[]): Promise<number | null>;
+}
+
+/** Runs `plainpay serve` as a real process on free ports with a fresh data dir. */
+export async function startServer(extraEnv: Record<string, string> = {}): Promise<RunningServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'plainpay-server-'));
+  const [port, checkoutPort] = [await freePort(), await freePort()];
+  const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], {
+    env: childEnv(dataDir, { PORT: String(port), CHECKOUT_PORT: String(checkoutPort), ...extraEnv }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => {
+    output += chunk;
+  });
+  child.stderr!.on('data', (chunk) => {
+    output += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 60_000);
+    const check = (): void => {
+      if (/Try: curl/.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code}:\n${output}`));
+    });
+  });
+  const demoKey = /Demo key:\s+(sk_test_\S+)/.exec(output)?.[1];
+  if (!demoKey) throw new Error(`no demo key printed:\n${output}`);
+  return {
+    url: `http://localhost:${port}`,
+    checkoutUrl: `http://localhost:${checkoutPort}`,
+    port,
+    checkoutPort,
+    demoKey,
+    output: () => output,
+    async stop(signals = ['SIGTERM'] as const) {
+      for (const [i, signal] of signals.entries()) {
+        // Apart, so that a later signal lands while the first one's shutdown is under way.
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+        if (child.exitCode === null) child.kill(signal);
+      }
+      const code = await exited;
+      rmSync(dataDir, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
