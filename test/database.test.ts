@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { describe, expect, inject, it } from 'vitest';
 import { connectDatabase, DataDirLockedError } from '../src/db/connect.ts';
 import { migrateToLatest, readMigrations } from '../src/db/migrate.ts';
-import { extraKey, testAccount, testDatabase, testRuntime } from './support/harness.ts';
+import { extraKey, fileDatabaseUrl, isPostgres, testAccount, testDatabase, testRuntime } from './support/harness.ts';
 
 describe('database', () => {
   it('returns int8 as bigint, exactly, beyond 2^53', async () => {
@@ -62,11 +62,22 @@ describe('database', () => {
     }
   });
 
+  it.skipIf(!isPostgres)('gives this test file a database of its own on Postgres, a copy of the template', async () => {
+    // Workers and jobs act on every due row of their database: files sharing one acted on each
+    // other's payments (a fuzz run blamed a rejected request for another file's settlement).
+    const { db } = await testDatabase();
+    const current = await sql<{ name: string }>`select current_database() as name`.execute(db);
+    const name = current.rows[0]!.name;
+    expect(new URL((await fileDatabaseUrl())!).pathname).toBe(`/${name}`);
+    expect(name).not.toBe(inject('postgresTemplate')!.name);
+    expect(name).toMatch(new RegExp(`^plainpay_test_\\d+_${process.pid}_`));
+  });
+
   it('holds no API key secret or webhook secret in clear in a full dump', async () => {
     const runtime = await testRuntime();
     const merchant = await testAccount(runtime);
     const another = await extraKey(runtime, merchant.accountId);
-    const url = inject('testDatabaseUrl');
+    const url = await fileDatabaseUrl();
     let dump: string;
     if (url) {
       dump = execFileSync('pg_dump', ['--data-only', url], { maxBuffer: 256 * 1024 * 1024 }).toString('latin1');

@@ -9,21 +9,26 @@ import { dropScratchDatabase } from './support/scratch-database.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** Set when DATABASE_URL is: a fresh, migrated database for this run. */
-    testDatabaseUrl: string | undefined;
+    /**
+     * Set when DATABASE_URL is: that URL (the admin connection) and the name of a migrated database
+     * nobody connects to, which each test file copies into a database of its own.
+     */
+    postgresTemplate: { adminUrl: string; name: string } | undefined;
     /** Otherwise: a migrated PGlite data dir each test file copies (opening a copy is ~10x faster than initdb). */
     pgliteTemplateDir: string | undefined;
   }
 }
 
 /**
- * Migrates once per run (STACK.md: do not open a fresh PGlite per test). On Postgres, one
- * database per run, dropped at the end; tests isolate by creating their own accounts.
+ * Migrates once per run (STACK.md: do not open a fresh PGlite per test) into a template each test
+ * file copies: a PGlite data dir, or on Postgres a template database (CREATE DATABASE … TEMPLATE).
+ * One database per file on both backends: workers and jobs settle or expire every due row of the
+ * database they run on, as in production, so files sharing one would act on each other's rows.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const adminUrl = process.env.DATABASE_URL;
   if (adminUrl) {
-    const name = `plainpay_test_${Date.now()}_${process.pid}`;
+    const name = `plainpay_template_${Date.now()}_${process.pid}`;
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
     await admin.query(`create database ${name}`);
@@ -33,7 +38,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const handle = await connectDatabase({ kind: 'postgres', url: url.toString() }, { poolSize: 1 });
     await migrateToLatest(handle.db);
     await handle.close();
-    project.provide('testDatabaseUrl', url.toString());
+    project.provide('postgresTemplate', { adminUrl, name });
     project.provide('pgliteTemplateDir', undefined);
     return () => dropScratchDatabase(adminUrl, name);
   }
@@ -42,7 +47,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const handle = await connectDatabase({ kind: 'pglite', dataDir });
   await migrateToLatest(handle.db);
   await handle.close();
-  project.provide('testDatabaseUrl', undefined);
+  project.provide('postgresTemplate', undefined);
   project.provide('pgliteTemplateDir', dataDir);
   return async () => rmSync(root, { recursive: true, force: true });
 }

@@ -20,7 +20,7 @@ import { type ChainConnection, connectChain, readTokenBalance } from '../src/cha
 import { DEV_ACCOUNTS, type DevnetRpcServer, startDevnetRpcServer } from '../src/chain/devnet.ts';
 import { getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
 import type { Runtime } from '../src/runtime.ts';
-import { type TestAccount, testAccount } from './support/harness.ts';
+import { fileDatabaseUrl, isPostgres, type TestAccount, testAccount } from './support/harness.ts';
 import {
   ApiPool,
   type ApiResponse,
@@ -32,14 +32,7 @@ import {
   spawnInstance,
   startCountingReceiver,
 } from './support/multi-instance.ts';
-import {
-  expectSettledExactlyOnce,
-  isPostgres,
-  payoutAddresses,
-  settlementDatabase,
-  settlementRuntime,
-  waitUntil,
-} from './support/settlement.ts';
+import { expectSettledExactlyOnce, payoutAddresses, settlementRuntime, waitUntil } from './support/settlement.ts';
 
 /** How long the load runs; CI uses the default. */
 const LOAD_SECONDS = Number(process.env.MULTI_INSTANCE_LOAD_SECONDS ?? 60);
@@ -65,7 +58,7 @@ let merchants: TestAccount[] = [];
 let burster: TestAccount;
 const instances: Instance[] = [];
 
-// Runs before the support modules' clean-ups (the scratch database is dropped by afterFile, whose
+// Runs before the support modules' clean-ups (the file's database is dropped by afterFile, whose
 // afterAll was registered first, when the imports loaded): the processes are gone first, whatever
 // the test did. They are also killed if the test process exits (support/multi-instance.ts).
 afterAll(async () => {
@@ -100,7 +93,7 @@ beforeAll(async () => {
   // One master key for the test's runtime and every process: webhook secrets sealed by one open in all.
   const masterKey = randomBytes(32).toString('base64');
   runtime = await settlementRuntime(chain, { PLAINPAY_MASTER_KEY: masterKey });
-  const databaseUrl = (await settlementDatabase()).url!;
+  const databaseUrl = (await fileDatabaseUrl())!;
   merchants = [];
   for (let c = 0; c < CLIENTS; c++) merchants.push(await testAccount(runtime, { name: `Load merchant ${c}` }));
   burster = await testAccount(runtime, { name: 'Burst merchant' });

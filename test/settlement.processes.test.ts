@@ -5,7 +5,7 @@
 // Workers are real `plainpay serve --role worker` processes, so these need a database several
 // processes can open: Postgres. PGlite allows one process per data directory, so under the default
 // `npm test` (no DATABASE_URL) they are skipped; CI runs test/ again on Postgres, where they run.
-// Each file gets a scratch database of its own (settlementDatabase), since a worker settles every
+// Each test file has a database of its own (test/support/harness.ts), since a worker settles every
 // paid payment it can see.
 
 import { sql } from 'kysely';
@@ -14,12 +14,10 @@ import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { DEV_ACCOUNTS, type DevnetRpcServer, startDevnetRpcServer } from '../src/chain/devnet.ts';
 import type { PaymentRow } from '../src/db/database.ts';
 import type { Runtime } from '../src/runtime.ts';
-import { testAccount } from './support/harness.ts';
+import { fileDatabaseUrl, isPostgres, testAccount } from './support/harness.ts';
 import {
   expectSettledExactlyOnce,
-  isPostgres,
   payoutAddresses,
-  settlementDatabase,
   settlementRuntime,
   spawnWorker,
   type WorkerProcess,
@@ -48,7 +46,7 @@ beforeAll(async () => {
     confirmations: 1,
   });
   runtime = await settlementRuntime(chain);
-  databaseUrl = (await settlementDatabase()).url!;
+  databaseUrl = (await fileDatabaseUrl())!;
 });
 
 afterAll(async () => {

@@ -4,8 +4,7 @@
 // The workers are separate processes (`plainpay serve --role worker`), killed with SIGKILL, so
 // this needs a database several processes can share: Postgres. PGlite is one process per data
 // dir, so under the default `npm test` (no DATABASE_URL) the test is skipped; CI runs test/ again
-// on Postgres, where it runs. It makes a database of its own, because `serve --role worker`
-// runs every job (settlement, expiry, …) over every account it can see.
+// on Postgres, where it runs, on the file's own database (as every file has).
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,17 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { dropScratchDatabase } from './support/scratch-database.ts';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, expect, inject, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { createLogger } from '../src/core/logger.ts';
-import { connectDatabase, type DatabaseHandle } from '../src/db/connect.ts';
 import { insertEvent } from '../src/db/repositories/events.ts';
 import { createRuntime, type Runtime } from '../src/runtime.ts';
-import { testAccount, testConfig } from './support/harness.ts';
+import { fileDatabaseUrl, isPostgres, testAccount, testConfig, testDatabase } from './support/harness.ts';
 
-const runDatabaseUrl = inject('testDatabaseUrl');
 const CLI = fileURLToPath(new URL('../bin/plainpay.mjs', import.meta.url));
 const EVENTS = 300;
 const KILLS = 20;
@@ -34,18 +29,6 @@ const cleanups: Array<() => Promise<void> | void> = [];
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
-
-async function createScratchDatabase(baseUrl: string): Promise<string> {
-  const name = `plainpay_crash_${Date.now()}_${process.pid}`;
-  const admin = new pg.Client({ connectionString: baseUrl });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  cleanups.push(() => dropScratchDatabase(baseUrl, name));
-  const url = new URL(baseUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 interface WorkerProcess {
   child: ChildProcess;
@@ -74,12 +57,11 @@ function spawnWorker(env: Record<string, string>): WorkerProcess {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-it.skipIf(!runDatabaseUrl)(
+it.skipIf(!isPostgres)(
   `kill -9 of the worker at ${KILLS} random points while ${EVENTS} events are due: every event is delivered, none lost`,
   async () => {
-    const url = await createScratchDatabase(runDatabaseUrl!);
-    const handle: DatabaseHandle = await connectDatabase({ kind: 'postgres', url }, { poolSize: 4 });
-    cleanups.push(() => handle.close());
+    const url = (await fileDatabaseUrl())!;
+    const handle = await testDatabase();
     const config = testConfig({ DATABASE_URL: url, WEBHOOK_ALLOW_PRIVATE: '1' });
     const runtime: Runtime = await createRuntime(config, { database: handle, logger: createLogger('silent') });
     cleanups.push(() => runtime.close());

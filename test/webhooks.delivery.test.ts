@@ -33,7 +33,7 @@ afterEach(async () => {
   await Promise.all(stops.splice(0).map((stop) => stop()));
 });
 
-/** A worker scoped to this file's accounts: on Postgres, other test files share the database. */
+/** A worker scoped to the merchant of these tests: other tests in the file have accounts of their own. */
 function worker(options: DeliveryWorkerOptions = {}): void {
   stops.push(
     startDeliveryWorker(runtime, {

@@ -75,7 +75,7 @@ export interface DeliveryWorkerOptions {
   allowPrivate?: boolean;
   /** DNS for the connect-time check; the system resolver by default. */
   lookup?: HostLookup;
-  /** Only deliver these accounts' events; all when unset. Lets tests share one database. */
+  /** Only deliver these accounts' events; all when unset. Lets a test count only its own deliveries. */
   accountIds?: readonly string[];
 }
 

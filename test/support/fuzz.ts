@@ -795,8 +795,9 @@ export function changedTables(before: Record<string, string>, after: Record<stri
 /**
  * Watches the accounts' state across requests. The full fingerprint costs a few milliseconds, so it
  * is taken only when something was written: a transaction that writes gets a transaction id, and
- * while pg_current_snapshot()'s xmax stands still nobody has written anything (on Postgres the
- * database is shared with concurrently running test files, whose writes only cost a recount).
+ * while pg_current_snapshot()'s xmax stands still nobody has written anything. The database must
+ * be the file's own (test/support/harness.ts): another file's settlement or expiry job would
+ * change these accounts' payments between two requests, and a rejected request would be blamed.
  */
 export class StateWatch {
   #mark = '';

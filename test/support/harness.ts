@@ -3,6 +3,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
 import { inject } from 'vitest';
 import { createAccount } from '../../src/accounts/create-account.ts';
 import { type Config, loadConfig } from '../../src/config/config.ts';
@@ -15,20 +16,55 @@ import { createRuntime, type Runtime, type RuntimeOverrides } from '../../src/ru
 import { issueApiKey } from '../../src/keys/api-keys.ts';
 import type { ApiKeyScope } from '../../src/domain/api-key-secret.ts';
 import { afterFile } from './after-file.ts';
+import { dropScratchDatabase } from './scratch-database.ts';
 
 /**
- * Test harness: one migrated database per test file (a copy of the run's PGlite template, or
- * the run's Postgres database), shared by every runtime the file builds. Tests isolate by
- * creating their own accounts, as real tenants are isolated.
+ * Test harness: one migrated database per test file (a copy of the run's template: a PGlite data
+ * dir, or a Postgres database), shared by every runtime the file builds. Within a file, tests
+ * isolate by creating their own accounts, as real tenants are isolated.
  */
 let shared: Promise<DatabaseHandle> | undefined;
 let sharedDir: string | undefined;
+let fileDatabase: Promise<string> | undefined;
+
+export const isPostgres = Boolean(inject('postgresTemplate'));
+
+/**
+ * On Postgres, the URL of this file's database (created from the run's template on first use,
+ * dropped after the file): what worker processes a test spawns connect to. undefined on PGlite.
+ */
+export function fileDatabaseUrl(): Promise<string | undefined> {
+  const template = inject('postgresTemplate');
+  if (!template) return Promise.resolve(undefined);
+  if (!fileDatabase) {
+    const name = `plainpay_test_${Date.now()}_${process.pid}_${randomBytes(3).toString('hex')}`;
+    // Registered now, before anything that uses the database registers its own clean-up: those
+    // run first (newest first), so every connection is closed before the drop.
+    afterFile(async () => {
+      await fileDatabase?.catch(() => undefined);
+      fileDatabase = undefined;
+      await dropScratchDatabase(template.adminUrl, name);
+    });
+    fileDatabase = (async () => {
+      const admin = new pg.Client({ connectionString: template.adminUrl });
+      await admin.connect();
+      try {
+        await admin.query(`create database ${name} template ${template.name}`);
+      } finally {
+        await admin.end();
+      }
+      const url = new URL(template.adminUrl);
+      url.pathname = `/${name}`;
+      return url.toString();
+    })();
+  }
+  return fileDatabase;
+}
 
 export function testDatabase(): Promise<DatabaseHandle> {
   if (!shared) {
-    const url = inject('testDatabaseUrl');
-    if (url) {
-      shared = connectDatabase({ kind: 'postgres', url });
+    if (isPostgres) {
+      shared = fileDatabaseUrl().then((url) => connectDatabase({ kind: 'postgres', url: url! }));
     } else {
       const template = inject('pgliteTemplateDir');
       if (!template) throw new Error('global setup did not provide a database');

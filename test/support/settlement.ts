@@ -1,6 +1,5 @@
-// Test support for settlement: a database of the file's own (workers settle every paid payment they
-// can see, so they must not share one with other test files), runtimes on a given chain, worker
-// processes, and the invariant check every settlement test ends with.
+// Test support for settlement: the file's database, runtimes on a given chain, worker processes,
+// and the invariant check every settlement test ends with.
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -9,65 +8,28 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import type { Address } from 'viem';
-import { expect, inject } from 'vitest';
+import { expect } from 'vitest';
 import { type ChainConnection, readTokenBalance } from '../../src/chain/chain.ts';
 import { batchPayoutAbi } from '../../src/chain/contracts/abis.ts';
 import { DEV_ACCOUNTS, type DevnetRpcServer } from '../../src/chain/devnet.ts';
 import { freshAddresses } from '../../src/chain/testing.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { createLogger } from '../../src/core/logger.ts';
-import { connectDatabase, type DatabaseHandle } from '../../src/db/connect.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
 import type { PaymentRow } from '../../src/db/database.ts';
 import { createRuntime, type Runtime } from '../../src/runtime.ts';
 import { checkSettlementInvariants, type SettlementInvariantReport } from '../../src/settlement/invariants.ts';
 import { afterFile } from './after-file.ts';
-import { dropScratchDatabase } from './scratch-database.ts';
 import { testConfig, testDatabase } from './harness.ts';
 import { expectedByAddress } from './settlement-fixtures.ts';
 
-export const isPostgres = Boolean(inject('testDatabaseUrl'));
-
-let privateDb: Promise<{ handle: DatabaseHandle; url: string | undefined }> | undefined;
-
-/**
- * The file's settlement database. On Postgres a scratch database of its own (created, migrated,
- * dropped after the file), so that the file's workers never touch other files' payments and other
- * files never see this file's; its URL is what worker processes get. On PGlite the file's copy of
- * the template (each file has one already; worker processes cannot share it anyway).
- */
-export function settlementDatabase(): Promise<{ handle: DatabaseHandle; url: string | undefined }> {
-  privateDb ??= (async () => {
-    const base = inject('testDatabaseUrl');
-    if (!base) return { handle: await testDatabase(), url: undefined };
-    const name = `plainpay_settle_${Date.now()}_${randomBytes(3).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: base });
-    await admin.connect();
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    const url = new URL(base);
-    url.pathname = `/${name}`;
-    const handle = await connectDatabase({ kind: 'postgres', url: url.toString() }, { poolSize: 8 });
-    await migrateToLatest(handle.db);
-    afterFile(async () => {
-      await handle.close();
-      await dropScratchDatabase(base, name);
-    });
-    return { handle, url: url.toString() };
-  })();
-  return privateDb;
-}
-
-/** A runtime on the file's settlement database and the given chain (never closed by the runtime). */
+/** A runtime on the file's database and the given chain (never closed by the runtime). */
 export async function settlementRuntime(
   chain: ChainConnection,
   env: Record<string, string> = {},
 ): Promise<Runtime & { clock: ManualClock }> {
-  const { handle } = await settlementDatabase();
   const runtime = await createRuntime(testConfig(env), {
-    database: handle,
+    database: await testDatabase(),
     migrate: false,
     clock: new ManualClock(),
     logger: createLogger(process.env.SETTLEMENT_TEST_LOG ?? 'silent'),
