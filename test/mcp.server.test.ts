@@ -5,11 +5,10 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
-import type { AuthContext } from '../src/http/plugins/auth.ts';
 import { annotationsFor, buildMcpServer } from '../src/mcp/server.ts';
 import { TOOLS } from '../tools/registry.ts';
 import { testAccount, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
-import { ADDRESS_C, availableBalance, fund } from './support/money.ts';
+import { ADDRESS_C, availableBalance, firstKeyAuth, fund } from './support/money.ts';
 
 let chain: ChainConnection;
 let runtime: TestRuntime;
@@ -24,15 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await chain.close();
 });
-
-async function authOf(accountId: string): Promise<AuthContext> {
-  const key = await runtime.db
-    .selectFrom('api_keys')
-    .select(['id', 'scopes'])
-    .where('account_id', '=', accountId)
-    .executeTakeFirstOrThrow();
-  return { accountId, keyId: key.id, livemode: false, scopes: new Set(key.scopes) };
-}
 
 describe('buildMcpServer (in memory)', () => {
   it('annotations follow the effect', () => {
@@ -59,7 +49,7 @@ describe('buildMcpServer (in memory)', () => {
   it('a client that never answers the held-action notice still gets confirmation_required, and nothing moves', async () => {
     const m = await testAccount(runtime);
     await fund(app, m.apiKey, 10_000);
-    const server = buildMcpServer(runtime, await authOf(m.accountId), { elicitationTimeoutMs: 200 });
+    const server = buildMcpServer(runtime, await firstKeyAuth(runtime, m.accountId), { elicitationTimeoutMs: 200 });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     const client = new Client({ name: 'silent', version: '1' }, { capabilities: { elicitation: {} } });
     let asked = 0;

@@ -12,6 +12,7 @@ import { createPayout } from '../tools/create-payout.ts';
 import { refundPayment } from '../tools/refund-payment.ts';
 import { splitRevenue } from '../tools/split-revenue.ts';
 import { testAccount, testRuntime, type TestRuntime } from './support/harness.ts';
+import { firstKeyAuth } from './support/money.ts';
 
 let chain: ChainConnection;
 let runtime: TestRuntime;
@@ -73,18 +74,8 @@ describe('money movement under random sequences', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 14 }), async (steps) => {
         const merchant = await testAccount(runtime);
-        const keyRow = await runtime.db
-          .selectFrom('api_keys')
-          .select(['id', 'scopes'])
-          .where('account_id', '=', merchant.accountId)
-          .executeTakeFirstOrThrow();
-        const actorOn = (ch: Channel): Actor => ({
-          accountId: merchant.accountId,
-          livemode: false,
-          keyId: keyRow.id,
-          scopes: new Set(keyRow.scopes),
-          channel: ch,
-        });
+        const auth = await firstKeyAuth(runtime, merchant.accountId);
+        const actorOn = (ch: Channel): Actor => ({ ...auth, channel: ch });
         const settled: string[] = [];
 
         for (const s of steps) {

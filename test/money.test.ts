@@ -17,6 +17,7 @@ import {
   ADDRESS_C,
   availableBalance,
   expectLedgerBalanced,
+  firstKeyAuth,
   fund,
   post,
 } from './support/money.ts';
@@ -37,12 +38,7 @@ afterAll(async () => {
 
 /** The account's first key, acting on the agent channel. */
 async function agentActor(accountId: string): Promise<Actor> {
-  const row = await runtime.db
-    .selectFrom('api_keys')
-    .select(['id', 'scopes'])
-    .where('account_id', '=', accountId)
-    .executeTakeFirstOrThrow();
-  return { accountId, livemode: false, keyId: row.id, scopes: new Set(row.scopes), channel: 'agent' };
+  return { ...(await firstKeyAuth(runtime, accountId)), channel: 'agent' };
 }
 
 describe('balance and payouts', () => {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
 import { checkLedgerInvariants } from '../../src/ledger/ledger.ts';
+import type { AuthContext } from '../../src/http/plugins/auth.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { bearer } from './harness.ts';
 
@@ -54,4 +55,14 @@ export async function editPolicy(app: FastifyInstance, key: string, edit: (polic
     headers: { ...bearer(key), 'content-type': 'application/json' },
     payload: JSON.stringify(policy),
   });
+}
+
+/** What the account's first (test-mode) key authenticates as: for calling tools and servers directly. */
+export async function firstKeyAuth(runtime: Runtime, accountId: string): Promise<AuthContext> {
+  const key = await runtime.db
+    .selectFrom('api_keys')
+    .select(['id', 'scopes'])
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  return { accountId, keyId: key.id, livemode: false, scopes: new Set(key.scopes) };
 }
