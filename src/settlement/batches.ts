@@ -154,6 +154,32 @@ export interface BatchReceipt {
   effectiveGasPrice: bigint;
 }
 
+/** What a receipt says about the mined transaction, as the batch row records it. */
+function batchReceiptColumns(receipt: BatchReceipt) {
+  return {
+    tx_hash: receipt.hash,
+    block_number: receipt.blockNumber,
+    gas_used: receipt.gasUsed,
+    effective_gas_price: receipt.effectiveGasPrice,
+    gas_cost_wei: (receipt.gasUsed * receipt.effectiveGasPrice).toString(),
+  };
+}
+
+/** Marks the mined transaction of a receipt (mined, or mined and reverted) on its chain_transactions row. */
+async function recordMinedTransaction(trx: Db, receipt: BatchReceipt, status: 'mined' | 'reverted'): Promise<void> {
+  await trx
+    .updateTable('chain_transactions')
+    .set({
+      status,
+      block_number: receipt.blockNumber,
+      gas_used: receipt.gasUsed,
+      effective_gas_price: receipt.effectiveGasPrice,
+    })
+    .where('chain_key', '=', receipt.chainKey)
+    .where('hash', '=', receipt.hash)
+    .execute();
+}
+
 /**
  * The batch's transaction is mined, succeeded and has the configured confirmations: one transaction
  * records everything. A batch no longer `sent` (another worker did it) is left alone. Returns whether
@@ -187,32 +213,12 @@ export async function confirmBatch(
       throw new Error(`batch ${batchId} was paid but its transfers do not add up to the signed batch`);
     }
     const now = ctx.clock.now();
-    const gasCost = receipt.gasUsed * receipt.effectiveGasPrice;
     await trx
       .updateTable('settlement_batches')
-      .set({
-        status: 'confirmed',
-        tx_hash: receipt.hash,
-        block_number: receipt.blockNumber,
-        gas_used: receipt.gasUsed,
-        effective_gas_price: receipt.effectiveGasPrice,
-        gas_cost_wei: gasCost.toString(),
-        finished_at: sql`now()`,
-        updated_at: sql`now()`,
-      })
+      .set({ status: 'confirmed', ...batchReceiptColumns(receipt), finished_at: sql`now()`, updated_at: sql`now()` })
       .where('id', '=', batchId)
       .execute();
-    await trx
-      .updateTable('chain_transactions')
-      .set({
-        status: 'mined',
-        block_number: receipt.blockNumber,
-        gas_used: receipt.gasUsed,
-        effective_gas_price: receipt.effectiveGasPrice,
-      })
-      .where('chain_key', '=', receipt.chainKey)
-      .where('hash', '=', receipt.hash)
-      .execute();
+    await recordMinedTransaction(trx, receipt, 'mined');
     await trx
       .updateTable('chain_transactions')
       .set({ status: 'replaced' })
@@ -301,31 +307,11 @@ export async function failBatch(
         failure_reason: failure.reason,
         finished_at: sql`now()`,
         updated_at: sql`now()`,
-        ...(reverted
-          ? {
-              tx_hash: reverted.hash,
-              block_number: reverted.blockNumber,
-              gas_used: reverted.gasUsed,
-              effective_gas_price: reverted.effectiveGasPrice,
-              gas_cost_wei: (reverted.gasUsed * reverted.effectiveGasPrice).toString(),
-            }
-          : {}),
+        ...(reverted ? batchReceiptColumns(reverted) : {}),
       })
       .where('id', '=', batchId)
       .execute();
-    if (reverted) {
-      await trx
-        .updateTable('chain_transactions')
-        .set({
-          status: 'reverted',
-          block_number: reverted.blockNumber,
-          gas_used: reverted.gasUsed,
-          effective_gas_price: reverted.effectiveGasPrice,
-        })
-        .where('chain_key', '=', reverted.chainKey)
-        .where('hash', '=', reverted.hash)
-        .execute();
-    }
+    if (reverted) await recordMinedTransaction(trx, reverted, 'reverted');
     await trx
       .updateTable('chain_transactions')
       .set({ status: 'dropped', last_error: failure.reason })
