@@ -385,7 +385,7 @@ export async function loadRunView(
   return presentRun(runtime, run, actions, confirmations);
 }
 
-function presentRun(
+export function presentRun(
   runtime: Runtime,
   run: AgentRunRow,
   actions: readonly AgentActionRow[],

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { actionsCsv, actionsQuery, listActions } from '../../agent/actions-query.ts';
 import type { AgentModel } from '../../agent/model.ts';
-import { loadRunView, presentAction, runAgent } from '../../agent/runtime.ts';
+import { loadRunView, presentAction, presentRun, runAgent } from '../../agent/runtime.ts';
 import type { AnyTool } from '../../core/tool.ts';
 import { parseInput } from '../../core/validation.ts';
 import type { Runtime } from '../../runtime.ts';
@@ -140,23 +140,22 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
       const query = parseInput(runsQuery, request.query);
       let q = runtime.db
         .selectFrom('agent_runs')
-        .select('id')
+        .selectAll()
         .where('account_id', '=', auth.accountId)
         .where('livemode', '=', auth.livemode);
       if (query.starting_after)
         q = q.where(await afterListedRow(runtime.db, 'agent_runs', auth, query.starting_after, 'run'));
-      const ids = await q
+      const rows = await q
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
         .limit(query.limit + 1)
         .execute();
-      const views = await Promise.all(
-        ids.slice(0, query.limit).map(async ({ id }) => {
-          const { actions: _a, confirmations: _c, ...run } = await loadRunView(runtime, auth, id);
-          return run;
-        }),
-      );
-      return { object: 'list', data: views, has_more: ids.length > query.limit };
+      // The list shows runs without their actions and confirmations: one query for the page.
+      const views = rows.slice(0, query.limit).map((row) => {
+        const { actions: _a, confirmations: _c, ...run } = presentRun(runtime, row, [], []);
+        return run;
+      });
+      return { object: 'list', data: views, has_more: rows.length > query.limit };
     });
 
     app.get<{ Params: { id: string } }>(
