@@ -128,7 +128,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
               recipients: subject?.recipients ?? [],
             },
             tool.effect === 'money'
-              ? await loadPolicyContext(trx, actor, now)
+              ? await loadPolicyContext(trx, actor, subject?.recipients ?? [], now)
               : { spentLast24hSettlementMinor: 0n, knownRecipients: new Set() },
             { satisfiedConfirmation: options.confirmation !== undefined },
           )

@@ -32,7 +32,7 @@ export interface PolicyContext {
    * rejected, expired and denied actions do not count: no money moved for them.
    */
   readonly spentLast24hSettlementMinor: bigint;
-  /** Lower-case addresses this account has paid before (in this mode). */
+  /** Lower-case addresses this account has paid before (in this mode); the loader looks up only the action's. */
   readonly knownRecipients: ReadonlySet<string>;
 }
 
