@@ -12,7 +12,7 @@
 
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
-import type { LedgerAccountKind, LedgerAccountRow, LedgerNormalSide } from '../db/tables/settlement.ts';
+import type { LedgerAccountKind, LedgerNormalSide } from '../db/tables/settlement.ts';
 
 /** A ledger account by name. Created on first use; its kind fixes its normal side. */
 export interface LedgerAccountRef {
@@ -250,30 +250,13 @@ export async function ensureLedgerAccounts(db: Db, accounts: readonly LedgerAcco
 }
 
 /** Balance in the account's normal side; 0 for an account never used. */
-export async function getLedgerBalance(
-  db: Db,
-  account: LedgerAccountRef,
-  options: { forUpdate?: boolean } = {},
-): Promise<bigint> {
-  let query = db.selectFrom('ledger_accounts').select('balance_minor').where('id', '=', account.id);
-  if (options.forUpdate) query = query.forUpdate();
-  const row = await query.executeTakeFirst();
-  return row?.balance_minor ?? 0n;
-}
-
-/** A merchant's custodial balances (one row per asset) in one mode. */
-export async function listMerchantBalances(
-  db: Db,
-  scope: { accountId: string; livemode: boolean },
-): Promise<LedgerAccountRow[]> {
-  return db
+export async function getLedgerBalance(db: Db, account: LedgerAccountRef): Promise<bigint> {
+  const row = await db
     .selectFrom('ledger_accounts')
-    .selectAll()
-    .where('kind', '=', 'merchant')
-    .where('account_id', '=', scope.accountId)
-    .where('livemode', '=', scope.livemode)
-    .orderBy('asset')
-    .execute();
+    .select('balance_minor')
+    .where('id', '=', account.id)
+    .executeTakeFirst();
+  return row?.balance_minor ?? 0n;
 }
 
 export interface LedgerInvariantReport {

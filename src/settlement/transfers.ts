@@ -1,6 +1,7 @@
 // The transfer queue: the only way money leaves the treasury. Whoever wants tokens sent (payment
-// settlement, payouts, split legs, refunds to an address) calls enqueueTransfer inside its own
-// transaction; the settlement worker batches, signs, broadcasts and confirms (docs/settlement.md).
+// settlement, payouts, split legs) calls enqueueTransfer inside its own transaction; the
+// settlement worker batches, signs, broadcasts and confirms (docs/settlement.md). Refunds do not
+// come through here: they go back to the payer over the payment rail.
 
 import { type Address, getAddress, isAddress, zeroAddress } from 'viem';
 import type { Db } from '../db/database.ts';
@@ -15,8 +16,6 @@ import {
   ledgerAccount,
   postLedger,
 } from '../ledger/ledger.ts';
-
-export const TRANSFER_KINDS: readonly TransferKind[] = ['payment_settlement', 'payout', 'split_leg', 'refund'];
 
 export interface EnqueueTransferInput {
   kind: TransferKind;
