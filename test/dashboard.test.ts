@@ -4,6 +4,8 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { insertEvent } from '../src/db/repositories/events.ts';
+import { usdc } from '../src/dashboard/view.ts';
+import { pow10, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { bearer, extraKey, testAccount, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
 import { ADDRESS_A, editPolicy, fund, post } from './support/money.ts';
 
@@ -107,6 +109,22 @@ function keyIdOf(secret: string) {
     .executeTakeFirstOrThrow()
     .then((r) => r.id);
 }
+
+describe('overview', () => {
+  it('shows the balance GET /v1/balance reports: available, and what queued payouts take out of it', async () => {
+    const m = await testAccount(runtime);
+    await fund(app, m.apiKey, 100);
+    const payout = await post(app, m.apiKey, '/v1/payouts', { amount: 30, to_address: ADDRESS_A });
+    expect(payout.statusCode, payout.body).toBeLessThan(300);
+    const balance = await app.inject({ method: 'GET', url: '/v1/balance', headers: bearer(m.apiKey) });
+    expect(balance.json()).toMatchObject({ available: [{ amount: 70 }], pending_payouts: [{ amount: 30 }] });
+    const res = await get(await signIn(m.apiKey), '/dashboard');
+    expect(res.statusCode).toBe(200);
+    const unit = pow10(SETTLEMENT_CURRENCY.exponent);
+    expect(res.body).toContain(`<p class="stat">${usdc(70n * unit)}</p>`);
+    expect(res.body).toContain(`${usdc(30n * unit)} in queued payouts`);
+  });
+});
 
 describe('signing in', () => {
   it('refuses a bad key with a 401 page and no cookie', async () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineTool } from '../src/core/tool.ts';
-import { getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
+import { custodialBalance } from '../src/payouts/payouts.ts';
 import { minorToNumber, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 
 export const getBalance = defineTool({
@@ -22,19 +22,12 @@ export const getBalance = defineTool({
   http: { method: 'GET', path: '/v1/balance' },
   async handler(_input, { db, actor }) {
     const asset = SETTLEMENT_CURRENCY;
-    const available = await getLedgerBalance(db, ledgerAccount.merchant(actor.accountId, actor.livemode, asset.code));
-    const pending = await db
-      .selectFrom('payouts')
-      .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('amount_minor'), eb.val('0')).as('total'))
-      .where('account_id', '=', actor.accountId)
-      .where('livemode', '=', actor.livemode)
-      .where('status', '=', 'queued')
-      .executeTakeFirstOrThrow();
+    const balance = await custodialBalance(db, actor);
     return {
       object: 'balance' as const,
       livemode: actor.livemode,
-      available: [{ asset: asset.code, amount: minorToNumber(available, asset) }],
-      pending_payouts: [{ asset: asset.code, amount: minorToNumber(BigInt(pending.total), asset) }],
+      available: [{ asset: asset.code, amount: minorToNumber(balance.availableMinor, asset) }],
+      pending_payouts: [{ asset: asset.code, amount: minorToNumber(balance.pendingPayoutsMinor, asset) }],
     };
   },
 });

@@ -3,9 +3,9 @@ import { newId } from '../domain/ids.ts';
 import { AppError } from '../core/errors.ts';
 import type { Channel } from '../core/tool.ts';
 import type { Runtime } from '../runtime.ts';
-import type { Db } from '../db/database.ts';
+import type { Db, ModeScope } from '../db/database.ts';
 import type { PayoutRow } from '../db/tables/money.ts';
-import { InsufficientBalanceError } from '../ledger/ledger.ts';
+import { getLedgerBalance, InsufficientBalanceError, ledgerAccount } from '../ledger/ledger.ts';
 import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { enqueueTransfer, TransferRefusedError } from '../settlement/transfers.ts';
 
@@ -121,4 +121,27 @@ export function moneyError(error: unknown, recipientParam: string): unknown {
     });
   }
   return error;
+}
+
+/**
+ * An account's custodial balance in the settlement asset (one mode): what is available, and what
+ * queued payouts are taking out of it (already deducted from available). The balance tool and the
+ * dashboard overview both show this.
+ */
+export async function custodialBalance(
+  db: Db,
+  scope: ModeScope,
+): Promise<{ availableMinor: bigint; pendingPayoutsMinor: bigint }> {
+  const availableMinor = await getLedgerBalance(
+    db,
+    ledgerAccount.merchant(scope.accountId, scope.livemode, SETTLEMENT_CURRENCY.code),
+  );
+  const pending = await db
+    .selectFrom('payouts')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('amount_minor'), eb.val('0')).as('total'))
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('status', '=', 'queued')
+    .executeTakeFirstOrThrow();
+  return { availableMinor, pendingPayoutsMinor: BigInt(pending.total) };
 }

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { html, type SafeHtml } from '../../checkout/html.ts';
-import { SETTLEMENT_CURRENCY } from '../../domain/money.ts';
-import { getLedgerBalance, ledgerAccount } from '../../ledger/ledger.ts';
+import { custodialBalance } from '../../payouts/payouts.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
 import { allows, badge, renderPage, SCREENS, screen, table, time, usdc } from '../view.ts';
 
@@ -28,20 +27,9 @@ export function registerOverview(app: FastifyInstance, deps: DashboardDeps): voi
       );
     }
     if (session.scopes.has('payments:read')) {
-      const asset = SETTLEMENT_CURRENCY;
-      const available = await getLedgerBalance(
-        runtime.db,
-        ledgerAccount.merchant(session.accountId, session.livemode, asset.code),
-      );
-      const queued = await runtime.db
-        .selectFrom('payouts')
-        .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('amount_minor'), eb.val('0')).as('total'))
-        .where('account_id', '=', session.accountId)
-        .where('livemode', '=', session.livemode)
-        .where('status', '=', 'queued')
-        .executeTakeFirstOrThrow();
+      const balance = await custodialBalance(runtime.db, session);
       cards.push(
-        html`<div class="card"><p class="muted">Available balance</p><p class="stat">${usdc(available)}</p><p class="muted">${usdc(BigInt(queued.total))} in queued payouts</p></div>`,
+        html`<div class="card"><p class="muted">Available balance</p><p class="stat">${usdc(balance.availableMinor)}</p><p class="muted">${usdc(balance.pendingPayoutsMinor)} in queued payouts</p></div>`,
       );
     }
 
