@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { appendActionLog, verifyActionLog } from '../src/audit/action-log.ts';
+import { appendActionLog, lockAccountActions, verifyActionLog } from '../src/audit/action-log.ts';
 import { connectDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createAccount } from '../src/accounts/create-account.ts';
@@ -18,6 +18,7 @@ const run = promisify(execFile);
 
 async function writeEntries(db: Db, accountId: string, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
+    await lockAccountActions(db, accountId);
     await appendActionLog(db, {
       accountId,
       livemode: false,

@@ -1,6 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { appendActionLog } from '../audit/action-log.ts';
-import { lockAccountActions } from '../audit/actions.ts';
+import { appendActionLog, lockAccountActions } from '../audit/action-log.ts';
 import { AppError, toAppError } from '../core/errors.ts';
 import { executeTool } from '../core/pipeline.ts';
 import type { Actor, AnyTool } from '../core/tool.ts';

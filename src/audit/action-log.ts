@@ -23,19 +23,34 @@ export interface ActionLogEntry {
   at: Date;
 }
 
-/** Appends one entry in the caller's transaction. Appends of one account are serialised by a row lock. */
-export async function appendActionLog(db: Db, entry: ActionLogEntry): Promise<{ seq: bigint; hash: string }> {
+/**
+ * Takes the account's action-log lock (its head row, created on first use): money actions and log
+ * appends of one account then run one at a time. Every append's transaction takes it first.
+ */
+export async function lockAccountActions(db: Db, accountId: string): Promise<void> {
   await db
     .insertInto('action_log_heads')
-    .values({ account_id: entry.accountId, last_seq: 0n, last_hash: GENESIS_HASH })
+    .values({ account_id: accountId, last_seq: 0n, last_hash: GENESIS_HASH })
     .onConflict((oc) => oc.column('account_id').doNothing())
     .execute();
+  await db
+    .selectFrom('action_log_heads')
+    .select('account_id')
+    .where('account_id', '=', accountId)
+    .forUpdate()
+    .execute();
+}
+
+/** Appends one entry in the caller's transaction, which must hold lockAccountActions for the account. */
+export async function appendActionLog(db: Db, entry: ActionLogEntry): Promise<{ seq: bigint; hash: string }> {
+  // FOR UPDATE again costs nothing under the caller's lock, and still serialises a caller that forgot it.
   const head = await db
     .selectFrom('action_log_heads')
     .select(['last_hash'])
     .where('account_id', '=', entry.accountId)
     .forUpdate()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (!head) throw new Error(`action log of ${entry.accountId} appended to without lockAccountActions`);
   const payloadText = canonicalJson(entry.payload ?? null);
   const row = {
     account_id: entry.accountId,

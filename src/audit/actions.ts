@@ -3,7 +3,7 @@ import type { Db } from '../db/database.ts';
 import type { ActionDecision, ActionStatus } from '../db/tables/money.ts';
 import { newId } from '../domain/ids.ts';
 import type { RuleVerdict } from '../policy/action.ts';
-import { appendActionLog, GENESIS_HASH } from './action-log.ts';
+import { appendActionLog } from './action-log.ts';
 
 export interface ActionRecord {
   accountId: string;
@@ -114,19 +114,4 @@ export async function advanceHeldAction(
     },
     at: update.at,
   });
-}
-
-/** Takes the account's action-log lock: money actions of one account then run one at a time. */
-export async function lockAccountActions(db: Db, accountId: string): Promise<void> {
-  await db
-    .insertInto('action_log_heads')
-    .values({ account_id: accountId, last_seq: 0n, last_hash: GENESIS_HASH })
-    .onConflict((oc) => oc.column('account_id').doNothing())
-    .execute();
-  await db
-    .selectFrom('action_log_heads')
-    .select('account_id')
-    .where('account_id', '=', accountId)
-    .forUpdate()
-    .execute();
 }

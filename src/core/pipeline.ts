@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import { lockAccountActions, advanceHeldAction, recordAction } from '../audit/actions.ts';
+import { lockAccountActions } from '../audit/action-log.ts';
+import { advanceHeldAction, recordAction } from '../audit/actions.ts';
 import { findIdempotencyRecord, insertIdempotencyRecord } from '../db/repositories/idempotency.ts';
 import type { Db } from '../db/database.ts';
 import type { ActionDecision } from '../db/tables/money.ts';

@@ -1,4 +1,5 @@
-import { advanceHeldAction, lockAccountActions } from '../audit/actions.ts';
+import { advanceHeldAction } from '../audit/actions.ts';
+import { lockAccountActions } from '../audit/action-log.ts';
 import { canonicalHash } from '../core/canonical-json.ts';
 import { AppError } from '../core/errors.ts';
 import { executeTool, type ToolResult } from '../core/pipeline.ts';
