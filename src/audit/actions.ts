@@ -20,6 +20,8 @@ export interface ActionRecord {
   error?: unknown;
   confirmationId?: string | null;
   objectId?: string | null;
+  /** A money action's amount in settlement minor units, as the policy judged it (run totals read it). */
+  amountSettlementMinor?: bigint | null;
   at: Date;
 }
 
@@ -47,6 +49,7 @@ export async function recordAction(db: Db, action: ActionRecord): Promise<string
       error: action.error === undefined ? null : JSON.stringify(action.error),
       confirmation_id: action.confirmationId ?? null,
       object_id: action.objectId ?? null,
+      amount_settlement_minor: action.amountSettlementMinor ?? null,
       created_at: action.at,
       updated_at: action.at,
     })
@@ -67,6 +70,8 @@ export async function recordAction(db: Db, action: ActionRecord): Promise<string
       result: action.result ?? null,
       error: action.error ?? null,
       confirmation_id: action.confirmationId ?? null,
+      // Only money actions carry it (canonical JSON drops an undefined key), so other entries keep their shape.
+      amount_settlement_minor: action.amountSettlementMinor?.toString(),
     },
     at: action.at,
   });

@@ -11,6 +11,8 @@ export const ERROR_CODES = {
   insufficient_funds: { status: 402, type: 'insufficient_funds' },
   permission_denied: { status: 403, type: 'permission_error' },
   policy_denied: { status: 403, type: 'policy_error' },
+  /** An agent's money call names a recipient, amount or payment id it did not get from the instruction or a typed read. */
+  ungrounded_argument: { status: 403, type: 'policy_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   idempotency_conflict: { status: 409, type: 'idempotency_error' },

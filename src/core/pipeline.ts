@@ -5,15 +5,16 @@ import { findIdempotencyRecord, insertIdempotencyRecord } from '../db/repositori
 import type { Db } from '../db/database.ts';
 import type { ActionDecision } from '../db/tables/money.ts';
 import type { ApiKeyScope } from '../domain/api-key-secret.ts';
-import type { RuleVerdict } from '../policy/action.ts';
+import type { PolicyContext, RuleVerdict } from '../policy/action.ts';
 import { type ConfirmationRequired, confirmationRequired, createConfirmation } from '../policy/confirmations.ts';
-import { loadPolicyContext } from '../policy/context.ts';
+import { loadPolicyContext, type RunScope } from '../policy/context.ts';
 import { evaluatePolicy, type PolicyDecision, summarizeDecision } from '../policy/engine.ts';
+import { declaredSpend, NOTHING_DECLARED, type DeclaredCall } from '../policy/run-plan.ts';
 import { loadPolicy } from '../policy/store.ts';
 import type { Runtime } from '../runtime.ts';
 import { canonicalHash } from './canonical-json.ts';
 import { AppError, type ErrorBody, toAppError } from './errors.ts';
-import type { Actor, ToolContext, ToolDefinition } from './tool.ts';
+import type { Actor, PolicySubject, ToolContext, ToolDefinition } from './tool.ts';
 import { parseInput } from './validation.ts';
 
 export interface ExecuteOptions {
@@ -21,8 +22,26 @@ export interface ExecuteOptions {
   actor: Actor;
   /** Caller-chosen key: the same (account, mode, key) returns the first result. */
   idempotencyKey?: string | undefined;
-  /** The agent run this call belongs to, for the action log. */
+  /**
+   * The agent run this call belongs to: the action log groups the run's calls by it, and the
+   * policy judges the run's money actions together against the confirmation threshold
+   * (DESIGN.md §8, docs/policy.md "Agent runs").
+   */
   runId?: string | null;
+  /**
+   * The money calls the run declared it will make, this one included, when the caller knows its
+   * whole plan up front (the offline planner). With runId, the confirmation threshold judges the
+   * larger of the run's recorded total plus this call, and the plan's total, each planned call
+   * converted by its own tool's policy extractor. A plan can only make a decision stricter.
+   */
+  runPlan?: readonly DeclaredCall[];
+  /**
+   * The caller's check of the validated input, run after the scope check and before the precheck
+   * and the policy: the agent runtime's grounding check (DESIGN.md §9). A throw refuses the call
+   * like a validation error: nothing runs, and on logged channels (not in a dry run) the attempt is
+   * recorded as a failed action with the error, e.g. code `ungrounded_argument`.
+   */
+  ground?: (toolName: string, input: unknown) => void;
   /** Plan only: judge by policy and record the plan, change nothing (reads still run). */
   dryRun?: boolean;
   /** Executing a held action a human approved (see approveConfirmation). */
@@ -41,11 +60,14 @@ type StoredResult<O> =
   | { kind: 'denied'; error: ErrorBody['error'] };
 
 const NOT_CHECKED: PolicyDecision = { outcome: 'allow', reasons: [] };
+/** What a read or write is judged with: the history rules are money rules. */
+const NO_HISTORY: PolicyContext = { spentLast24hSettlementMinor: 0n, knownRecipients: new Set(), run: null };
 
 /**
  * The one path every operation takes (DESIGN.md §4):
- * validate → scope → (precheck) → in one transaction: idempotency → policy → handler + ledger +
- * outbox + action log → typed result. Errors are AppErrors, mapped per transport in one place.
+ * admit (validate → scope → ground → precheck) → in one transaction: idempotency → judge (policy)
+ * → handler + ledger + outbox + action log → typed result. Errors are AppErrors, mapped per
+ * transport in one place.
  *
  * Money tools are always policy-checked (except on the service's own `system` channel) and always
  * logged; on the agent and MCP channels every tool call is checked and logged.
@@ -58,30 +80,15 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
   const { runtime, actor, idempotencyKey } = options;
   const logged = tool.effect === 'money' || actor.channel === 'agent' || actor.channel === 'mcp';
   const checked = logged && actor.channel !== 'system';
-  let input: z.output<I>;
-  try {
-    input = parseInput(tool.input, rawInput);
-    requireToolScope(actor, tool.scope);
-    await tool.precheck?.(input, { runtime, actor, now: runtime.clock.now() });
-  } catch (error) {
-    // What an agent or MCP client tried and was refused is part of the record too.
-    if (logged && !options.dryRun) {
-      await recordFailure(
-        runtime,
-        {
-          accountId: actor.accountId,
-          livemode: actor.livemode,
-          runId: options.runId ?? null,
-          channel: actor.channel,
-          keyId: actor.keyId,
-          tool: tool.name,
-          input: rawInput ?? null,
-        },
-        error,
-      );
-    }
-    throw error;
-  }
+  const attempt = {
+    accountId: actor.accountId,
+    livemode: actor.livemode,
+    runId: options.runId ?? null,
+    channel: actor.channel,
+    keyId: actor.keyId,
+    tool: tool.name,
+  };
+  const input = await admit(tool, rawInput, options, logged, attempt);
 
   if (!logged && tool.effect === 'read') {
     const output = await tool.handler(input, { runtime, db: runtime.db, actor, now: runtime.clock.now() });
@@ -89,20 +96,13 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
   }
 
   const requestHash = canonicalHash({ tool: tool.name, input });
-  const base = {
-    accountId: actor.accountId,
-    livemode: actor.livemode,
-    runId: options.runId ?? null,
-    channel: actor.channel,
-    keyId: actor.keyId,
-    tool: tool.name,
-    input,
-  };
+  const base = { ...attempt, input };
 
   let stored: StoredResult<z.output<O>> | undefined;
   let replayed = false;
   let planned: ToolResult<z.output<O>> | undefined;
   try {
+    const run = checked ? await runScope(tool, options) : null;
     await runtime.db.transaction().execute(async (trx) => {
       const now = runtime.clock.now();
       const ctx: ToolContext = { runtime, db: trx, actor, now };
@@ -117,28 +117,20 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
         }
       }
 
-      const subject = checked && tool.policy ? await tool.policy(input, ctx) : undefined;
-      const decision = checked
-        ? evaluatePolicy(
-            (await loadPolicy(trx, actor)).policy,
-            {
-              tool: tool.name,
-              effect: tool.effect,
-              channel: actor.channel,
-              amountSettlementMinor: subject?.amountSettlementMinor,
-              recipients: subject?.recipients ?? [],
-            },
-            tool.effect === 'money'
-              ? await loadPolicyContext(trx, actor, subject?.recipients ?? [], now)
-              : { spentLast24hSettlementMinor: 0n, knownRecipients: new Set() },
-            { satisfiedConfirmation: options.confirmation !== undefined },
-          )
-        : NOT_CHECKED;
+      const { subject, decision } = checked
+        ? await judge(tool, input, ctx, run, options)
+        : { subject: undefined, decision: NOT_CHECKED };
       const decided: ActionDecision = checked ? decision.outcome : 'not_checked';
       const reasons: readonly RuleVerdict[] = decision.reasons;
+      const judged = {
+        ...base,
+        decision: decided,
+        reasons,
+        amountSettlementMinor: tool.effect === 'money' ? recordableAmount(subject) : null,
+      };
 
       if (options.dryRun && tool.effect !== 'read') {
-        const actionId = await recordAction(trx, { ...base, decision: decided, reasons, status: 'planned', at: now });
+        const actionId = await recordAction(trx, { ...judged, status: 'planned', at: now });
         planned = { kind: 'planned', decision, summary: subject?.summary ?? null, actionId };
         return;
       }
@@ -148,7 +140,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
           'policy_denied',
           `The account policy denies this action: ${summarizeDecision(decision)}.`,
         ).toBody().error;
-        await recordAction(trx, { ...base, decision: decided, reasons, status: 'denied', error, at: now });
+        await recordAction(trx, { ...judged, status: 'denied', error, at: now });
         stored = { kind: 'denied', error };
       } else if (decision.outcome === 'require_confirmation') {
         const confirmation = await createConfirmation(trx, {
@@ -161,9 +153,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
         });
         const held = confirmationRequired(runtime.config, confirmation);
         const actionId = await recordAction(trx, {
-          ...base,
-          decision: decided,
-          reasons,
+          ...judged,
           status: 'held',
           result: held,
           confirmationId: confirmation.id,
@@ -205,9 +195,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
             .execute();
         } else if (logged) {
           actionId = await recordAction(trx, {
-            ...base,
-            decision: decided,
-            reasons,
+            ...judged,
             status: 'executed',
             result: output,
             objectId: objectIdOf(output),
@@ -242,6 +230,86 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
     return { kind: 'confirmation_required', confirmation: result.confirmation, replayed, actionId: result.actionId };
   }
   return { kind: 'executed', output: result.output, replayed, decision: result.decision, actionId: result.actionId };
+}
+
+type Attempt = Omit<Parameters<typeof recordAction>[1], 'input' | 'decision' | 'reasons' | 'status' | 'at'>;
+
+/**
+ * Steps 1 and 2 and the checks before any transaction: validate the input, check the scope, let
+ * the caller check grounding, run the tool's precheck. What is refused here never ran; what an
+ * agent or MCP client tried and was refused is part of the record too (except in a dry run, which
+ * records only its plan).
+ */
+async function admit<I extends z.ZodType, O extends z.ZodType>(
+  tool: ToolDefinition<I, O>,
+  rawInput: unknown,
+  options: ExecuteOptions,
+  logged: boolean,
+  attempt: Attempt,
+): Promise<z.output<I>> {
+  const { runtime, actor } = options;
+  try {
+    const input = parseInput(tool.input, rawInput);
+    requireToolScope(actor, tool.scope);
+    options.ground?.(tool.name, input);
+    await tool.precheck?.(input, { runtime, actor, now: runtime.clock.now() });
+    return input;
+  } catch (error) {
+    if (logged && !options.dryRun) await recordFailure(runtime, { ...attempt, input: rawInput ?? null }, error);
+    throw error;
+  }
+}
+
+/**
+ * The agent run a money call counts in, with what the run declared it will move; null outside a
+ * run and for other tools. The declared plan is converted before the transaction opens, like a
+ * precheck: its extractors only read, and the run's recorded total, read under the account lock,
+ * is what keeps concurrent calls honest.
+ */
+async function runScope(tool: ToolDefinition, options: ExecuteOptions): Promise<RunScope | null> {
+  const { runtime, actor, runId, runPlan } = options;
+  if (tool.effect !== 'money' || runId === undefined || runId === null) return null;
+  const declared =
+    runPlan === undefined
+      ? NOTHING_DECLARED
+      : await declaredSpend(runPlan, { runtime, db: runtime.db, actor, now: runtime.clock.now() });
+  return { runId, declared, approvedConfirmationId: options.confirmation?.id ?? null };
+}
+
+/**
+ * Step 3: what the action moves and to whom (the tool's policy extractor), and the policy's
+ * decision on it, in the action's transaction after the account's lock.
+ */
+async function judge<I extends z.ZodType, O extends z.ZodType>(
+  tool: ToolDefinition<I, O>,
+  input: z.output<I>,
+  ctx: ToolContext,
+  run: RunScope | null,
+  options: ExecuteOptions,
+): Promise<{ subject: PolicySubject | undefined; decision: PolicyDecision }> {
+  const { db, actor, now } = ctx;
+  const subject = tool.policy ? await tool.policy(input, ctx) : undefined;
+  const recipients = subject?.recipients ?? [];
+  const context = tool.effect === 'money' ? await loadPolicyContext(db, actor, recipients, now, run) : NO_HISTORY;
+  const decision = evaluatePolicy(
+    (await loadPolicy(db, actor)).policy,
+    {
+      tool: tool.name,
+      effect: tool.effect,
+      channel: actor.channel,
+      amountSettlementMinor: subject?.amountSettlementMinor,
+      recipients,
+    },
+    context,
+    { satisfiedConfirmation: options.confirmation !== undefined },
+  );
+  return { subject, decision };
+}
+
+/** The amount a later action of the same run counts this one for; none when it is unknown (denied anyway). */
+function recordableAmount(subject: PolicySubject | undefined): bigint | null {
+  const amount = subject?.amountSettlementMinor;
+  return amount !== undefined && amount >= 0n ? amount : null;
 }
 
 async function replay<O>(
@@ -286,11 +354,7 @@ async function consumeConfirmation(
     );
 }
 
-async function recordFailure(
-  runtime: Runtime,
-  base: Omit<Parameters<typeof recordAction>[1], 'decision' | 'reasons' | 'status' | 'at'>,
-  error: unknown,
-): Promise<void> {
+async function recordFailure(runtime: Runtime, base: Attempt & { input: unknown }, error: unknown): Promise<void> {
   const appError = toAppError(error);
   // Conflicts about idempotency or a used confirmation are not new actions.
   if (appError.code === 'idempotency_conflict') return;

@@ -34,6 +34,33 @@ export interface PolicyContext {
   readonly spentLast24hSettlementMinor: bigint;
   /** Lower-case addresses this account has paid before (in this mode); the loader looks up only the action's. */
   readonly knownRecipients: ReadonlySet<string>;
+  /**
+   * The agent run this action belongs to, when it belongs to one: its money actions count together
+   * against the confirmation threshold (DESIGN.md §8). null outside a run.
+   */
+  readonly run: RunSpend | null;
+}
+
+/**
+ * What one agent run moves besides the action being judged, in settlement minor units. The run's
+ * total is the larger of what it has recorded so far plus this action, and what it declared up
+ * front (see runTotal): four 900 USDC payouts asked for in one message are one 3,600 USDC decision,
+ * whether the run declared them (the first is held too) or not (the second and later are held).
+ */
+export interface RunSpend {
+  /**
+   * The run's money actions recorded before this one that may move money: executed, held for
+   * confirmation, or planned in a dry run (unless the plan was a deny). Denied, failed and rejected
+   * actions do not count: they never move money.
+   */
+  readonly recordedSettlementMinor: bigint;
+  readonly recordedActions: number;
+  /**
+   * The money calls the run declared it will make, this one included, each converted by its own
+   * tool's policy extractor as the action itself would be. Zero when the run declared no plan.
+   */
+  readonly declaredSettlementMinor: bigint;
+  readonly declaredActions: number;
 }
 
 /** From least to most severe; the engine keeps the most severe. */

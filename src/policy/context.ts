@@ -1,9 +1,22 @@
 import type { Channel } from '../core/tool.ts';
 import type { Db } from '../db/database.ts';
-import type { PolicyContext } from './action.ts';
+import type { PolicyContext, RunSpend } from './action.ts';
 import { normaliseRecipient } from './policy-schema.ts';
+import type { DeclaredSpend } from './run-plan.ts';
 
 const DAY_MS = 24 * 3600_000;
+
+/** The agent run an action belongs to, as the pipeline knows it. */
+export interface RunScope {
+  runId: string;
+  /** What the run declared it will move (declaredSpend), or none when it declared no plan. */
+  declared: DeclaredSpend;
+  /**
+   * Set when a human approved this action and it now runs: its own held row is already recorded
+   * for the run and must not count a second time.
+   */
+  approvedConfirmationId: string | null;
+}
 
 /**
  * What the rules need from history: the money this channel moved in the last 24 hours and which
@@ -16,6 +29,7 @@ export async function loadPolicyContext(
   actor: { accountId: string; livemode: boolean; channel: Channel },
   actionRecipients: readonly string[],
   now: Date,
+  run: RunScope | null = null,
 ): Promise<PolicyContext> {
   const spent = await db
     .selectFrom('policy_spend')
@@ -41,5 +55,42 @@ export async function loadPolicyContext(
   return {
     spentLast24hSettlementMinor: BigInt(spent.total),
     knownRecipients: new Set(recipients.map((r) => String(r.address))),
+    run: run === null ? null : await loadRunSpend(db, actor, run),
+  };
+}
+
+/**
+ * The money the run has recorded so far, by the amounts the policy judged when each action was
+ * recorded (agent_actions.amount_settlement_minor): executed and held actions, and a dry run's
+ * planned ones unless the plan was a deny. Read under the same account lock as the rest of the
+ * context, so two calls of one run cannot both count without the other.
+ */
+async function loadRunSpend(db: Db, actor: { accountId: string; livemode: boolean }, run: RunScope): Promise<RunSpend> {
+  const approved = run.approvedConfirmationId;
+  const counted = db
+    .selectFrom('agent_actions')
+    .select((eb) => [
+      eb.fn.coalesce(eb.fn.sum<string>('amount_settlement_minor'), eb.val('0')).as('total'),
+      eb.fn.countAll<string>().as('actions'),
+    ])
+    .where('run_id', '=', run.runId)
+    .where('account_id', '=', actor.accountId)
+    .where('livemode', '=', actor.livemode)
+    .where('amount_settlement_minor', 'is not', null)
+    .where((eb) =>
+      eb.or([
+        eb('status', 'in', ['executed', 'held']),
+        eb.and([eb('status', '=', 'planned'), eb('decision', '!=', 'deny')]),
+      ]),
+    );
+  const recorded = await (approved === null
+    ? counted
+    : counted.where((eb) => eb.or([eb('confirmation_id', 'is', null), eb('confirmation_id', '!=', approved)]))
+  ).executeTakeFirstOrThrow();
+  return {
+    recordedSettlementMinor: BigInt(recorded.total),
+    recordedActions: Number(recorded.actions),
+    declaredSettlementMinor: run.declared.settlementMinor,
+    declaredActions: run.declared.actions,
   };
 }

@@ -2,10 +2,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Channel, ToolEffect } from '../core/tool.ts';
 import { CURRENCIES, formatMinor } from '../domain/money.ts';
-import { type PolicyAction, type PolicyContext, severity } from './action.ts';
+import { type PolicyAction, type PolicyContext, type RunSpend, severity } from './action.ts';
 import { optionalPolicyAmountToMinor } from './amounts.ts';
 import { evaluatePolicy } from './engine.ts';
 import { type ChannelLimits, type Policy, type PolicyChannel, parsePolicy, policyToJson } from './policy-schema.ts';
+import { runTotal } from './rules/confirm-above.ts';
 
 const ADDRESSES = [
   '0x1111111111111111111111111111111111111111',
@@ -63,9 +64,17 @@ const moneyActionArb: fc.Arbitrary<PolicyAction> = actionArb.map((action) => ({
   channel: action.channel === 'system' ? 'agent' : action.channel,
 }));
 
+const runArb: fc.Arbitrary<RunSpend> = fc.record({
+  recordedSettlementMinor: minorAmount,
+  recordedActions: fc.nat({ max: 20 }),
+  declaredSettlementMinor: minorAmount,
+  declaredActions: fc.nat({ max: 20 }),
+});
+
 const contextArb: fc.Arbitrary<PolicyContext> = fc.record({
   spentLast24hSettlementMinor: fc.bigInt({ min: 0n, max: 100_000n * ONE_USDC }),
   knownRecipients: fc.subarray(ADDRESSES).map((known) => new Set(known)),
+  run: fc.option(runArb, { nil: null }),
 });
 
 const RUNS = { numRuns: 1000 };
@@ -147,6 +156,11 @@ describe('evaluatePolicy properties', () => {
         if (!satisfied) {
           // Without a human's approval, nothing that needs one runs.
           if (confirm !== undefined) expect(amount <= confirm).toBe(true);
+          // Inside a run, the run's total as well: recorded so far plus this action, and declared.
+          if (confirm !== undefined && context.run !== null) {
+            expect(runTotal(amount, context.run).settlementMinor <= confirm).toBe(true);
+            expect(context.run.declaredSettlementMinor <= confirm).toBe(true);
+          }
           if (policy.channels[channel].confirm_first_payout_to_new_recipient) {
             for (const r of recipients) expect(context.knownRecipients.has(r)).toBe(true);
           }
@@ -194,6 +208,7 @@ describe('evaluatePolicy properties', () => {
           const context = (): PolicyContext => ({
             spentLast24hSettlementMinor: spent[s.channel],
             knownRecipients: new Set(known),
+            run: null,
           });
           let decision = evaluatePolicy(policy, action, context());
           if (decision.outcome === 'require_confirmation' && s.approve) {
@@ -217,5 +232,53 @@ describe('evaluatePolicy properties', () => {
       { numRuns: 300 },
     );
     expect(moved).toBeGreaterThan(100);
+  });
+  it('the actions of one run that run without a human never add up past the confirmation threshold', () => {
+    // One agent run: each call is judged with what the run recorded before it (held ones count,
+    // since they may still be approved, and the rule must not let the rest through meanwhile).
+    // Whatever runs unconfirmed stays within confirm_above in total, however the money is split.
+    const call = fc.record({
+      amount: fc.bigInt({ min: 0n, max: 3_000n * ONE_USDC }),
+      recipients: fc.array(addressArb, { minLength: 1, maxLength: 2 }),
+    });
+    let ran = 0;
+    fc.assert(
+      fc.property(policyArb, fc.array(call, { maxLength: 12 }), fc.boolean(), (policy, calls, declare) => {
+        const declared = calls.reduce((sum, c) => sum + c.amount, 0n);
+        let recorded = 0n;
+        let recordedActions = 0;
+        let unconfirmed = 0n;
+        for (const c of calls) {
+          const action: PolicyAction = {
+            tool: 'create_payout',
+            effect: 'money',
+            channel: 'agent',
+            amountSettlementMinor: c.amount,
+            recipients: c.recipients,
+          };
+          const run: RunSpend = {
+            recordedSettlementMinor: recorded,
+            recordedActions,
+            declaredSettlementMinor: declare ? declared : 0n,
+            declaredActions: declare ? calls.length : 0,
+          };
+          const context: PolicyContext = { spentLast24hSettlementMinor: 0n, knownRecipients: new Set(ADDRESSES), run };
+          const decision = evaluatePolicy(policy, action, context);
+          if (decision.outcome === 'deny') continue;
+          recorded += c.amount;
+          recordedActions += 1;
+          if (decision.outcome === 'allow') {
+            unconfirmed += c.amount;
+            ran += 1;
+          }
+        }
+        const { confirm } = limitsOf(policy, 'agent');
+        if (confirm !== undefined) expect(unconfirmed <= confirm).toBe(true);
+        // A declared plan above the threshold lets nothing of it run without a human.
+        if (confirm !== undefined && declare && declared > confirm) expect(unconfirmed).toBe(0n);
+      }),
+      { numRuns: 300 },
+    );
+    expect(ran).toBeGreaterThan(50);
   });
 });

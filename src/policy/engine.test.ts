@@ -224,6 +224,7 @@ describe('evaluatePolicy when something is wrong', () => {
           throw new Error('recipient history unavailable');
         },
       } as unknown as ReadonlySet<string>,
+      run: null,
     };
     const decision = evaluatePolicy(DEFAULT_POLICY, moneyAction(), context);
     expect(decision.outcome).toBe('deny');

@@ -71,7 +71,7 @@ const ToolNameSchema = z
 export const ChannelLimitsSchema = z
   .strictObject({
     confirm_above: policyAmount(
-      `Hold a money action for human confirmation when its amount, converted to ${SETTLEMENT}, is above this. null: never hold for size.`,
+      `Hold a money action for human confirmation when its amount, converted to ${SETTLEMENT}, is above this; inside an agent run, when the run's money actions together are. null: never hold for size.`,
     ),
     deny_above: policyAmount(
       `Refuse a money action whose amount, converted to ${SETTLEMENT}, is above this. null: no per-action ceiling.`,

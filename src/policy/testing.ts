@@ -1,7 +1,7 @@
 // Builders for the policy tests (this folder's and the lead's pipeline tests). Not used by the
 // service itself.
 
-import type { PolicyAction, PolicyContext } from './action.ts';
+import type { PolicyAction, PolicyContext, RunSpend } from './action.ts';
 import { policyAmountToMinor } from './amounts.ts';
 import { DEFAULT_POLICY, type Policy, type PolicyChannel } from './policy-schema.ts';
 
@@ -31,6 +31,18 @@ export function policyContext(overrides: Partial<PolicyContext> = {}): PolicyCon
   return {
     spentLast24hSettlementMinor: 0n,
     knownRecipients: new Set([KNOWN_ADDRESS]),
+    run: null,
+    ...overrides,
+  };
+}
+
+/** The run an action belongs to: nothing recorded and nothing declared unless given. */
+export function runSpend(overrides: Partial<RunSpend> = {}): RunSpend {
+  return {
+    recordedSettlementMinor: 0n,
+    recordedActions: 0,
+    declaredSettlementMinor: 0n,
+    declaredActions: 0,
     ...overrides,
   };
 }

@@ -141,6 +141,8 @@ export interface AgentActionsTable {
   confirmation_id: string | null;
   approved_by_key: string | null;
   object_id: string | null;
+  /** What a money action moves, in settlement minor units, as the policy judged it (migration 008). */
+  amount_settlement_minor: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
   created_at: CreatedAt;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
