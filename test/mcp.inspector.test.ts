@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TOOLS } from '../tools/registry.ts';
 import { bearer } from './support/harness.ts';
 import { type RunningServer, startServer } from './support/server.ts';
 
@@ -40,7 +41,7 @@ describe('the official MCP Inspector CLI against `plainpay serve`', () => {
     const { code, output } = await runCheck(`${server.url}/mcp`, server.demoKey);
     expect(output).toContain('MCP Inspector check passed.');
     expect(code, output).toBe(0);
-    expect(output).toMatch(/tools\/list: 9 tools: .*get_balance/);
+    expect(output).toMatch(new RegExp(`tools/list: ${TOOLS.length} tools: .*get_balance`));
     expect(output).toContain('tools/call get_balance: {"object":"balance"');
   });
 

@@ -391,6 +391,7 @@ async function validInputOf(tool: AnyTool): Promise<Record<string, unknown>> {
     get_payment: { payment_id: a.test.ids.payment },
     list_payments: {},
     get_balance: {},
+    get_revenue: { from: '2026-03-10T00:00:00Z', to: '2026-03-11T00:00:00Z' },
     create_payout: { amount: 1, to_address: ADDRESS_B },
     get_payout: { payout_id: a.test.ids.payout },
     refund_payment: { payment_id: a.test.ids.payment },

@@ -4,6 +4,7 @@ import { createPayout } from './create-payout.ts';
 import { getBalance } from './get-balance.ts';
 import { getPayment } from './get-payment.ts';
 import { getPayout } from './get-payout.ts';
+import { getRevenue } from './get-revenue.ts';
 import { listPayments } from './list-payments.ts';
 import { listPendingConfirmations } from './list-pending-confirmations.ts';
 import { refundPayment } from './refund-payment.ts';
@@ -19,6 +20,7 @@ export const TOOLS: readonly AnyTool[] = [
   getPayment,
   listPayments,
   getBalance,
+  getRevenue,
   createPayout,
   getPayout,
   refundPayment,

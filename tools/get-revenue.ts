@@ -1,0 +1,262 @@
+import { sql } from 'kysely';
+import { z } from 'zod';
+import { defineTool } from '../src/core/tool.ts';
+import type { Db, ModeScope } from '../src/db/database.ts';
+import { minorToNumber, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
+import { isPaidStatus, PAYMENT_STATUSES } from '../src/domain/payment-status.ts';
+import { currencyOf } from '../src/payments/present.ts';
+import { currencyCode } from './schemas.ts';
+
+/** Statuses a payment can only be in once the payer has paid (paid_at is set on the way in). */
+const PAID_STATUSES = PAYMENT_STATUSES.filter(isPaidStatus);
+const MAX_RANGE_DAYS = 366;
+const MAX_LISTED = 100;
+const DAY_MS = 86_400_000;
+
+// The database cannot compare against years outside 0001-9999 (a 400, not a 500).
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
+
+// A date-time must carry its zone: "2026-03-10T00:00:00" would be read in the server's local time,
+// so a merchant's "yesterday" would depend on where the service runs. A bare date is 00:00 UTC.
+const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-](\d{2}):(\d{2})))?$/;
+
+function daysInMonth(year: number, month: number): number {
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] ?? 0;
+}
+
+/**
+ * The instant an ISO 8601 text names, or undefined. Stricter than Date.parse, which takes
+ * "2026-02-30" as March 2nd and "T24:00" as the next day: an aggregate over a range someone
+ * mistyped would quietly count the wrong days.
+ */
+function parseInstant(text: string): Date | undefined {
+  const match = ISO_INSTANT.exec(text);
+  if (!match) return undefined;
+  const [, year, month, day, hour = '0', minute = '0', second = '0', , offsetHours = '0', offsetMinutes = '0'] = match;
+  const m = Number(month);
+  if (m < 1 || m > 12 || Number(day) < 1 || Number(day) > daysInMonth(Number(year), m)) return undefined;
+  if (Number(hour) > 23 || Number(minute) > 59 || Number(second) > 59) return undefined;
+  if (Number(offsetHours) > 23 || Number(offsetMinutes) > 59) return undefined;
+  const at = Date.parse(text);
+  if (!(at >= EARLIEST && at <= LATEST)) return undefined;
+  return new Date(at);
+}
+
+const instant = (field: string, meaning: string) =>
+  z
+    .string({ error: `${field} must be an ISO 8601 date-time string, e.g. 2026-03-10T00:00:00Z` })
+    .refine(
+      (value) => parseInstant(value) !== undefined,
+      `${field} must be an ISO 8601 date-time with a time zone (e.g. 2026-03-10T00:00:00Z or 2026-03-10T00:00:00+01:00) or a date (2026-03-10, meaning 00:00 UTC), between the years 0001 and 9999`,
+    )
+    .transform((value) => parseInstant(value) as Date)
+    .describe(meaning);
+
+const input = z
+  .strictObject({
+    from: instant(
+      'from',
+      'Start of the range, inclusive: payments paid at or after this instant. ISO 8601 with a time zone (2026-03-10T00:00:00Z, 2026-03-10T00:00:00+01:00) or a date (00:00 UTC).',
+    ),
+    to: instant(
+      'to',
+      'End of the range, exclusive: payments paid before this instant. After from, and at most 366 days after it. Same format as from.',
+    ),
+    currency: currencyCode
+      .optional()
+      .describe('Only payments in this currency (ISO 4217 code, e.g. NGN). Omit for every currency.'),
+  })
+  .superRefine((value, ctx) => {
+    if (!(value.from instanceof Date) || !(value.to instanceof Date)) return;
+    const span = value.to.getTime() - value.from.getTime();
+    if (span <= 0) {
+      ctx.addIssue({ code: 'custom', path: ['to'], message: 'to must be after from (the range is [from, to))' });
+    } else if (span > MAX_RANGE_DAYS * DAY_MS) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['to'],
+        message: `to must be at most ${MAX_RANGE_DAYS} days after from; ask for a longer period in parts`,
+      });
+    }
+  });
+
+const currencyTotals = z.object({
+  currency: z.string().describe("The payments' currency (ISO 4217 code)."),
+  amount: z.number().describe('Gross amount the payers paid, in major units of this currency (refunds not deducted).'),
+  refunded: z
+    .number()
+    .describe(
+      'Refunded on these payments so far, in major units of this currency (including refunds made after the range).',
+    ),
+  count: z.number().int().describe('Number of payments paid in the range in this currency.'),
+  settlement_amount: z
+    .number()
+    .describe(
+      "USDC (major units) these payments credit the merchant: each payment's locked settlement quote (after the fee), minus the USDC its refunds took back. Payments still paid or settling count at their locked quote.",
+    ),
+});
+
+const paidPayment = z.object({
+  id: z.string().describe('Payment id (pay_…).'),
+  amount: z.number().describe("Amount paid, in major units of the payment's currency."),
+  currency: z.string().describe('ISO 4217 code.'),
+  status: z.enum(PAYMENT_STATUSES).describe('Status now: paid, settling, settled, partially_refunded or refunded.'),
+  reference: z.string().nullable().describe("The merchant's own reference for the payment, if it has one."),
+  paid_at: z.string().describe('When the payer paid (ISO 8601, UTC).'),
+});
+
+export const getRevenue = defineTool({
+  name: 'get_revenue',
+  title: 'Get revenue for a period',
+  description:
+    "Totals of this account's payments paid in a time range [from, to): per currency the gross amount, the amount refunded, the count and the USDC credited (settlement_amount, net of refunds), plus overall count and USDC total. Also lists up to 100 of those payments (newest paid first; has_more says whether there were more), with id, amount, currency, status, reference and paid_at, for acting on them by id.",
+  input,
+  output: z.object({
+    object: z.literal('revenue').describe("Always 'revenue'."),
+    from: z.string().describe('Start of the range, inclusive (ISO 8601, UTC).'),
+    to: z.string().describe('End of the range, exclusive (ISO 8601, UTC).'),
+    currencies: z
+      .array(currencyTotals)
+      .describe(
+        'One entry per currency with payments in the range, ordered by currency code (empty when there are none).',
+      ),
+    count: z.number().int().describe('Number of payments paid in the range, all currencies.'),
+    settlement_amount: z.number().describe('USDC (major units) credited for all of them, net of refunds.'),
+    asset: z.literal('USDC').describe('The settlement asset of every settlement_amount.'),
+    payments: z
+      .array(paidPayment)
+      .describe('The payments paid in the range, newest paid first, at most 100 (the totals count them all).'),
+    has_more: z
+      .boolean()
+      .describe('True when more than 100 payments were paid in the range (narrow the range to list them).'),
+  }),
+  effect: 'read',
+  scope: 'payments:read',
+  http: { method: 'GET', path: '/v1/revenue' },
+  async handler(value, { db, actor }) {
+    const filter: RevenueFilter = {
+      accountId: actor.accountId,
+      livemode: actor.livemode,
+      from: value.from,
+      to: value.to,
+      currency: value.currency,
+    };
+    const totals = await revenueByCurrency(db, filter);
+    const listed = await paidPaymentsWithin(db, filter, MAX_LISTED + 1);
+    const asset = SETTLEMENT_CURRENCY;
+    return {
+      object: 'revenue' as const,
+      from: value.from.toISOString(),
+      to: value.to.toISOString(),
+      currencies: totals.map((row) => {
+        const currency = currencyOf(row);
+        return {
+          currency: row.currency,
+          amount: minorToNumber(row.amountMinor, currency),
+          refunded: minorToNumber(row.refundedMinor, currency),
+          count: row.count,
+          settlement_amount: minorToNumber(row.settlementMinor, asset),
+        };
+      }),
+      count: totals.reduce((sum, row) => sum + row.count, 0),
+      settlement_amount: minorToNumber(
+        totals.reduce((sum, row) => sum + row.settlementMinor, 0n),
+        asset,
+      ),
+      asset: 'USDC' as const,
+      payments: listed.slice(0, MAX_LISTED).map((row) => ({
+        id: row.id,
+        amount: minorToNumber(row.amount_minor, currencyOf(row)),
+        currency: row.currency,
+        status: row.status,
+        reference: row.reference,
+        paid_at: paidAt(row).toISOString(),
+      })),
+      has_more: listed.length > MAX_LISTED,
+    };
+  },
+});
+
+interface RevenueFilter extends ModeScope {
+  from: Date;
+  to: Date;
+  currency?: string | undefined;
+}
+
+interface CurrencyRevenue {
+  currency: string;
+  count: number;
+  amountMinor: bigint;
+  refundedMinor: bigint;
+  /** Settlement credited minus what refunds took back, in the settlement asset's minor units. */
+  settlementMinor: bigint;
+}
+
+/**
+ * The account's payments of one mode that the payer paid within [from, to). paid_at is set once,
+ * when the payment becomes paid, and kept through settlement and refunds. The range is an index
+ * range scan on payments_paid_range (migrations/009).
+ */
+function paidWithin(db: Db, f: RevenueFilter) {
+  let query = db
+    .selectFrom('payments')
+    .where('payments.account_id', '=', f.accountId)
+    .where('payments.livemode', '=', f.livemode)
+    .where('payments.status', 'in', PAID_STATUSES)
+    .where('payments.paid_at', '>=', f.from)
+    .where('payments.paid_at', '<', f.to);
+  if (f.currency !== undefined) query = query.where('payments.currency', '=', f.currency);
+  return query;
+}
+
+/**
+ * Sums per currency, in SQL, over every payment in the range. Sums of int8 are numeric in
+ * Postgres: they leave as text and become bigint here, never a float. What refunds took back in
+ * USDC is read from the refunds themselves (merchant_debit_minor), one index probe per payment.
+ */
+async function revenueByCurrency(db: Db, f: RevenueFilter): Promise<CurrencyRevenue[]> {
+  const rows = await paidWithin(db, f)
+    .leftJoinLateral(
+      (eb) =>
+        eb
+          .selectFrom('refunds')
+          .select(sql<string>`sum(refunds.merchant_debit_minor)`.as('debit_minor'))
+          .whereRef('refunds.payment_id', '=', 'payments.id')
+          .as('refund_totals'),
+      (join) => join.onTrue(),
+    )
+    .select([
+      'payments.currency',
+      sql<string>`count(*)::text`.as('count'),
+      sql<string>`sum(payments.amount_minor)::text`.as('amount_minor'),
+      sql<string>`sum(payments.refunded_minor)::text`.as('refunded_minor'),
+      sql<string>`sum(payments.settlement_minor)::text`.as('settlement_minor'),
+      sql<string>`coalesce(sum(refund_totals.debit_minor), 0)::text`.as('refund_debit_minor'),
+    ])
+    .groupBy('payments.currency')
+    .orderBy('payments.currency')
+    .execute();
+  return rows.map((row) => ({
+    currency: row.currency,
+    count: Number(row.count),
+    amountMinor: BigInt(row.amount_minor),
+    refundedMinor: BigInt(row.refunded_minor),
+    settlementMinor: BigInt(row.settlement_minor) - BigInt(row.refund_debit_minor),
+  }));
+}
+
+async function paidPaymentsWithin(db: Db, f: RevenueFilter, limit: number) {
+  return paidWithin(db, f)
+    .select(['id', 'amount_minor', 'currency', 'status', 'reference', 'paid_at'])
+    .orderBy('paid_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+function paidAt(row: { id: string; paid_at: Date | null }): Date {
+  if (row.paid_at === null) throw new Error(`payment ${row.id} was selected as paid but has no paid_at`);
+  return row.paid_at;
+}
