@@ -3,7 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { createClaudeModel } from '../src/agent/models/claude.ts';
 import { testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './support/harness.ts';
-import { type FakeAnthropic, lastToolResults, startFakeAnthropic } from './support/fake-anthropic.ts';
+import {
+  type FakeAnthropic,
+  lastToolResults,
+  overloaded,
+  rateLimited,
+  startFakeAnthropic,
+} from './support/fake-anthropic.ts';
 import { ADDRESS_A, ADDRESS_C, availableBalance, fund, post } from './support/money.ts';
 
 let fake: FakeAnthropic;
@@ -21,6 +27,8 @@ beforeAll(async () => {
     baseURL: fake.url,
     model: 'claude-test-model',
     maxTurns: 6,
+    // Backoff is not slept in tests; a wait still ends when the run is stopped.
+    retry: { sleep: async (_ms, signal) => signal.throwIfAborted() },
   });
   app = await testApp(runtime, { agentModel: model });
   merchant = await testAccount(runtime);
@@ -59,11 +67,15 @@ describe('Claude through the real SDK against a local Messages API', () => {
       },
     ]);
     const before = await availableBalance(app, merchant.apiKey);
-    const res = await settle('pay out 20 USDC to the usual supplier');
+    // The recipient is in the instruction: a payout to an address from nowhere is refused (grounding).
+    const res = await settle(`pay out 20 USDC to the usual supplier ${ADDRESS_C}`);
     expect(res.statusCode, res.body).toBe(200);
     const run = res.json();
     expect(run.status).toBe('completed');
-    expect(run.reply).toBe('Paid out 20 USDC.');
+    // The model's words, then the recorded actions in plain words (reads left out).
+    expect(run.reply).toMatch(
+      /^Paid out 20 USDC\.\n\nActions:\n- Pay out 20\.000000 USDC to 0x3{40}: done \(po_\w+, queued\)\.$/,
+    );
     expect(run.model).toBe('claude-test-model');
     expect(run.actions.map((a: { tool: string; status: string }) => [a.tool, a.status])).toEqual([
       ['get_balance', 'executed'],
@@ -90,7 +102,10 @@ describe('Claude through the real SDK against a local Messages API', () => {
       type: 'object',
       required: expect.arrayContaining(['amount', 'to_address']),
     });
-    expect(first.body.messages[0]).toEqual({ role: 'user', content: 'pay out 20 USDC to the usual supplier' });
+    expect(first.body.messages[0]).toEqual({
+      role: 'user',
+      content: `pay out 20 USDC to the usual supplier ${ADDRESS_C}`,
+    });
   });
 
   it('a held action ends the run confirmation_required and moves nothing', async () => {
@@ -136,7 +151,7 @@ describe('Claude through the real SDK against a local Messages API', () => {
       },
       () => ({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'Done after fixing the address.' }] }),
     ]);
-    const run = (await settle('pay 5 USDC to our supplier 0x1111111111111111111111111111111111111111')).json();
+    const run = (await settle(`pay 5 USDC to our supplier ${ADDRESS_C}`)).json();
     expect(run.actions.map((a: { status: string }) => a.status)).toEqual(['failed', 'executed']);
     expect(run.status).toBe('failed');
   });
@@ -147,5 +162,105 @@ describe('Claude through the real SDK against a local Messages API', () => {
     const run = (await settle('pay out 1 USDC to 0x3333333333333333333333333333333333333333')).json();
     expect(run.status).toBe('failed');
     expect(await availableBalance(app, merchant.apiKey)).toBe(before);
+  });
+
+  it('a reply cut at max_tokens is not completed, and runs none of the tool calls in it', async () => {
+    fake.script([
+      () => ({ stop_reason: 'tool_use', content: [{ type: 'tool_use', id: 'tu_b', name: 'get_balance', input: {} }] }),
+      () => ({
+        stop_reason: 'max_tokens',
+        content: [
+          { type: 'text', text: 'I will now pay out 50 USDC to' },
+          { type: 'tool_use', id: 'tu_p', name: 'create_payout', input: { amount: 50, to_address: ADDRESS_C } },
+        ],
+      }),
+    ]);
+    const before = await availableBalance(app, merchant.apiKey);
+    const res = await settle('pay out 50 USDC to the usual supplier');
+    expect(res.statusCode, res.body).toBe(200);
+    const run = res.json();
+    // Depends on the runtime mapping AgentModelResult.incomplete (max_tokens → failed).
+    expect(run.status).toBe('failed');
+    expect(run.reply).not.toContain('I will now pay out');
+    expect(run.actions.map((a: { tool: string }) => a.tool)).toEqual(['get_balance']);
+    expect(await availableBalance(app, merchant.apiKey)).toBe(before);
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it('a refusal stop is not completed: the run is rejected', async () => {
+    fake.script([
+      () => ({ stop_reason: 'tool_use', content: [{ type: 'tool_use', id: 'tu_b', name: 'get_balance', input: {} }] }),
+      () => ({ stop_reason: 'refusal', content: [] }),
+    ]);
+    const run = (await settle('pay out everything to 0x3333333333333333333333333333333333333333')).json();
+    // Depends on the runtime mapping AgentModelResult.incomplete (refusal → rejected).
+    expect(run.status).toBe('rejected');
+    expect(run.actions.map((a: { tool: string }) => a.tool)).toEqual(['get_balance']);
+  });
+
+  it('retries 429 and 529 answers and completes the run', async () => {
+    fake.script([
+      rateLimited(1),
+      overloaded(),
+      () => ({
+        stop_reason: 'tool_use',
+        content: [{ type: 'tool_use', id: 'tu_p', name: 'create_payout', input: { amount: 2, to_address: ADDRESS_C } }],
+      }),
+      () => ({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'Paid out 2 USDC.' }] }),
+    ]);
+    const before = await availableBalance(app, merchant.apiKey);
+    // The recipient is in the instruction (grounding); the reply ends with the recorded actions.
+    const run = (await settle(`pay out 2 USDC to the usual supplier ${ADDRESS_C}`)).json();
+    expect(run.status).toBe('completed');
+    expect(run.reply).toMatch(
+      /^Paid out 2 USDC\.\n\nActions:\n- Pay out 2\.000000 USDC to 0x3{40}: done \(po_\w+, queued\)\.$/,
+    );
+    expect(run.actions.map((a: { status: string }) => a.status)).toEqual(['executed']);
+    expect(await availableBalance(app, merchant.apiKey)).toBe(before - 2);
+    expect(fake.requests).toHaveLength(4);
+    // Only the answered turns count in usage.
+    expect(run.usage.input_tokens).toBe(200);
+  });
+
+  it('runs two tool_use blocks of one message in order and answers both in one user message', async () => {
+    fake.script([
+      () => ({
+        stop_reason: 'tool_use',
+        content: [
+          { type: 'tool_use', id: 'tu_1', name: 'get_balance', input: {} },
+          { type: 'tool_use', id: 'tu_2', name: 'create_payout', input: { amount: 3, to_address: ADDRESS_C } },
+        ],
+      }),
+      () => ({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'Checked, then paid 3 USDC.' }] }),
+    ]);
+    const run = (await settle(`check the balance, then pay out 3 USDC to the usual supplier ${ADDRESS_C}`)).json();
+    expect(run.status).toBe('completed');
+    expect(run.actions.map((a: { tool: string; status: string }) => [a.tool, a.status])).toEqual([
+      ['get_balance', 'executed'],
+      ['create_payout', 'executed'],
+    ]);
+    const second = fake.requests[1]!;
+    expect(second.body.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    const results = lastToolResults(second);
+    expect(results.map((r) => r.tool_use_id)).toEqual(['tu_1', 'tu_2']);
+    expect(results[0]!.content).toContain('"available"');
+    expect(results[1]!.content).toContain('"status":"queued"');
+    expect(fake.rejected).toEqual([]);
+  });
+
+  it('judges the money calls of one message together: two 600 USDC payouts are one 1,200 USDC decision', async () => {
+    fake.script([
+      () => ({
+        stop_reason: 'tool_use',
+        content: [
+          { type: 'tool_use', id: 'tu_1', name: 'create_payout', input: { amount: 600, to_address: ADDRESS_C } },
+          { type: 'tool_use', id: 'tu_2', name: 'create_payout', input: { amount: 600, to_address: ADDRESS_C } },
+        ],
+      }),
+      () => ({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'Both payouts wait for approval.' }] }),
+    ]);
+    const run = (await settle(`pay out 600 USDC to ${ADDRESS_C} twice, once for each invoice`)).json();
+    expect(run.status).toBe('confirmation_required');
+    expect(run.actions.map((a: { status: string }) => a.status)).toEqual(['held', 'held']);
   });
 });

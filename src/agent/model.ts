@@ -7,7 +7,7 @@ import type { AnyTool } from '../core/tool.ts';
  * offline planner (deterministic grammar) and Claude (tool-use loop).
  */
 export interface AgentModel {
-  /** Recorded in the action log, e.g. "offline-planner/1" or "claude-sonnet-4-5". */
+  /** Recorded in the action log, e.g. "offline-planner/2" or "claude-sonnet-4-5". */
   readonly name: string;
   run(request: AgentModelRequest): Promise<AgentModelResult>;
 }
@@ -19,6 +19,25 @@ export interface AgentModelRequest {
   callTool(name: string, input: unknown): Promise<ToolCallOutcome>;
   /** Aborted when the run's step or time budget is spent. */
   signal: AbortSignal;
+  /** The run's clock reading: relative dates ("yesterday", "last week") resolve against it, in UTC. */
+  now: Date;
+  /**
+   * A model that knows its whole plan before running it (the offline planner) declares its money
+   * calls first, so that policy judges the run's total once: four 900 USDC payouts in one message
+   * are one 3,600 USDC decision, not one allowed payout and three held ones. Optional: a model that
+   * decides step by step (Claude) is judged on the run's running total instead.
+   */
+  declarePlan?(calls: readonly PlannedCall[]): void;
+  /**
+   * True when the caller restates every write and money action itself, from the action log (the
+   * agent runtime does): the model's reply then need only answer reads and say what it did not do.
+   */
+  restatesActions?: boolean;
+}
+
+export interface PlannedCall {
+  name: string;
+  input: unknown;
 }
 
 export type ToolCallOutcome =
@@ -35,6 +54,11 @@ export interface AgentModelResult {
   reply: string;
   /** False when the model could not make sense of the instruction and did nothing. */
   understood: boolean;
+  /**
+   * Set when the model stopped before it finished: its output was cut at the token limit, it ran
+   * out of turns, or it declined (a `refusal` stop). Such a run is never `completed`, whatever it did before.
+   */
+  incomplete?: { reason: 'max_tokens' | 'max_turns' | 'refusal'; message: string };
   usage?: ModelUsage;
 }
 

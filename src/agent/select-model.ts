@@ -12,5 +12,6 @@ export function agentModelFor(config: Config): AgentModel {
     baseURL: agent.anthropicBaseUrl,
     model: agent.model,
     maxTurns: agent.maxSteps + 2,
+    maxTokens: agent.maxTokens,
   });
 }

@@ -50,6 +50,7 @@ const envSchema = z.object({
   AGENT_MODEL: z.string().min(1).default('claude-sonnet-4-5'),
   AGENT_MAX_STEPS: z.coerce.number().int().min(1).max(50).default(10),
   AGENT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
+  AGENT_MAX_TOKENS: z.coerce.number().int().min(256).max(64_000).default(4096),
   PLAINPAY_MASTER_KEY: optionalString.pipe(
     z
       .string()
@@ -94,6 +95,8 @@ export type Config = Readonly<{
     maxSteps: number;
     /** Wall time one run may take. */
     timeoutMs: number;
+    /** Output tokens one model turn may generate (`max_tokens`); a turn cut there ends the run incomplete. */
+    maxTokens: number;
   }>;
   /** JSON rates file overriding the built-in sandbox FX table. */
   fxRatesFile: string | undefined;
@@ -153,6 +156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       model: e.AGENT_MODEL,
       maxSteps: e.AGENT_MAX_STEPS,
       timeoutMs: e.AGENT_TIMEOUT_MS,
+      maxTokens: e.AGENT_MAX_TOKENS,
     },
   };
   return deepFreeze(config);

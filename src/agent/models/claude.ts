@@ -1,8 +1,12 @@
-import Anthropic from '@anthropic-ai/sdk';
+import { setTimeout as delay } from 'node:timers/promises';
+import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import { z } from 'zod';
 import type { AnyTool } from '../../core/tool.ts';
 import type { AgentModel, AgentModelRequest, AgentModelResult, ModelUsage, ToolCallOutcome } from '../model.ts';
 import { systemPrompt } from '../prompts.ts';
+
+/** AGENT_MAX_TOKENS' default: room for a few tool calls with their JSON inputs in one turn. */
+export const DEFAULT_MAX_TOKENS = 4096;
 
 export interface ClaudeOptions {
   apiKey: string;
@@ -10,23 +14,74 @@ export interface ClaudeOptions {
   model: string;
   /** Model turns per run; tool calls are bounded separately by the runtime. */
   maxTurns: number;
-  maxTokens?: number;
+  /** Output tokens per model turn (`max_tokens`); default DEFAULT_MAX_TOKENS. */
+  maxTokens?: number | undefined;
+  retry?: ClaudeRetryOptions | undefined;
+}
+
+/**
+ * How one model turn is retried when the API answers 408, 429 (rate limited), 5xx or 529
+ * (overloaded), or the connection fails. Retries stop at `maxRetries`, or at once when the run's
+ * signal aborts (its step or time budget is spent), so a run never outlives its budget waiting.
+ */
+export interface ClaudeRetryOptions {
+  /** Retries after the first attempt of one turn; default 4. */
+  maxRetries?: number;
+  /** First backoff when the API gives no retry-after; doubled each retry, up to maxDelayMs. Defaults 500 / 8000. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Waits `ms`, rejecting as soon as `signal` aborts. Injected by tests so they never sleep. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 type MessageParam = Anthropic.MessageParam;
 type ToolResultBlockParam = Anthropic.ToolResultBlockParam;
 
 /**
+ * The per-request HTTP timeout. The run's signal ends a call sooner (AGENT_TIMEOUT_MS is at most
+ * 10 minutes). Set explicitly because otherwise the SDK refuses a non-streaming call whose
+ * max_tokens could take longer than 10 minutes (above ~21k tokens), which AGENT_MAX_TOKENS allows.
+ */
+const REQUEST_TIMEOUT_MS = 600_000;
+
+/** A model turn the API did not answer with a message: the adapter throws, the runtime fails the run. */
+export class ClaudeCallError extends Error {
+  override readonly name = 'ClaudeCallError';
+  constructor(
+    message: string,
+    /** `stopped`: the run's signal aborted; `exhausted`: still failing after every retry; `refused`: not retryable. */
+    readonly kind: 'stopped' | 'exhausted' | 'refused',
+    readonly attempts: number,
+    options: { cause: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
  * Claude through the Messages API: a plain tool-use loop over messages.create (no server-side
  * threads), so every call is ours to gate. The tools and the system prompt carry cache_control,
  * so turns after the first read them from the prompt cache.
+ *
+ * Only a `tool_use` stop runs tools: all the message's tool_use blocks, in order, and all their
+ * results go back in one user message. A turn cut at `max_tokens` (its last tool_use may be
+ * half-written) or ended by a `refusal` runs nothing and ends the run `incomplete`.
  */
 export function createClaudeModel(options: ClaudeOptions): AgentModel {
   const client = new Anthropic({
     apiKey: options.apiKey,
     ...(options.baseURL ? { baseURL: options.baseURL } : {}),
-    maxRetries: 2,
+    // Retries are ours (createMessage): they follow the run's signal and are testable.
+    maxRetries: 0,
+    timeout: REQUEST_TIMEOUT_MS,
   });
+  const maxTokens = options.maxTokens ?? DEFAULT_MAX_TOKENS;
+  const retry: Required<ClaudeRetryOptions> = {
+    maxRetries: options.retry?.maxRetries ?? 4,
+    baseDelayMs: options.retry?.baseDelayMs ?? 500,
+    maxDelayMs: options.retry?.maxDelayMs ?? 8000,
+    sleep: options.retry?.sleep ?? ((ms, signal) => delay(ms, undefined, { signal })),
+  };
   return {
     name: options.model,
     async run(request: AgentModelRequest): Promise<AgentModelResult> {
@@ -40,49 +95,175 @@ export function createClaudeModel(options: ClaudeOptions): AgentModel {
         cache_creation_input_tokens: 0,
       };
       let calls = 0;
+      // Content of the assistant turn so far, when the API paused it (pause_turn) and we continue it.
+      let paused: Anthropic.ContentBlock[] = [];
       for (let turn = 0; turn < options.maxTurns; turn++) {
-        const response = await client.messages.create(
+        const response = await createMessage(
+          client,
           {
             model: options.model,
-            max_tokens: options.maxTokens ?? 1024,
+            max_tokens: maxTokens,
             system: [{ type: 'text', text: prompt.text, cache_control: { type: 'ephemeral' } }],
             tools,
             messages,
           },
-          { signal: request.signal },
+          request.signal,
+          retry,
         );
         usage.input_tokens += response.usage.input_tokens;
         usage.output_tokens += response.usage.output_tokens;
         usage.cache_read_input_tokens += response.usage.cache_read_input_tokens ?? 0;
         usage.cache_creation_input_tokens += response.usage.cache_creation_input_tokens ?? 0;
+        const content = [...paused, ...response.content];
+        paused = [];
 
-        const toolUses = response.content.filter((block): block is Anthropic.ToolUseBlock => block.type === 'tool_use');
-        if (response.stop_reason !== 'tool_use' || toolUses.length === 0) {
-          const reply = response.content
-            .filter((block): block is Anthropic.TextBlock => block.type === 'text')
-            .map((block) => block.text)
-            .join('\n')
-            .trim();
-          // A run in which the model called no tool did nothing: it is reported as rejected (the
-          // reply says why, e.g. asking for a missing amount), like the offline planner's refusals.
-          return { reply: reply || 'No answer.', understood: calls > 0, usage };
+        switch (response.stop_reason) {
+          case 'max_tokens':
+          case 'model_context_window_exceeded': {
+            // Never run a tool call from a cut message: its last tool_use input may be half-written.
+            const message =
+              response.stop_reason === 'max_tokens'
+                ? `The model's answer was cut off at the token limit (AGENT_MAX_TOKENS=${maxTokens}) before it finished; none of the tool calls in that answer were run and nothing further was done.`
+                : "The model's answer was cut off: the conversation filled the model's context window before it finished; none of the tool calls in that answer were run and nothing further was done.";
+            return { reply: message, understood: calls > 0, incomplete: { reason: 'max_tokens', message }, usage };
+          }
+          case 'refusal': {
+            const category = response.stop_details?.category;
+            const message = `The model declined this instruction (a refusal stop${category ? `, category ${category}` : ''}); it made no further tool calls and nothing further was done.`;
+            return { reply: message, understood: calls > 0, incomplete: { reason: 'refusal', message }, usage };
+          }
+          case 'pause_turn':
+            // Only server tools (not used here) pause a turn; should one occur, the API asks for the
+            // paused content back as the last assistant message, and continues from it.
+            paused = content;
+            setAssistantTurn(messages, content);
+            continue;
+          case 'tool_use': {
+            const toolUses = content.filter((block): block is Anthropic.ToolUseBlock => block.type === 'tool_use');
+            if (toolUses.length === 0) break;
+            setAssistantTurn(messages, content);
+            // Every tool_use needs its tool_result in the very next user message: all of them, in
+            // the order the model wrote them, in one message.
+            // The message's money calls are one decision for the policy: four 900 USDC payouts in
+            // one message are judged as 3,600 USDC, as the offline planner's whole plan is.
+            const money = new Set(request.tools.filter((tool) => tool.effect === 'money').map((tool) => tool.name));
+            const planned = toolUses.filter((use) => money.has(use.name));
+            if (planned.length > 0) request.declarePlan?.(planned.map((use) => ({ name: use.name, input: use.input })));
+            const results: ToolResultBlockParam[] = [];
+            for (const use of toolUses) {
+              calls += 1;
+              const outcome = await request.callTool(use.name, use.input);
+              results.push(toolResult(use.id, outcome));
+            }
+            messages.push({ role: 'user', content: results });
+            continue;
+          }
+          default:
+            // end_turn, stop_sequence: the final answer.
+            break;
         }
-        messages.push({ role: 'assistant', content: response.content });
-        const results: ToolResultBlockParam[] = [];
-        for (const use of toolUses) {
-          calls += 1;
-          const outcome = await request.callTool(use.name, use.input);
-          results.push(toolResult(use.id, outcome));
-        }
-        messages.push({ role: 'user', content: results });
+        const reply = content
+          .filter((block): block is Anthropic.TextBlock => block.type === 'text')
+          .map((block) => block.text)
+          .join('\n')
+          .trim();
+        // A run in which the model called no tool did nothing: it is reported as rejected (the
+        // reply says why, e.g. asking for a missing amount), like the offline planner's refusals.
+        return { reply: reply || 'No answer.', understood: calls > 0, usage };
       }
-      return {
-        reply: `Stopped after ${options.maxTurns} model turns without a final answer.`,
-        understood: calls > 0,
-        usage,
-      };
+      const message = `Stopped after ${options.maxTurns} model turns without a final answer; actions already recorded stand.`;
+      return { reply: message, understood: calls > 0, incomplete: { reason: 'max_turns', message }, usage };
     },
   };
+}
+
+/** The assistant turn as the last message: a continued (paused) turn replaces its earlier part. */
+function setAssistantTurn(messages: MessageParam[], content: Anthropic.ContentBlock[]): void {
+  if (messages.at(-1)?.role === 'assistant') messages.pop();
+  messages.push({ role: 'assistant', content });
+}
+
+/** One messages.create, retried on 408/429/5xx/529 and connection errors while the run's signal allows. */
+async function createMessage(
+  client: Anthropic,
+  params: Anthropic.MessageCreateParamsNonStreaming,
+  signal: AbortSignal,
+  retry: Required<ClaudeRetryOptions>,
+): Promise<Anthropic.Message> {
+  let lastError: unknown;
+  for (let attempt = 1; ; attempt++) {
+    if (signal.aborted) throw stopped(signal, attempt - 1, lastError);
+    try {
+      return await client.messages.create(params, { signal });
+    } catch (error) {
+      if (signal.aborted || error instanceof APIUserAbortError) {
+        throw stopped(signal, attempt, error instanceof APIUserAbortError ? lastError : error);
+      }
+      lastError = error;
+      if (!isRetryable(error)) {
+        throw new ClaudeCallError(`The Messages API refused the request: ${describe(error)}`, 'refused', attempt, {
+          cause: error,
+        });
+      }
+      if (attempt > retry.maxRetries) {
+        throw new ClaudeCallError(
+          `The Messages API still failed after ${attempt} attempts: ${describe(error)}`,
+          'exhausted',
+          attempt,
+          { cause: error },
+        );
+      }
+      try {
+        await retry.sleep(retryDelayMs(error, attempt, retry), signal);
+      } catch {
+        throw stopped(signal, attempt, error);
+      }
+    }
+  }
+}
+
+function stopped(signal: AbortSignal, attempts: number, cause: unknown): ClaudeCallError {
+  const reason = signal.reason instanceof Error ? signal.reason.message : 'the run was aborted';
+  const last = cause === undefined ? '' : ` (last answer: ${describe(cause)})`;
+  return new ClaudeCallError(`The Messages API call was stopped: ${reason}${last}.`, 'stopped', attempts, { cause });
+}
+
+function isRetryable(error: unknown): boolean {
+  if (error instanceof APIConnectionError) return true; // includes the request timeout
+  if (!(error instanceof APIError) || error.status === undefined) return false;
+  // A spend limit is a 429 that waiting does not lift.
+  if (error.errorCode === 'enforced_spend_limit_reached') return false;
+  const should = error.headers?.get('x-should-retry');
+  if (should === 'true') return true;
+  if (should === 'false') return false;
+  return error.status === 408 || error.status === 429 || error.status >= 500;
+}
+
+/** The API's retry-after (retry-after-ms, or retry-after in seconds or as a date) when given; else exponential backoff with jitter. */
+function retryDelayMs(
+  error: unknown,
+  attempt: number,
+  retry: Pick<ClaudeRetryOptions, 'baseDelayMs' | 'maxDelayMs'>,
+): number {
+  const headers = error instanceof APIError ? error.headers : undefined;
+  const afterMs = Number.parseFloat(headers?.get('retry-after-ms') ?? '');
+  if (afterMs > 0) return afterMs;
+  const after = headers?.get('retry-after');
+  if (after) {
+    const seconds = Number.parseFloat(after);
+    const ms = Number.isNaN(seconds) ? Date.parse(after) - Date.now() : seconds * 1000;
+    if (ms > 0) return ms;
+  }
+  const base = retry.baseDelayMs ?? 500;
+  const backoff = Math.min(base * 2 ** (attempt - 1), retry.maxDelayMs ?? 8000);
+  return backoff * (1 - Math.random() * 0.25);
+}
+
+function describe(error: unknown): string {
+  if (error instanceof APIError && error.status !== undefined) {
+    return `${error.status} ${error.type ?? 'error'}: ${error.apiMessage ?? error.message}`;
+  }
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** The catalogue as Claude tools: JSON Schema from the same zod schemas; the last tool carries the cache breakpoint. */
