@@ -8,6 +8,7 @@ import { verifyActionLog } from '../src/audit/action-log.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { bearer, extraKey, testAccount, testApp, type TestAccount } from './support/harness.ts';
 import { availableBalance, fund, post } from './support/money.ts';
+import { createPayment, payPayment } from './support/payments.ts';
 import { settlementRuntime, waitUntil } from './support/settlement.ts';
 
 let chain: ChainConnection;
@@ -51,7 +52,7 @@ describe('POST /agent/settle with the offline planner', () => {
     const res = await settle({ instruction: `pay out 20 USDC to ${SUPPLIER}` });
     expect(res.statusCode, res.body).toBe(200);
     const run = res.json();
-    expect(run).toMatchObject({ object: 'agent_run', status: 'completed', model: 'offline-planner/1', dry_run: false });
+    expect(run).toMatchObject({ object: 'agent_run', status: 'completed', model: 'offline-planner/2', dry_run: false });
     expect(run.run_id).toMatch(/^run_/);
     expect(run.actions).toHaveLength(1);
     const [action] = run.actions;
@@ -125,7 +126,7 @@ describe('POST /agent/settle with the offline planner', () => {
         channel: 'agent',
         key_id: keyRow.id,
         instruction,
-        model: 'offline-planner/1',
+        model: 'offline-planner/2',
         dry_run: false,
         idempotency_key: key,
         status: 'running',
@@ -150,6 +151,57 @@ describe('POST /agent/settle with the offline planner', () => {
     expect(run.status).toBe('completed');
     expect(run.actions[0]).toMatchObject({ tool: 'create_payout', status: 'planned', decision: { outcome: 'allow' } });
     expect(await availableBalance(app, merchant.apiKey)).toBe(balance);
+  });
+
+  it('four 900 USDC payouts in one message are one 3,600 USDC decision: all held, none runs', async () => {
+    const balance = await availableBalance(app, merchant.apiKey);
+    const pairs = [1, 2, 3, 4].map((n) => `900 USDC to ${SUPPLIER} for invoice ${n}`).join(' and ');
+    const run = (await settle({ instruction: `pay ${pairs}` })).json();
+    expect(run.status).toBe('confirmation_required');
+    expect(run.actions.map((a: { status: string }) => a.status)).toEqual(['held', 'held', 'held', 'held']);
+    expect(run.actions[0].decision.reasons.map((r: { reason: string }) => r.reason).join(' ')).toMatch(/3,600/);
+    expect(run.reply).toMatch(
+      /Pay out 900\.000000 USDC to 0x4444444444444444444444444444444444444444 \(memo: invoice 1\): held for approval/,
+    );
+    expect(await availableBalance(app, merchant.apiKey)).toBe(balance);
+  });
+
+  it('a condition is never half-done: nothing runs and the reply names the words', async () => {
+    const run = (
+      await settle({ instruction: `send 10 USDC to ${SUPPLIER} for goods but only after delivery is confirmed` })
+    ).json();
+    expect(run.status).toBe('rejected');
+    expect(run.actions).toEqual([]);
+    expect(run.reply).toMatch(/"but", "only", "after"/);
+  });
+
+  it('refunds "only half" of a settled payment: the amount read from the payment passes grounding', async () => {
+    const payment = await createPayment(app, merchant.apiKey, { amount: 10_000, currency: 'NGN' });
+    expect((await payPayment(app, merchant.apiKey, payment.id)).statusCode).toBe(200);
+    await waitUntil('the payment to settle', async () => {
+      const res = await app.inject({
+        method: 'GET',
+        url: `/v1/payments/${payment.id}`,
+        headers: bearer(merchant.apiKey),
+      });
+      return res.json().status === 'settled';
+    });
+    const run = (
+      await settle({ instruction: `refund ${payment.id} because the customer complained, but only half of it` })
+    ).json();
+    expect(run.status, run.reply).toBe('completed');
+    expect(run.actions.map((a: { tool: string }) => a.tool)).toEqual(['get_payment', 'refund_payment']);
+    expect(run.actions[1]).toMatchObject({
+      status: 'executed',
+      input: { payment_id: payment.id, amount: 5000, reason: 'the customer complained' },
+    });
+    expect(run.reply).toMatch(/Refund ₦5,000\.00 of pay_/);
+
+    // The period read is the typed tool REST and MCP share; "since yesterday" spans a midnight.
+    const revenue = (await settle({ instruction: 'how much did we take since yesterday?' })).json();
+    expect(revenue.status, revenue.reply).toBe('completed');
+    expect(revenue.actions.map((a: { tool: string }) => a.tool)).toEqual(['get_revenue']);
+    expect(revenue.reply).toMatch(/₦10,000\.00 in 1 payment/);
   });
 
   it('an instruction it does not understand is rejected, lists what it can do, and does nothing', async () => {

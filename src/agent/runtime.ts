@@ -5,9 +5,12 @@ import { executeTool } from '../core/pipeline.ts';
 import type { Actor, AnyTool } from '../core/tool.ts';
 import type { AgentActionRow, AgentRunRow, AgentRunStatus } from '../db/tables/money.ts';
 import { newId } from '../domain/ids.ts';
-import type { Runtime } from '../runtime.ts';
-import type { AgentModel, ModelUsage, ToolCallOutcome } from './model.ts';
+import { type Currency, formatDisplay, getCurrency, parseMajorAmount, SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { approveUrl } from '../policy/confirmations.ts';
+import type { DeclaredCall } from '../policy/run-plan.ts';
+import type { Runtime } from '../runtime.ts';
+import { checkGrounding, evidenceFromInstruction, type RunEvidence, withToolResult } from './grounding.ts';
+import type { AgentModel, AgentModelResult, ModelUsage, PlannedCall, ToolCallOutcome } from './model.ts';
 import { systemPrompt } from './prompts.ts';
 
 export interface AgentRequest {
@@ -67,15 +70,31 @@ export async function runAgent(
   const usable = tools.filter((tool) => actor.scopes.has(tool.scope));
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error('time budget spent')), runtime.config.agent.timeoutMs);
+  const call: RunCall = {
+    runtime,
+    tools: usable,
+    actor,
+    runId,
+    dryRun: request.dryRun,
+    evidence: evidenceFromInstruction(request.instruction, now),
+    runPlan: undefined,
+    unrecorded: [],
+  };
   let steps = 0;
   let status: Exclude<AgentRunStatus, 'running'>;
   let reply: string;
   let usage: ModelUsage | undefined;
+  let incomplete: AgentModelIncomplete | undefined;
   try {
     const result = await model.run({
       instruction: request.instruction,
       tools: usable,
       signal: controller.signal,
+      now,
+      restatesActions: true,
+      declarePlan: (calls) => {
+        call.runPlan = declaredCalls(usable, calls);
+      },
       callTool: async (name, input) => {
         steps += 1;
         if (steps > runtime.config.agent.maxSteps) {
@@ -91,11 +110,15 @@ export async function runAgent(
         if (controller.signal.aborted) {
           return { status: 'error', error: { type: 'api_error', message: 'The run ran out of time.' } };
         }
-        return callThroughPipeline(runtime, usable, actor, runId, request.dryRun, name, input);
+        return callThroughPipeline(call, name, input);
       },
     });
     usage = result.usage;
     reply = result.reply;
+    incomplete = result.incomplete;
+    if (incomplete !== undefined && !reply.includes(incomplete.message)) {
+      reply = reply.trim() === '' ? incomplete.message : `${reply}\n\n${incomplete.message}`;
+    }
     status = result.understood ? 'completed' : 'rejected';
   } catch (error) {
     runtime.logger.error({ err: error, runId }, 'agent run failed');
@@ -114,7 +137,12 @@ export async function runAgent(
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  if (status === 'completed') status = outcomeOf(actions);
+  if (status === 'completed') status = outcomeOf(actions, call.unrecorded.length > 0);
+  // A model cut off at its token limit, or that declined, did not finish: never `completed`.
+  if (incomplete !== undefined && status !== 'failed') {
+    status = incomplete.reason === 'refusal' ? 'rejected' : 'failed';
+  }
+  reply = withActionLines(reply, await actionLines(runtime, actor, usable, actions, call.unrecorded));
   await finishRun(
     runtime,
     {
@@ -139,16 +167,40 @@ export async function runAgent(
   return loadRunView(runtime, actor, runId);
 }
 
-async function callThroughPipeline(
-  runtime: Runtime,
-  tools: readonly AnyTool[],
-  actor: Actor,
-  runId: string,
-  dryRun: boolean,
-  name: string,
-  input: unknown,
-): Promise<ToolCallOutcome> {
-  const tool = tools.find((t) => t.name === name);
+/** What every tool call of one run shares: who calls, the run, and what grounds its money calls. */
+interface RunCall {
+  runtime: Runtime;
+  tools: readonly AnyTool[];
+  actor: Actor;
+  runId: string;
+  dryRun: boolean;
+  /** The instruction's and earlier typed results' recipients, amounts and ids (grounding.ts). */
+  evidence: RunEvidence;
+  /** The money calls the model declared up front, for the policy's run total. */
+  runPlan: readonly DeclaredCall[] | undefined;
+  /** Refusals a dry run does not record (the pipeline records only its plan), for the reply. */
+  unrecorded: UnrecordedRefusal[];
+}
+
+interface UnrecordedRefusal {
+  tool: string;
+  input: unknown;
+  message: string;
+}
+
+type AgentModelIncomplete = NonNullable<AgentModelResult['incomplete']>;
+
+/** The declared calls as the pipeline takes them: a name this caller has no tool for is ignored. */
+function declaredCalls(tools: readonly AnyTool[], calls: readonly PlannedCall[]): DeclaredCall[] {
+  return calls.flatMap((planned) => {
+    const tool = tools.find((t) => t.name === planned.name);
+    return tool ? [{ tool, input: planned.input }] : [];
+  });
+}
+
+async function callThroughPipeline(call: RunCall, name: string, input: unknown): Promise<ToolCallOutcome> {
+  const { runtime, actor, runId, dryRun } = call;
+  const tool = call.tools.find((t) => t.name === name);
   if (!tool) {
     return {
       status: 'error',
@@ -156,7 +208,15 @@ async function callThroughPipeline(
     };
   }
   try {
-    const result = await executeTool(tool, input, { runtime, actor, runId, dryRun });
+    const result = await executeTool(tool, input, {
+      runtime,
+      actor,
+      runId,
+      dryRun,
+      ...(call.runPlan !== undefined ? { runPlan: call.runPlan } : {}),
+      // Grounding (DESIGN.md §9): the pipeline calls this on the validated input and records a refusal.
+      ground: (toolName, validated) => checkGrounding(toolName, validated, call.evidence),
+    });
     if (result.kind === 'confirmation_required') {
       const c = result.confirmation;
       return {
@@ -170,6 +230,7 @@ async function callThroughPipeline(
       };
     }
     if (result.kind === 'planned') {
+      // A plan read nothing: it grounds nothing later in the run.
       return {
         status: 'ok',
         output: {
@@ -180,20 +241,182 @@ async function callThroughPipeline(
         },
       };
     }
+    // Only reads ground later calls: what a write or a money call echoes back (a payment created
+    // with an invented payout address, a payout's amount) is the model's own input, not evidence.
+    if (tool.effect === 'read') call.evidence = withToolResult(call.evidence, result.output);
     return { status: 'ok', output: result.output };
   } catch (error) {
     const appError = toAppError(error);
     const body = appError.toBody().error;
+    if (dryRun && tool.effect !== 'read') call.unrecorded.push({ tool: tool.name, input, message: body.message });
     return { status: 'error', error: body };
   }
 }
 
-/** A run that made calls: held if any call is held, failed if any failed or was denied. */
-function outcomeOf(actions: readonly AgentActionRow[]): Exclude<AgentRunStatus, 'running'> {
-  if (actions.some((a) => a.status === 'failed')) return 'failed';
+/**
+ * A run that made calls: held if any call is held, failed if any failed or was denied. A dry run's
+ * refused call is not recorded, but fails the run as the same call would have failed a real one.
+ */
+function outcomeOf(actions: readonly AgentActionRow[], refusedUnrecorded: boolean): Exclude<AgentRunStatus, 'running'> {
+  if (refusedUnrecorded || actions.some((a) => a.status === 'failed')) return 'failed';
   if (actions.some((a) => a.status === 'denied')) return 'rejected';
   if (actions.some((a) => a.status === 'held')) return 'confirmation_required';
   return 'completed';
+}
+
+/**
+ * The reply's check list (issue 13 point 6): one line per write or money action of the run, built
+ * from what was recorded, not from what the model says: the action in plain words (amount,
+ * currency, recipient or payment, memo) and its outcome. Reads are left out.
+ */
+async function actionLines(
+  runtime: Runtime,
+  actor: Actor,
+  tools: readonly AnyTool[],
+  actions: readonly AgentActionRow[],
+  unrecorded: readonly UnrecordedRefusal[],
+): Promise<string[]> {
+  const effectOf = (name: string): string | undefined => tools.find((t) => t.name === name)?.effect;
+  const changes = actions.filter((a) => effectOf(a.tool) !== undefined && effectOf(a.tool) !== 'read');
+  const currencies = await paymentCurrencies(runtime, actor, [
+    ...changes.map((a) => a.input),
+    ...unrecorded.map((r) => r.input),
+  ]);
+  const titleOf = (name: string): string => tools.find((t) => t.name === name)?.title ?? name;
+  const lines = changes.map(
+    (a) => `${describeAction(a.tool, a.input, a.result, currencies, titleOf)}: ${describeOutcomeOf(runtime, a)}.`,
+  );
+  for (const refused of unrecorded) {
+    const what = describeAction(refused.tool, refused.input, null, currencies, titleOf);
+    lines.push(`${what}: would be refused — ${oneLine(refused.message)}; nothing moved.`);
+  }
+  return lines;
+}
+
+/** The model's reply, then the check list, unless the reply already holds every line of it. */
+function withActionLines(reply: string, lines: readonly string[]): string {
+  if (lines.length === 0 || lines.every((line) => reply.includes(line))) return reply;
+  const list = `Actions:\n${lines.map((line) => `- ${line}`).join('\n')}`;
+  return reply.trim() === '' ? list : `${reply}\n\n${list}`;
+}
+
+type Fields = Record<string, unknown>;
+
+function fieldsOf(value: unknown): Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Fields) : {};
+}
+
+/** The currency of each payment a refund names, for amounts whose result does not carry it. */
+async function paymentCurrencies(
+  runtime: Runtime,
+  actor: Actor,
+  inputs: readonly unknown[],
+): Promise<Map<string, Currency>> {
+  const ids = [
+    ...new Set(inputs.map((input) => fieldsOf(input).payment_id).filter((id): id is string => typeof id === 'string')),
+  ];
+  if (ids.length === 0) return new Map();
+  const rows = await runtime.db
+    .selectFrom('payments')
+    .select(['id', 'currency'])
+    .where('account_id', '=', actor.accountId)
+    .where('livemode', '=', actor.livemode)
+    .where('id', 'in', ids)
+    .execute();
+  return new Map(
+    rows.flatMap((row) => {
+      const currency = getCurrency(row.currency);
+      return currency ? [[row.id, currency] as const] : [];
+    }),
+  );
+}
+
+/** "250.000000 USDC", "₦5,000.00"; the number as given when it is not a valid amount of the currency. */
+function money(amount: unknown, currency: Currency | undefined, fallbackCode: string): string {
+  if (typeof amount === 'number' && currency !== undefined) {
+    const parsed = parseMajorAmount(amount, currency);
+    if (parsed.ok) return formatDisplay(parsed.minor, currency);
+  }
+  const code = currency?.code ?? fallbackCode;
+  return code === '' ? String(amount) : `${String(amount)} ${code}`;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+function describeAction(
+  tool: string,
+  input: unknown,
+  result: unknown,
+  currencies: ReadonlyMap<string, Currency>,
+  titleOf: (name: string) => string,
+): string {
+  const given = fieldsOf(input);
+  const done = fieldsOf(result);
+  switch (tool) {
+    case 'create_payout': {
+      const memo = typeof given.memo === 'string' ? ` (memo: ${oneLine(given.memo)})` : '';
+      return `Pay out ${money(given.amount, SETTLEMENT_CURRENCY, 'USDC')} to ${String(given.to_address)}${memo}`;
+    }
+    case 'refund_payment': {
+      const paymentId = String(given.payment_id);
+      const reason = typeof given.reason === 'string' ? ` (reason: ${oneLine(given.reason)})` : '';
+      // An executed refund says what it refunded; otherwise the input's amount, or "what is left".
+      const currency = typeof done.currency === 'string' ? getCurrency(done.currency) : currencies.get(paymentId);
+      const amount = typeof done.amount === 'number' ? done.amount : given.amount;
+      if (amount === undefined) return `Refund what is left of ${paymentId}${reason}`;
+      return `Refund ${money(amount, currency, '')} of ${paymentId}${reason}`;
+    }
+    case 'split_revenue': {
+      const amount = typeof done.amount === 'number' ? done.amount : given.amount;
+      const what =
+        amount !== undefined
+          ? `${money(amount, SETTLEMENT_CURRENCY, 'USDC')}${typeof given.payment_id === 'string' ? ` of ${given.payment_id}` : ''}`
+          : `the proceeds of ${String(given.payment_id)}`;
+      const splits = Array.isArray(given.splits) ? given.splits.map(fieldsOf) : [];
+      const legs = splits.map((leg) => `${String(leg.to_address)} (${Number(leg.share_bps) / 100}%)`).join(', ');
+      return `Split ${what} between ${legs}`;
+    }
+    default: {
+      const currency = typeof given.currency === 'string' ? getCurrency(given.currency.toUpperCase()) : undefined;
+      const amount =
+        given.amount !== undefined ? ` of ${money(given.amount, currency, String(given.currency ?? ''))}` : '';
+      return `${titleOf(tool)}${amount}`;
+    }
+  }
+}
+
+function describeOutcomeOf(runtime: Runtime, action: AgentActionRow): string {
+  const error = fieldsOf(action.error);
+  const why = typeof error.message === 'string' ? oneLine(error.message) : 'no reason recorded';
+  switch (action.status) {
+    case 'executed': {
+      const result = fieldsOf(action.result);
+      const id = typeof result.id === 'string' ? result.id : undefined;
+      const state = typeof result.status === 'string' ? result.status : undefined;
+      const detail = [id, state].filter((part) => part !== undefined).join(', ');
+      return detail === '' ? 'done' : `done (${detail})`;
+    }
+    case 'held':
+      return action.confirmation_id
+        ? `held for approval — approve at ${approveUrl(runtime.config, action.confirmation_id)}`
+        : 'held for approval';
+    case 'denied':
+    case 'failed':
+      return `refused — ${why}`;
+    case 'rejected':
+      return 'rejected by an approver; nothing moved';
+    case 'planned': {
+      const would =
+        action.decision === 'require_confirmation'
+          ? 'would be held for approval'
+          : action.decision === 'deny'
+            ? 'would be refused by the account policy'
+            : 'would be done';
+      return `${would}; nothing moved (dry run)`;
+    }
+  }
 }
 
 async function insertRun(

@@ -1,0 +1,116 @@
+import { type Clause, text } from './grammar.ts';
+import { isQuantity, isSignificant, type Token } from './tokens.ts';
+
+/**
+ * Stage 4 of the offline planner: the checks that run before anything does. A plan may run only
+ * if every meaningful token of the message (amounts, addresses, ids, shares, dates, and words of
+ * condition, negation, correction or sequencing) was consumed by it. Context sentences ("they were
+ * charged twice") may carry harmless words, never a condition, a negation or a value.
+ */
+
+/** Words a context sentence may hold without changing what the instruction means. */
+// Not here: "twice", "again", "double", "more", "extra". "Do it twice" after a payout repeats it.
+const CONTEXT_SAFE = new Set([
+  'all',
+  'everything',
+  'same',
+  'first',
+  'last',
+  'previous',
+  'fee',
+  'fees',
+  'most',
+  'about',
+  'some',
+  'whole',
+  'every',
+  'everyone',
+  'everybody',
+  'over',
+  'under',
+  'around',
+  'usual',
+  'per',
+  'entire',
+]);
+
+export interface Unplaced {
+  token: Token;
+  clause: string;
+}
+
+/** The meaningful tokens no clause consumed, in message order. */
+export function unplacedTokens(
+  clauses: readonly Clause[],
+  sequencers: readonly Token[],
+  borrowed: ReadonlySet<number>,
+): Unplaced[] {
+  const consumedBySequencing = new Set(sequencers.map((token) => token.index));
+  const out: Unplaced[] = [];
+  for (const clause of clauses) {
+    const context = clause.intent === undefined;
+    for (const token of clause.tokens) {
+      if (!isSignificant(token)) continue;
+      if (clause.consumed.has(token.index) || consumedBySequencing.has(token.index) || borrowed.has(token.index))
+        continue;
+      if (context && token.kind === 'word' && CONTEXT_SAFE.has(token.lower)) continue;
+      if (context && isQuantity(token, clause.tokens[clause.tokens.indexOf(token) + 1], 2)) continue;
+      out.push({ token, clause: text(clause.tokens) });
+    }
+  }
+  return out;
+}
+
+/** One line per clause: its unplaced words together, then each unplaced value. */
+export function explainAll(unplaced: readonly Unplaced[]): string[] {
+  const lines: string[] = [];
+  const words = new Map<string, string[]>();
+  for (const item of unplaced) {
+    if (item.token.kind === 'word') words.set(item.clause, [...(words.get(item.clause) ?? []), `"${item.token.text}"`]);
+    else lines.push(explainUnplaced(item));
+  }
+  for (const [clause, list] of words)
+    lines.unshift(
+      `${list.join(', ')} in "${truncate(clause, 100)}" ${list.length === 1 ? 'changes' : 'change'} what the instruction means (a condition, a wait, a negation, a correction, or a quantity word I cannot place), so I did not act on it: write the instruction exactly as it should run now`,
+    );
+  return lines;
+}
+
+/** Why a token could not be placed, for the reply: what it is and what to write instead. */
+export function explainUnplaced({ token, clause }: Unplaced): string {
+  const where = `in "${truncate(clause, 100)}"`;
+  switch (token.kind) {
+    case 'amount':
+      if (token.number.type === 'unreadable') return `${token.number.reason} (${where})`;
+      return `I could not tell what the amount "${token.text}" is for ${where}: write one instruction per amount, e.g. "pay 250 USDC to 0x…"`;
+    case 'address':
+      return `I could not tell what to do with ${token.value} ${where}: I only pay an address you name as the recipient ("to 0x…")`;
+    case 'bad_address':
+      return token.reason;
+    case 'payment_id':
+    case 'bad_payment_id':
+      return `I could not tell what to do with ${token.text} ${where}`;
+    case 'object_id':
+      return `I cannot act on ${token.text} ${where}: I work with payments (pay_…), payouts, refunds and splits only`;
+    case 'date':
+      return `"${token.text}" ${where}: I cannot schedule or delay money movement; send the instruction when it should run, or ask about a past period ("revenue yesterday")`;
+    case 'percent':
+    case 'ratio':
+    case 'fraction':
+      return `I could not tell what "${token.text}" applies to ${where}`;
+    case 'url':
+      return `I could not tell what the link ${token.value} is for ${where}`;
+    case 'word':
+      return `"${token.text}" ${where} changes what the instruction means (a condition, a wait, a negation, a correction or a quantity word I cannot place): write the instruction exactly as it should run now, without it`;
+    case 'punct':
+      return token.text === "'"
+        ? `I do not act on quoted or forwarded text ${where}: write the instruction in your own words`
+        : `I cannot read "${token.text}" ${where}: write the instruction in plain letters`;
+    default:
+      return `I could not place "${token.text}" ${where}`;
+  }
+}
+
+export function truncate(value: string, max: number): string {
+  return value.length <= max ? value : `${value.slice(0, max - 1)}…`;
+}

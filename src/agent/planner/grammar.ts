@@ -1,0 +1,1053 @@
+import type { PaymentStatus } from '../../domain/payment-status.ts';
+import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
+import {
+  CONTROL_WORDS,
+  type CurrencyMention,
+  type DateRange,
+  HARD_CONTROL_WORDS,
+  isQuantity,
+  NEGATIONS,
+  type Token,
+} from './tokens.ts';
+
+/**
+ * Stage 2 of the offline planner: the grammar. It splits a message into clauses, finds each
+ * clause's intent from its verbs and nouns (in any word order), and fills the intent's slots from
+ * the tokens, marking every token it uses as consumed. Corrections ("500, actually 50") replace
+ * the slot they correct. It never decides whether a clause is complete: plan.ts does, and
+ * checks.ts refuses a message with any meaningful token left unconsumed.
+ */
+
+export type Intent =
+  | 'payout'
+  | 'refund'
+  | 'split'
+  | 'create_payment'
+  | 'payment_status'
+  | 'balance'
+  | 'pending_confirmations'
+  | 'list_payments'
+  | 'revenue'
+  | 'approve';
+
+export type AmountToken = Extract<Token, { kind: 'amount' }>;
+
+export interface Slots {
+  addresses: Extract<Token, { kind: 'address' }>[];
+  amounts: AmountToken[];
+  paymentIds: string[];
+  percents: Extract<Token, { kind: 'percent' }>[];
+  ratio?: bigint[];
+  fraction?: { numerator: bigint; denominator: bigint; text: string };
+  /** "equally", "evenly", "three ways": equal shares; the count when the ways are given. */
+  equal?: { ways: number | undefined };
+  each: boolean;
+  /** "in full", "everything", "all of it": a full refund. */
+  full: boolean;
+  /** "all payments", "every payment": the refund covers every payment of a date range. */
+  allPayments: boolean;
+  /** "paid twice", "duplicates": the merchant means some payments, and which is not typed data. */
+  duplicates: boolean;
+  date?: DateRange;
+  url?: string;
+  memo?: string;
+  /** Every memo written; several only make sense with several "amount to address" pairs. */
+  memos: string[];
+  reason?: string;
+  reference?: string;
+  currency?: CurrencyMention;
+  status?: PaymentStatus;
+  limit?: number;
+  /** The clause mentions revenue, sales or takings (split or read a period's proceeds). */
+  revenueWord: boolean;
+  /** "check if …": a read phrased as a question; harmless alone, a condition beside a money step. */
+  questionIf?: boolean;
+}
+
+export interface Clause {
+  intent: Intent | undefined;
+  tokens: Token[];
+  slots: Slots;
+  /** Indexes (Token.index) of the tokens this clause accounts for. */
+  consumed: Set<number>;
+  /** Set when the clause says something the grammar recognises but cannot accept. */
+  problem?: string;
+  /** A pronoun ("refund it", "their money back") stands for a payment named elsewhere. */
+  wantsPaymentFromContext: boolean;
+}
+
+export const text = (tokens: readonly Token[]): string =>
+  tokens
+    .map((token) => token.text)
+    .join(' ')
+    .replace(/\s+([,.;:!?])/g, '$1')
+    .trim();
+
+const isWord = (token: Token | undefined, ...words: string[]): boolean =>
+  token?.kind === 'word' && words.includes(token.lower);
+
+// ---------------------------------------------------------------------------------------------
+// Intents
+// ---------------------------------------------------------------------------------------------
+
+// Common misspellings are part of how people type on a phone: "sned 60 bucks", "refnd pay_…".
+const PAYOUT_VERBS = new Set([
+  'sned',
+  'snd',
+  'semd',
+  'tranfer',
+  'transfr',
+  'trasnfer',
+  'tansfer',
+  'paay',
+  'pay',
+  'payout',
+  'payouts',
+  'send',
+  'transfer',
+  'remit',
+  'wire',
+  'disburse',
+  'give',
+  'settle',
+  'move',
+]);
+const REFUND_VERBS = new Set([
+  'refund',
+  'reimburse',
+  'chargeback',
+  'reverse',
+  'refunding',
+  'refnd',
+  'refud',
+  'refumd',
+  'rfund',
+  'reund',
+  'refun',
+]);
+const SPLIT_VERBS = new Set(['split', 'divide', 'distribute', 'share']);
+const CREATE_VERBS = new Set(['create', 'make', 'generate', 'open', 'new', 'raise', 'issue', 'setup', 'set', 'start']);
+const PAYMENT_NOUNS = new Set(['payment', 'checkout', 'link', 'session', 'invoice', 'request']);
+const REVENUE_WORDS = new Set([
+  'revenue',
+  'revenues',
+  'sales',
+  'takings',
+  'turnover',
+  'income',
+  'earnings',
+  'proceeds',
+  'earned',
+  'made',
+  'take',
+  'took',
+  'taken',
+  'collected',
+  'received',
+  'sold',
+]);
+const STATUS_WORDS = new Set([
+  'status',
+  'settled',
+  'paid',
+  'through',
+  'complete',
+  'completed',
+  'succeeded',
+  'successful',
+  'failed',
+  'expired',
+  'happened',
+  'update',
+  'check',
+  'track',
+  'state',
+  'cleared',
+  'confirmed',
+  'landed',
+  'arrived',
+  'done',
+  'went',
+  'go',
+  'gone',
+  'pending',
+  'refunded',
+  'info',
+  'details',
+  'show',
+  'fetch',
+  'view',
+  'see',
+  'find',
+  'get',
+  'tell',
+  'lookup',
+  'look',
+]);
+
+/** Each clause's intent, from its words; undefined when it has none (chatter, or a fragment). */
+export function intentOf(tokens: readonly Token[]): Intent | undefined {
+  const words = tokens.flatMap((token) => (token.kind === 'word' ? [token.lower] : []));
+  const has = (...list: string[]): boolean => list.some((word) => words.includes(word));
+  const hasId = tokens.some((token) => token.kind === 'payment_id' || token.kind === 'bad_payment_id');
+  const hasAddress = tokens.some((token) => token.kind === 'address' || token.kind === 'bad_address');
+  const hasDate = tokens.some((token) => token.kind === 'date');
+  const hasUrl = tokens.some((token) => token.kind === 'url');
+  const hasAmount = tokens.some((token) => token.kind === 'amount');
+  const pronoun = has('it', 'this', 'that', 'they', 'them');
+  const first = words[0];
+
+  if (first !== undefined && ['approve', 'reject', 'deny', 'confirm', 'authorise', 'authorize'].includes(first))
+    return 'approve';
+  if (words.some((word) => REFUND_VERBS.has(word) || word === 'refunds')) {
+    // "has pay_… been refunded?" asks; "refund pay_…" acts.
+    if (has('refunded') && !words.some((word) => REFUND_VERBS.has(word))) return 'payment_status';
+    return 'refund';
+  }
+  if (hasId && has('back') && has('money', 'give', 'pay', 'send', 'return', 'cash', 'funds')) return 'refund';
+  if (hasId && has('return') && has('money', 'funds', 'payment', 'cash')) return 'refund';
+  if (words.some((word) => SPLIT_VERBS.has(word)) && (hasAddress || has('between', 'among', 'amongst', 'with')))
+    return 'split';
+  const createVerb = words.some((word) => CREATE_VERBS.has(word)) || has('charge', 'bill');
+  const paymentNoun = words.some((word) => PAYMENT_NOUNS.has(word));
+  if (createVerb && (paymentNoun || has('charge', 'bill')) && !hasAddress) return 'create_payment';
+  if (hasUrl && (paymentNoun || has('charge', 'bill')) && !hasAddress && !hasId) return 'create_payment';
+  if (
+    hasDate &&
+    !hasAddress &&
+    !hasId &&
+    (words.some((word) => REVENUE_WORDS.has(word)) ||
+      (has('much', 'many', 'what') &&
+        has('make', 'earn', 'get', 'receive', 'collect', 'do', 'bring', 'came', 'come', 'in')))
+  ) {
+    return 'revenue';
+  }
+  if (
+    !hasAddress &&
+    !hasAmount &&
+    (has('balance', 'balances') ||
+      (has('much') && has('have', 'available', 'left') && !hasDate && !hasId) ||
+      (has('much') && has('can') && has('pay', 'send', 'withdraw', 'spend')) ||
+      (has('available') && has('pay', 'payout', 'spend', 'withdraw') && !hasId))
+  )
+    return 'balance';
+  if (
+    (has('approval', 'approvals', 'confirmation', 'confirmations', 'approve') &&
+      has(
+        'pending',
+        'waiting',
+        'awaiting',
+        'needs',
+        'need',
+        'held',
+        'hold',
+        'outstanding',
+        'open',
+        'any',
+        'what',
+        'which',
+      )) ||
+    (has('needs', 'need', 'waiting') && has('approving', 'approved', 'sign-off', 'signoff')) ||
+    (has('held', 'hold') && has('actions', 'payouts', 'payments', 'refunds') && !hasId && !hasAmount)
+  )
+    return 'pending_confirmations';
+  // "100 USDC → 0x…", "0x… gets 60 usdc", "30 usdc each to 0x…": a payout without a verb.
+  const arrow =
+    tokens.some((token) => token.kind === 'punct' && ['->', '→', '=>'].includes(token.text)) ||
+    has('gets', 'receives', 'receive') ||
+    tokens.some((token, i) => token.kind === 'amount' && tokens.slice(i + 1, i + 4).some((t) => isWord(t, 'to')));
+  const payoutVerb = words.some((word) => PAYOUT_VERBS.has(word)) || (arrow && hasAddress && hasAmount);
+  if (payoutVerb && (hasAddress || !hasId)) {
+    if (has('paid', 'settled') && !hasAddress && hasId) return 'payment_status';
+    return 'payout';
+  }
+  if (
+    !hasId &&
+    !hasAddress &&
+    has('payments', 'transactions') &&
+    has('list', 'show', 'recent', 'latest', 'last', 'see', 'get', 'view', 'all', 'which', 'any')
+  )
+    return 'list_payments';
+  const statusWord =
+    words.some((word) => STATUS_WORDS.has(word)) || has('where', 'what', "what's", 'whats', 'how', 'happened');
+  if (
+    hasId &&
+    (statusWord ||
+      tokens.every(
+        (token) =>
+          token.kind === 'payment_id' ||
+          token.kind === 'punct' ||
+          (token.kind === 'word' && !CONTROL_WORDS.has(token.lower) && token.lower.length <= 3),
+      ))
+  )
+    return 'payment_status';
+  if (
+    !hasId &&
+    !hasAddress &&
+    pronoun &&
+    words.some((word) => STATUS_WORDS.has(word) && word !== 'check') &&
+    has('has', 'is', 'did', 'was', 'does', 'have')
+  )
+    return 'payment_status';
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clauses
+// ---------------------------------------------------------------------------------------------
+
+const SEQUENCERS = new Set(['then', 'also', 'next', 'afterwards', 'afterward']);
+const CORRECTION_STARTS: readonly (readonly string[])[] = [
+  ['no', 'wait'],
+  ['oops', 'i', 'meant'],
+  ['sorry', 'wrong', 'one'],
+  ['wrong', 'one'],
+  ['my', 'bad'],
+  ['i', 'mean'],
+  ['wait', 'no'],
+  ['sorry', 'i', 'meant'],
+  ['sorry', 'meant'],
+  ['i', 'meant'],
+  ['actually'],
+  ['correction'],
+  ['scratch', 'that'],
+  ['make', 'that'],
+  ['or', 'rather'],
+  ['oops'],
+  ['no'],
+  ['sorry'],
+];
+
+/** The marker's length when a correction starts at `i` (punctuation between its words is skipped). */
+export function correctionAt(tokens: readonly Token[], i: number): number {
+  for (const marker of CORRECTION_STARTS) {
+    let j = i;
+    let ok = true;
+    for (const word of marker) {
+      while (tokens[j]?.kind === 'punct' && j > i) j++;
+      // "one" in "wrong one" is lexed as a number word.
+      if (tokens[j]?.text.toLowerCase() !== word || (tokens[j]?.kind !== 'word' && tokens[j]?.kind !== 'amount')) {
+        ok = false;
+        break;
+      }
+      j++;
+    }
+    if (!ok) continue;
+    // "no" and "sorry" alone mark a correction only at a clause start followed by a new value.
+    if ((marker.length === 1 && (marker[0] === 'no' || marker[0] === 'sorry')) || marker[0] === 'oops') {
+      const next = tokens.slice(j).find((token) => token.kind !== 'punct');
+      if (
+        next === undefined ||
+        (next.kind === 'word' && !['send', 'pay', 'make', 'it', 'refund', 'to', 'i'].includes(next.lower))
+      )
+        continue;
+    }
+    // "make that"/"make it" may be followed by the new value directly.
+    return j - i;
+  }
+  return 0;
+}
+
+/** Courtesy phrases whose condition words carry no condition: "let me know if …", "if possible". */
+function dropCourtesy(tokens: Token[]): Token[] {
+  const out: Token[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (isWord(t, 'let') && isWord(tokens[i + 1], 'me', 'us') && isWord(tokens[i + 2], 'know')) {
+      // The rest of the sentence is the courtesy ("let me know if you need anything").
+      while (i < tokens.length && !(tokens[i]!.kind === 'punct' && /^[.;!?]$/.test(tokens[i]!.text))) i++;
+      i--;
+      continue;
+    }
+    if (isWord(t, 'if') && isWord(tokens[i + 1], 'possible', 'you')) {
+      const next = tokens[i + 1] as Extract<Token, { kind: 'word' }>;
+      if (next.lower === 'possible') {
+        i += 1;
+        continue;
+      }
+      // "if you can", "if you don't mind", "if you could"
+      if (isWord(tokens[i + 2], 'can', 'could', 'would', 'please')) {
+        i += 2;
+        continue;
+      }
+      if (isWord(tokens[i + 2], "don't", 'dont') && isWord(tokens[i + 3], 'mind')) {
+        i += 3;
+        continue;
+      }
+    }
+    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush')) {
+      i += 1;
+      continue;
+    }
+    if (isWord(t, 'thanks', 'thank') && isWord(tokens[i + 1], 'in') && isWord(tokens[i + 2], 'advance')) {
+      i += 2;
+      continue;
+    }
+    if (
+      isWord(t, 'as') &&
+      isWord(tokens[i + 1], 'soon') &&
+      isWord(tokens[i + 2], 'as') &&
+      isWord(tokens[i + 3], 'possible', 'you')
+    ) {
+      i += 3;
+      continue;
+    }
+    out.push(t);
+  }
+  return out;
+}
+
+function startsNewAction(tokens: readonly Token[], i: number): boolean {
+  // "…, send them back to https://…": a payment's redirect, not a new action.
+  const rest = tokens.slice(
+    i,
+    tokens.findIndex((t, k) => k >= i && t.kind === 'punct' && /^[.;!?]$/.test(t.text)) >>> 0,
+  );
+  if (
+    rest.some((t) => t.kind === 'url') &&
+    !rest.some((t) => t.kind === 'address' || t.kind === 'amount' || t.kind === 'payment_id')
+  )
+    return false;
+  let j = i;
+  while (
+    isWord(
+      tokens[j],
+      'please',
+      'pls',
+      'plz',
+      'kindly',
+      'can',
+      'could',
+      'you',
+      'i',
+      'we',
+      'need',
+      'want',
+      'to',
+      'would',
+      'like',
+      'now',
+    )
+  )
+    j++;
+  const token = tokens[j];
+  if (token?.kind !== 'word') return false;
+  return (
+    PAYOUT_VERBS.has(token.lower) ||
+    REFUND_VERBS.has(token.lower) ||
+    SPLIT_VERBS.has(token.lower) ||
+    CREATE_VERBS.has(token.lower) ||
+    [
+      'check',
+      'show',
+      'list',
+      'what',
+      "what's",
+      'whats',
+      'how',
+      'is',
+      'has',
+      'did',
+      'tell',
+      'give',
+      'approve',
+      'any',
+      'which',
+      'balance',
+      'pending',
+    ].includes(token.lower)
+  );
+}
+
+/** "…, no wait, send it to B": what follows a correction marker belongs to its clause. */
+function endsWithCorrection(tokens: readonly Token[]): boolean {
+  for (let k = Math.max(0, tokens.length - 4); k < tokens.length; k++) {
+    const length = correctionAt(tokens, k);
+    if (length > 0 && tokens.slice(k + length).every((t) => t.kind === 'punct')) return true;
+  }
+  return false;
+}
+
+/**
+ * Splits tokens into clauses: at sentence ends and ";" (a new line counts as one), at
+ * "then"/"also"/"after that" (consumed), and at "and"/"," when a new verb follows. A clause that
+ * starts with a correction marker ("actually …", "no wait, …") is joined to the one before it.
+ */
+export function splitClauses(all: readonly Token[]): { clauses: Token[][]; sequencers: Token[] } {
+  const tokens = dropCourtesy([...all]);
+  const clauses: Token[][] = [];
+  const sequencers: Token[] = [];
+  let current: Token[] = [];
+  const close = (): void => {
+    if (current.length > 0) clauses.push(current);
+    current = [];
+  };
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (token.kind === 'punct' && /^[.;!?]$/.test(token.text)) {
+      close();
+      continue;
+    }
+    if (
+      token.kind === 'word' &&
+      (SEQUENCERS.has(token.lower) || (token.lower === 'after' && isWord(tokens[i + 1], 'that', 'which')))
+    ) {
+      // "if … then …" keeps its "then": the condition is refused whole, not split in two.
+      const conditional = current.some((t) => isWord(t, 'if', 'when', 'once', 'unless'));
+      if (!conditional && current.some((t) => t.kind !== 'punct' && !isWord(t, 'and'))) {
+        while (current.length > 0 && (isWord(current.at(-1), 'and') || current.at(-1)!.kind === 'punct')) current.pop();
+        sequencers.push(token);
+        if (token.lower === 'after') {
+          sequencers.push(tokens[i + 1]!);
+          i++;
+        }
+        close();
+        continue;
+      }
+    }
+    if (
+      (isWord(token, 'and') || (token.kind === 'punct' && token.text === ',')) &&
+      current.length > 0 &&
+      !endsWithCorrection(current) &&
+      startsNewAction(tokens, i + 1)
+    ) {
+      close();
+      continue;
+    }
+    current.push(token);
+  }
+  close();
+
+  // A correction clause joins the clause it corrects; a clause of only fillers disappears later.
+  const joined: Token[][] = [];
+  for (const raw of clauses) {
+    // "1) refund pay_…", "2. send …": list numbering is not an amount.
+    let clause = raw;
+    if (
+      clause[0]?.kind === 'amount' &&
+      /^\d{1,2}$/.test(clause[0].text) &&
+      clause[1]?.kind === 'punct' &&
+      /^[).:]$/.test(clause[1].text)
+    )
+      clause = clause.slice(2);
+    if (clause.length === 1 && clause[0]?.kind === 'amount' && /^\d{1,2}$/.test(clause[0].text)) continue;
+    if (clause.length === 0) continue;
+    const firstWord = clause.findIndex((t) => t.kind !== 'punct');
+    if (joined.length > 0 && firstWord >= 0 && correctionAt(clause, firstWord) > 0) {
+      joined[joined.length - 1] = [...joined[joined.length - 1]!, ...clause];
+      continue;
+    }
+    joined.push(clause);
+  }
+  return { clauses: joined, sequencers };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slots
+// ---------------------------------------------------------------------------------------------
+
+export function emptySlots(): Slots {
+  return {
+    addresses: [],
+    amounts: [],
+    paymentIds: [],
+    percents: [],
+    memos: [],
+    each: false,
+    full: false,
+    allPayments: false,
+    duplicates: false,
+    revenueWord: false,
+  };
+}
+
+const FREE_TEXT_STOP = new Set([
+  'ref',
+  'reference',
+  'memo',
+  'note',
+  'because',
+  'reason',
+  'redirect',
+  'redirecting',
+  'return',
+  'returning',
+]);
+
+/** Words a reason may hold that would be refused elsewhere: "charged twice", "never arrived". */
+const REASON_WORDS = new Set([...NEGATIONS, 'twice', 'again', 'double', "wasn't", "weren't", "hasn't", "haven't"]);
+
+/**
+ * Free text after a marker ("for …", "because …", "memo: …"): words, codes, quoted text and
+ * quantities ("2 bags") up to a value, a slot marker or a clause-internal boundary. It never holds
+ * an amount, address, id, date, or a word of condition, negation, correction or sequencing: those
+ * end it and are left for the grammar to place (or refuse). A reason may hold a negation or
+ * "twice": it describes what happened, it sets no condition.
+ */
+function freeText(
+  tokens: readonly Token[],
+  start: number,
+  kind: 'memo' | 'reason',
+): { value: string; end: number; consumed: number[]; runsInto?: Token } {
+  const taken: Token[] = [];
+  const consumed: number[] = [];
+  let i = start;
+  let depth = 0;
+  for (; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const next = tokens[i + 1];
+    if (token.kind === 'quoted' || token.kind === 'code') {
+      taken.push(token);
+      continue;
+    }
+    if (token.kind === 'word') {
+      if (FREE_TEXT_STOP.has(token.lower)) break;
+      if (isWord(token, 'to') && (next?.kind === 'address' || next?.kind === 'url')) break;
+      if (isWord(token, 'with') && next?.kind === 'word' && FREE_TEXT_STOP.has(next.lower)) break;
+      const quantityNext = next !== undefined && isQuantity(next, tokens[i + 2]);
+      if (
+        isWord(token, 'and', '&') &&
+        !quantityNext &&
+        (next === undefined || (next.kind !== 'word' && next.kind !== 'code' && next.kind !== 'quoted'))
+      )
+        break;
+      if (CONTROL_WORDS.has(token.lower)) {
+        const allowed =
+          kind === 'reason'
+            ? REASON_WORDS.has(token.lower) || !HARD_CONTROL_WORDS.has(token.lower)
+            : !HARD_CONTROL_WORDS.has(token.lower);
+        if (!allowed) break;
+        consumed.push(token.index);
+      }
+      taken.push(token);
+      continue;
+    }
+    if (token.kind === 'amount') {
+      // "2 bags of rice": a small whole number before a noun is a quantity in the text.
+      const quantity = isQuantity(token, next);
+      if (!quantity) break;
+      consumed.push(token.index);
+      taken.push(token);
+      continue;
+    }
+    if (token.kind === 'punct') {
+      if (token.text === '(') depth++;
+      if (token.text === ')') {
+        if (depth === 0) break;
+        depth--;
+      }
+      if (/^[,;—–]$/.test(token.text)) break;
+      taken.push(token);
+      continue;
+    }
+    break;
+  }
+  while (
+    taken.length > 0 &&
+    (taken.at(-1)!.kind === 'punct' ||
+      isWord(taken.at(-1), 'and', 'please', 'pls', 'thanks', 'asap', 'though', 'thx', 'with', 'the', 'a'))
+  ) {
+    const dropped = taken.pop()!;
+    const at = consumed.indexOf(dropped.index);
+    if (at >= 0) consumed.splice(at, 1);
+  }
+  const value = text(taken)
+    .replace(/^["'](.*)["']$/, '$1')
+    .trim();
+  // "returned 3 items of 5": a value glued to the text by a preposition belongs to the text, and
+  // the text cannot hold it; the clause asks instead of taking it as the amount.
+  const stop = tokens[i];
+  const last = taken.at(-1);
+  if (
+    stop !== undefined &&
+    ['amount', 'percent', 'fraction', 'ratio', 'date', 'address', 'payment_id'].includes(stop.kind) &&
+    isWord(
+      last,
+      'of',
+      'for',
+      'at',
+      'by',
+      'with',
+      'x',
+      'per',
+      'from',
+      'than',
+      'out',
+      'about',
+      'over',
+      'under',
+      'plus',
+      'minus',
+      'to',
+    )
+  )
+    return { value, end: i, consumed, runsInto: stop };
+  return { value, end: i, consumed };
+}
+
+const LIST_STATUS_WORDS: ReadonlyMap<string, PaymentStatus> = new Map(
+  PAYMENT_STATUSES.map((status) => [status.replace('_', ' '), status] as const),
+);
+
+/**
+ * Fills the slots of one clause (or of one side of a correction) from its tokens, in any order.
+ * Every token given a role is added to `consumed`.
+ */
+export function fillSlots(
+  intent: Intent | undefined,
+  tokens: readonly Token[],
+  significant: (t: Token) => boolean,
+): { slots: Slots; consumed: Set<number>; problem?: string } {
+  const slots = emptySlots();
+  const consumed = new Set<number>();
+  const use = (...used: Token[]): void => {
+    for (const token of used) consumed.add(token.index);
+  };
+  let problem: string | undefined;
+
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const next = tokens[i + 1];
+    switch (token.kind) {
+      case 'address':
+        slots.addresses.push(token);
+        use(token);
+        break;
+      case 'payment_id':
+        if (!slots.paymentIds.includes(token.value)) slots.paymentIds.push(token.value);
+        use(token);
+        break;
+      case 'amount': {
+        // "three ways", "3 ways": the number of equal shares.
+        if (isWord(next, 'ways', 'way') && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
+          slots.equal = { ways: Number(token.number.text) };
+          use(token, next!);
+          i++;
+          break;
+        }
+        // "last 5 payments": a list's length.
+        if (intent === 'list_payments' && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
+          slots.limit = Number(token.number.text);
+          use(token);
+          break;
+        }
+        slots.amounts.push(token);
+        use(token);
+        if (isWord(next, 'each', 'apiece')) {
+          slots.each = true;
+          use(next!);
+          i++;
+        }
+        break;
+      }
+      case 'percent':
+        slots.percents.push(token);
+        use(token);
+        break;
+      case 'ratio':
+        if (slots.ratio !== undefined) problem = 'two sets of shares';
+        slots.ratio = token.parts;
+        use(token);
+        break;
+      case 'fraction':
+        slots.fraction = { numerator: token.numerator, denominator: token.denominator, text: token.text };
+        use(token);
+        break;
+      case 'date':
+        if (
+          /^(?:today|now|right now|immediately|this (?:morning|afternoon|evening))$/i.test(token.text) &&
+          (intent === 'payout' ||
+            intent === 'create_payment' ||
+            intent === 'balance' ||
+            intent === 'payment_status' ||
+            intent === 'pending_confirmations' ||
+            (intent === 'refund' && !slots.allPayments))
+        ) {
+          // "transfer 150 USDC today": now is when it runs anyway.
+          use(token);
+          break;
+        }
+        if (intent === 'revenue' || intent === 'split' || intent === 'refund' || intent === 'list_payments') {
+          if (token.range === undefined) problem = `"${token.text}" is not a past period I can read`;
+          if (slots.date !== undefined) problem = 'two periods: say one ("from March 1 to March 5" is one)';
+          slots.date = token.range;
+          use(token);
+        }
+        break;
+      case 'url':
+        slots.url = token.value;
+        use(token);
+        // "send them back to https://… after": the redirect happens after payment.
+        if (isWord(next, 'after', 'afterwards')) {
+          use(next!);
+          i++;
+        }
+        break;
+      case 'punct':
+        if (token.text === '(' && (intent === 'payout' || intent === 'create_payment' || intent === 'refund')) {
+          const {
+            value,
+            end,
+            consumed: inText,
+            runsInto,
+          } = freeText(tokens, i + 1, intent === 'refund' ? 'reason' : 'memo');
+          if (runsInto)
+            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+          if (value !== '' && tokens[end]?.kind === 'punct' && tokens[end]!.text === ')') {
+            for (const index of inText) consumed.add(index);
+            if (intent === 'refund') slots.reason ??= value;
+            else {
+              slots.memos.push(value);
+              slots.memo ??= value;
+            }
+            i = end;
+          }
+        } else if (
+          intent === 'payout' &&
+          /^[—–:-]$/.test(token.text) &&
+          tokens[i - 1]?.kind === 'address' &&
+          (next?.kind === 'word' || next?.kind === 'code') &&
+          slots.memo === undefined
+        ) {
+          // "pay 100 USDC to 0x… - invoice #77", "…: rent"
+          const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'memo');
+          if (runsInto)
+            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+          if (value !== '') {
+            for (const index of inText) consumed.add(index);
+            slots.memos.push(value);
+            slots.memo = value;
+            i = end - 1;
+          }
+        } else if (
+          intent === 'refund' &&
+          /^[—–:,-]$/.test(token.text) &&
+          tokens[i - 1]?.kind === 'payment_id' &&
+          next?.kind === 'word' &&
+          slots.reason === undefined
+        ) {
+          // "refund pay_… — item out of stock", "refund pay_…, duplicate charge"
+          const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'reason');
+          if (runsInto)
+            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+          if (value !== '') {
+            for (const index of inText) consumed.add(index);
+            slots.reason = value;
+            i = end - 1;
+          }
+        }
+        break;
+      case 'currency':
+        slots.currency = token.mention;
+        break;
+      case 'word': {
+        const w = token.lower;
+        if (w === 'each' || w === 'apiece') {
+          slots.each = true;
+          use(token);
+        } else if (w === 'equally' || w === 'evenly' || (w === 'equal' && isWord(next, 'shares', 'parts', 'split'))) {
+          slots.equal = { ways: undefined };
+          use(token);
+        } else if (
+          (w === 'in' && isWord(next, 'full')) ||
+          (w === 'full' && (intent === 'refund' || isWord(next, 'refund', 'amount'))) ||
+          w === 'fully' ||
+          w === 'completely' ||
+          w === 'entirely'
+        ) {
+          slots.full = true;
+          use(token);
+          if (w === 'in') {
+            use(next!);
+            i++;
+          }
+        } else if ((w === 'all' || w === 'everything' || w === 'whole' || w === 'entire') && intent === 'refund') {
+          // "refund all of pay_…", "the whole thing"; "all payments from yesterday" is a batch.
+          const rest = tokens.slice(i + 1, i + 4);
+          if (
+            rest.some((t) => isWord(t, 'payments', 'transactions', 'orders', 'charges', 'sales')) ||
+            (w === 'everything' && rest.some((t) => t.kind === 'date')) ||
+            (w === 'all' && tokens.some((t) => t.kind === 'date'))
+          )
+            slots.allPayments = true;
+          else slots.full = true;
+          use(token);
+        } else if (
+          intent === 'refund' &&
+          ['payments', 'transactions', 'orders', 'charges', 'sales'].includes(w) &&
+          tokens.some((t) => t.kind === 'date') &&
+          !tokens.some((t) => t.kind === 'payment_id')
+        ) {
+          // "refund yesterday's payments"
+          slots.allPayments = true;
+        } else if (
+          (w === 'every' || w === 'each') &&
+          intent === 'refund' &&
+          (isWord(next, 'payment', 'transaction', 'order', 'charge', 'sale') ||
+            (next?.kind === 'currency' && isWord(tokens[i + 2], 'payment', 'transaction', 'order', 'charge', 'sale')))
+        ) {
+          slots.allPayments = true;
+          use(token);
+        } else if (
+          (w === 'partial' || w === 'partially' || w === 'part') &&
+          intent === 'refund' &&
+          tokens.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent')
+        ) {
+          // "a partial refund of 1.5k naira": the amount says how much.
+          use(token);
+        } else if ((w === 'rest' || w === 'remaining' || w === 'remainder') && intent === 'refund') {
+          slots.full = true;
+          use(token);
+        } else if (w === 'twice' || w === 'double' || w === 'duplicate' || w === 'duplicates' || w === 'duplicated') {
+          // A refund of "payments made twice" needs the merchant to say which ones.
+          if (intent === 'refund' && slots.paymentIds.length === 0 && !tokens.some((t) => t.kind === 'payment_id'))
+            slots.duplicates = true;
+          if (intent === 'refund') use(token);
+        } else if ((w === 'only' || w === 'just') && intent === 'refund') {
+          // "but only half of it", "just 1,000 naira though": the amount that follows is the refund.
+          const value = tokens.slice(i + 1).find((t) => t.kind !== 'punct' && !isWord(t, 'the', 'a', 'refund'));
+          if (value?.kind === 'amount' || value?.kind === 'fraction' || value?.kind === 'percent') {
+            use(token);
+            const before = tokens[i - 1];
+            if (isWord(before, 'but')) use(before!);
+          }
+        } else if (w === 'but' && intent === 'refund' && isWord(next, 'only', 'just')) {
+          // consumed with its "only"
+        } else if ((w === 'last' || w === 'latest' || w === 'recent') && intent === 'list_payments') {
+          use(token);
+        } else if (
+          (w === 'if' || w === 'whether') &&
+          (intent === 'payment_status' ||
+            intent === 'balance' ||
+            intent === 'list_payments' ||
+            intent === 'revenue' ||
+            intent === 'pending_confirmations') &&
+          isWord(tokens[i - 1], 'check', 'see', 'know', 'confirm', 'verify', 'me', 'ask', 'tell', 'wondering')
+        ) {
+          // "check if pay_… has settled" asks a question; read-only (plan.ts refuses it beside a money step).
+          slots.questionIf = true;
+          use(token);
+        } else if ((w === 'hold' || w === 'held' || w === 'waiting') && intent === 'pending_confirmations') {
+          use(token);
+        } else if (
+          w === 'for' ||
+          w === 'memo' ||
+          w === 'note' ||
+          w === 'description' ||
+          w === 'desc' ||
+          w === 're' ||
+          w === 'narration'
+        ) {
+          if (w === 'for' && next?.kind === 'date') break;
+          const start = next?.kind === 'punct' && next.text === ':' ? i + 2 : i + 1;
+          const {
+            value,
+            end,
+            consumed: inText,
+            runsInto,
+          } = freeText(tokens, start, intent === 'refund' ? 'reason' : 'memo');
+          if (runsInto)
+            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+          if (
+            value !== '' &&
+            !(w === 'for' && /^(?:me|us|it|them|this|that|the\s+(?:customer|client))$/i.test(value))
+          ) {
+            use(token);
+            for (const index of inText) consumed.add(index);
+            if (intent === 'refund') slots.reason ??= value;
+            else {
+              slots.memos.push(value);
+              slots.memo ??= value;
+            }
+            i = end - 1;
+          }
+        } else if (
+          w === 'because' ||
+          w === 'reason' ||
+          w === 'cos' ||
+          w === 'since' ||
+          (w === 'due' && isWord(next, 'to')) ||
+          (w === 'as' && isWord(next, 'per', 'requested'))
+        ) {
+          const start = w === 'due' || (w === 'reason' && next?.kind === 'punct') ? i + 2 : i + 1;
+          const { value, end, consumed: inText, runsInto } = freeText(tokens, start, 'reason');
+          if (runsInto)
+            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+          if (value !== '') {
+            for (const index of inText) consumed.add(index);
+            slots.reason ??= value;
+            i = end - 1;
+          }
+        } else if (w === 'ref' || w === 'reference' || w === 'ref.') {
+          let j = i + 1;
+          while (tokens[j]?.kind === 'punct' && /^[:#]$/.test(tokens[j]!.text)) j++;
+          if (isWord(tokens[j], 'no', 'number')) j++;
+          const ref = tokens[j];
+          if (
+            ref !== undefined &&
+            (ref.kind === 'code' ||
+              (ref.kind === 'word' && !significant(ref)) ||
+              (ref.kind === 'amount' &&
+                ref.number.type === 'exact' &&
+                ref.currency === undefined &&
+                /^\d+$/.test(ref.text)))
+          ) {
+            slots.reference = ref.kind === 'code' ? ref.value.replace(/^#/, '') : ref.text;
+            use(ref);
+            i = j;
+          }
+        } else if (intent === 'list_payments' && LIST_STATUS_WORDS.has(w)) {
+          slots.status = LIST_STATUS_WORDS.get(w);
+        } else if (intent === 'list_payments' && w === 'partially' && isWord(next, 'refunded')) {
+          slots.status = 'partially_refunded';
+          use(token);
+          i++;
+        } else if (REVENUE_WORDS.has(w)) {
+          slots.revenueWord = true;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return problem === undefined ? { slots, consumed } : { slots, consumed, problem };
+}
+
+/** A correction's right side overrides the left side's slots of the same kind. */
+export function mergeCorrection(before: Slots, after: Slots): { slots: Slots; problem?: string } {
+  const merged: Slots = { ...before };
+  const replaces = <K extends keyof Slots>(key: K, present: boolean): void => {
+    if (present) merged[key] = after[key];
+  };
+  if (after.amounts.length > 0 && before.amounts.length > 1)
+    return { slots: merged, problem: 'a correction of one of several amounts: write the whole instruction again' };
+  if (after.addresses.length > 0 && before.addresses.length > 1)
+    return { slots: merged, problem: 'a correction of one of several recipients: write the whole instruction again' };
+  if (after.paymentIds.length > 0 && before.paymentIds.length > 1)
+    return { slots: merged, problem: 'a correction of one of several payments: write the whole instruction again' };
+  replaces('amounts', after.amounts.length > 0);
+  replaces('addresses', after.addresses.length > 0);
+  replaces('paymentIds', after.paymentIds.length > 0);
+  replaces('percents', after.percents.length > 0);
+  replaces('ratio', after.ratio !== undefined);
+  replaces('date', after.date !== undefined);
+  replaces('url', after.url !== undefined);
+  replaces('memo', after.memo !== undefined);
+  replaces('memos', after.memos.length > 0);
+  replaces('reason', after.reason !== undefined);
+  replaces('reference', after.reference !== undefined);
+  replaces('currency', after.currency !== undefined);
+  if (after.fraction !== undefined || after.amounts.length > 0 || after.full) {
+    // A new refund size replaces the old one, whatever its form.
+    merged.fraction = after.fraction;
+    merged.full = after.full;
+    if (after.amounts.length === 0) merged.amounts = [];
+  }
+  merged.each = before.each || after.each;
+  merged.equal = after.equal ?? before.equal;
+  merged.allPayments = before.allPayments || after.allPayments;
+  merged.duplicates = before.duplicates || after.duplicates;
+  merged.revenueWord = before.revenueWord || after.revenueWord;
+  return { slots: merged };
+}

@@ -1,0 +1,1140 @@
+import {
+  CURRENCIES,
+  type Currency,
+  formatDisplay,
+  getCurrency,
+  minorToNumber,
+  parseMajorAmount,
+} from '../../domain/money.ts';
+import type { PaymentStatus } from '../../domain/payment-status.ts';
+import { explainAll, truncate, unplacedTokens } from './checks.ts';
+import {
+  type AmountToken,
+  type Clause,
+  correctionAt,
+  fillSlots,
+  type Intent,
+  intentOf,
+  mergeCorrection,
+  type Slots,
+  splitClauses,
+  text,
+} from './grammar.ts';
+import {
+  type CurrencyMention,
+  type DateRange,
+  isSignificant,
+  type NumberValue,
+  type Token,
+  tokenize,
+} from './tokens.ts';
+
+/**
+ * Stage 3 of the offline planner: from clauses to steps, and from steps to exact tool calls. A
+ * step is complete or it is a problem the reply names; nothing is guessed (no recipient, no
+ * amount, no currency). Amounts are bigint minor units; shares are basis points.
+ */
+
+/** Payouts and splits move the custodial balance, held in USDC. */
+export const PAYOUT_ASSET: Currency = CURRENCIES.USDC;
+/** A pasted wall of text cannot fan out into many calls. */
+export const MAX_STEPS_PER_MESSAGE = 10;
+export const MAX_MESSAGE_LENGTH = 4000;
+
+export type RefundAmount =
+  | { type: 'full' }
+  | { type: 'exact'; number: NumberValue; text: string; currency: CurrencyMention | undefined }
+  | { type: 'share'; numerator: bigint; denominator: bigint; label: string };
+
+export type Step =
+  | { kind: 'payout'; amountMinor: bigint; toAddress: string; memo?: string; reference?: string }
+  | { kind: 'refund'; paymentId: string; amount: RefundAmount; reason?: string }
+  | { kind: 'refund_period'; range: DateRange; currency?: string; reason?: string }
+  | {
+      kind: 'split';
+      source: { paymentId: string } | { amountMinor: bigint } | { range: DateRange };
+      splits: { toAddress: string; shareBps: number }[];
+      reference?: string;
+    }
+  | {
+      kind: 'create_payment';
+      amountMinor: bigint;
+      currency: Currency;
+      redirectUrl: string;
+      description?: string;
+      reference?: string;
+    }
+  | { kind: 'payment_status'; paymentId: string }
+  | { kind: 'balance' }
+  | { kind: 'pending_confirmations' }
+  | { kind: 'list_payments'; status?: PaymentStatus; limit?: number; range?: DateRange }
+  | { kind: 'revenue'; range: DateRange; currency?: string };
+
+export type Understanding = { ok: true; steps: Step[] } | { ok: false; problems: string[] };
+
+class Problem extends Error {}
+function problem(reason: string): never {
+  throw new Problem(reason);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Message → clauses → steps
+// ---------------------------------------------------------------------------------------------
+
+/** Reads a whole message; any problem anywhere means nothing runs. */
+export function understand(message: string, now: Date): Understanding {
+  if (message.length > MAX_MESSAGE_LENGTH)
+    return { ok: false, problems: [`the message is longer than ${MAX_MESSAGE_LENGTH} characters`] };
+  const tokens = tokenize(message, now);
+  const { clauses: raw, sequencers } = splitClauses(tokens);
+  const clauses = joinAddressLines(raw).map(parseClause);
+  inheritIntents(clauses, sequencers);
+  dropListHeaders(clauses);
+  relaxReadOnly(clauses);
+  const problems: string[] = [];
+  const borrowed = borrowContextIds(clauses);
+
+  for (const clause of clauses)
+    if (clause.problem) problems.push(`"${truncate(text(clause.tokens), 100)}": ${clause.problem}`);
+  problems.push(...explainAll(unplacedTokens(clauses, sequencers, borrowed)));
+  const actionable = clauses.filter((clause) => clause.intent !== undefined);
+  if (problems.length === 0 && actionable.length === 0)
+    problems.push(
+      'I found no instruction in the message: say what to do, e.g. "pay out 250 USDC to 0x…" or "refund pay_…"',
+    );
+
+  const steps: Step[] = [];
+  if (problems.length === 0) {
+    for (const clause of actionable) {
+      try {
+        steps.push(...stepsOf(clause));
+      } catch (error) {
+        if (!(error instanceof Problem)) throw error;
+        problems.push(`"${truncate(text(clause.tokens), 100)}": ${error.message}`);
+      }
+    }
+  }
+  // "check if pay_… settled, and refund it": beside a money step the question is a condition.
+  if (
+    clauses.some((clause) => clause.slots.questionIf) &&
+    clauses.some((clause) => clause.intent === 'payout' || clause.intent === 'refund' || clause.intent === 'split')
+  )
+    problems.push(
+      '"if" beside a money step makes it conditional, and I do not act on conditions: ask the question first, then send the instruction',
+    );
+  // "half of pay_…, then half of pay_…": after the first, "half" could mean of the payment or of what is left.
+  const shared = steps.filter(
+    (step): step is Extract<Step, { kind: 'refund' }> => step.kind === 'refund' && step.amount.type === 'share',
+  );
+  for (const step of shared)
+    if (steps.filter((other) => other.kind === 'refund' && other.paymentId === step.paymentId).length > 1) {
+      problems.push(
+        `${step.paymentId} is refunded more than once by shares, and a second share could mean a share of the payment or of what is left: say the amounts`,
+      );
+      break;
+    }
+  if (problems.length === 0 && steps.length > MAX_STEPS_PER_MESSAGE)
+    problems.push(`at most ${MAX_STEPS_PER_MESSAGE} actions per message (this one has ${steps.length})`);
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, steps };
+}
+
+function parseClause(tokens: Token[]): Clause {
+  const significant = isSignificant;
+  // "X instead of Y": Y is the discarded value.
+  const dropped = new Set<number>();
+  for (let i = 0; i + 2 < tokens.length; i++) {
+    const word = tokens[i]!;
+    if (
+      word.kind === 'word' &&
+      word.lower === 'instead' &&
+      tokens[i + 1]?.kind === 'word' &&
+      (tokens[i + 1] as { lower: string }).lower === 'of'
+    ) {
+      dropped
+        .add(word.index)
+        .add(tokens[i + 1]!.index)
+        .add(tokens[i + 2]!.index);
+    }
+  }
+  const kept = tokens.filter((token) => !dropped.has(token.index));
+  let marker = -1;
+  let markerLength = 0;
+  for (let i = 0; i < kept.length; i++) {
+    const length = correctionAt(kept, i);
+    if (length > 0) {
+      marker = i;
+      markerLength = length;
+      break;
+    }
+  }
+  const before = marker >= 0 ? kept.slice(0, marker) : kept;
+  const after = marker >= 0 ? kept.slice(marker + markerLength) : [];
+  const intent = intentOf(before) ?? intentOf(after);
+  const left = fillSlots(intent, before, significant);
+  const consumed = new Set([...left.consumed, ...dropped]);
+  let slots = left.slots;
+  let clauseProblem = left.problem;
+  if (marker >= 0) {
+    for (const token of kept.slice(marker, marker + markerLength)) consumed.add(token.index);
+    const hasContentBefore = before.some((token) => isSignificant(token) || token.kind === 'word');
+    const right = fillSlots(intent, after, significant);
+    for (const index of right.consumed) consumed.add(index);
+    clauseProblem ??= right.problem;
+    // "…, use that instead", "or rather …": the correction's own words.
+    for (const token of after)
+      if (token.kind === 'word' && ['instead', 'rather', 'meant', 'actually'].includes(token.lower))
+        consumed.add(token.index);
+    if (
+      !after.some((token) => token.kind !== 'punct' && token.kind !== 'word') &&
+      !after.some((t) => t.kind === 'word' && ['full', 'all', 'everything', 'half', 'each'].includes(t.lower))
+    )
+      clauseProblem ??=
+        'the correction says what not to do but not what to do instead, so I did nothing: write the instruction as it should run';
+    if (hasContentBefore) {
+      // Everything the correction replaced is accounted for: the correction consumed it.
+      for (const token of before) if (isSignificant(token) && token.kind !== 'word') consumed.add(token.index);
+      const merged = mergeCorrection(left.slots, right.slots);
+      slots = merged.slots;
+      clauseProblem ??= merged.problem;
+    } else {
+      slots = right.slots;
+    }
+  }
+  // A clause without an intent acts on nothing, so it accounts for nothing: its values stay unplaced.
+  if (intent === undefined) consumed.clear();
+  const wantsPaymentFromContext =
+    (intent === 'refund' || intent === 'payment_status') &&
+    slots.paymentIds.length === 0 &&
+    tokens.some(
+      (token) =>
+        token.kind === 'word' &&
+        [
+          'it',
+          'them',
+          'their',
+          'this',
+          'that',
+          'customer',
+          'client',
+          'buyer',
+          'him',
+          'her',
+          'payment',
+          'order',
+        ].includes(token.lower),
+    );
+  return {
+    intent,
+    tokens,
+    slots,
+    consumed,
+    wantsPaymentFromContext,
+    ...(clauseProblem ? { problem: clauseProblem } : {}),
+  };
+}
+
+/** "…to each of these:" followed by one address per line: the addresses belong to the clause above. */
+function joinAddressLines(clauses: readonly Token[][]): Token[][] {
+  const out: Token[][] = [];
+  for (const clause of clauses) {
+    const onlyAddresses =
+      clause.some((token) => token.kind === 'address' || token.kind === 'bad_address') &&
+      clause.every(
+        (token) =>
+          token.kind === 'address' ||
+          token.kind === 'bad_address' ||
+          token.kind === 'punct' ||
+          (token.kind === 'word' && token.lower === 'and'),
+      );
+    if (onlyAddresses && out.length > 0) out[out.length - 1] = [...out[out.length - 1]!, ...clause];
+    else out.push(clause);
+  }
+  return out;
+}
+
+const MONEY_VERBS = new Set([
+  'pay',
+  'send',
+  'transfer',
+  'payout',
+  'refund',
+  'split',
+  'move',
+  'remit',
+  'wire',
+  'give',
+  'moving',
+  'sending',
+  'paying',
+]);
+
+/** "kindly process the following payouts:" above "- 150 usdc to 0x…" lines is a heading, not a payout. */
+function dropListHeaders(clauses: Clause[]): void {
+  for (const [i, clause] of clauses.entries()) {
+    if (clause.intent !== 'payout' && clause.intent !== 'refund') continue;
+    if (clause.tokens.some((token) => isSignificant(token) || token.kind === 'url')) continue;
+    if (clauses.slice(i + 1).some((later) => later.intent === clause.intent)) clause.intent = undefined;
+  }
+}
+
+/**
+ * A message that only reads ("the customer says they paid but I can't see it — pay_…, can you
+ * check?") cannot move money whatever its words say, so its words of condition or negation are
+ * accounted for by the reads. Beside any write or money step they are not (checks.ts refuses).
+ */
+function relaxReadOnly(clauses: Clause[]): void {
+  const writes = clauses.some(
+    (clause) =>
+      clause.intent !== undefined &&
+      !['payment_status', 'balance', 'pending_confirmations', 'list_payments', 'revenue'].includes(clause.intent),
+  );
+  if (writes || !clauses.some((clause) => clause.intent !== undefined)) return;
+  // "pay everyone who sold to me last month" reads as revenue by its words, but asks to pay: no relief.
+  if (clauses.some((clause) => clause.tokens.some((token) => token.kind === 'word' && MONEY_VERBS.has(token.lower))))
+    return;
+  for (const clause of clauses)
+    for (const token of clause.tokens)
+      if (token.kind === 'word' && isSignificant(token)) clause.consumed.add(token.index);
+}
+
+/** "then 9,000 USDC to 0x…": a fragment after a sequencer continues the action before it. */
+function inheritIntents(clauses: Clause[], sequencers: readonly Token[]): void {
+  if (sequencers.length === 0) return;
+  for (let i = 1; i < clauses.length; i++) {
+    const clause = clauses[i]!;
+    const previous = clauses[i - 1]!;
+    if (clause.intent !== undefined || previous.intent === undefined) continue;
+    const carriesValues = clause.tokens.some(
+      (token) => token.kind === 'amount' || token.kind === 'address' || token.kind === 'payment_id',
+    );
+    if (!carriesValues || !['payout', 'refund'].includes(previous.intent)) continue;
+    clauses[i] = parseClause([
+      ...previous.tokens.filter((t) => t.kind === 'word' && isVerbLike(t.lower)).slice(0, 1),
+      ...clause.tokens,
+    ]);
+    clauses[i]!.intent ??= previous.intent;
+  }
+}
+
+function isVerbLike(word: string): boolean {
+  return ['pay', 'send', 'transfer', 'payout', 'remit', 'wire', 'refund', 'reimburse', 'give'].includes(word);
+}
+
+/**
+ * "Refund it" uses the one payment the clause before named ("check pay_… then refund it"), or the
+ * one payment id of the message's context sentences; a payment's redirect link written in its own
+ * sentence ("… for a phone case? Redirect to https://…") belongs to it the same way.
+ */
+function borrowContextIds(clauses: Clause[]): Set<number> {
+  const borrowed = new Set<number>();
+  for (let i = 1; i < clauses.length; i++) {
+    const clause = clauses[i]!;
+    const previous = clauses[i - 1]!;
+    if (
+      clause.intent !== undefined &&
+      clause.wantsPaymentFromContext &&
+      previous.intent !== undefined &&
+      previous.slots.paymentIds.length === 1
+    ) {
+      clause.slots.paymentIds.push(previous.slots.paymentIds[0]!);
+      clause.wantsPaymentFromContext = false;
+    }
+  }
+  const creating = clauses.filter((clause) => clause.intent === 'create_payment' && clause.slots.url === undefined);
+  const urls = clauses
+    .filter((clause) => clause.intent === undefined)
+    .flatMap((clause) => clause.tokens.filter((t): t is Extract<Token, { kind: 'url' }> => t.kind === 'url'));
+  if (creating.length === 1 && urls.length === 1) {
+    creating[0]!.slots.url = urls[0]!.value;
+    borrowed.add(urls[0]!.index);
+  }
+  const wanting = clauses.filter((clause) => clause.intent !== undefined && clause.wantsPaymentFromContext);
+  if (wanting.length !== 1) return borrowed;
+  const contextIds = clauses
+    .filter((clause) => clause.intent === undefined)
+    .flatMap((clause) =>
+      clause.tokens.filter((token): token is Extract<Token, { kind: 'payment_id' }> => token.kind === 'payment_id'),
+    );
+  const distinct = [...new Set(contextIds.map((token) => token.value))];
+  if (distinct.length !== 1) return borrowed;
+  wanting[0]!.slots.paymentIds.push(distinct[0]!);
+  for (const token of contextIds) borrowed.add(token.index);
+  return borrowed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers and currencies
+// ---------------------------------------------------------------------------------------------
+
+/** The decimal text of a number in a currency: a locale-ambiguous "5.000" is settled by the currency's decimals, or asked. */
+function numberIn(value: NumberValue, currency: Currency): string {
+  if (value.type === 'exact') return value.text;
+  if (value.type === 'unreadable') problem(value.reason);
+  // "5.000 naira" cannot be 5 with three decimals: the naira has two, so it is five thousand.
+  if (currency.exponent < 3) return value.grouped;
+  problem(
+    `${value.reason}. Write ${value.grouped} or ${value.decimal.replace(/\.?0+$/, '')} ${currency.code} without the dot`,
+  );
+}
+
+function toMinor(value: NumberValue, written: string, currency: Currency): bigint {
+  const decimal = numberIn(value, currency);
+  const parsed = parseMajorAmount(decimal, currency);
+  if (parsed.ok) return parsed.minor;
+  if (parsed.reason === 'too_many_decimals')
+    problem(`${written} has more decimals than ${currency.code} has (${currency.exponent})`);
+  if (parsed.reason === 'not_positive') problem(`the amount must be more than zero, not ${written}`);
+  if (parsed.reason === 'too_large') problem(`${written} is more than the largest amount I accept`);
+  problem(`${written} is not an amount I can read`);
+}
+
+function checkAmountToken(amount: AmountToken): void {
+  if (amount.negative) problem(`${amount.text} is negative: amounts are always positive`);
+}
+
+/** Payouts and splits move USDC: no currency, "$", "dollars", "bucks", "usd" and "usdc" all mean USDC. */
+function payoutMinor(amount: AmountToken, standalone: CurrencyMention | undefined): bigint {
+  checkAmountToken(amount);
+  const mention = amount.currency ?? standalone;
+  if (amount.currency && standalone && amount.currency.code !== standalone.code)
+    problem(`${amount.text} and "${standalone.word}" name two different currencies`);
+  if (mention !== undefined && mention.code !== 'DOLLAR' && mention.code !== 'USDC')
+    problem(
+      `payouts and splits are paid in USDC, not ${mention.word}: I do not convert currencies, say the amount in USDC`,
+    );
+  return toMinor(amount.number, amount.text, PAYOUT_ASSET);
+}
+
+function formatBps(bps: bigint): string {
+  const whole = bps / 100n;
+  const cents = bps % 100n;
+  return cents === 0n ? whole.toString() : `${whole}.${cents.toString().padStart(2, '0').replace(/0$/, '')}`;
+}
+
+/** Equal shares in basis points; the first recipients get the extra basis point (3 ways: 3334/3333/3333). */
+function equalShares(count: number): number[] {
+  const base = Math.floor(10_000 / count);
+  const extra = 10_000 - base * count;
+  return Array.from({ length: count }, (_, i) => base + (i < extra ? 1 : 0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clause → steps
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The slots each intent's step reads. A word the grammar filed into a slot the step then ignores
+ * ("split half of 100 USDC …", "split yesterday's NGN revenue …") would be a word not acted on:
+ * such a clause is asked back, never run without it.
+ */
+/** "for my approval", "for the board report": a read's asides change nothing it reads. */
+const READ_ASIDES: readonly (keyof Slots)[] = ['memo', 'memos', 'reason'];
+
+const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
+  payout: ['addresses', 'amounts', 'each', 'memo', 'memos', 'reference', 'currency'],
+  refund: [
+    'paymentIds',
+    'amounts',
+    'fraction',
+    'percents',
+    'ratio',
+    'full',
+    'reason',
+    'currency',
+    'allPayments',
+    'date',
+    'duplicates',
+  ],
+  split: [
+    'addresses',
+    'paymentIds',
+    'amounts',
+    'percents',
+    'ratio',
+    'equal',
+    'date',
+    'reference',
+    'currency',
+    'revenueWord',
+    'memo',
+    'memos',
+  ],
+  create_payment: ['amounts', 'url', 'memo', 'memos', 'reference', 'currency'],
+  payment_status: ['paymentIds', ...READ_ASIDES],
+  balance: ['currency', ...READ_ASIDES],
+  pending_confirmations: [...READ_ASIDES],
+  list_payments: ['status', 'limit', 'date', 'revenueWord', ...READ_ASIDES],
+  revenue: ['date', 'currency', 'revenueWord', ...READ_ASIDES],
+  approve: [],
+};
+
+const SLOT_WORDS: Partial<Record<keyof Slots, string>> = {
+  addresses: 'an address',
+  amounts: 'an amount',
+  paymentIds: 'a payment id',
+  percents: 'a percentage',
+  ratio: 'shares',
+  fraction: 'a fraction',
+  equal: '"equally"',
+  each: '"each"',
+  full: '"in full"',
+  allPayments: '"all payments"',
+  duplicates: '"paid twice"',
+  date: 'a date',
+  url: 'a link',
+  memo: 'a memo',
+  reason: 'a reason',
+  reference: 'a reference',
+  currency: 'a currency',
+  status: 'a status',
+  limit: 'a count',
+};
+
+function unreadSlots(intent: Intent, slots: Slots): (keyof Slots)[] {
+  const read = new Set<keyof Slots>(SLOTS_READ[intent]);
+  return (Object.keys(SLOT_WORDS) as (keyof Slots)[]).filter((key) => {
+    if (read.has(key)) return false;
+    const value = slots[key];
+    return Array.isArray(value) ? value.length > 0 : value !== undefined && value !== false;
+  });
+}
+
+function stepsOf(clause: Clause): Step[] {
+  const { slots } = clause;
+  if (clause.intent !== undefined && clause.intent !== 'approve') {
+    const unread = unreadSlots(clause.intent, slots);
+    if (unread.length > 0)
+      problem(
+        `I could not place ${unread.map((key) => SLOT_WORDS[key]).join(', ')} in this instruction, so I did not act on it`,
+      );
+  }
+  const badAddress = clause.tokens.find((token) => token.kind === 'bad_address');
+  if (badAddress?.kind === 'bad_address') problem(badAddress.reason);
+  const badId = clause.tokens.find((token) => token.kind === 'bad_payment_id');
+  if (badId) problem(`"${badId.text}" is not a complete payment id (pay_ followed by 22 letters and digits)`);
+  switch (clause.intent) {
+    case 'approve':
+      return problem(
+        'I cannot approve or reject held actions: a person does that on the dashboard or with an approvals key',
+      );
+    case 'payout':
+      return payoutSteps(clause);
+    case 'refund': {
+      const narrowing = slots.allPayments ? narrowingWord(clause.tokens) : undefined;
+      if (narrowing)
+        problem(
+          `"${narrowing.text}" narrows which payments to refund, and I only refund every payment of a period as a whole: list the payment ids (pay_…) to refund`,
+        );
+      return refundSteps(slots);
+    }
+    case 'split':
+      return [splitStep(slots)];
+    case 'create_payment':
+      return [createPaymentStep(slots)];
+    case 'payment_status':
+      if (slots.paymentIds.length === 0) problem('say which payment by its id (pay_…)');
+      return slots.paymentIds.map((paymentId) => ({ kind: 'payment_status' as const, paymentId }));
+    case 'balance':
+      return [{ kind: 'balance' }];
+    case 'pending_confirmations':
+      return [{ kind: 'pending_confirmations' }];
+    case 'list_payments':
+      if (slots.limit !== undefined && (slots.limit < 1 || slots.limit > 100))
+        problem('I list 1 to 100 payments at a time');
+      return [
+        {
+          kind: 'list_payments',
+          ...(slots.status ? { status: slots.status } : {}),
+          ...(slots.limit ? { limit: slots.limit } : {}),
+          ...(slots.date ? { range: slots.date } : {}),
+        },
+      ];
+    case 'revenue': {
+      if (slots.date === undefined) problem('say which period, e.g. "yesterday", "last week" or "since March 1"');
+      const currency = slots.currency ? currencyCode(slots.currency) : undefined;
+      return [{ kind: 'revenue', range: slots.date, ...(currency ? { currency } : {}) }];
+    }
+    default:
+      return [];
+  }
+}
+
+/** The words a refund of a whole period may hold; anything else ("failed", "by john", "from the Lagos store") narrows it. */
+const PERIOD_REFUND_WORDS = new Set([
+  'refund',
+  'refunds',
+  'reimburse',
+  'reverse',
+  'refnd',
+  'all',
+  'every',
+  'each',
+  'everything',
+  'payment',
+  'payments',
+  'transaction',
+  'transactions',
+  'order',
+  'orders',
+  'charge',
+  'charges',
+  'sale',
+  'sales',
+  'from',
+  'of',
+  'on',
+  'for',
+  'made',
+  'taken',
+  'received',
+  'the',
+  'my',
+  'our',
+  'please',
+  'pls',
+  'kindly',
+  'can',
+  'could',
+  'you',
+  'i',
+  'we',
+  'want',
+  'need',
+  'to',
+  'a',
+  'in',
+  'full',
+  'fully',
+  'them',
+  'those',
+  'these',
+  'that',
+  'were',
+  'was',
+  'paid',
+  'today',
+  "today's",
+  'yesterday',
+  "yesterday's",
+  'hi',
+  'hello',
+  'thanks',
+  'thank',
+  'and',
+  'just',
+  'go',
+  'ahead',
+  'u',
+  'naira',
+  'cedis',
+  'shillings',
+  'dollars',
+  'usd',
+  'ngn',
+  'ghs',
+  'kes',
+]);
+const REASON_MARKERS = new Set(['because', 'reason', 'due', 'since', 'cos', 'as']);
+const STATEMENT_VERBS = new Set(['was', 'were', 'is', 'are', 'got', 'has', 'had', 'have', 'been']);
+
+function narrowingWord(tokens: readonly Token[]): Token | undefined {
+  for (const [i, token] of tokens.entries()) {
+    // "…, the event was cancelled": a statement after a comma says why, it picks no payments.
+    if (token.kind === 'punct' && /^[,—–-]$/.test(token.text)) {
+      const tail = tokens.slice(i + 1);
+      if (tail.some((t) => t.kind === 'word' && STATEMENT_VERBS.has(t.lower))) return undefined;
+    }
+    if (token.kind === 'word' && REASON_MARKERS.has(token.lower)) return undefined;
+    if (token.kind === 'word' && !PERIOD_REFUND_WORDS.has(token.lower) && !isSignificant(token)) return token;
+    if (token.kind === 'code' || token.kind === 'quoted') return token;
+  }
+  return undefined;
+}
+
+function currencyCode(mention: CurrencyMention): string {
+  const code = mention.code === 'DOLLAR' ? 'USD' : mention.code;
+  if (getCurrency(code) === undefined) problem(`${mention.word} is not a supported currency`);
+  return code;
+}
+
+function payoutSteps(clause: Clause): Step[] {
+  const { slots } = clause;
+  const { addresses, amounts } = slots;
+  if (addresses.length === 0)
+    problem('a payout needs its recipient as a full 0x address (I never guess a recipient, and I do not know names)');
+  if (amounts.length === 0) problem('say exactly how much to pay, e.g. 250 USDC');
+  if (slots.paymentIds.length > 0)
+    problem(
+      'a payout pays an address you write: I do not take a recipient or an amount from a payment (to give a payer money back, say "refund pay_…")',
+    );
+  if (slots.fraction || slots.percents.length > 0 || slots.ratio)
+    problem(
+      'a payout needs an amount in USDC, not a share: to share an amount between addresses, say "split 500 USDC 70/30 between 0x… and 0x…"',
+    );
+  if (amounts.length === 1 && addresses.length === 1) {
+    if (slots.memos.length > 1) problem(`two memos for one payout ("${slots.memos.join('" and "')}")`);
+    return [payout(amounts[0]!, addresses[0]!.value, slots)];
+  }
+  if (amounts.length === 1 && slots.each) {
+    if (slots.memos.length > 1) problem(`several memos for one amount each: write one payout per memo`);
+    const distinct = new Set(addresses.map((a) => a.value.toLowerCase()));
+    if (distinct.size !== addresses.length) problem('the same address appears twice');
+    return addresses.map((address) => payout(amounts[0]!, address.value, { ...slots, memo: slots.memo }));
+  }
+  if (amounts.length === 1)
+    problem(
+      `one amount for ${addresses.length} recipients: say "${amounts[0]!.text} each" to pay each of them that much, or "split ${amounts[0]!.text} equally between …" to share it`,
+    );
+  if (amounts.length !== addresses.length)
+    problem(`${amounts.length} amounts for ${addresses.length} recipients: write one "amount to address" per payout`);
+  if (slots.each) problem('"each" with several amounts: write one "amount to address" per payout');
+  // Several "amount to address" pairs in one sentence: pair them in order, each with its own memo.
+  return pairSegments(clause).map((segment) => {
+    const filled = fillSlots('payout', segment, isSignificant).slots;
+    if (filled.amounts.length !== 1 || filled.addresses.length !== 1)
+      problem(`"${text(segment)}": write one "amount to address" per payout`);
+    return payout(filled.amounts[0]!, filled.addresses[0]!.value, {
+      ...filled,
+      currency: filled.currency ?? slots.currency,
+    });
+  });
+}
+
+/** Splits "1,000 to A for x and 2,000 to B for y" (or "A 1,000, B 2,000") into one segment per pair. */
+function pairSegments(clause: Clause): Token[][] {
+  const tokens = clause.tokens;
+  const firstAmount = tokens.findIndex((t) => t.kind === 'amount');
+  const firstAddress = tokens.findIndex((t) => t.kind === 'address');
+  const leader: Token['kind'] = firstAmount < firstAddress ? 'amount' : 'address';
+  const segments: Token[][] = [];
+  let current: Token[] = [];
+  let seenLeader = false;
+  for (const token of tokens) {
+    if (token.kind === leader) {
+      if (seenLeader) {
+        while (
+          current.length > 0 &&
+          (current.at(-1)!.kind === 'punct' ||
+            (current.at(-1)!.kind === 'word' &&
+              ['and', 'to', '&'].includes((current.at(-1) as { lower: string }).lower)))
+        ) {
+          const popped = current.pop()!;
+          // "… and 2,000 to B": "to" belongs to the next pair when the address follows.
+          if (popped.kind === 'word' && (popped as { lower: string }).lower === 'to' && leader === 'address') {
+            segments.push(current);
+            current = [popped];
+            break;
+          }
+        }
+        if (current.length > 0 || segments.length === 0) segments.push(current);
+        current = [];
+      }
+      seenLeader = true;
+    }
+    current.push(token);
+  }
+  segments.push(current);
+  return segments.filter((segment) => segment.length > 0);
+}
+
+function payout(amount: AmountToken, toAddress: string, slots: Pick<Slots, 'memo' | 'reference' | 'currency'>): Step {
+  const amountMinor = payoutMinor(amount, slots.currency);
+  return {
+    kind: 'payout',
+    amountMinor,
+    toAddress,
+    ...(slots.memo ? { memo: slots.memo.slice(0, 300) } : {}),
+    ...(slots.reference ? { reference: slots.reference } : {}),
+  };
+}
+
+function refundSteps(slots: Slots): Step[] {
+  const reason = slots.reason ? { reason: slots.reason.slice(0, 300) } : {};
+  if (slots.duplicates)
+    problem('I cannot tell from the data which payments were paid twice: list the payment ids to refund (pay_…)');
+  if (slots.allPayments) {
+    if (slots.paymentIds.length > 0)
+      problem('"all" and a payment id: say either "refund pay_…" or "refund all payments from <period>"');
+    if (slots.date === undefined)
+      problem('say which period to refund ("all payments from yesterday"); I never refund everything at once');
+    if (slots.amounts.length > 0 || slots.fraction || slots.percents.length > 0)
+      problem('a refund of every payment of a period refunds each in full; give payment ids to refund part of one');
+    const currency = slots.currency ? currencyCode(slots.currency) : undefined;
+    return [{ kind: 'refund_period', range: slots.date, ...(currency ? { currency } : {}), ...reason }];
+  }
+  if (slots.date !== undefined) problem('a refund of one payment takes its id, not a date');
+  if (slots.paymentIds.length === 0) problem('say which payment to refund by its id (pay_…): I never pick one for you');
+  if (slots.addresses.length > 0)
+    problem('a refund goes back to the payer, not to an address: to pay an address, say "pay out … to 0x…"');
+  // "refund 3/4 of pay_…": a fraction written with a slash.
+  if (slots.ratio && slots.ratio.length === 2 && !slots.fraction) {
+    const [numerator, denominator] = slots.ratio as [bigint, bigint];
+    if (numerator <= 0n || numerator > denominator)
+      problem(`"${numerator / 100n}/${denominator / 100n}" is not a share of a payment`);
+    slots.fraction = { numerator, denominator, text: `${numerator / 100n}/${denominator / 100n}` };
+    slots.ratio = undefined;
+  } else if (slots.ratio) problem('a refund takes one amount or one share, not a split');
+  const sizes = (slots.amounts.length > 0 ? 1 : 0) + (slots.fraction ? 1 : 0) + (slots.percents.length > 0 ? 1 : 0);
+  if (sizes > 1 || slots.amounts.length > 1 || slots.percents.length > 1)
+    problem('two refund amounts: say one amount, or a share such as "half"');
+  if (sizes > 0 && slots.paymentIds.length > 1)
+    problem('one refund amount for several payments: write one refund per payment');
+  let amount: RefundAmount = { type: 'full' };
+  const written = slots.amounts[0];
+  if (written !== undefined) {
+    checkAmountToken(written);
+    if (written.number.type === 'unreadable') problem(written.number.reason);
+    amount = {
+      type: 'exact',
+      number: written.number,
+      text: written.text,
+      currency: written.currency ?? slots.currency,
+    };
+  } else if (slots.fraction) {
+    amount = {
+      type: 'share',
+      numerator: slots.fraction.numerator,
+      denominator: slots.fraction.denominator,
+      label: slots.fraction.text,
+    };
+  } else if (slots.percents[0]) {
+    const bps = slots.percents[0].bps;
+    if (bps === undefined || bps <= 0n || bps > 10_000n)
+      problem(`${slots.percents[0].text} is not a share between 0% and 100%`);
+    amount = { type: 'share', numerator: bps, denominator: 10_000n, label: slots.percents[0].text };
+  }
+  if (slots.full && amount.type !== 'full') problem('"in full" and an amount: say one of them');
+  return slots.paymentIds.map((paymentId) => ({ kind: 'refund' as const, paymentId, amount, ...reason }));
+}
+
+function splitStep(slots: Slots): Step {
+  const addresses = slots.addresses.map((a) => a.value);
+  if (addresses.length < 2)
+    problem('a split needs at least two recipients as full 0x addresses (I never guess a recipient)');
+  if (new Set(addresses.map((a) => a.toLowerCase())).size !== addresses.length)
+    problem('the same address appears twice in the split');
+  let shares: bigint[];
+  if (slots.ratio) shares = slots.ratio;
+  else if (slots.percents.length > 0)
+    shares = slots.percents.map((p) => p.bps ?? problem(`"${p.text}" is not a percentage I can read`));
+  else if (slots.equal) {
+    if (slots.equal.ways !== undefined && slots.equal.ways !== addresses.length)
+      problem(`${slots.equal.ways} ways but ${addresses.length} recipients`);
+    shares = equalShares(addresses.length).map(BigInt);
+  } else problem('say how to share it: "70/30", "50% to 0x… and 50% to 0x…" or "equally"');
+  if (shares.length !== addresses.length)
+    problem(`${shares.length} shares for ${addresses.length} recipients: give one share per address`);
+  if (shares.some((share) => share <= 0n)) problem('every share must be more than 0%');
+  const total = shares.reduce((sum, share) => sum + share, 0n);
+  if (total !== 10_000n) problem(`the shares add up to ${formatBps(total)}%, not 100%`);
+  const splits = addresses.map((toAddress, i) => ({ toAddress, shareBps: Number(shares[i]) }));
+  const reference = slots.reference ? { reference: slots.reference } : {};
+
+  const sources = (slots.paymentIds.length > 0 ? 1 : 0) + (slots.amounts.length > 0 ? 1 : 0) + (slots.date ? 1 : 0);
+  if (sources === 0)
+    problem('say what to split: a payment (pay_…), an amount in USDC, or a period\'s revenue ("yesterday\'s revenue")');
+  if (sources > 1 || slots.paymentIds.length > 1 || slots.amounts.length > 1)
+    problem('say one thing to split: a payment, an amount, or a period');
+  if (slots.currency && slots.amounts.length === 0)
+    problem(`a split shares the USDC credited to you, not ${slots.currency.word}: say it without the currency`);
+  if (slots.paymentIds[0]) return { kind: 'split', source: { paymentId: slots.paymentIds[0] }, splits, ...reference };
+  if (slots.date) return { kind: 'split', source: { range: slots.date }, splits, ...reference };
+  return {
+    kind: 'split',
+    source: { amountMinor: payoutMinor(slots.amounts[0]!, slots.currency) },
+    splits,
+    ...reference,
+  };
+}
+
+function createPaymentStep(slots: Slots): Step {
+  if (slots.amounts.length !== 1)
+    problem(slots.amounts.length === 0 ? 'say the amount and currency, e.g. 5,000 NGN' : 'one payment has one amount');
+  if (slots.url === undefined)
+    problem('a payment needs the page to send the payer back to: add "redirect to https://…" (I do not invent one)');
+  if (slots.addresses.length > 0)
+    problem('I create payments without a payout address here; set one with the API if you need it');
+  const amount = slots.amounts[0]!;
+  checkAmountToken(amount);
+  const mention = amount.currency ?? slots.currency;
+  if (mention === undefined)
+    problem(`which currency is ${amount.text} in? Say it, e.g. "5,000 NGN" (I do not assume one)`);
+  const currency = getCurrency(currencyCode(mention))!;
+  let url: URL;
+  try {
+    url = new URL(slots.url);
+  } catch {
+    problem(`"${slots.url}" is not an absolute http(s) URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') problem(`"${slots.url}" is not an http(s) URL`);
+  return {
+    kind: 'create_payment',
+    amountMinor: toMinor(amount.number, amount.text, currency),
+    currency,
+    redirectUrl: slots.url,
+    ...(slots.memo ? { description: slots.memo.slice(0, 300) } : {}),
+    ...(slots.reference ? { reference: slots.reference } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps → tool calls
+// ---------------------------------------------------------------------------------------------
+
+/** The typed facts read from a payment result; nothing else in it is looked at. */
+export interface PaymentFacts {
+  currency: Currency;
+  amountMinor: bigint;
+  refundedMinor: bigint;
+  status: string;
+}
+
+/** The typed facts read from get_revenue. */
+export interface RevenueFacts {
+  settlementMinor: bigint;
+  /** Payments of the period that can be refunded (settled or partially refunded), as listed. */
+  refundable: string[];
+  hasMore: boolean;
+}
+
+export interface PlannedCall {
+  tool: string;
+  input: Record<string, unknown>;
+  /** The action in plain words: "Pay out 250.000000 USDC to 0x… (memo: invoice 42)". */
+  label: string;
+}
+
+/** The reads a step needs before any call runs (partial refunds read the payment; periods read revenue). */
+export function readsFor(step: Step): PlannedCall[] {
+  if (step.kind === 'refund' && step.amount.type !== 'full')
+    return [{ tool: 'get_payment', input: { payment_id: step.paymentId }, label: `Read ${step.paymentId}` }];
+  if (step.kind === 'refund_period' || (step.kind === 'split' && 'range' in step.source)) {
+    const range = step.kind === 'refund_period' ? step.range : (step.source as { range: DateRange }).range;
+    const input = rangeInput(range);
+    if (step.kind === 'refund_period' && step.currency) input.currency = step.currency;
+    return [{ tool: 'get_revenue', input, label: `Revenue ${describeRange(range)}` }];
+  }
+  return [];
+}
+
+export function rangeInput(range: DateRange): Record<string, unknown> {
+  return { from: range.from.toISOString(), to: range.to.toISOString() };
+}
+
+export function describeRange(range: DateRange): string {
+  return `from ${range.from.toISOString().replace('T00:00:00.000Z', '').replace('.000Z', 'Z')} to ${range.to.toISOString().replace('T00:00:00.000Z', '').replace('.000Z', 'Z')}`;
+}
+
+export function toolsFor(step: Step): string[] {
+  return [...readsFor(step).map((call) => call.tool), toolOf(step)];
+}
+
+function toolOf(step: Step): string {
+  switch (step.kind) {
+    case 'payout':
+      return 'create_payout';
+    case 'refund':
+    case 'refund_period':
+      return 'refund_payment';
+    case 'split':
+      return 'split_revenue';
+    case 'create_payment':
+      return 'create_payment';
+    case 'payment_status':
+      return 'get_payment';
+    case 'balance':
+      return 'get_balance';
+    case 'pending_confirmations':
+      return 'list_pending_confirmations';
+    case 'list_payments':
+      return 'list_payments';
+    case 'revenue':
+      return 'get_revenue';
+  }
+}
+
+export interface ReadFacts {
+  payments: ReadonlyMap<string, PaymentFacts>;
+  revenue: ReadonlyMap<string, RevenueFacts>;
+}
+
+export const rangeKey = (range: DateRange): string => `${range.from.toISOString()}/${range.to.toISOString()}`;
+
+/** Turns steps into the exact calls they make, with what was read; a Problem if a step cannot run as asked. */
+export function resolveCalls(steps: readonly Step[], facts: ReadFacts): PlannedCall[] | { problem: string } {
+  const remaining = new Map([...facts.payments].map(([id, f]) => [id, f.amountMinor - f.refundedMinor]));
+  try {
+    return steps.flatMap((step) => callsOf(step, facts, remaining));
+  } catch (error) {
+    if (error instanceof Problem) return { problem: error.message };
+    throw error;
+  }
+}
+
+function callsOf(step: Step, facts: ReadFacts, remaining: Map<string, bigint>): PlannedCall[] {
+  switch (step.kind) {
+    case 'payout': {
+      const input: Record<string, unknown> = {
+        amount: minorToNumber(step.amountMinor, PAYOUT_ASSET),
+        asset: PAYOUT_ASSET.code,
+        to_address: step.toAddress,
+      };
+      if (step.reference) input.reference = step.reference;
+      if (step.memo) input.memo = step.memo;
+      const memo = step.memo ? ` (memo: ${step.memo})` : '';
+      return [
+        {
+          tool: 'create_payout',
+          input,
+          label: `Pay out ${formatDisplay(step.amountMinor, PAYOUT_ASSET)} to ${step.toAddress}${memo}`,
+        },
+      ];
+    }
+    case 'refund':
+      return [refundCall(step, facts, remaining)];
+    case 'refund_period': {
+      const revenue = facts.revenue.get(rangeKey(step.range));
+      if (revenue === undefined) problem(`I could not read the payments ${describeRange(step.range)}`);
+      if (revenue.hasMore)
+        problem(
+          `there are more payments ${describeRange(step.range)} than I refund in one message: list the payment ids`,
+        );
+      if (revenue.refundable.length === 0) problem(`no settled payment ${describeRange(step.range)} can be refunded`);
+      return revenue.refundable.map((paymentId) => ({
+        tool: 'refund_payment',
+        input: { payment_id: paymentId, ...(step.reason ? { reason: step.reason } : {}) },
+        label: `Refund ${paymentId} in full`,
+      }));
+    }
+    case 'split': {
+      const splits = step.splits.map((split) => ({ to_address: split.toAddress, share_bps: split.shareBps }));
+      const shares = step.splits
+        .map((split) => `${formatBps(BigInt(split.shareBps))}% to ${split.toAddress}`)
+        .join(', ');
+      let input: Record<string, unknown>;
+      let what: string;
+      if ('paymentId' in step.source) {
+        input = { payment_id: step.source.paymentId, splits };
+        what = `the proceeds of ${step.source.paymentId}`;
+      } else {
+        let amountMinor: bigint;
+        if ('range' in step.source) {
+          const revenue = facts.revenue.get(rangeKey(step.source.range));
+          if (revenue === undefined) problem(`I could not read the revenue ${describeRange(step.source.range)}`);
+          if (revenue.settlementMinor <= 0n)
+            problem(`there is no settled revenue ${describeRange(step.source.range)} to split`);
+          amountMinor = revenue.settlementMinor;
+          what = `the revenue ${describeRange(step.source.range)} (${formatDisplay(amountMinor, PAYOUT_ASSET)})`;
+        } else {
+          amountMinor = step.source.amountMinor;
+          what = formatDisplay(amountMinor, PAYOUT_ASSET);
+        }
+        input = { amount: minorToNumber(amountMinor, PAYOUT_ASSET), asset: PAYOUT_ASSET.code, splits };
+      }
+      if (step.reference) input.reference = step.reference;
+      return [{ tool: 'split_revenue', input, label: `Split ${what}: ${shares}` }];
+    }
+    case 'create_payment': {
+      const input: Record<string, unknown> = {
+        amount: minorToNumber(step.amountMinor, step.currency),
+        currency: step.currency.code,
+        redirect_url: step.redirectUrl,
+      };
+      if (step.description) input.description = step.description;
+      if (step.reference) input.reference = step.reference;
+      return [
+        {
+          tool: 'create_payment',
+          input,
+          label: `Create a ${formatDisplay(step.amountMinor, step.currency)} payment${step.description ? ` for ${step.description}` : ''}`,
+        },
+      ];
+    }
+    case 'payment_status':
+      return [{ tool: 'get_payment', input: { payment_id: step.paymentId }, label: `Status of ${step.paymentId}` }];
+    case 'balance':
+      return [{ tool: 'get_balance', input: {}, label: 'Balance' }];
+    case 'pending_confirmations':
+      return [{ tool: 'list_pending_confirmations', input: {}, label: 'Pending approvals' }];
+    case 'list_payments': {
+      const input: Record<string, unknown> = {};
+      if (step.status) input.status = step.status;
+      if (step.limit) input.limit = step.limit;
+      if (step.range) {
+        // list_payments' range is inclusive at both ends; the period's end is exclusive.
+        input.created_gte = step.range.from.toISOString();
+        input.created_lte = new Date(step.range.to.getTime() - 1).toISOString();
+      }
+      return [
+        {
+          tool: 'list_payments',
+          input,
+          label: `Payments${step.status ? ` (${step.status})` : ''}${step.range ? ` created ${describeRange(step.range)}` : ''}`,
+        },
+      ];
+    }
+    case 'revenue': {
+      const input = rangeInput(step.range);
+      if (step.currency) input.currency = step.currency;
+      return [{ tool: 'get_revenue', input, label: `Revenue ${describeRange(step.range)}` }];
+    }
+  }
+}
+
+function refundCall(
+  step: Extract<Step, { kind: 'refund' }>,
+  facts: ReadFacts,
+  remaining: Map<string, bigint>,
+): PlannedCall {
+  const input: Record<string, unknown> = { payment_id: step.paymentId };
+  if (step.reason) input.reason = step.reason;
+  if (step.amount.type === 'full') {
+    if (facts.payments.has(step.paymentId)) remaining.set(step.paymentId, 0n);
+    return {
+      tool: 'refund_payment',
+      input,
+      label: `Refund what is left of ${step.paymentId}${step.reason ? ` (reason: ${step.reason})` : ''}`,
+    };
+  }
+  const payment = facts.payments.get(step.paymentId) ?? problem(`I could not read ${step.paymentId}`);
+  const left = remaining.get(step.paymentId) ?? 0n;
+  if (left <= 0n) problem(`${step.paymentId} has nothing left to refund`);
+  let minor: bigint;
+  if (step.amount.type === 'share') {
+    // "half of pay_…" is half of the payment. After an earlier refund it could mean half of what is left: ask.
+    if (payment.refundedMinor > 0n || left !== payment.amountMinor)
+      problem(
+        `${step.paymentId} was already partly refunded, so "${step.amount.label}" could mean a share of the payment or of what is left: say the amount`,
+      );
+    const product = payment.amountMinor * step.amount.numerator;
+    if (product % step.amount.denominator !== 0n)
+      problem(
+        `${step.amount.label} of ${formatDisplay(payment.amountMinor, payment.currency)} is not a whole amount in ${payment.currency.code}: say the exact amount`,
+      );
+    minor = product / step.amount.denominator;
+    if (minor <= 0n) problem(`${step.amount.label} of ${step.paymentId} is nothing`);
+  } else {
+    const mention = step.amount.currency;
+    if (mention !== undefined) {
+      const matches =
+        mention.code === 'DOLLAR' ? payment.currency.code === 'USD' : mention.code === payment.currency.code;
+      if (!matches)
+        problem(
+          `${step.paymentId} is in ${payment.currency.code}, not ${mention.word}: refunds are in the payment's own currency`,
+        );
+    }
+    minor = toMinor(step.amount.number, step.amount.text, payment.currency);
+  }
+  if (minor > left)
+    problem(
+      `${formatDisplay(minor, payment.currency)} is more than what is left to refund on ${step.paymentId} (${formatDisplay(left, payment.currency)})`,
+    );
+  remaining.set(step.paymentId, left - minor);
+  input.amount = minorToNumber(minor, payment.currency);
+  return {
+    tool: 'refund_payment',
+    input,
+    label: `Refund ${formatDisplay(minor, payment.currency)} of ${step.paymentId}${step.reason ? ` (reason: ${step.reason})` : ''}`,
+  };
+}
+

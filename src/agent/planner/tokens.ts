@@ -1,0 +1,1038 @@
+import * as chrono from 'chrono-node';
+import { isAddress } from 'viem';
+import { isId } from '../../domain/ids.ts';
+import { CURRENCIES, type CurrencyCode } from '../../domain/money.ts';
+
+/**
+ * Stage 1 of the offline planner: the lexer. It turns a message into tokens and marks the ones
+ * that carry meaning (amounts, addresses, ids, shares, dates, and the words that change what an
+ * instruction means: conditions, negations, corrections, sequencing). The grammar must account for
+ * every such token, or nothing runs (checks.ts). Numbers are kept as decimal text, never floats.
+ */
+
+/** A currency as written; "dollars"/"$" is resolved by context (USDC on payouts, USD on payments). */
+export interface CurrencyMention {
+  code: CurrencyCode | 'DOLLAR';
+  word: string;
+}
+
+/**
+ * A written number. `exact` is its decimal text ("1200.5"); `readings` holds the two values of a
+ * locale-ambiguous number ("5.000" is 5 or 5000) for the plan to settle by the currency's
+ * decimals or ask; `unreadable` says why a number cannot be read at all ("1,00").
+ */
+export type NumberValue =
+  | { type: 'exact'; text: string }
+  | { type: 'ambiguous'; grouped: string; decimal: string; reason: string }
+  | { type: 'unreadable'; reason: string };
+
+interface Span {
+  /** The text as written. */
+  text: string;
+  /** Index of the token in the message's token list. */
+  index: number;
+}
+
+export type Token = Span &
+  (
+    | { kind: 'address'; value: string }
+    | { kind: 'bad_address'; reason: string }
+    | { kind: 'payment_id'; value: string }
+    | { kind: 'bad_payment_id' }
+    /** Another object's id (po_…, conf_…): meaningful, and no instruction here takes one. */
+    | { kind: 'object_id'; value: string }
+    | { kind: 'url'; value: string }
+    | { kind: 'amount'; number: NumberValue; currency: CurrencyMention | undefined; negative: boolean }
+    | { kind: 'percent'; bps: bigint | undefined }
+    /** "70/30", "50-50", "50/30/20": shares in basis points. */
+    | { kind: 'ratio'; parts: bigint[] }
+    /** "half", "a quarter", "three quarters", "a third". */
+    | { kind: 'fraction'; numerator: bigint; denominator: bigint }
+    | { kind: 'currency'; mention: CurrencyMention }
+    | { kind: 'date'; range: DateRange | undefined; since: boolean }
+    | { kind: 'quoted'; value: string }
+    /** An identifier that is not an amount: "#42", "PO-17", "INV2024", the 42 of "invoice 42". */
+    | { kind: 'code'; value: string }
+    | { kind: 'word'; lower: string }
+    | { kind: 'punct' }
+  );
+
+export type TokenKind = Token['kind'];
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** A token before its place in the list is known. */
+type NewToken = DistributiveOmit<Token, 'index'>;
+
+export interface DateRange {
+  /** Inclusive. */
+  from: Date;
+  /** Exclusive; never after the clock's now. */
+  to: Date;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Words
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Words that change what an instruction means. Each must be consumed by a construction the
+ * grammar knows (a correction, "each", a refund's "only half"), or nothing runs.
+ */
+export const CONTROL_WORDS: ReadonlySet<string> = new Set([
+  // conditions and timing
+  'if',
+  'unless',
+  'until',
+  'till',
+  'after',
+  'before',
+  'when',
+  'whenever',
+  'once',
+  'only',
+  'provided',
+  'assuming',
+  'otherwise',
+  'wait',
+  'hold',
+  'later',
+  'tomorrow',
+  'tonight',
+  'schedule',
+  'scheduled',
+  'every',
+  'daily',
+  'weekly',
+  'monthly',
+  'recurring',
+  'again',
+  'twice',
+  // negation
+  'not',
+  "don't",
+  'dont',
+  "doesn't",
+  "didn't",
+  "isn't",
+  "won't",
+  'never',
+  'no',
+  'cancel',
+  'stop',
+  'without',
+  'except',
+  'excluding',
+  // corrections
+  'actually',
+  'instead',
+  'rather',
+  'meant',
+  'correction',
+  'scratch',
+  // sequencing and quantity
+  'then',
+  'each',
+  'but',
+  'or',
+  'either',
+  'plus',
+  'minus',
+  'less',
+  'extra',
+  'more',
+  'max',
+  'maximum',
+  'least',
+  'most',
+  'about',
+  'around',
+  'roughly',
+  'approximately',
+  'approx',
+  'almost',
+  'nearly',
+  'over',
+  'under',
+  'remaining',
+  'rest',
+  'all',
+  'everything',
+  'everyone',
+  'everybody',
+  'whatever',
+  'whole',
+  'entire',
+  'double',
+  'triple',
+  'some',
+  'testing',
+  'fake',
+  'pretend',
+  'simulate',
+  'maybe',
+  'perhaps',
+  'probably',
+  'first',
+  'last',
+  'previous',
+  'same',
+  'usual',
+  'fee',
+  'fees',
+  'other',
+  'others',
+  'another',
+  'partially',
+  'partial',
+  'part',
+  'parts',
+  'portion',
+  'times',
+  'whether',
+  'net',
+  'gross',
+  'per',
+  // values taken from somewhere other than the merchant's words, and words of injected text
+  'description',
+  'metadata',
+  'memo',
+  'note',
+  'whoever',
+  'address',
+  'system',
+  'admin',
+  'administrator',
+  'bypass',
+  'override',
+  'ignore',
+  'authorize',
+  'authorise',
+  'authorized',
+  'authorised',
+  'pre-approved',
+  'preapproved',
+  'approved',
+  'instruction',
+  'instructions',
+  'policy',
+  'prompt',
+  'assistant',
+  'verified',
+  // actions the agent does not have
+  'delete',
+  'remove',
+  'void',
+  'edit',
+  'modify',
+  'change',
+  'forward',
+  'empty',
+  'drain',
+  'sweep',
+  'withdraw',
+  'convert',
+  'swap',
+  'exchange',
+  'lend',
+  'loan',
+  'borrow',
+  'btc',
+  'bitcoin',
+  'eth',
+  'ether',
+  'usdt',
+  'dai',
+  'sol',
+]);
+
+/**
+ * The words free text (a memo, a reason, a description) may never hold: conditions, waits,
+ * negations, corrections, sequencing, repetition and injected authority. Softer quantity words
+ * ("school fees", "first instalment") may sit in free text; outside it they must be placed too.
+ */
+export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
+  'if',
+  'unless',
+  'until',
+  'till',
+  'after',
+  'before',
+  'when',
+  'whenever',
+  'once',
+  'only',
+  'provided',
+  'assuming',
+  'otherwise',
+  'wait',
+  'hold',
+  'later',
+  'tomorrow',
+  'tonight',
+  'schedule',
+  'scheduled',
+  'every',
+  'daily',
+  'weekly',
+  'monthly',
+  'recurring',
+  'again',
+  'twice',
+  'not',
+  "don't",
+  'dont',
+  "doesn't",
+  "didn't",
+  "isn't",
+  "won't",
+  'never',
+  'no',
+  'cancel',
+  'stop',
+  'without',
+  'except',
+  'excluding',
+  'actually',
+  'instead',
+  'rather',
+  'meant',
+  'correction',
+  'scratch',
+  'then',
+  'each',
+  'but',
+  'or',
+  'either',
+  'plus',
+  'minus',
+  'double',
+  'triple',
+  'testing',
+  'pretend',
+  'simulate',
+  'whoever',
+  'address',
+  'system',
+  'admin',
+  'administrator',
+  'bypass',
+  'override',
+  'ignore',
+  'authorize',
+  'authorise',
+  'authorized',
+  'authorised',
+  'pre-approved',
+  'preapproved',
+  'approved',
+  'instruction',
+  'instructions',
+  'prompt',
+  'metadata',
+  'assistant',
+  'verified',
+  'other',
+  'others',
+  'another',
+]);
+
+/** Negations a reason may hold ("the order never arrived"): it describes the past, it is no condition. */
+export const NEGATIONS: ReadonlySet<string> = new Set([
+  'not',
+  "don't",
+  'dont',
+  "doesn't",
+  "didn't",
+  "isn't",
+  "wasn't",
+  "won't",
+  'never',
+  'no',
+]);
+
+const NUMBER_WORDS: ReadonlyMap<string, bigint> = new Map([
+  ['zero', 0n],
+  ['one', 1n],
+  ['two', 2n],
+  ['three', 3n],
+  ['four', 4n],
+  ['five', 5n],
+  ['six', 6n],
+  ['seven', 7n],
+  ['eight', 8n],
+  ['nine', 9n],
+  ['ten', 10n],
+  ['eleven', 11n],
+  ['twelve', 12n],
+  ['thirteen', 13n],
+  ['fourteen', 14n],
+  ['fifteen', 15n],
+  ['sixteen', 16n],
+  ['seventeen', 17n],
+  ['eighteen', 18n],
+  ['nineteen', 19n],
+  ['twenty', 20n],
+  ['thirty', 30n],
+  ['forty', 40n],
+  ['fourty', 40n],
+  ['fifty', 50n],
+  ['sixty', 60n],
+  ['seventy', 70n],
+  ['eighty', 80n],
+  ['ninety', 90n],
+]);
+const SCALE_WORDS: ReadonlyMap<string, bigint> = new Map([
+  ['hundred', 100n],
+  ['thousand', 1000n],
+  ['grand', 1000n],
+  ['million', 1_000_000n],
+  ['billion', 1_000_000_000n],
+]);
+const SUFFIX_SCALE: ReadonlyMap<string, number> = new Map([
+  ['k', 3],
+  ['m', 6],
+  ['mn', 6],
+  ['bn', 9],
+  ['b', 9],
+]);
+
+const FRACTION_WORDS: ReadonlyMap<string, [bigint, bigint]> = new Map([
+  ['half', [1n, 2n]],
+  ['halve', [1n, 2n]],
+  ['quarter', [1n, 4n]],
+  ['third', [1n, 3n]],
+  ['fifth', [1n, 5n]],
+  ['tenth', [1n, 10n]],
+]);
+
+// Currency words, longest first when matched. "shillings" alone means KES; Ugandan and Tanzanian
+// shillings must be named or given by code.
+const CURRENCY_WORDS: ReadonlyMap<string, CurrencyCode | 'DOLLAR'> = new Map<string, CurrencyCode | 'DOLLAR'>([
+  ['kenyan shillings', 'KES'],
+  ['kenyan shilling', 'KES'],
+  ['ugandan shillings', 'UGX'],
+  ['ugandan shilling', 'UGX'],
+  ['tanzanian shillings', 'TZS'],
+  ['tanzanian shilling', 'TZS'],
+  ['us dollars', 'DOLLAR'],
+  ['naira', 'NGN'],
+  ['nairas', 'NGN'],
+  ['cedis', 'GHS'],
+  ['cedi', 'GHS'],
+  ['gh₵', 'GHS'],
+  ['ghc', 'GHS'],
+  ['ghs', 'GHS'],
+  ['₵', 'GHS'],
+  ['shillings', 'KES'],
+  ['shilling', 'KES'],
+  ['bob', 'KES'],
+  ['ksh', 'KES'],
+  ['kshs', 'KES'],
+  ['rand', 'ZAR'],
+  ['euros', 'EUR'],
+  ['euro', 'EUR'],
+  ['pounds', 'GBP'],
+  ['dollars', 'DOLLAR'],
+  ['dollar', 'DOLLAR'],
+  ['bucks', 'DOLLAR'],
+  ['usd', 'DOLLAR'],
+  ['us$', 'DOLLAR'],
+  ['$', 'DOLLAR'],
+  ['₦', 'NGN'],
+  ['€', 'EUR'],
+  ['£', 'GBP'],
+  ['usdc', 'USDC'],
+  ...Object.keys(CURRENCIES)
+    .filter((code) => code !== 'USD' && code !== 'USDC')
+    .map((code) => [code.toLowerCase(), code as CurrencyCode] as const),
+]);
+
+const SYMBOLS = ['us$', 'gh₵', '₦', '$', '€', '£', '₵', 'ksh', 'kshs'];
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+// ---------------------------------------------------------------------------------------------
+
+/** Multiplies decimal text by 10^places without floats: ("1.2", 3) → "1200". */
+export function shiftDecimal(text: string, places: number): string {
+  const [whole = '0', fraction = ''] = text.split('.');
+  const digits = whole + fraction.padEnd(places, '0');
+  const point = whole.length + places;
+  const intPart = digits.slice(0, point).replace(/^0+(?=\d)/, '');
+  const fracPart = digits.slice(point).replace(/0+$/, '');
+  return fracPart === '' ? intPart : `${intPart}.${fracPart}`;
+}
+
+/** Reads digits as written, with the locale rules of docs/agent.md ("Numbers"). */
+export function readDigits(raw: string): NumberValue {
+  if (/^\d+(?:\.\d+)?$/.test(raw)) {
+    // "5.000": a dot and exactly three digits is a thousands separator in much of the world.
+    if (/^\d{1,3}\.\d{3}$/.test(raw))
+      return {
+        type: 'ambiguous',
+        grouped: raw.replace('.', ''),
+        decimal: raw,
+        reason: `"${raw}" can be read as ${raw.replace('.', ',')} or as ${raw.replace(/\.?0+$/, '')}`,
+      };
+    return { type: 'exact', text: raw };
+  }
+  if (/^\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(raw)) return { type: 'exact', text: raw.replace(/,/g, '') };
+  // "1.200,50" and "1.000.000": European grouping, unambiguous once there is a comma or two dots.
+  if (/^\d{1,3}(?:\.\d{3})+,\d+$/.test(raw) || /^\d{1,3}(?:\.\d{3}){2,}$/.test(raw))
+    return { type: 'exact', text: raw.replace(/\./g, '').replace(',', '.') };
+  if (/^\d+,\d{1,2}$/.test(raw))
+    return {
+      type: 'unreadable',
+      reason: `"${raw}" could be a decimal comma (${raw.replace(',', '.')}) or a typo: write it as ${raw.replace(',', '.')} or in full`,
+    };
+  return { type: 'unreadable', reason: `"${raw}" is not a number I can read: write it as 1,000 or 1000.50` };
+}
+
+function scaled(value: NumberValue, places: number): NumberValue {
+  if (value.type === 'exact') return { type: 'exact', text: shiftDecimal(value.text, places) };
+  if (value.type === 'ambiguous')
+    return { ...value, grouped: shiftDecimal(value.grouped, places), decimal: shiftDecimal(value.decimal, places) };
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lexer
+// ---------------------------------------------------------------------------------------------
+
+const ADDRESS_LIKE = /^0x[0-9a-zA-Z…]*$/;
+const URL_LIKE = /^https?:\/\/\S+$/i;
+
+// One raw piece: quoted text, a URL, an id or address, a number with its attached symbols, a word
+// (with an apostrophe), an arrow, or one punctuation character.
+const PIECE =
+  /"[^"]{0,300}"|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\d,.]*\d)?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:-\d+(?:\.\d+)?)?|[a-z₦$€£₵][a-z'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
+
+interface RawPiece {
+  text: string;
+  at: number;
+}
+
+function pieces(message: string): RawPiece[] {
+  return [...message.matchAll(PIECE)].map((match) => ({ text: match[0], at: match.index ?? 0 }));
+}
+
+/** Tokens of one message. `now` resolves relative dates, in UTC. */
+export function tokenize(message: string, now: Date): Token[] {
+  const normalised = message
+    .replace(/[\u2018\u2019\u02bc]/g, "'")
+    .replace(/[\u201c\u201d]/g, '"')
+    .replace(/[\u00a0\u2007\u202f]/g, ' ')
+    .replace(/\s*[\r\n]+\s*/g, ' ; ');
+  const dates = datePhrases(normalised, now);
+  const raw = pieces(normalised);
+  const tokens: Token[] = [];
+  const push = (token: NewToken): void => {
+    tokens.push({ ...token, index: tokens.length } as Token);
+  };
+
+  for (let i = 0; i < raw.length; i++) {
+    const piece = raw[i]!;
+    const date = dates.find((d) => d.at === piece.at);
+    if (date !== undefined) {
+      // A date phrase is one token; "since"/"from" before it makes it open-ended up to now.
+      let end = i;
+      while (end + 1 < raw.length && raw[end + 1]!.at < date.at + date.text.length) end++;
+      const previous = tokens.at(-1);
+      const since = previous?.kind === 'word' && previous.lower === 'since';
+      if (since) tokens.pop();
+      push({
+        kind: 'date',
+        text: date.text,
+        range: since && date.range ? { from: date.range.from, to: now } : date.range,
+        since,
+      });
+      i = end;
+      continue;
+    }
+    const text = piece.text;
+    const lower = text.toLowerCase();
+
+    if (text.startsWith('"') && text.endsWith('"') && text.length >= 2) {
+      push({ kind: 'quoted', text, value: text.slice(1, -1).trim() });
+      continue;
+    }
+    if (URL_LIKE.test(text)) {
+      push({ kind: 'url', text, value: text.replace(/[.,;:!?)\]]+$/, '') });
+      continue;
+    }
+    if (ADDRESS_LIKE.test(text) && text.length > 2) {
+      push(addressToken(text));
+      continue;
+    }
+    if (/^[x×]\d+$/i.test(text)) {
+      // "x3": three times.
+      push({ kind: 'word', text, lower: 'times' });
+      continue;
+    }
+    if (/^#\w/.test(text) || /^[a-z]+[-/]?\d[\w\-/]*$/i.test(text)) {
+      push({ kind: 'code', text, value: text.replace(/[.,;:!?]+$/, '') });
+      continue;
+    }
+    if (/^[a-z]{2,4}_[0-9a-z]+$/i.test(text)) {
+      if (/^pay_/i.test(text))
+        push(isId('pay', text) ? { kind: 'payment_id', text, value: text } : { kind: 'bad_payment_id', text });
+      else push({ kind: 'object_id', text, value: text });
+      continue;
+    }
+    if (/\d/.test(text) && /^(?:us\$|gh₵|[$€£₦₵])?-?\d/iu.test(text)) {
+      pushNumber(text, push);
+      const scale = SCALE_WORDS.get(raw[i + 1]?.text.toLowerCase() ?? '');
+      const last = tokens.at(-1);
+      if (scale !== undefined && scale >= 1000n && last?.kind === 'amount') {
+        // "1.5 million", "2 thousand": the word scales the digits before it.
+        last.number = scaled(last.number, scale.toString().length - 1);
+        last.text = `${last.text} ${raw[i + 1]!.text}`;
+        i++;
+      }
+      continue;
+    }
+    const fraction = fractionAt(raw, i);
+    if (fraction !== undefined) {
+      push({ kind: 'fraction', text: fraction.text, numerator: fraction.numerator, denominator: fraction.denominator });
+      i = fraction.next - 1;
+      continue;
+    }
+    if (
+      NUMBER_WORDS.has(lower) ||
+      ((lower === 'a' || lower === 'an') && SCALE_WORDS.has(raw[i + 1]?.text.toLowerCase() ?? ''))
+    ) {
+      const { value, next } = numberWords(raw, i);
+      push({
+        kind: 'amount',
+        text: raw
+          .slice(i, next)
+          .map((p) => p.text)
+          .join(' '),
+        number: { type: 'exact', text: value.toString() },
+        currency: undefined,
+        negative: false,
+      });
+      i = next - 1;
+      continue;
+    }
+    if (lower === 'percent' || lower === 'pct' || (lower === 'per' && raw[i + 1]?.text.toLowerCase() === 'cent')) {
+      // "30 percent": turn the amount before it into a percentage.
+      const previous = tokens.at(-1);
+      if (previous?.kind === 'amount' && previous.currency === undefined) {
+        tokens.pop();
+        push({ kind: 'percent', text: `${previous.text} ${text}`, bps: percentBps(previous.number) });
+        if (lower === 'per') i++;
+        continue;
+      }
+    }
+    const currency = currencyAt(raw, i);
+    if (currency !== undefined) {
+      const previous = tokens.at(-1);
+      if (previous?.kind === 'amount' && previous.currency === undefined) {
+        previous.currency = currency.mention;
+        previous.text = `${previous.text} ${currency.text}`;
+      } else {
+        push({ kind: 'currency', text: currency.text, mention: currency.mention });
+      }
+      i = currency.next - 1;
+      continue;
+    }
+    if (/^[a-z]/i.test(text)) {
+      push({ kind: 'word', text, lower: lower.replace(/’/g, "'") });
+      continue;
+    }
+    push({ kind: 'punct', text });
+  }
+  attachLeadingCurrencies(tokens);
+  markDocumentNumbers(tokens);
+  return tokens.map((token, index) => ({ ...token, index }));
+}
+
+function addressToken(text: string): NewToken {
+  const value = text.replace(/[.,;:!?]+$/, '');
+  if (/^0x[0-9a-fA-F]{40}$/.test(value)) {
+    // The same rule as the tools' schema: a wrong EIP-55 checksum is almost surely a typo.
+    if (!isAddress(value, { strict: true }))
+      return {
+        kind: 'bad_address',
+        text,
+        reason: `${value} has an invalid checksum (mixed case that is not EIP-55): check it for a typo`,
+      };
+    return { kind: 'address', text, value };
+  }
+  return {
+    kind: 'bad_address',
+    text,
+    reason: `"${value}" is not a full address (0x followed by 40 hex characters): I never guess a recipient`,
+  };
+}
+
+function pushNumber(text: string, push: (token: NewToken) => void): void {
+  let rest = text;
+  let symbol: string | undefined;
+  for (const candidate of SYMBOLS) {
+    if (rest.toLowerCase().startsWith(candidate) && /\d|-/.test(rest.charAt(candidate.length))) {
+      symbol = rest.slice(0, candidate.length);
+      rest = rest.slice(candidate.length);
+      break;
+    }
+  }
+  const currency = symbol === undefined ? undefined : mentionOf(symbol);
+  const negative = rest.startsWith('-');
+  if (negative) rest = rest.slice(1);
+  // Ratios: "70/30", "50/30/20", "50-50", "70%/30%".
+  if (/^\d+(?:\.\d+)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)+$/.test(rest) || /^\d+-\d+$/.test(rest)) {
+    const parts = rest.split(/\s?[/-]\s?/).map((part) => percentBps(readDigits(part.replace('%', ''))));
+    if (parts.every((part): part is bigint => part !== undefined) && currency === undefined) {
+      push({ kind: 'ratio', text, parts });
+      return;
+    }
+  }
+  if (rest.endsWith('%')) {
+    push({ kind: 'percent', text, bps: percentBps(readDigits(rest.slice(0, -1))) });
+    return;
+  }
+  const suffix = /^(?<digits>[\d,.]*\d)\.?\s?(?<scale>k|mn|m|bn|b)?$/i.exec(rest);
+  if (suffix?.groups === undefined) {
+    push({
+      kind: 'amount',
+      text,
+      number: { type: 'unreadable', reason: `"${text}" is not a number I can read` },
+      currency,
+      negative,
+    });
+    return;
+  }
+  const digits = suffix.groups.digits ?? '';
+  const scale = suffix.groups.scale?.toLowerCase();
+  const value = readDigits(digits.replace(/[.,]$/, ''));
+  push({
+    kind: 'amount',
+    text,
+    number: scale === undefined ? value : scaled(value, SUFFIX_SCALE.get(scale) ?? 0),
+    currency,
+    negative,
+  });
+}
+
+function percentBps(value: NumberValue): bigint | undefined {
+  if (value.type !== 'exact') return undefined;
+  const match = /^(\d{1,3})(?:\.(\d{1,2}))?$/.exec(value.text);
+  if (match === null) return undefined;
+  return BigInt(match[1]!) * 100n + BigInt((match[2] ?? '').padEnd(2, '0'));
+}
+
+/** "fifty", "two hundred", "a thousand", "twenty five", "one hundred and fifty". */
+function numberWords(raw: readonly RawPiece[], start: number): { value: bigint; next: number } {
+  let total = 0n;
+  let current = 0n;
+  let i = start;
+  let seen = false;
+  for (; i < raw.length; i++) {
+    const word = raw[i]!.text.toLowerCase();
+    if ((word === 'a' || word === 'an') && !seen) {
+      current = 1n;
+      continue;
+    }
+    if (NUMBER_WORDS.has(word)) {
+      current += NUMBER_WORDS.get(word)!;
+      seen = true;
+      continue;
+    }
+    if (word === '-' && NUMBER_WORDS.has(raw[i + 1]?.text.toLowerCase() ?? '')) continue;
+    if (SCALE_WORDS.has(word) && (seen || current > 0n)) {
+      const scale = SCALE_WORDS.get(word)!;
+      if (scale === 100n) current = (current === 0n ? 1n : current) * 100n;
+      else {
+        total += (current === 0n ? 1n : current) * scale;
+        current = 0n;
+      }
+      seen = true;
+      continue;
+    }
+    if (word === 'and' && seen && NUMBER_WORDS.has(raw[i + 1]?.text.toLowerCase() ?? '')) continue;
+    break;
+  }
+  return { value: total + current, next: i };
+}
+
+function fractionAt(
+  raw: readonly RawPiece[],
+  i: number,
+): { text: string; numerator: bigint; denominator: bigint; next: number } | undefined {
+  const word = raw[i]!.text.toLowerCase();
+  const plain = (w: string): string => w.replace(/s$/, '');
+  // "a quarter", "one third", "three quarters", "half".
+  const count = word === 'a' || word === 'an' || word === 'one' ? 1n : NUMBER_WORDS.get(word);
+  const nextWord = raw[i + 1]?.text.toLowerCase();
+  if (count !== undefined && nextWord !== undefined && FRACTION_WORDS.has(plain(nextWord))) {
+    const [, denominator] = FRACTION_WORDS.get(plain(nextWord))!;
+    return { text: `${raw[i]!.text} ${raw[i + 1]!.text}`, numerator: count, denominator, next: i + 2 };
+  }
+  if (FRACTION_WORDS.has(word) && (word === 'half' || word === 'halve')) {
+    return { text: raw[i]!.text, numerator: 1n, denominator: 2n, next: i + 1 };
+  }
+  return undefined;
+}
+
+function mentionOf(word: string): CurrencyMention | undefined {
+  const code = CURRENCY_WORDS.get(word.toLowerCase());
+  return code === undefined ? undefined : { code, word };
+}
+
+function currencyAt(
+  raw: readonly RawPiece[],
+  i: number,
+): { text: string; mention: CurrencyMention; next: number } | undefined {
+  const two = raw[i + 1] ? `${raw[i]!.text} ${raw[i + 1]!.text}` : undefined;
+  if (two !== undefined) {
+    const mention = mentionOf(two);
+    if (mention !== undefined) return { text: two, mention, next: i + 2 };
+  }
+  const one = raw[i]!.text;
+  // "bob" is Kenyan slang for shillings only right after a number; elsewhere it is a name.
+  if (one.toLowerCase() === 'bob') return undefined;
+  const mention = mentionOf(one);
+  return mention === undefined ? undefined : { text: one, mention, next: i + 1 };
+}
+
+/** "USDC 250", "KSh 2,000", "NGN 5000": a currency word right before a bare number is its currency. */
+function attachLeadingCurrencies(tokens: Token[]): void {
+  for (let i = tokens.length - 2; i >= 0; i--) {
+    const token = tokens[i]!;
+    const next = tokens[i + 1]!;
+    if (token.kind === 'currency' && next.kind === 'amount' && next.currency === undefined) {
+      next.currency = token.mention;
+      next.text = `${token.text} ${next.text}`;
+      tokens.splice(i, 1);
+    }
+  }
+  // "bob" after a number: "500 bob".
+  for (let i = 1; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const previous = tokens[i - 1]!;
+    if (
+      token.kind === 'word' &&
+      token.lower === 'bob' &&
+      previous.kind === 'amount' &&
+      previous.currency === undefined
+    ) {
+      previous.currency = { code: 'KES', word: token.text };
+      previous.text = `${previous.text} ${token.text}`;
+      tokens.splice(i, 1);
+    }
+  }
+}
+
+/** Words after which a bare whole number names a document, not an amount: "invoice 42". */
+const DOCUMENT_WORDS = new Set([
+  'invoice',
+  'inv',
+  'order',
+  'ord',
+  'bill',
+  'ticket',
+  'receipt',
+  'po',
+  'no',
+  'number',
+  'item',
+  'batch',
+  'job',
+  'shipment',
+  'room',
+  'table',
+  'contract',
+  'case',
+  'ref',
+  'reference',
+  'week',
+  'month',
+  'day',
+  'episode',
+  'lot',
+  'unit',
+  'account',
+  'acct',
+]);
+
+function markDocumentNumbers(tokens: Token[]): void {
+  for (let i = 1; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const previous = tokens[i - 1]!;
+    const documentWord =
+      (previous.kind === 'word' && DOCUMENT_WORDS.has(previous.lower.replace(/[.:]$/, ''))) ||
+      (previous.kind === 'punct' && (previous.text === '#' || previous.text === '№'));
+    if (
+      documentWord &&
+      token.kind === 'amount' &&
+      token.currency === undefined &&
+      token.number.type === 'exact' &&
+      /^\d+$/.test(token.text)
+    ) {
+      tokens[i] = { kind: 'code', text: token.text, value: token.text, index: i };
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dates
+// ---------------------------------------------------------------------------------------------
+
+interface DatePhrase {
+  text: string;
+  at: number;
+  range: DateRange | undefined;
+}
+
+const DAY_MS = 86_400_000;
+
+function startOfDay(date: Date): Date {
+  return new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()));
+}
+
+function min(a: Date, b: Date): Date {
+  return a.getTime() <= b.getTime() ? a : b;
+}
+
+/**
+ * Date phrases found by chrono-node, each with the UTC range it names: a day ("yesterday", "on
+ * Monday", "March 3"), a calendar week or month ("last week", "this month"), or a rolling span
+ * ("the last 7 days"). Ranges never reach past now. A bare month name ("March rent") is not a
+ * date: it is a word of a memo.
+ */
+function datePhrases(message: string, now: Date): DatePhrase[] {
+  const found = chrono.en.parse(message, { instant: now, timezone: 0 }, { forwardDate: false });
+  const phrases: DatePhrase[] = [];
+  for (const result of found) {
+    const lead = result.text.replace(/^(?:on|at|in|for)\s+/i, '');
+    const at = result.index + (result.text.length - lead.length);
+    const text = lead.replace(/[\s,.;:!?]+$/, '');
+    const lower = text.toLowerCase();
+    const known = result.start;
+    // A month name alone, a time of day alone, or a bare number is not a date phrase here.
+    if (/^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?$/i.test(text)) continue;
+    if (/^\d+$/.test(text)) continue;
+    // "3/4" and "70/30" are shares, not days of the year.
+    if (/^\d{1,2}\/\d{1,2}$/.test(text)) continue;
+    // "Morning!" is a greeting, not a date.
+    if (
+      /^(?:morning|afternoon|evening|noon|night|tonight)$/i.test(text) &&
+      !/this|tomorrow|yesterday/i.test(result.text)
+    )
+      continue;
+    if (
+      !known.isCertain('day') &&
+      !known.isCertain('weekday') &&
+      !known.isCertain('month') &&
+      !/week|month|year|day/i.test(lower)
+    ) {
+      phrases.push({ text, at, range: undefined });
+      continue;
+    }
+    // "from March 1 to March 5": both days, whole.
+    const range =
+      result.end !== null && result.end !== undefined
+        ? spanOf(result.start.date(), result.end.date(), now)
+        : rangeOf(lower, result.start.date(), now);
+    phrases.push({ text, at, range });
+  }
+  return phrases;
+}
+
+function spanOf(start: Date, end: Date, now: Date): DateRange | undefined {
+  const from = startOfDay(start);
+  const to = min(new Date(startOfDay(end).getTime() + DAY_MS), now);
+  return from.getTime() < to.getTime() ? { from, to } : undefined;
+}
+
+function rangeOf(lower: string, start: Date, now: Date): DateRange | undefined {
+  const today = startOfDay(now);
+  const rolling = /(?:last|past|previous)\s+(\d+|\w+)\s+days?/.exec(lower);
+  if (rolling) {
+    const n = /^\d+$/.test(rolling[1]!) ? Number(rolling[1]) : Number(NUMBER_WORDS.get(rolling[1]!) ?? Number.NaN);
+    if (!Number.isInteger(n) || n < 1 || n > 366) return undefined;
+    return { from: new Date(now.getTime() - n * DAY_MS), to: now };
+  }
+  if (/\bweek\b/.test(lower)) {
+    const weekday = (today.getUTCDay() + 6) % 7; // Monday = 0
+    const thisMonday = new Date(today.getTime() - weekday * DAY_MS);
+    if (/\b(?:this|current)\b/.test(lower)) return { from: thisMonday, to: now };
+    if (/\b(?:last|previous|past)\b/.test(lower))
+      return { from: new Date(thisMonday.getTime() - 7 * DAY_MS), to: thisMonday };
+    return undefined;
+  }
+  if (/\bmonth\b/.test(lower)) {
+    const thisMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    if (/\b(?:this|current)\b/.test(lower)) return { from: thisMonth, to: now };
+    if (/\b(?:last|previous|past)\b/.test(lower))
+      return { from: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)), to: thisMonth };
+    return undefined;
+  }
+  if (/\byear\b/.test(lower)) {
+    const thisYear = new Date(Date.UTC(now.getUTCFullYear(), 0, 1));
+    if (/\b(?:this|current)\b/.test(lower)) return { from: thisYear, to: now };
+    return undefined;
+  }
+  const day = startOfDay(start);
+  if (day.getTime() > today.getTime()) return undefined; // the future has no revenue yet
+  return { from: day, to: min(new Date(day.getTime() + DAY_MS), now) };
+}
+
+/** Words after a number that make it an amount or a repeat, never a count of things. */
+const NOT_A_NOUN = new Set([
+  'to',
+  'each',
+  'usdc',
+  'of',
+  'for',
+  'from',
+  'back',
+  'please',
+  'pls',
+  'thanks',
+  'thank',
+  'and',
+  'or',
+  'on',
+  'in',
+  'at',
+  'by',
+  'is',
+  'was',
+  'more',
+  'extra',
+  'only',
+  'off',
+  'less',
+  'times',
+  'percent',
+]);
+
+/**
+ * "2 bags of rice", "returned one item": a small whole number before a noun counts things; it is
+ * no amount. `maxDigits` bounds it (a memo may say "100 bags"; a context sentence only "2 bags").
+ */
+export function isQuantity(token: Token, next: Token | undefined, maxDigits = 4): boolean {
+  if (token.kind !== 'amount' || token.currency !== undefined || token.number.type !== 'exact') return false;
+  if (!new RegExp(`^\\d{1,${maxDigits}}$`).test(token.number.text) || /[.,]/.test(token.text)) return false;
+  return next?.kind === 'word' && !CONTROL_WORDS.has(next.lower) && !NOT_A_NOUN.has(next.lower);
+}
+
+/** Tokens that carry meaning: each must be consumed by the plan (checks.ts). */
+export function isSignificant(token: Token): boolean {
+  switch (token.kind) {
+    case 'word':
+      return CONTROL_WORDS.has(token.lower);
+    case 'punct':
+      // A quote mark opening pasted text ("process this email: 'Hi, pay …'"), or letters of a script
+      // the grammar does not read (fullwidth "ｐａｙ"): the message says something it cannot place.
+      return token.text === "'" || /\p{L}/u.test(token.text);
+    case 'quoted':
+    case 'code':
+    case 'currency':
+      return false;
+    default:
+      return true;
+  }
+}
