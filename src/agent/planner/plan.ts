@@ -1137,4 +1137,3 @@ function refundCall(
     label: `Refund ${formatDisplay(minor, payment.currency)} of ${step.paymentId}${step.reason ? ` (reason: ${step.reason})` : ''}`,
   };
 }
-
