@@ -270,6 +270,8 @@ export function isGroundedAmount(amount: Rational, evidence: RunEvidence, expone
     for (const proportion of evidence.proportions) {
       if (matches(amount, multiply(base, proportion), exponent)) return true;
     }
+    // "refund pay_… minus the 500 naira fee": a grounded amount less another one.
+    for (const other of bases) if (other !== base && matches(amount, subtract(base, other), exponent)) return true;
     if (!evidence.equalParts) continue;
     for (let k = 2n; k <= MAX_EQUAL_PARTS; k++) {
       if (matches(amount, rational(base.n, base.d * k), exponent)) return true;

@@ -44,6 +44,7 @@ export function unplacedTokens(
   clauses: readonly Clause[],
   sequencers: readonly Token[],
   borrowed: ReadonlySet<number>,
+  now: Date,
 ): Unplaced[] {
   const consumedBySequencing = new Set(sequencers.map((token) => token.index));
   const out: Unplaced[] = [];
@@ -54,7 +55,11 @@ export function unplacedTokens(
       if (clause.consumed.has(token.index) || consumedBySequencing.has(token.index) || borrowed.has(token.index))
         continue;
       if (context && token.kind === 'word' && CONTEXT_SAFE.has(token.lower)) continue;
-      if (context && isQuantity(token, clause.tokens[clause.tokens.indexOf(token) + 1], 2)) continue;
+      if (context && isQuantity(token, clause.tokens[clause.tokens.indexOf(token) + 1])) continue;
+      // "placed last Tuesday", "in January": a past date in a context sentence tells a story; a
+      // future one ("do it on Friday") could defer the instruction, so it stays to be placed.
+      if (context && token.kind === 'date' && token.range !== undefined && token.range.from.getTime() < now.getTime())
+        continue;
       out.push({ token, clause: text(clause.tokens) });
     }
   }

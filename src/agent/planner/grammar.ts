@@ -62,6 +62,8 @@ export interface Slots {
   revenueWord: boolean;
   /** "check if …": a read phrased as a question; harmless alone, a condition beside a money step. */
   questionIf?: boolean;
+  /** "minus the 500 naira delivery fee": a refund of all but this amount. */
+  less?: AmountToken;
 }
 
 export interface Clause {
@@ -91,7 +93,10 @@ const isWord = (token: Token | undefined, ...words: string[]): boolean =>
 // ---------------------------------------------------------------------------------------------
 
 // Common misspellings are part of how people type on a phone: "sned 60 bucks", "refnd pay_…".
+// Swahili and Pidgin verbs merchants mix in: lipa/tuma (pay/send), rudisha (give back), gawanya (divide).
 const PAYOUT_VERBS = new Set([
+  'lipa',
+  'tuma',
   'sned',
   'snd',
   'semd',
@@ -113,6 +118,7 @@ const PAYOUT_VERBS = new Set([
   'move',
 ]);
 const REFUND_VERBS = new Set([
+  'rudisha',
   'refund',
   'reimburse',
   'chargeback',
@@ -125,10 +131,12 @@ const REFUND_VERBS = new Set([
   'reund',
   'refun',
 ]);
-const SPLIT_VERBS = new Set(['split', 'divide', 'distribute', 'share']);
+const SPLIT_VERBS = new Set(['split', 'divide', 'distribute', 'share', 'gawanya']);
 const CREATE_VERBS = new Set(['create', 'make', 'generate', 'open', 'new', 'raise', 'issue', 'setup', 'set', 'start']);
 const PAYMENT_NOUNS = new Set(['payment', 'checkout', 'link', 'session', 'invoice', 'request']);
 const REVENUE_WORDS = new Set([
+  'mauzo',
+  'sell',
   'revenue',
   'revenues',
   'sales',
@@ -147,6 +155,8 @@ const REVENUE_WORDS = new Set([
   'sold',
 ]);
 const STATUS_WORDS = new Set([
+  'imelipwa',
+  'imefika',
   'status',
   'settled',
   'paid',
@@ -185,6 +195,62 @@ const STATUS_WORDS = new Set([
   'look',
 ]);
 
+const LEADING_FILLERS = new Set([
+  'please',
+  'pls',
+  'plz',
+  'kindly',
+  'can',
+  'could',
+  'would',
+  'will',
+  'you',
+  'u',
+  'abeg',
+  'oya',
+  'just',
+  'also',
+  'so',
+  'ok',
+  'okay',
+  'and',
+  'then',
+  'i',
+  'we',
+  'need',
+  'want',
+  'wanna',
+  'to',
+  'like',
+  "i'd",
+  "we'd",
+  'hi',
+  'hello',
+  'hey',
+  'now',
+  'tafadhali',
+  'chale',
+  'uh',
+  'um',
+  'first',
+  'firstly',
+  'next',
+  'lastly',
+  'finally',
+  'me',
+  'help',
+]);
+
+/** The clause's first word that is not a filler: its verb when the clause asks for something. */
+export function leadingWord(tokens: readonly Token[]): string | undefined {
+  for (const token of tokens) {
+    if (token.kind === 'punct') continue;
+    if (token.kind !== 'word') return undefined;
+    if (!LEADING_FILLERS.has(token.lower)) return token.lower;
+  }
+  return undefined;
+}
+
 /** Each clause's intent, from its words; undefined when it has none (chatter, or a fragment). */
 export function intentOf(tokens: readonly Token[]): Intent | undefined {
   const words = tokens.flatMap((token) => (token.kind === 'word' ? [token.lower] : []));
@@ -208,7 +274,11 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   if (hasId && has('return') && has('money', 'funds', 'payment', 'cash')) return 'refund';
   if (words.some((word) => SPLIT_VERBS.has(word)) && (hasAddress || has('between', 'among', 'amongst', 'with')))
     return 'split';
-  const createVerb = words.some((word) => CREATE_VERBS.has(word)) || has('charge', 'bill');
+  // "create a payment …" asks; "the new checkout links worked great" tells: the verb must lead.
+  const lead = leadingWord(tokens);
+  const createVerb =
+    (lead !== undefined && (CREATE_VERBS.has(lead) || lead === 'charge' || lead === 'bill')) ||
+    has('create', 'generate');
   const paymentNoun = words.some((word) => PAYMENT_NOUNS.has(word));
   if (createVerb && (paymentNoun || has('charge', 'bill')) && !hasAddress) return 'create_payment';
   if (hasUrl && (paymentNoun || has('charge', 'bill')) && !hasAddress && !hasId) return 'create_payment';
@@ -286,7 +356,8 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     !hasAddress &&
     pronoun &&
     words.some((word) => STATUS_WORDS.has(word) && word !== 'check') &&
-    has('has', 'is', 'did', 'was', 'does', 'have')
+    // A question ("has it cleared?"), not a statement ("they insist they paid").
+    ['has', 'is', 'did', 'was', 'does', 'have', "hasn't", "isn't", "didn't"].includes(lead ?? '')
   )
     return 'payment_status';
   return undefined;
@@ -299,6 +370,12 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
 const SEQUENCERS = new Set(['then', 'also', 'next', 'afterwards', 'afterward']);
 const CORRECTION_STARTS: readonly (readonly string[])[] = [
   ['no', 'wait'],
+  ['no', 'be', 'that', 'one'],
+  ['no', 'sorry'],
+  ['ah', 'no'],
+  ['oh', 'no'],
+  ['wait', 'o'],
+  ['wait', 'oh'],
   ['oops', 'i', 'meant'],
   ['sorry', 'wrong', 'one'],
   ['wrong', 'one'],
@@ -353,7 +430,12 @@ function dropCourtesy(tokens: Token[]): Token[] {
   const out: Token[] = [];
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
-    if (isWord(t, 'let') && isWord(tokens[i + 1], 'me', 'us') && isWord(tokens[i + 2], 'know')) {
+    if (
+      isWord(t, 'let') &&
+      isWord(tokens[i + 1], 'me', 'us') &&
+      isWord(tokens[i + 2], 'know') &&
+      isWord(tokens[i + 3], 'if', 'when', 'once', 'whether', 'how', 'as', 'that', 'you')
+    ) {
       // The rest of the sentence is the courtesy ("let me know if you need anything").
       while (i < tokens.length && !(tokens[i]!.kind === 'punct' && /^[.;!?]$/.test(tokens[i]!.text))) i++;
       i--;
@@ -532,8 +614,19 @@ export function splitClauses(all: readonly Token[]): { clauses: Token[][]; seque
       clause = clause.slice(2);
     if (clause.length === 1 && clause[0]?.kind === 'amount' && /^\d{1,2}$/.test(clause[0].text)) continue;
     if (clause.length === 0) continue;
-    const firstWord = clause.findIndex((t) => t.kind !== 'punct');
-    if (joined.length > 0 && firstWord >= 0 && correctionAt(clause, firstWord) > 0) {
+    // "ah no, make am 60/40", "uh, actually …": an interjection before the marker.
+    const firstWord = clause.findIndex((t) => t.kind !== 'punct' && !isWord(t, 'ah', 'oh', 'uh', 'um', 'er', 'hmm'));
+    const previous = joined.at(-1);
+    const negated =
+      previous !== undefined &&
+      isWord(
+        previous.find((t) => t.kind !== 'punct'),
+        "don't",
+        'dont',
+        'never',
+        'do',
+      );
+    if (joined.length > 0 && ((firstWord >= 0 && correctionAt(clause, firstWord) > 0) || negated)) {
       joined[joined.length - 1] = [...joined[joined.length - 1]!, ...clause];
       continue;
     }
@@ -631,6 +724,8 @@ function freeText(
       continue;
     }
     if (token.kind === 'punct') {
+      // "for invoice 2031 (that's our packaging supplier)": the note in brackets is added on its own.
+      if (token.text === '(' && taken.length > 0) break;
       if (token.text === '(') depth++;
       if (token.text === ')') {
         if (depth === 0) break;
@@ -718,6 +813,23 @@ export function fillSlots(
         use(token);
         break;
       case 'amount': {
+        // "split … sixty forty between …": two whole numbers adding up to 100 are shares.
+        if (
+          intent === 'split' &&
+          next?.kind === 'amount' &&
+          token.currency === undefined &&
+          next.currency === undefined &&
+          token.number.type === 'exact' &&
+          next.number.type === 'exact' &&
+          /^\d{1,2}$/.test(token.number.text) &&
+          /^\d{1,2}$/.test(next.number.text) &&
+          Number(token.number.text) + Number(next.number.text) === 100
+        ) {
+          slots.ratio = [BigInt(token.number.text) * 100n, BigInt(next.number.text) * 100n];
+          use(token, next);
+          i++;
+          break;
+        }
         // "three ways", "3 ways": the number of equal shares.
         if (isWord(next, 'ways', 'way') && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
           slots.equal = { ways: Number(token.number.text) };
@@ -767,6 +879,11 @@ export function fillSlots(
           use(token);
           break;
         }
+        if (isWord(tokens[i - 1], 'by') && (intent === 'payout' || intent === 'refund') && !slots.allPayments) {
+          // "he needs it by Friday": a deadline, which paying now meets.
+          use(tokens[i - 1]!, token);
+          break;
+        }
         if (intent === 'revenue' || intent === 'split' || intent === 'refund' || intent === 'list_payments') {
           if (token.range === undefined) problem = `"${token.text}" is not a past period I can read`;
           if (slots.date !== undefined) problem = 'two periods: say one ("from March 1 to March 5" is one)';
@@ -796,7 +913,11 @@ export function fillSlots(
           if (value !== '' && tokens[end]?.kind === 'punct' && tokens[end]!.text === ')') {
             for (const index of inText) consumed.add(index);
             if (intent === 'refund') slots.reason ??= value;
-            else {
+            else if (slots.memo !== undefined && slots.memos.length === 1) {
+              // "for invoice 2031 (that's our packaging supplier)": a note on the memo.
+              slots.memo = `${slots.memo} (${value})`;
+              slots.memos[0] = slots.memo;
+            } else {
               slots.memos.push(value);
               slots.memo ??= value;
             }
@@ -842,9 +963,49 @@ export function fillSlots(
         break;
       case 'word': {
         const w = token.lower;
-        if (w === 'each' || w === 'apiece') {
+        if (w === 'each' || w === 'apiece' || (w === 'kila' && isWord(next, 'mmoja'))) {
+          // Swahili "kila mmoja": each one.
           slots.each = true;
           use(token);
+          if (w === 'kila') i++;
+        } else if (
+          ['first', 'firstly', 'secondly', 'finally', 'lastly'].includes(w) &&
+          tokens
+            .slice(0, i)
+            .every((t) => t.kind === 'punct' || isWord(t, 'okay', 'ok', 'so', 'and', 'uh', 'um', 'then'))
+        ) {
+          // "first pay …, then refund …": the order the message already runs in.
+          use(token);
+        } else if (
+          (w === 'after' || w === 'afterwards') &&
+          tokens.slice(i + 1).every((t) => t.kind === 'punct') &&
+          (intent === 'balance' ||
+            intent === 'payment_status' ||
+            intent === 'list_payments' ||
+            intent === 'pending_confirmations')
+        ) {
+          // "3. let me know our balance after": a read after the steps above, which is the order they run in.
+          use(token);
+        } else if (w === 'sawa' && isWord(next, 'sawa')) {
+          // Swahili "sawa sawa": equally.
+          slots.equal = { ways: undefined };
+          i++;
+        } else if (
+          ['minus', 'less', 'except', 'excluding', 'without'].includes(w) &&
+          intent === 'refund' &&
+          slots.less === undefined
+        ) {
+          // "refund pay_… minus the 500 naira delivery fee": all but that amount.
+          const kept = tokens.slice(i + 1, i + 3).find((t): t is AmountToken => t.kind === 'amount');
+          if (kept !== undefined) {
+            slots.less = kept;
+            use(token, kept);
+            i = tokens.indexOf(kept);
+            // "… the 500 naira delivery fee": the words naming what is kept back.
+            for (const word of tokens.slice(i + 1, i + 4))
+              if (word.kind === 'word' && ['fee', 'fees', 'charge', 'charges', 'cost', 'costs'].includes(word.lower))
+                use(word);
+          }
         } else if (w === 'equally' || w === 'evenly' || (w === 'equal' && isWord(next, 'shares', 'parts', 'split'))) {
           slots.equal = { ways: undefined };
           use(token);
@@ -861,7 +1022,10 @@ export function fillSlots(
             use(next!);
             i++;
           }
-        } else if ((w === 'all' || w === 'everything' || w === 'whole' || w === 'entire') && intent === 'refund') {
+        } else if (
+          (w === 'all' || w === 'everything' || w === 'whole' || w === 'entire' || w === 'yote') &&
+          intent === 'refund'
+        ) {
           // "refund all of pay_…", "the whole thing"; "all payments from yesterday" is a batch.
           const rest = tokens.slice(i + 1, i + 4);
           if (

@@ -14,6 +14,7 @@ import {
   correctionAt,
   fillSlots,
   type Intent,
+  leadingWord,
   intentOf,
   mergeCorrection,
   type Slots,
@@ -44,7 +45,9 @@ export const MAX_MESSAGE_LENGTH = 4000;
 export type RefundAmount =
   | { type: 'full' }
   | { type: 'exact'; number: NumberValue; text: string; currency: CurrencyMention | undefined }
-  | { type: 'share'; numerator: bigint; denominator: bigint; label: string };
+  | { type: 'share'; numerator: bigint; denominator: bigint; label: string }
+  /** "minus the 500 naira delivery fee": the payment's amount less this. */
+  | { type: 'less'; number: NumberValue; text: string; currency: CurrencyMention | undefined };
 
 export type Step =
   | { kind: 'payout'; amountMinor: bigint; toAddress: string; memo?: string; reference?: string }
@@ -96,7 +99,7 @@ export function understand(message: string, now: Date): Understanding {
 
   for (const clause of clauses)
     if (clause.problem) problems.push(`"${truncate(text(clause.tokens), 100)}": ${clause.problem}`);
-  problems.push(...explainAll(unplacedTokens(clauses, sequencers, borrowed)));
+  problems.push(...explainAll(unplacedTokens(clauses, sequencers, borrowed, now)));
   const actionable = clauses.filter((clause) => clause.intent !== undefined);
   if (problems.length === 0 && actionable.length === 0)
     problems.push(
@@ -138,8 +141,24 @@ export function understand(message: string, now: Date): Understanding {
   return problems.length > 0 ? { ok: false, problems } : { ok: true, steps };
 }
 
+/** "don't pay A, pay B …": a negated action, then a comma and the action that replaces it. */
+function negationLead(tokens: readonly Token[]): { length: number; comma: number } | undefined {
+  const wordAt = (i: number): string | undefined => {
+    const token = tokens[i];
+    return token?.kind === 'word' ? token.lower : undefined;
+  };
+  let length = 0;
+  if (["don't", 'dont', 'never'].includes(wordAt(0) ?? '')) length = 1;
+  else if (wordAt(0) === 'do' && wordAt(1) === 'not') length = 2;
+  if (length === 0) return undefined;
+  // The action that replaces it starts at the next money verb after the negated one.
+  const comma = tokens.findIndex((_token, i) => i > length + 1 && MONEY_VERBS.has(wordAt(i) ?? ''));
+  return comma > 0 ? { length, comma } : undefined;
+}
+
 function parseClause(tokens: Token[]): Clause {
   const significant = isSignificant;
+  const consumed0 = new Set<number>();
   // "X instead of Y": Y is the discarded value.
   const dropped = new Set<number>();
   for (let i = 0; i + 2 < tokens.length; i++) {
@@ -156,22 +175,55 @@ function parseClause(tokens: Token[]): Clause {
         .add(tokens[i + 2]!.index);
     }
   }
+  // "send 100 usdc not to A but to B": A is the discarded value.
+  for (let i = 0; i + 2 < tokens.length; i++) {
+    const word = tokens[i]!;
+    if (word.kind !== 'word' || word.lower !== 'not') continue;
+    const valueAt =
+      tokens[i + 1]?.kind === 'word' && (tokens[i + 1] as { lower: string }).lower === 'to' ? i + 2 : i + 1;
+    const value = tokens[valueAt];
+    const but = tokens[valueAt + 1];
+    if (
+      value !== undefined &&
+      ['address', 'amount', 'payment_id'].includes(value.kind) &&
+      but?.kind === 'word' &&
+      but.lower === 'but'
+    )
+      for (const token of tokens.slice(i, valueAt + 2)) dropped.add(token.index);
+  }
   const kept = tokens.filter((token) => !dropped.has(token.index));
   let marker = -1;
   let markerLength = 0;
-  for (let i = 0; i < kept.length; i++) {
-    const length = correctionAt(kept, i);
-    if (length > 0) {
-      marker = i;
-      markerLength = length;
-      break;
+  const negation = negationLead(kept);
+  if (negation !== undefined) {
+    // "don't pay A, pay B 50 usdc": the negated action is corrected by the one after the comma.
+    for (const token of kept.slice(0, negation.length)) consumed0.add(token.index);
+    marker = negation.comma;
+    markerLength = 0;
+  } else {
+    for (let i = 0; i < kept.length; i++) {
+      const length = correctionAt(kept, i);
+      // A marker with nothing before it corrects nothing ("no send am o, I just dey test: …"):
+      // its words stay to be placed, and the clause is asked back.
+      const contentBefore = kept
+        .slice(0, i)
+        .some(
+          (token) =>
+            isSignificant(token) ||
+            (token.kind === 'word' && !['ah', 'oh', 'uh', 'um', 'er', 'hmm', 'okay', 'ok', 'so'].includes(token.lower)),
+        );
+      if (length > 0 && contentBefore) {
+        marker = i;
+        markerLength = length;
+        break;
+      }
     }
   }
-  const before = marker >= 0 ? kept.slice(0, marker) : kept;
+  const before = marker >= 0 ? kept.slice(negation?.length ?? 0, marker) : kept;
   const after = marker >= 0 ? kept.slice(marker + markerLength) : [];
   const intent = intentOf(before) ?? intentOf(after);
   const left = fillSlots(intent, before, significant);
-  const consumed = new Set([...left.consumed, ...dropped]);
+  const consumed = new Set([...left.consumed, ...dropped, ...consumed0]);
   let slots = left.slots;
   let clauseProblem = left.problem;
   if (marker >= 0) {
@@ -200,8 +252,12 @@ function parseClause(tokens: Token[]): Clause {
       slots = right.slots;
     }
   }
-  // A clause without an intent acts on nothing, so it accounts for nothing: its values stay unplaced.
-  if (intent === undefined) consumed.clear();
+  // A clause without an intent acts on nothing, so it accounts for nothing: its values stay unplaced,
+  // and what its slots would have been raises no problem of its own.
+  if (intent === undefined) {
+    consumed.clear();
+    clauseProblem = undefined;
+  }
   const wantsPaymentFromContext =
     (intent === 'refund' || intent === 'payment_status') &&
     slots.paymentIds.length === 0 &&
@@ -270,10 +326,28 @@ const MONEY_VERBS = new Set([
 
 /** "kindly process the following payouts:" above "- 150 usdc to 0x…" lines is a heading, not a payout. */
 function dropListHeaders(clauses: Clause[]): void {
-  for (const [i, clause] of clauses.entries()) {
-    if (clause.intent !== 'payout' && clause.intent !== 'refund') continue;
-    if (clause.tokens.some((token) => isSignificant(token) || token.kind === 'url')) continue;
-    if (clauses.slice(i + 1).some((later) => later.intent === clause.intent)) clause.intent = undefined;
+  for (const clause of clauses) {
+    if (clause.intent !== 'payout' && clause.intent !== 'refund' && clause.intent !== 'split') continue;
+    if (clause.wantsPaymentFromContext) continue;
+    const { slots } = clause;
+    const hasValues =
+      slots.addresses.length + slots.amounts.length + slots.paymentIds.length + slots.percents.length > 0 ||
+      slots.fraction !== undefined ||
+      slots.ratio !== undefined ||
+      slots.date !== undefined ||
+      slots.url !== undefined ||
+      clause.tokens.some((token) => token.kind === 'bad_address' || token.kind === 'bad_payment_id');
+    if (hasValues) continue;
+    // A money verb with nothing to act on, said of something ("a customer who wants to pay online")
+    // or heading a list ("kindly process the following payouts:" above the lines), is context. An
+    // empty request ("then pay the tailor what we owe him") stays, and is asked back.
+    const lead = leadingWord(clause.tokens);
+    const at = clauses.indexOf(clause);
+    const headingWords =
+      clause.tokens.at(-1)?.text === ':' ||
+      clause.tokens.some((t) => t.kind === 'word' && ['following', 'below', 'these', 'list'].includes(t.lower));
+    const heading = headingWords && clauses.slice(at + 1).some((later) => later.intent === clause.intent);
+    if (heading || lead === undefined || !MONEY_VERBS.has(lead)) clause.intent = undefined;
   }
 }
 
@@ -294,7 +368,8 @@ function relaxReadOnly(clauses: Clause[]): void {
     return;
   for (const clause of clauses)
     for (const token of clause.tokens)
-      if (token.kind === 'word' && isSignificant(token)) clause.consumed.add(token.index);
+      if ((token.kind === 'word' || clause.intent === undefined) && isSignificant(token))
+        clause.consumed.add(token.index);
 }
 
 /** "then 9,000 USDC to 0x…": a fragment after a sequencer continues the action before it. */
@@ -444,6 +519,7 @@ const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
     'allPayments',
     'date',
     'duplicates',
+    'less',
   ],
   split: [
     'addresses',
@@ -488,6 +564,7 @@ const SLOT_WORDS: Partial<Record<keyof Slots, string>> = {
   currency: 'a currency',
   status: 'a status',
   limit: 'a count',
+  less: 'an amount to keep back',
 };
 
 function unreadSlots(intent: Intent, slots: Slots): (keyof Slots)[] {
@@ -633,6 +710,12 @@ const PERIOD_REFUND_WORDS = new Set([
   'ngn',
   'ghs',
   'kes',
+  'wey',
+  'enter',
+  'came',
+  'which',
+  'got',
+  'abeg',
 ]);
 const REASON_MARKERS = new Set(['because', 'reason', 'due', 'since', 'cos', 'as']);
 const STATEMENT_VERBS = new Set(['was', 'were', 'is', 'are', 'got', 'has', 'had', 'have', 'been']);
@@ -803,7 +886,19 @@ function refundSteps(slots: Slots): Step[] {
       problem(`${slots.percents[0].text} is not a share between 0% and 100%`);
     amount = { type: 'share', numerator: bps, denominator: 10_000n, label: slots.percents[0].text };
   }
-  if (slots.full && amount.type !== 'full') problem('"in full" and an amount: say one of them');
+  if (slots.less !== undefined) {
+    if (amount.type !== 'full') problem('an amount and an amount to keep back: say the amount to refund');
+    checkAmountToken(slots.less);
+    if (slots.less.number.type === 'unreadable') problem(slots.less.number.reason);
+    amount = {
+      type: 'less',
+      number: slots.less.number,
+      text: slots.less.text,
+      currency: slots.less.currency ?? slots.currency,
+    };
+  }
+  if (slots.full && amount.type !== 'full' && amount.type !== 'less')
+    problem('"in full" and an amount: say one of them');
   return slots.paymentIds.map((paymentId) => ({ kind: 'refund' as const, paymentId, amount, ...reason }));
 }
 
@@ -1123,7 +1218,19 @@ function refundCall(
           `${step.paymentId} is in ${payment.currency.code}, not ${mention.word}: refunds are in the payment's own currency`,
         );
     }
-    minor = toMinor(step.amount.number, step.amount.text, payment.currency);
+    const written = toMinor(step.amount.number, step.amount.text, payment.currency);
+    if (step.amount.type === 'less') {
+      // "all but ₦500": of the payment, so only while nothing was refunded yet (else: of what?).
+      if (payment.refundedMinor > 0n || left !== payment.amountMinor)
+        problem(
+          `${step.paymentId} was already partly refunded, so "less ${step.amount.text}" is unclear: say the amount`,
+        );
+      minor = payment.amountMinor - written;
+      if (minor <= 0n)
+        problem(
+          `${step.amount.text} is not less than ${formatDisplay(payment.amountMinor, payment.currency)}: nothing is left to refund`,
+        );
+    } else minor = written;
   }
   if (minor > left)
     problem(

@@ -98,6 +98,9 @@ export const CONTROL_WORDS: ReadonlySet<string> = new Set([
   'later',
   'tomorrow',
   'tonight',
+  'kesho',
+  'baadaye',
+  'ijayo',
   'schedule',
   'scheduled',
   'every',
@@ -218,6 +221,11 @@ export const CONTROL_WORDS: ReadonlySet<string> = new Set([
   'prompt',
   'assistant',
   'verified',
+  // arithmetic on an amount that only a clause of its own could place ("deduct 300")
+  'deduct',
+  'subtract',
+  'withhold',
+  'retain',
   // actions the agent does not have
   'delete',
   'remove',
@@ -269,6 +277,9 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'later',
   'tomorrow',
   'tonight',
+  'kesho',
+  'baadaye',
+  'ijayo',
   'schedule',
   'scheduled',
   'every',
@@ -516,9 +527,25 @@ function pieces(message: string): RawPiece[] {
   return [...message.matchAll(PIECE)].map((match) => ({ text: match[0], at: match.index ?? 0 }));
 }
 
+/**
+ * An email reply's quoted history ("> pay 500 USDC to …" under "On Mon, … wrote:") is what was
+ * said before, not what is asked now: it is left out, as a mail client shows it. A message that is
+ * only quoted history is then no instruction at all.
+ */
+function withoutQuotedHistory(message: string): string {
+  const lines = message.split(/\r?\n/);
+  // Everything under "---------- Forwarded message ----------" was written by someone else.
+  const forwarded = lines.findIndex((line) =>
+    /^\s*-*\s*(?:forwarded message|begin forwarded message|original message)\b/i.test(line),
+  );
+  return (forwarded >= 0 ? lines.slice(0, forwarded) : lines)
+    .filter((line) => !/^\s*>/.test(line) && !/^\s*On .{3,120} wrote:\s*$/.test(line))
+    .join('\n');
+}
+
 /** Tokens of one message. `now` resolves relative dates, in UTC. */
 export function tokenize(message: string, now: Date): Token[] {
-  const normalised = message
+  const normalised = withoutQuotedHistory(message)
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
@@ -601,14 +628,17 @@ export function tokenize(message: string, now: Date): Token[] {
       NUMBER_WORDS.has(lower) ||
       ((lower === 'a' || lower === 'an') && SCALE_WORDS.has(raw[i + 1]?.text.toLowerCase() ?? ''))
     ) {
-      const { value, next } = numberWords(raw, i);
+      const whole = numberWords(raw, i);
+      const decimals = decimalWords(raw, whole.next);
+      const value = decimals.digits === '' ? whole.value.toString() : `${whole.value}.${decimals.digits}`;
+      const next = decimals.next;
       push({
         kind: 'amount',
         text: raw
           .slice(i, next)
           .map((p) => p.text)
           .join(' '),
-        number: { type: 'exact', text: value.toString() },
+        number: { type: 'exact', text: value },
         currency: undefined,
         negative: false,
       });
@@ -645,6 +675,7 @@ export function tokenize(message: string, now: Date): Token[] {
   }
   attachLeadingCurrencies(tokens);
   markDocumentNumbers(tokens);
+  markPhoneNumbers(tokens);
   return tokens.map((token, index) => ({ ...token, index }));
 }
 
@@ -735,7 +766,11 @@ function numberWords(raw: readonly RawPiece[], start: number): { value: bigint; 
       continue;
     }
     if (NUMBER_WORDS.has(word)) {
-      current += NUMBER_WORDS.get(word)!;
+      const value = NUMBER_WORDS.get(word)!;
+      // "twenty five" adds up; "sixty forty" and "five five" are two numbers.
+      const small = current % 100n;
+      if (seen && small !== 0n && !(small % 10n === 0n && small >= 20n && value < 10n)) break;
+      current += value;
       seen = true;
       continue;
     }
@@ -754,6 +789,24 @@ function numberWords(raw: readonly RawPiece[], start: number): { value: bigint; 
     break;
   }
   return { value: total + current, next: i };
+}
+
+/** "seventy five point five": digits after "point", one word each. */
+function decimalWords(raw: readonly RawPiece[], start: number): { digits: string; next: number } {
+  if (raw[start]?.text.toLowerCase() !== 'point') return { digits: '', next: start };
+  let digits = '';
+  let i = start + 1;
+  for (; i < raw.length; i++) {
+    const value = NUMBER_WORDS.get(raw[i]!.text.toLowerCase());
+    const digit = /^\d$/.test(raw[i]!.text)
+      ? raw[i]!.text
+      : value !== undefined && value < 10n
+        ? value.toString()
+        : undefined;
+    if (digit === undefined) break;
+    digits += digit;
+  }
+  return digits === '' ? { digits: '', next: start } : { digits, next: i };
 }
 
 function fractionAt(
@@ -854,7 +907,41 @@ const DOCUMENT_WORDS = new Set([
   'unit',
   'account',
   'acct',
+  'clause',
+  'section',
+  'article',
+  'page',
+  'line',
+  'step',
+  'box',
+  'suite',
+  'floor',
+  'plot',
+  'house',
 ]);
+
+const PHONE_WORDS = new Set(['tel', 'phone', 'mobile', 'whatsapp', 'cell', 'call', 'fax', 'mob', 'tel.']);
+
+/** A phone number ("Tel: +234 803 555 0192", "+254 712 345678") is an identifier, not amounts. */
+function markPhoneNumbers(tokens: Token[]): void {
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const startsPhone =
+      (token.kind === 'word' && PHONE_WORDS.has(token.lower)) || (token.kind === 'punct' && token.text === '+');
+    if (!startsPhone) continue;
+    let j = i + 1;
+    while (tokens[j]?.kind === 'punct' && /^[:+(]$/.test(tokens[j]!.text)) j++;
+    let marked = 0;
+    for (; j < tokens.length; j++) {
+      const part = tokens[j]!;
+      if (part.kind === 'punct' && /^[-()]$/.test(part.text)) continue;
+      if (part.kind !== 'amount' || part.currency !== undefined || !/^\d+$/.test(part.text)) break;
+      tokens[j] = { kind: 'code', text: part.text, value: part.text, index: j };
+      marked++;
+    }
+    if (marked > 0) i = j - 1;
+  }
+}
 
 function markDocumentNumbers(tokens: Token[]): void {
   for (let i = 1; i < tokens.length; i++) {
@@ -915,6 +1002,8 @@ function datePhrases(message: string, now: Date): DatePhrase[] {
     if (/^\d+$/.test(text)) continue;
     // "3/4" and "70/30" are shares, not days of the year.
     if (/^\d{1,2}\/\d{1,2}$/.test(text)) continue;
+    // "a busy weekend" tells a story; "this weekend" would be a date.
+    if (/^weekend$/i.test(text)) continue;
     // "Morning!" is a greeting, not a date.
     if (
       /^(?:morning|afternoon|evening|noon|night|tonight)$/i.test(text) &&
