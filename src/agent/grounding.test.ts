@@ -120,6 +120,12 @@ describe('checkGrounding: amounts', () => {
     expect(() => checkGrounding('create_payout', { amount: 5, to_address: SUPPLIER }, e)).toThrow(AppError);
   });
 
+  it('a read amount less a written one ("minus the 500 naira delivery fee")', () => {
+    const e = evidence(`refund ${PAYMENT} minus the 500 naira delivery fee`, payment);
+    expect(() => checkGrounding('refund_payment', { payment_id: PAYMENT, amount: 9500 }, e)).not.toThrow();
+    expect(() => checkGrounding('refund_payment', { payment_id: PAYMENT, amount: 9000 }, e)).toThrow(AppError);
+  });
+
   it('neither reading of "5.000 USDC" (it could be 5 or 5,000): the model must ask', () => {
     const e = evidence(`pay out 5.000 USDC to ${SUPPLIER}`);
     expect(() => checkGrounding('create_payout', { amount: 5, to_address: SUPPLIER }, e)).toThrow(AppError);
