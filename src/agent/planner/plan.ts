@@ -368,8 +368,17 @@ function relaxReadOnly(clauses: Clause[]): void {
     return;
   for (const clause of clauses)
     for (const token of clause.tokens)
-      if ((token.kind === 'word' || clause.intent === undefined) && isSignificant(token))
+      if (isSignificant(token) && (token.kind === 'word' || (clause.intent === undefined && isStoryValue(token))))
         clause.consumed.add(token.index);
+}
+
+/**
+ * What a context sentence of a read-only message may say without being asked about: dates and
+ * counts ("placed by one of our customers last Tuesday"). An address, an id or an amount of money
+ * there could be a request the merchant expects to see acted on, so it is still asked about.
+ */
+function isStoryValue(token: Token): boolean {
+  return token.kind === 'date' || (token.kind === 'amount' && token.currency === undefined);
 }
 
 /** "then 9,000 USDC to 0x…": a fragment after a sequencer continues the action before it. */
