@@ -55,6 +55,15 @@ export function unplacedTokens(
       if (clause.consumed.has(token.index) || consumedBySequencing.has(token.index) || borrowed.has(token.index))
         continue;
       if (context && token.kind === 'word' && CONTEXT_SAFE.has(token.lower)) continue;
+      // "Approved by: Ngozi" under a ticket: who signed it off (a held action is approved only by a person).
+      const next = clause.tokens[clause.tokens.indexOf(token) + 1];
+      if (
+        context &&
+        token.kind === 'word' &&
+        ['approved', 'authorised', 'authorized'].includes(token.lower) &&
+        next?.text.toLowerCase() === 'by'
+      )
+        continue;
       if (context && isQuantity(token, clause.tokens[clause.tokens.indexOf(token) + 1])) continue;
       // "placed last Tuesday", "in January": a past date in a context sentence tells a story; a
       // future one ("do it on Friday") could defer the instruction, so it stays to be placed.

@@ -118,6 +118,8 @@ const PAYOUT_VERBS = new Set([
   'move',
 ]);
 const REFUND_VERBS = new Set([
+  'rfnd',
+  'rfd',
   'rudisha',
   'refund',
   'reimburse',
@@ -265,6 +267,19 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
 
   if (first !== undefined && ['approve', 'reject', 'deny', 'confirm', 'authorise', 'authorize'].includes(first))
     return 'approve';
+  // "Ticket #4550: please approve all pending confirmations": approving is asked, not a status read.
+  const approving = tokens.findIndex((token) => isWord(token, 'approve', 'reject', 'authorise', 'authorize'));
+  if (
+    approving >= 0 &&
+    tokens
+      .slice(approving + 1, approving + 3)
+      .some(
+        (token) =>
+          isWord(token, 'all', 'the', 'it', 'them', 'this', 'these', 'that', 'everything', 'every') ||
+          token.kind === 'object_id',
+      )
+  )
+    return 'approve';
   if (words.some((word) => REFUND_VERBS.has(word) || word === 'refunds')) {
     // "has pay_… been refunded?" asks; "refund pay_…" acts.
     if (has('refunded') && !words.some((word) => REFUND_VERBS.has(word))) return 'payment_status';
@@ -325,6 +340,11 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   const arrow =
     tokens.some((token) => token.kind === 'punct' && ['->', '→', '=>'].includes(token.text)) ||
     has('gets', 'receives', 'receive') ||
+    tokens.some(
+      (token, i) =>
+        token.kind === 'address' && /^[-—–:]$/.test(tokens[i + 1]?.text ?? '') && tokens[i + 2]?.kind === 'amount',
+    ) ||
+    (has('payment', 'payout', 'transfer') && hasAmount && hasAddress && !has('refund', 'split')) ||
     tokens.some((token, i) => token.kind === 'amount' && tokens.slice(i + 1, i + 4).some((t) => isWord(t, 'to')));
   const payoutVerb = words.some((word) => PAYOUT_VERBS.has(word)) || (arrow && hasAddress && hasAmount);
   if (payoutVerb && (hasAddress || !hasId)) {
@@ -367,7 +387,7 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
 // Clauses
 // ---------------------------------------------------------------------------------------------
 
-const SEQUENCERS = new Set(['then', 'also', 'next', 'afterwards', 'afterward']);
+const SEQUENCERS = new Set(['then', 'also', 'next', 'afterwards', 'afterward', 'thereafter']);
 const CORRECTION_STARTS: readonly (readonly string[])[] = [
   ['no', 'wait'],
   ['no', 'be', 'that', 'one'],
@@ -377,6 +397,9 @@ const CORRECTION_STARTS: readonly (readonly string[])[] = [
   ['wait', 'o'],
   ['wait', 'oh'],
   ['oops', 'i', 'meant'],
+  ['oops', 'wrong', 'one'],
+  ['oops', 'wrong', '1'],
+  ['wrong', '1'],
   ['sorry', 'wrong', 'one'],
   ['wrong', 'one'],
   ['my', 'bad'],
@@ -963,7 +986,15 @@ export function fillSlots(
         break;
       case 'word': {
         const w = token.lower;
-        if (w === 'each' || w === 'apiece' || (w === 'kila' && isWord(next, 'mmoja'))) {
+        const labelled = tokens.slice(i + 1, i + 3).find((t) => t.kind !== 'punct');
+        if ((w === 'address' || w === 'wallet') && labelled?.kind === 'address') {
+          // "to_address=0x…", "Wallet: 0x…": the word labels the address that follows.
+          use(token);
+        } else if ((w === 'approved' || w === 'authorised' || w === 'authorized') && isWord(next, 'by')) {
+          // "Approved by: Ngozi" on the merchant's own ticket: who signed it off, not an approval
+          // of a held action (only a person on the dashboard or an approvals key does that).
+          use(token);
+        } else if (w === 'each' || w === 'apiece' || (w === 'kila' && isWord(next, 'mmoja'))) {
           // Swahili "kila mmoja": each one.
           slots.each = true;
           use(token);
@@ -1103,7 +1134,7 @@ export function fillSlots(
           w === 'narration'
         ) {
           if (w === 'for' && next?.kind === 'date') break;
-          const start = next?.kind === 'punct' && next.text === ':' ? i + 2 : i + 1;
+          const start = next?.kind === 'punct' && (next.text === ':' || next.text === '=') ? i + 2 : i + 1;
           const {
             value,
             end,

@@ -261,24 +261,26 @@ function parseClause(tokens: Token[]): Clause {
   const wantsPaymentFromContext =
     (intent === 'refund' || intent === 'payment_status') &&
     slots.paymentIds.length === 0 &&
-    tokens.some(
-      (token) =>
-        token.kind === 'word' &&
-        [
-          'it',
-          'them',
-          'their',
-          'this',
-          'that',
-          'customer',
-          'client',
-          'buyer',
-          'him',
-          'her',
-          'payment',
-          'order',
-        ].includes(token.lower),
-    );
+    // "Please confirm status." asks about the one payment the message named; a refund needs "it".
+    (intent === 'payment_status' ||
+      tokens.some(
+        (token) =>
+          token.kind === 'word' &&
+          [
+            'it',
+            'them',
+            'their',
+            'this',
+            'that',
+            'customer',
+            'client',
+            'buyer',
+            'him',
+            'her',
+            'payment',
+            'order',
+          ].includes(token.lower),
+      ));
   return {
     intent,
     tokens,
@@ -288,6 +290,24 @@ function parseClause(tokens: Token[]): Clause {
     ...(clauseProblem ? { problem: clauseProblem } : {}),
   };
 }
+
+const FORM_LABELS = new Set([
+  'amount',
+  'wallet',
+  'address',
+  'to',
+  'recipient',
+  'ref',
+  'reference',
+  'memo',
+  'note',
+  'reason',
+  'description',
+  'payment',
+  'transaction',
+  'currency',
+  'asset',
+]);
 
 /** "…to each of these:" followed by one address per line: the addresses belong to the clause above. */
 function joinAddressLines(clauses: readonly Token[][]): Token[][] {
@@ -302,7 +322,14 @@ function joinAddressLines(clauses: readonly Token[][]): Token[][] {
           token.kind === 'punct' ||
           (token.kind === 'word' && token.lower === 'and'),
       );
-    if (onlyAddresses && out.length > 0) out[out.length - 1] = [...out[out.length - 1]!, ...clause];
+    // A ticket's labelled lines ("Amount: 850 USDC", "Wallet: 0x…", "Ref: CLN-0326") are one request.
+    const first = clause.find((token) => token.kind !== 'punct');
+    const labelledLine =
+      first?.kind === 'word' &&
+      FORM_LABELS.has(first.lower) &&
+      clause[clause.indexOf(first) + 1]?.text === ':' &&
+      out.length > 0;
+    if ((onlyAddresses || labelledLine) && out.length > 0) out[out.length - 1] = [...out[out.length - 1]!, ...clause];
     else out.push(clause);
   }
   return out;
@@ -725,6 +752,10 @@ const PERIOD_REFUND_WORDS = new Set([
   'which',
   'got',
   'abeg',
+  'batch',
+  'ticket',
+  'approved',
+  'by',
 ]);
 const REASON_MARKERS = new Set(['because', 'reason', 'due', 'since', 'cos', 'as']);
 const STATEMENT_VERBS = new Set(['was', 'were', 'is', 'are', 'got', 'has', 'had', 'have', 'been']);
@@ -732,6 +763,8 @@ const STATEMENT_VERBS = new Set(['was', 'were', 'is', 'are', 'got', 'has', 'had'
 function narrowingWord(tokens: readonly Token[]): Token | undefined {
   for (const [i, token] of tokens.entries()) {
     // "…, the event was cancelled": a statement after a comma says why, it picks no payments.
+    // "(checkout outage)": a note in brackets says why, it picks no payments.
+    if (token.kind === 'punct' && token.text === '(') return undefined;
     if (token.kind === 'punct' && /^[,—–-]$/.test(token.text)) {
       const tail = tokens.slice(i + 1);
       if (tail.some((t) => t.kind === 'word' && STATEMENT_VERBS.has(t.lower))) return undefined;

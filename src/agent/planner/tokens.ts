@@ -168,7 +168,19 @@ export const CONTROL_WORDS: ReadonlySet<string> = new Set([
   'double',
   'triple',
   'some',
+  'including',
+  'inclusive',
+  'incl',
+  'excl',
+  'vat',
   'testing',
+  'dry',
+  'dry-run',
+  'dryrun',
+  'preview',
+  'simulation',
+  'hypothetically',
+  'hypothetical',
   'fake',
   'pretend',
   'simulate',
@@ -180,8 +192,6 @@ export const CONTROL_WORDS: ReadonlySet<string> = new Set([
   'previous',
   'same',
   'usual',
-  'fee',
-  'fees',
   'other',
   'others',
   'another',
@@ -319,6 +329,13 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'double',
   'triple',
   'testing',
+  'dry',
+  'dry-run',
+  'dryrun',
+  'preview',
+  'simulation',
+  'hypothetically',
+  'hypothetical',
   'pretend',
   'simulate',
   'whoever',
@@ -516,7 +533,7 @@ const URL_LIKE = /^https?:\/\/\S+$/i;
 // One raw piece: quoted text, a URL, an id or address, a number with its attached symbols, a word
 // (with an apostrophe), an arrow, or one punctuation character.
 const PIECE =
-  /"[^"]{0,300}"|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\d,.]*\d)?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:-\d+(?:\.\d+)?)?|[a-z₦$€£₵][a-z'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
+  /"[^"]{0,300}"|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\d,.]*\d)?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:-\d+(?:\.\d+)?)?|[a-z₦$€£₵][a-z'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
 
 interface RawPiece {
   text: string;
@@ -543,9 +560,26 @@ function withoutQuotedHistory(message: string): string {
     .join('\n');
 }
 
+/**
+ * Texting shorthand read as the words it stands for ("2day", "tmrw", "n", "u", "4 my", "wat",
+ * "this weak"), so the grammar and the date parser see them: "2moro" is a wait like "tomorrow".
+ */
+function textingShorthand(message: string): string {
+  return message
+    .replace(/\b2da?y\b/gi, 'today')
+    .replace(/\b(?:2mo?r+o?w?|2morrow|tmrw?|tmo?ro)\b/gi, 'tomorrow')
+    .replace(/\b2nite\b/gi, 'tonight')
+    .replace(/(?<=\s)n(?=\s)/g, 'and')
+    .replace(/(?<=\s)u(?=\s|$|[?.!,])/g, 'you')
+    .replace(/\bwat\b/gi, 'what')
+    .replace(/\b(this|last|next) weak\b/gi, '$1 week')
+    .replace(/\bcostumer(s?)\b/gi, 'customer$1')
+    .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for');
+}
+
 /** Tokens of one message. `now` resolves relative dates, in UTC. */
 export function tokenize(message: string, now: Date): Token[] {
-  const normalised = withoutQuotedHistory(message)
+  const normalised = textingShorthand(withoutQuotedHistory(message))
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
@@ -596,14 +630,21 @@ export function tokenize(message: string, now: Date): Token[] {
       push({ kind: 'word', text, lower: 'times' });
       continue;
     }
-    if (/^#\w/.test(text) || /^[a-z]+[-/]?\d[\w\-/]*$/i.test(text)) {
+    if (
+      /^#\w/.test(text) ||
+      /^[a-z]+[-/]?\d[\w\-/]*$/i.test(text) ||
+      /^[a-z]+(?:-[a-z0-9]+)*-[a-z]*\d[\w-]*$/i.test(text)
+    ) {
       push({ kind: 'code', text, value: text.replace(/[.,;:!?]+$/, '') });
       continue;
     }
     if (/^[a-z]{2,4}_[0-9a-z]+$/i.test(text)) {
       if (/^pay_/i.test(text))
         push(isId('pay', text) ? { kind: 'payment_id', text, value: text } : { kind: 'bad_payment_id', text });
-      else push({ kind: 'object_id', text, value: text });
+      // "po_…", "conf_…": an id has a long random body; "to_address", "redirect_url" are field names.
+      else if (/^[a-z]{2,4}_[0-9A-Za-z]{12,}$/.test(text) && /\d|[A-Z]/.test(text.slice(text.indexOf('_'))))
+        push({ kind: 'object_id', text, value: text });
+      else push({ kind: 'word', text, lower: lower });
       continue;
     }
     if (/\d/.test(text) && /^(?:us\$|gh₵|[$€£₦₵])?-?\d/iu.test(text)) {
@@ -676,6 +717,7 @@ export function tokenize(message: string, now: Date): Token[] {
   attachLeadingCurrencies(tokens);
   markDocumentNumbers(tokens);
   markPhoneNumbers(tokens);
+  markListNumbers(tokens);
   return tokens.map((token, index) => ({ ...token, index }));
 }
 
@@ -843,8 +885,8 @@ function currencyAt(
     if (mention !== undefined) return { text: two, mention, next: i + 2 };
   }
   const one = raw[i]!.text;
-  // "bob" is Kenyan slang for shillings only right after a number; elsewhere it is a name.
-  if (one.toLowerCase() === 'bob') return undefined;
+  // "bob" is Kenyan slang for shillings right after a number or in "in bob"; elsewhere it is a name.
+  if (one.toLowerCase() === 'bob' && raw[i - 1]?.text.toLowerCase() !== 'in') return undefined;
   const mention = mentionOf(one);
   return mention === undefined ? undefined : { text: one, mention, next: i + 1 };
 }
@@ -940,6 +982,21 @@ function markPhoneNumbers(tokens: Token[]): void {
       marked++;
     }
     if (marked > 0) i = j - 1;
+  }
+}
+
+/** "(1) Refund …, (2) Pay …": a list item's number in brackets is no amount. */
+function markListNumbers(tokens: Token[]): void {
+  for (let i = 1; i + 1 < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (
+      token.kind === 'amount' &&
+      token.currency === undefined &&
+      /^\d{1,2}$/.test(token.text) &&
+      tokens[i - 1]?.text === '(' &&
+      tokens[i + 1]?.text === ')'
+    )
+      tokens[i] = { kind: 'code', text: token.text, value: token.text, index: i };
   }
 }
 
