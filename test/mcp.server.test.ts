@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { annotationsFor, buildMcpServer } from '../src/mcp/server.ts';
 import { TOOLS } from '../tools/registry.ts';
+import { settlesBeforeHang } from './support/hang.ts';
 import { testAccount, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
 import { ADDRESS_C, availableBalance, firstKeyAuth, fund } from './support/money.ts';
 
@@ -59,9 +60,12 @@ describe('buildMcpServer (in memory)', () => {
     });
     await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
 
-    const started = Date.now();
-    const held = await client.callTool({ name: 'create_payout', arguments: { amount: 5000, to_address: ADDRESS_C } });
-    expect(Date.now() - started).toBeLessThan(5000);
+    // A user who never answers the elicitation must not hold the call: it returns, held.
+    const call = await settlesBeforeHang(
+      client.callTool({ name: 'create_payout', arguments: { amount: 5000, to_address: ADDRESS_C } }),
+    );
+    if (!call.settled) throw new Error('create_payout waited on an unanswered elicitation');
+    const held = call.value;
     expect(asked).toBe(1);
     expect(held.isError).toBeFalsy();
     expect(held.structuredContent).toMatchObject({ status: 'confirmation_required' });
