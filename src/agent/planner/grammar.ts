@@ -134,6 +134,15 @@ const REFUND_VERBS = new Set([
   'refun',
 ]);
 const SPLIT_VERBS = new Set(['split', 'divide', 'distribute', 'share', 'gawanya']);
+/** Every verb that moves money, in any form the grammar reads ("moving all funds", "paying"). */
+export const MONEY_VERBS: ReadonlySet<string> = new Set([
+  ...PAYOUT_VERBS,
+  ...REFUND_VERBS,
+  ...SPLIT_VERBS,
+  'moving',
+  'sending',
+  'paying',
+]);
 const CREATE_VERBS = new Set(['create', 'make', 'generate', 'open', 'new', 'raise', 'issue', 'setup', 'set', 'start']);
 const PAYMENT_NOUNS = new Set(['payment', 'checkout', 'link', 'session', 'invoice', 'request']);
 const REVENUE_WORDS = new Set([

@@ -15,6 +15,7 @@ import {
   fillSlots,
   type Intent,
   leadingWord,
+  MONEY_VERBS,
   intentOf,
   mergeCorrection,
   type Slots,
@@ -334,22 +335,6 @@ function joinAddressLines(clauses: readonly Token[][]): Token[][] {
   }
   return out;
 }
-
-const MONEY_VERBS = new Set([
-  'pay',
-  'send',
-  'transfer',
-  'payout',
-  'refund',
-  'split',
-  'move',
-  'remit',
-  'wire',
-  'give',
-  'moving',
-  'sending',
-  'paying',
-]);
 
 /** "kindly process the following payouts:" above "- 150 usdc to 0x…" lines is a heading, not a payout. */
 function dropListHeaders(clauses: Clause[]): void {
