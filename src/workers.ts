@@ -1,4 +1,5 @@
 import { expiryJob } from './payments/expiry.ts';
+import { railReconcileJob } from './payments/rails/reconcile.ts';
 import type { Runtime } from './runtime.ts';
 import { settlementJob } from './settlement/worker.ts';
 import { webhookDeliveryJob } from './webhooks/delivery-worker.ts';
@@ -14,6 +15,7 @@ const JOBS: ReadonlyArray<[name: string, job: WorkerJob]> = [
   ['payment-expiry', expiryJob],
   ['webhook-delivery', webhookDeliveryJob],
   ['settlement', settlementJob],
+  ['payer-rails', railReconcileJob],
 ];
 
 export function startWorkers(runtime: Runtime): () => Promise<void> {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHECKOUT_CSP, buildCheckoutApp } from '../src/http/checkout-app.ts';
+import { buildCheckoutApp, checkoutCsp } from '../src/http/checkout-app.ts';
 import { bearer, testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './support/harness.ts';
 import { createPayment } from './support/payments.ts';
 
@@ -56,7 +56,7 @@ describe('the checkout page', () => {
     // The runtime's clock runs on in real time, so a second may have passed.
     expect(body).toMatch(/<span id="time-left" data-seconds="(3600|3599)">(60:00|59:59)<\/span>/);
     expect(body).toContain('Test mode');
-    expect(body).toMatch(/<form id="pay-form" method="post" action="\/pay\/pay_\w+">/);
+    expect(body).toMatch(/<form id="pay-form" class="pay-form" method="post" action="\/pay\/pay_\w+">/);
     expect(body).toContain('name="outcome" value="succeeded"');
     expect(body).toContain('name="outcome" value="declined"');
     expect(text(body)).toContain('Pay ₦5,000.00');
@@ -98,12 +98,14 @@ describe('the checkout page', () => {
   it('sends a strict CSP and the other security headers, and is never cached', async () => {
     const p = await createPayment(api, merchant.apiKey);
     const res = await page(p.id);
+    const CHECKOUT_CSP = checkoutCsp(runtime.config);
     expect(res.headers['content-security-policy']).toBe(CHECKOUT_CSP);
     expect(CHECKOUT_CSP).toContain("default-src 'none'");
     expect(CHECKOUT_CSP).toContain("script-src 'self'");
     expect(CHECKOUT_CSP).not.toContain('unsafe');
     expect(CHECKOUT_CSP).toContain("frame-ancestors 'none'");
-    expect(CHECKOUT_CSP).toContain("form-action 'self'");
+    // The forms post here, and the Paystack form's answer may send the payer to Paystack's pages only.
+    expect(CHECKOUT_CSP).toContain("form-action 'self' https://checkout.paystack.com;");
     expect(res.headers['x-content-type-options']).toBe('nosniff');
     expect(res.headers['referrer-policy']).toBe('same-origin');
     expect(res.headers['x-frame-options']).toBe('DENY');
@@ -122,7 +124,7 @@ describe('the checkout page', () => {
     expect(cssRes.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     const jsRes = await checkout.inject({ method: 'GET', url: js! });
     expect(jsRes.headers['content-type']).toBe('text/javascript; charset=utf-8');
-    expect(jsRes.headers['content-security-policy']).toBe(CHECKOUT_CSP);
+    expect(jsRes.headers['content-security-policy']).toBe(checkoutCsp(runtime.config));
     // The budget (30 KB for the whole page) with room to spare, before any compression.
     expect(Buffer.byteLength(body) + cssRes.rawPayload.length + jsRes.rawPayload.length).toBeLessThan(20_000);
   });
@@ -289,7 +291,7 @@ describe('honest pages', () => {
       const res = await page(id);
       expect(res.statusCode).toBe(404);
       expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-      expect(res.headers['content-security-policy']).toBe(CHECKOUT_CSP);
+      expect(res.headers['content-security-policy']).toBe(checkoutCsp(runtime.config));
       expect(res.body).toContain('We could not find this checkout');
       expect(res.body).not.toContain('<script');
     }

@@ -5,7 +5,7 @@ import { AppError } from '../src/core/errors.ts';
 import { executedOutput, executeTool } from '../src/core/pipeline.ts';
 import type { Actor, Channel } from '../src/core/tool.ts';
 import { checkLedgerInvariants, getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
-import { recordSandboxPayment } from '../src/payments/sandbox-rail.ts';
+import { paySandbox } from '../src/payments/sandbox-rail.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import { createPayment } from '../tools/create-payment.ts';
 import { createPayout } from '../tools/create-payout.ts';
@@ -90,11 +90,7 @@ describe('money movement under random sequences', () => {
                   { runtime, actor: actorOn('api') },
                 ),
               );
-              await runtime.db
-                .transaction()
-                .execute((trx) =>
-                  recordSandboxPayment(trx, runtime.config, created.id, 'succeeded', runtime.clock.now()),
-                );
+              await paySandbox(runtime, { accountId: merchant.accountId, livemode: false }, created.id, 'succeeded');
               await settlePaidPayments({
                 db: runtime.db,
                 config: runtime.config,

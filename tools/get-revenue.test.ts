@@ -7,7 +7,7 @@ import type { Actor } from '../src/core/tool.ts';
 import { transitionPayment } from '../src/db/repositories/payments.ts';
 import { minorToNumber, parseMajorAmount, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { expireDuePayments } from '../src/payments/expiry.ts';
-import { recordSandboxPayment } from '../src/payments/sandbox-rail.ts';
+import { paySandbox } from '../src/payments/sandbox-rail.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import { bearer, testAccount, testApp, testRuntime, type TestRuntime } from '../test/support/harness.ts';
 import { firstKeyAuth } from '../test/support/money.ts';
@@ -68,9 +68,7 @@ async function paid(
 ): Promise<Created> {
   const payment = await created(actor, createdAt, body);
   clockAt(paidAt);
-  await runtime.db
-    .transaction()
-    .execute((trx) => recordSandboxPayment(trx, runtime.config, payment.id, 'succeeded', runtime.clock.now()));
+  await paySandbox(runtime, actor, payment.id, 'succeeded');
   return payment;
 }
 

@@ -17,6 +17,17 @@ export async function findPaymentAttempt(
     .executeTakeFirst();
 }
 
+/** The attempt in flight on a processing payment, if any (at most one: start_payment_attempt). */
+export async function findOpenPaymentAttempt(db: Db, paymentId: string): Promise<PaymentAttemptRow | undefined> {
+  return db
+    .selectFrom('payment_attempts')
+    .selectAll()
+    .where('payment_id', '=', paymentId)
+    .where('outcome', '=', 'pending')
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
+}
+
 /** The account's display name, shown when the payment has no merchant_name of its own. */
 export async function findAccountName(db: Db, accountId: string): Promise<string | undefined> {
   const row = await db.selectFrom('accounts').select('name').where('id', '=', accountId).executeTakeFirst();

@@ -31,9 +31,24 @@ ${body}
 export interface CheckoutPageOptions {
   /** The payer has just paid on this page (the POST's redirect named a succeeded attempt). */
   justPaid: boolean;
-  /** The payer's last attempt on this page was declined. */
-  declined: boolean;
+  /** How the payer's last attempt on this page ended, when it did not pay: said above the pay options. */
+  attemptNotice?: string;
+  /** The form the payer sent was refused (a mistyped email, a provider that did not answer). */
+  formError?: { rail: string; message: string };
+  /** The attempt in flight, on the processing page. */
+  openAttempt?: { rail: string; payerUrl: string | null; payerHint: string | null };
 }
+
+/** What the payer is told when an attempt ended without paying, by its outcome. */
+export const ATTEMPT_NOTICES: Readonly<Record<string, string>> = {
+  declined: 'The payment was declined. No money was taken. You can try again.',
+  cancelled: 'The M-Pesa request was cancelled on your phone. No money was taken. You can try again.',
+  timed_out: 'The M-Pesa request was not answered in time. No money was taken. You can try again.',
+  abandoned: 'The payment was not completed. No money was taken. You can try again.',
+  failed: 'The payment could not be started. No money was taken. Please try again.',
+  flagged:
+    'We could not confirm this payment. If money left your account, contact the merchant with the reference shown here.',
+};
 
 export function checkoutPage(assets: CheckoutAssets, view: CheckoutView, options: CheckoutPageOptions): string {
   const open = view.state === 'payable' || view.state === 'unavailable';
@@ -75,15 +90,19 @@ function stateSection(view: CheckoutView, options: CheckoutPageOptions): SafeHtm
   switch (view.state) {
     case 'payable':
       return html`${timeLeft(view)}
-${options.declined && html`<p class="notice bad" role="alert">The payment was declined. No money was taken. You can try again.</p>`}
-<form id="pay-form" method="post" action="${payPath(view.id)}">
+${options.attemptNotice && html`<p class="notice bad" role="alert">${options.attemptNotice}</p>`}
+${view.rails.map((rail) => railForm(view, rail, options.formError))}
+${
+  view.sandbox &&
+  html`<form id="pay-form" class="pay-form" method="post" action="${payPath(view.id)}">
 <fieldset>
 <legend>Sandbox payment</legend>
 <p class="hint" id="sandbox-hint">This is a test-mode checkout. Choose what the sandbox payment rail answers.</p>
 <button type="submit" class="primary" name="outcome" value="succeeded" aria-describedby="sandbox-hint">Pay ${view.amount}</button>
 <button type="submit" name="outcome" value="declined" aria-describedby="sandbox-hint">Simulate a declined payment</button>
 </fieldset>
-</form>
+</form>`
+}
 ${status('Waiting for payment.')}`;
     case 'unavailable':
       return html`${heading}
@@ -91,8 +110,7 @@ ${timeLeft(view)}
 <p class="notice">Live payments cannot be made on this checkout yet. You have not been charged. Please contact ${view.merchantName} to pay another way.</p>
 ${status('No payment method is available.')}`;
     case 'processing':
-      return html`${heading}
-${status('Your payment is being confirmed. Please keep this page open.')}`;
+      return processingSection(view, options);
     case 'received':
       return html`${heading}
 <p class="notice ok">${view.merchantName} has received your payment.</p>
@@ -116,6 +134,53 @@ ${back(`Return to ${view.merchantName}`)}`;
 ${status('Expired.')}
 ${back(`Return to ${view.merchantName}`)}`;
   }
+}
+
+/** One provider rail's form: the one field the provider needs, and the button. */
+function railForm(view: CheckoutView, rail: string, formError: CheckoutPageOptions['formError']): SafeHtml {
+  const error = formError?.rail === rail ? formError.message : undefined;
+  const errorId = `${rail}-error`;
+  const field =
+    rail === 'paystack'
+      ? html`<label for="email">Email for your receipt</label>
+<input id="email" name="email" type="email" autocomplete="email" inputmode="email" maxlength="254" required${error && html` aria-invalid="true" aria-describedby="${errorId}"`}>`
+      : html`<label for="phone">M-Pesa phone number</label>
+<input id="phone" name="phone" type="tel" autocomplete="tel" inputmode="tel" placeholder="0712 345 678" maxlength="20" required${error && html` aria-invalid="true" aria-describedby="${errorId}"`}>`;
+  const legend = rail === 'paystack' ? 'Card, bank transfer, USSD or mobile money' : 'M-Pesa';
+  const button = rail === 'paystack' ? `Pay ${view.amount} with Paystack` : `Pay ${view.amount} with M-Pesa`;
+  return html`<form id="${rail}-form" class="pay-form" method="post" action="${payPath(view.id)}">
+<input type="hidden" name="rail" value="${rail}">
+<fieldset>
+<legend>${legend}</legend>
+${error && html`<p class="notice bad" id="${errorId}" role="alert">${error}</p>`}
+${field}
+<button type="submit" class="primary">${button}</button>
+</fieldset>
+</form>`;
+}
+
+/** An attempt in flight: M-Pesa waits for the PIN on the phone, Paystack for its confirmation. */
+function processingSection(view: CheckoutView, options: CheckoutPageOptions): SafeHtml {
+  const attempt = options.openAttempt;
+  const status = (text: string) => html`<p id="status" role="status" aria-live="polite">${text}</p>`;
+  const another = html`<form class="another" method="post" action="${payPath(view.id)}/abandon">
+<button type="submit">Pay another way</button>
+</form>`;
+  if (attempt?.rail === 'mpesa') {
+    return html`<h2 id="state-heading">Check your phone</h2>
+<p class="notice">Enter your M-Pesa PIN on the phone ${attempt.payerHint ?? ''} to pay ${view.amount} to ${view.merchantName}. This page updates by itself.</p>
+${status('Waiting for you to confirm on your phone…')}
+${another}`;
+  }
+  if (attempt?.rail === 'paystack') {
+    return html`<h2 id="state-heading">Payment in progress</h2>
+<p class="notice">We are waiting for Paystack to confirm your payment. This page updates by itself.</p>
+${attempt.payerUrl && html`<a class="button primary" id="continue" href="${attempt.payerUrl}">Continue on Paystack</a>`}
+${status('Your payment is being confirmed. Please keep this page open.')}
+${another}`;
+  }
+  return html`<h2 id="state-heading">Payment in progress</h2>
+${status('Your payment is being confirmed. Please keep this page open.')}`;
 }
 
 function timeLeft(view: CheckoutView): SafeHtml {

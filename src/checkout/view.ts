@@ -1,4 +1,5 @@
 import type { PaymentRow } from '../db/database.ts';
+import type { ProviderRail } from '../db/tables/rails.ts';
 import { formatDisplay } from '../domain/money.ts';
 import type { PaymentStatus } from '../domain/payment-status.ts';
 import { currencyOf } from '../payments/present.ts';
@@ -8,9 +9,9 @@ import { returnUrl } from './return-url.ts';
  * What the payer's page shows, derived from the payment row and the time. One place decides the
  * page state so that the HTML page, the JSON status read and the polling script agree.
  *
- * - payable: pending, open, test mode: the sandbox rail's buttons
- * - unavailable: pending, open, live mode: no real payer rail exists yet, so no buttons
- * - processing: a rail attempt is in flight
+ * - payable: pending, open, and a rail to pay with: the sandbox (test mode) and the connected provider rails
+ * - unavailable: pending, open, live mode, and no provider rail connected that takes this payment
+ * - processing: a rail attempt is in flight (the payer is on Paystack's page, or answering M-Pesa's prompt)
  * - received: paid or settling (money received, settlement under way)
  * - settled, refunded: done
  * - expired: expired, or still pending past expires_at (the expiry worker has not run yet)
@@ -33,13 +34,22 @@ export interface CheckoutView {
   chainId: number | null;
   /** redirect_url with payment_id and status, once the payer is done here; else undefined. */
   returnUrl: string | undefined;
+  /** The provider rails offered on this page (connected for the account and mode, able to take it). */
+  rails: readonly ProviderRail[];
+  /** The sandbox rail's buttons: test mode only. */
+  sandbox: boolean;
 }
 
-export function checkoutView(row: PaymentRow, accountName: string | undefined, now: Date): CheckoutView {
+export function checkoutView(
+  row: PaymentRow,
+  accountName: string | undefined,
+  now: Date,
+  rails: readonly ProviderRail[] = [],
+): CheckoutView {
   const currency = currencyOf(row);
   const lapsed = row.expires_at.getTime() <= now.getTime();
   const status: PaymentStatus = row.status === 'pending' && lapsed ? 'expired' : row.status;
-  const state = stateOf(status, row.livemode);
+  const state = stateOf(status, !row.livemode || rails.length > 0);
   const done = state === 'received' || state === 'settled' || state === 'refunded' || state === 'expired';
   return {
     id: row.id,
@@ -55,13 +65,15 @@ export function checkoutView(row: PaymentRow, accountName: string | undefined, n
     txHash: row.settlement_tx_hash,
     chainId: row.settlement_chain_id,
     returnUrl: done ? returnUrl(row.redirect_url, row.id, status) : undefined,
+    rails,
+    sandbox: !row.livemode,
   };
 }
 
-function stateOf(status: PaymentStatus, livemode: boolean): CheckoutState {
+function stateOf(status: PaymentStatus, canPay: boolean): CheckoutState {
   switch (status) {
     case 'pending':
-      return livemode ? 'unavailable' : 'payable';
+      return canPay ? 'payable' : 'unavailable';
     case 'processing':
       return 'processing';
     case 'paid':

@@ -51,6 +51,11 @@ const envSchema = z.object({
   AGENT_MAX_STEPS: z.coerce.number().int().min(1).max(50).default(10),
   AGENT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
   AGENT_MAX_TOKENS: z.coerce.number().int().min(256).max(64_000).default(4096),
+  PAYSTACK_BASE_URL: httpUrl.default('https://api.paystack.co'),
+  PAYSTACK_CHECKOUT_ORIGIN: httpUrl.default('https://checkout.paystack.com'),
+  MPESA_SANDBOX_BASE_URL: httpUrl.default('https://sandbox.safaricom.co.ke'),
+  MPESA_PRODUCTION_BASE_URL: httpUrl.default('https://api.safaricom.co.ke'),
+  RAIL_TIMEOUT_MS: z.coerce.number().int().min(1000).max(120_000).default(15_000),
   PLAINPAY_MASTER_KEY: optionalString.pipe(
     z
       .string()
@@ -100,6 +105,15 @@ export type Config = Readonly<{
   }>;
   /** JSON rates file overriding the built-in sandbox FX table. */
   fxRatesFile: string | undefined;
+  /** Where the payer rails' providers are (docs/rails.md); tests and demos point them at local fakes. */
+  rails: Readonly<{
+    paystackBaseUrl: string;
+    /** The origin of Paystack's payment pages: the checkout page's form may send the payer there. */
+    paystackCheckoutOrigin: string;
+    mpesaBaseUrls: Readonly<{ sandbox: string; production: string }>;
+    /** Deadline of one call to a provider. */
+    timeoutMs: number;
+  }>;
   /** Base64 of 32 bytes that encrypts stored secrets; generated into dataDir when absent. */
   masterKey: string | undefined;
 }>;
@@ -150,6 +164,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     settlement: { batchMax: e.SETTLEMENT_BATCH_MAX, batchWindowMs: e.SETTLEMENT_BATCH_WINDOW_MS },
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
     fxRatesFile: e.FX_RATES_FILE,
+    rails: {
+      paystackBaseUrl: stripSlash(e.PAYSTACK_BASE_URL),
+      paystackCheckoutOrigin: new URL(e.PAYSTACK_CHECKOUT_ORIGIN).origin,
+      mpesaBaseUrls: {
+        sandbox: stripSlash(e.MPESA_SANDBOX_BASE_URL),
+        production: stripSlash(e.MPESA_PRODUCTION_BASE_URL),
+      },
+      timeoutMs: e.RAIL_TIMEOUT_MS,
+    },
     agent: {
       anthropicApiKey: e.ANTHROPIC_API_KEY,
       anthropicBaseUrl: e.ANTHROPIC_BASE_URL,

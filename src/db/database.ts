@@ -3,6 +3,7 @@ import type { DashboardTables } from './tables/dashboard.ts';
 import type { MoneyTables } from './tables/money.ts';
 import type { SettlementTables } from './tables/settlement.ts';
 import type { WebhookTables } from './tables/webhooks.ts';
+import type { RailTables } from './tables/rails.ts';
 
 /**
  * Table types, one interface per table in migrations/. Repositories derive their row types
@@ -95,12 +96,33 @@ export interface PaymentsTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
+export type AttemptOutcome =
+  | 'pending'
+  | 'succeeded'
+  | 'declined'
+  | 'abandoned'
+  | 'cancelled'
+  | 'timed_out'
+  | 'failed'
+  | 'flagged';
+
 export interface PaymentAttemptsTable {
   id: string;
   payment_id: string;
   rail: string;
-  outcome: 'succeeded' | 'declined';
+  outcome: AttemptOutcome;
   failure_reason: string | null;
+  amount_minor: bigint | null;
+  currency: string | null;
+  provider_reference: string | null;
+  provider_receipt: string | null;
+  payer_url: string | null;
+  payer_hint: string | null;
+  callback_token_hash: string | null;
+  late: Generated<boolean>;
+  refund_status: 'due' | 'refunded' | 'manual' | null;
+  checked_at: NullableTimestamp;
+  completed_at: NullableTimestamp;
   created_at: CreatedAt;
 }
 
@@ -125,7 +147,7 @@ export interface IdempotencyKeysTable {
   created_at: CreatedAt;
 }
 
-export interface Database extends SettlementTables, WebhookTables, MoneyTables, DashboardTables {
+export interface Database extends SettlementTables, WebhookTables, MoneyTables, DashboardTables, RailTables {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   webhook_secrets: WebhookSecretsTable;

@@ -19,6 +19,7 @@ export const ID_PREFIXES = [
   'req', // request
   'split', // revenue split
   'att', // payment attempt
+  'rev', // rail event: a provider callback, verification or refusal
   'del', // webhook delivery
   'fund', // test-mode balance funding
   'whsec', // webhook signing secret (the row; the secret itself is whsec_ + base64)

@@ -15,6 +15,8 @@ import { policyOperations, policyRoutes } from './routes/policy.ts';
 import { healthRoutes } from './routes/health.ts';
 import { keyOperations, keyRoutes } from './routes/keys.ts';
 import { pingOperations, pingRoutes } from './routes/ping.ts';
+import { paymentRailOperations, paymentRailRoutes } from './routes/payment-rails.ts';
+import { railCallbackRoutes } from './routes/rail-callbacks.ts';
 import { testHelperOperations, testHelperRoutes } from './routes/test-helpers.ts';
 import { toolRoutes } from './routes/tool-routes.ts';
 import { webhookOperations, webhookRoutes } from './routes/webhooks.ts';
@@ -112,6 +114,8 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   await app.register(policyRoutes(runtime, TOOLS));
   await app.register(agentRoutes(runtime, options.agentModel ?? agentModelFor(config), TOOLS));
   await app.register(webhookRoutes(runtime));
+  await app.register(paymentRailRoutes(runtime));
+  await app.register(railCallbackRoutes(runtime));
   await app.register(mcpRoutes(runtime));
   await app.register(dashboardRoutes(runtime, TOOLS));
 
@@ -126,6 +130,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
       ...policyOperations,
       ...agentOperations,
       ...webhookOperations,
+      ...paymentRailOperations,
     ],
     config.publicBaseUrl,
   );

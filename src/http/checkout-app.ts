@@ -8,47 +8,62 @@ import Fastify, {
 } from 'fastify';
 import { randomBytes } from 'node:crypto';
 import { checkoutAssets, type StaticAsset } from '../checkout/assets.ts';
-import { findAccountName, findPaymentAttempt } from '../checkout/attempts.ts';
+import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt } from '../checkout/attempts.ts';
 import { isSameOriginPost } from '../checkout/csrf.ts';
-import { checkoutPage, type MessagePage, messagePage } from '../checkout/pages.ts';
+import {
+  ATTEMPT_NOTICES,
+  type CheckoutPageOptions,
+  checkoutPage,
+  type MessagePage,
+  messagePage,
+} from '../checkout/pages.ts';
 import { checkoutView, payPath, presentCheckoutStatus } from '../checkout/view.ts';
 import { AppError, isAppError } from '../core/errors.ts';
 import type { PaymentRow } from '../db/database.ts';
 import { findPaymentById } from '../db/repositories/payments.ts';
 import { isId } from '../domain/ids.ts';
-import { recordSandboxPayment, type SandboxOutcome } from '../payments/sandbox-rail.ts';
+import type { Config } from '../config/config.ts';
+import type { ProviderRail } from '../db/tables/rails.ts';
+import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
+import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
 import { sendError } from './plugins/errors.ts';
 
 /**
  * Every checkout response carries this policy. Nothing inline, nothing from another origin: the
  * page's one stylesheet and one script come from this host (content-hashed under /assets/),
- * the script talks only to this host, and the form posts only here. Trusted Types are required
- * so that no script on the page can ever reach innerHTML and friends (ours uses textContent).
- * Navigating to the merchant's redirect_url is a GET navigation, which form-action does not cover.
+ * the script talks only to this host, and the forms post only here. The one other origin is
+ * Paystack's payment pages: the Paystack form's answer sends the payer there, and form-action
+ * governs that redirect too. Trusted Types are required so that no script on the page can ever
+ * reach innerHTML and friends (ours uses textContent). Navigating to the merchant's redirect_url
+ * is a GET navigation, which form-action does not cover.
  */
-export const CHECKOUT_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "base-uri 'none'",
-  "frame-ancestors 'none'",
-  "require-trusted-types-for 'script'",
-  "trusted-types 'none'",
-].join('; ');
+export function checkoutCsp(config: Pick<Config, 'rails'>): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    `form-action 'self' ${config.rails.paystackCheckoutOrigin}`,
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+    "require-trusted-types-for 'script'",
+    "trusted-types 'none'",
+  ].join('; ');
+}
 
-const SECURITY_HEADERS: Record<string, string> = {
-  'Content-Security-Policy': CHECKOUT_CSP,
-  'X-Content-Type-Options': 'nosniff',
-  // same-origin, not no-referrer: see csrf.ts (no-referrer turns Origin into "null" on our own posts).
-  'Referrer-Policy': 'same-origin',
-  'X-Frame-Options': 'DENY',
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Resource-Policy': 'same-origin',
-};
+function securityHeaders(config: Pick<Config, 'rails'>): Record<string, string> {
+  return {
+    'Content-Security-Policy': checkoutCsp(config),
+    'X-Content-Type-Options': 'nosniff',
+    // same-origin, not no-referrer: see csrf.ts (no-referrer turns Origin into "null" on our own posts).
+    'Referrer-Policy': 'same-origin',
+    'X-Frame-Options': 'DENY',
+    'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Resource-Policy': 'same-origin',
+  };
+}
 
 const UNKNOWN_SESSION: MessagePage = {
   title: 'Checkout not found',
@@ -59,20 +74,26 @@ const UNKNOWN_SESSION: MessagePage = {
 /** A payment attempt made this recently counts as "just paid here": the page then sends the payer back. */
 const JUST_PAID_WINDOW_MS = 15 * 60_000;
 
-const OUTCOMES: readonly SandboxOutcome[] = ['succeeded', 'declined'];
+const SANDBOX_OUTCOMES = ['succeeded', 'declined'] as const;
+const PROVIDERS: readonly string[] = ['paystack', 'mpesa'];
 
 /**
  * The seed's {checkout_host}: a separate listener that serves the hosted payment page to payers.
  * It shares no cookies or routes with the API host. Routes:
  *
  *   GET  /pay/:id          the page (server-rendered; works without JavaScript)
- *   POST /pay/:id          the form post: outcome=succeeded|declined on the sandbox rail, then 303 to the page
+ *   POST /pay/:id          the form post: rail=paystack (email) or rail=mpesa (phone) starts an attempt
+ *                          (303 to Paystack's page, or back here to "check your phone"); outcome=
+ *                          succeeded|declined pays on the sandbox rail (test mode), then 303 to the page
+ *   GET  /pay/:id/return/:attempt   where Paystack sends the payer back: asks Paystack, 303 to the page
+ *   POST /pay/:id/abandon  "Pay another way": ends the open attempt if the provider says it is not paid
  *   GET  /pay/:id/status   JSON for the page's polling script
  *   GET  /assets/…         the stylesheet and the script, content-hashed
  *   GET  /healthz
  */
 export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstance> {
   const { config } = runtime;
+  const SECURITY_HEADERS = securityHeaders(config);
   const assets = checkoutAssets();
   const checkoutOrigin = new URL(config.checkoutBaseUrl).origin;
   const app = Fastify({
@@ -165,53 +186,91 @@ export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstanc
   const load = async (id: string): Promise<PaymentRow | undefined> =>
     isId('pay', id) ? findPaymentById(runtime.db, id) : undefined;
 
-  app.get<{ Params: { id: string }; Querystring: { attempt?: string } }>('/pay/:id', async (request, reply) => {
-    const row = await load(request.params.id);
-    if (!row) return unknownSession(reply);
-    const now = runtime.clock.now();
+  const viewOf = async (row: PaymentRow) => {
     const accountName = row.merchant_name === null ? await findAccountName(runtime.db, row.account_id) : undefined;
-    const view = checkoutView(row, accountName, now);
+    const rails: ProviderRail[] = row.status === 'pending' ? await offeredRails(runtime, row) : [];
+    return checkoutView(row, accountName, runtime.clock.now(), rails);
+  };
 
-    let declined = false;
-    let justPaid = false;
-    const attemptId = request.query.attempt;
+  const renderCheckout = async (
+    reply: FastifyReply,
+    row: PaymentRow,
+    status: number,
+    attemptId: string | undefined,
+    formError?: CheckoutPageOptions['formError'],
+  ): Promise<FastifyReply> => {
+    const view = await viewOf(row);
+    const now = runtime.clock.now();
+    const options: CheckoutPageOptions = { justPaid: false, formError };
     if (isId('att', attemptId)) {
       const attempt = await findPaymentAttempt(runtime.db, row.id, attemptId);
       if (attempt) {
-        declined = attempt.outcome === 'declined' && view.state === 'payable';
-        justPaid =
-          attempt.outcome === 'succeeded' && now.getTime() - attempt.created_at.getTime() < JUST_PAID_WINDOW_MS;
+        if (view.state === 'payable') options.attemptNotice = ATTEMPT_NOTICES[attempt.outcome];
+        options.justPaid =
+          attempt.outcome === 'succeeded' &&
+          !attempt.late &&
+          now.getTime() - attempt.created_at.getTime() < JUST_PAID_WINDOW_MS;
       }
     }
-    return page(reply, 200, checkoutPage(assets, view, { declined, justPaid }));
+    if (view.state === 'processing') {
+      const open = await findOpenPaymentAttempt(runtime.db, row.id);
+      if (open) options.openAttempt = { rail: open.rail, payerUrl: open.payer_url, payerHint: open.payer_hint };
+    }
+    return page(reply, status, checkoutPage(assets, view, options));
+  };
+
+  app.get<{ Params: { id: string }; Querystring: { attempt?: string } }>('/pay/:id', async (request, reply) => {
+    const row = await load(request.params.id);
+    if (!row) return unknownSession(reply);
+    return renderCheckout(reply, row, 200, request.query.attempt);
   });
+
+  const crossSite = (reply: FastifyReply): FastifyReply =>
+    errorPage(reply, 403, {
+      title: 'Payment not accepted',
+      heading: 'This payment form was sent from another site',
+      text: 'For your safety, payments are only accepted from this checkout page. Open the checkout link again and pay there.',
+    });
 
   app.post<{ Params: { id: string }; Body: URLSearchParams | undefined }>('/pay/:id', async (request, reply) => {
     const row = await load(request.params.id);
     if (!row) return unknownSession(reply);
-    if (!isSameOriginPost(request.headers, checkoutOrigin)) {
-      return errorPage(reply, 403, {
-        title: 'Payment not accepted',
-        heading: 'This payment form was sent from another site',
-        text: 'For your safety, payments are only accepted from this checkout page. Open the checkout link again and pay there.',
-      });
+    if (!isSameOriginPost(request.headers, checkoutOrigin)) return crossSite(reply);
+    const form = request.body ?? new URLSearchParams();
+    const back = payPath(row.id);
+    const rail = form.get('rail') ?? (form.has('outcome') ? 'sandbox' : undefined);
+
+    if (rail !== undefined && PROVIDERS.includes(rail)) {
+      try {
+        const { attemptId, payerUrl } = await beginAttempt(runtime, row, rail as ProviderRail, form);
+        return reply.redirect(payerUrl ?? `${back}?attempt=${attemptId}`, 303);
+      } catch (error) {
+        if (!isAppError(error)) throw error;
+        if (error.code === 'conflict' || error.code === 'not_found') return reply.redirect(back, 303);
+        // A mistyped email or phone, or a provider that did not answer: the page again, saying so.
+        const fresh = (await load(row.id)) ?? row;
+        return renderCheckout(reply, fresh, error.status, undefined, { rail, message: error.message });
+      }
     }
-    const outcome = request.body?.get('outcome');
-    if (!OUTCOMES.includes(outcome as SandboxOutcome)) {
+
+    const outcome = form.get('outcome');
+    if (rail !== 'sandbox' || !SANDBOX_OUTCOMES.includes(outcome as (typeof SANDBOX_OUTCOMES)[number])) {
       return errorPage(reply, 400, {
         title: 'Payment not accepted',
         heading: 'Please choose how to pay',
         text: 'The form did not say which payment option was chosen. Go back and press one of the buttons.',
       });
     }
-    const back = payPath(row.id);
-    // A live-mode payment has no payer rail yet: the page says so, there is nothing to post.
+    // The sandbox rail exists in test mode only: a live page never shows its buttons.
     if (row.livemode) return reply.redirect(back, 303);
     try {
-      const { attemptId } = await runtime.db
-        .transaction()
-        .execute((trx) => recordSandboxPayment(trx, config, row.id, outcome as SandboxOutcome, runtime.clock.now()));
-      return reply.redirect(`${back}?attempt=${attemptId}`, 303);
+      const result = await paySandbox(
+        runtime,
+        { accountId: row.account_id, livemode: row.livemode },
+        row.id,
+        outcome as SandboxOutcome,
+      );
+      return reply.redirect(`${back}?attempt=${result.attempt_id}`, 303);
     } catch (error) {
       // Expired, already paid, paid in another tab: the page shows the payment as it now is.
       if (isAppError(error) && (error.code === 'conflict' || error.code === 'not_found')) {
@@ -221,11 +280,36 @@ export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstanc
     }
   });
 
+  // Paystack's callback_url (and cancel_action): the payer is back. Their browser proves nothing, so
+  // Paystack is asked; a failure or abandonment ends the attempt, a success waits for Paystack's event.
+  app.get<{ Params: { id: string; attempt: string } }>('/pay/:id/return/:attempt', async (request, reply) => {
+    const row = await load(request.params.id);
+    if (!row) return unknownSession(reply);
+    const attempt = isId('att', request.params.attempt)
+      ? await findPaymentAttempt(runtime.db, row.id, request.params.attempt)
+      : undefined;
+    if (!attempt) return reply.redirect(payPath(row.id), 303);
+    if (attempt.outcome === 'pending') {
+      await checkAttempt(runtime, attempt, { trigger: 'return', mayPay: false, abandonIsFinal: true });
+    }
+    return reply.redirect(`${payPath(row.id)}?attempt=${attempt.id}`, 303);
+  });
+
+  app.post<{ Params: { id: string } }>('/pay/:id/abandon', async (request, reply) => {
+    const row = await load(request.params.id);
+    if (!row) return unknownSession(reply);
+    if (!isSameOriginPost(request.headers, checkoutOrigin)) return crossSite(reply);
+    const open = await findOpenPaymentAttempt(runtime.db, row.id);
+    if (!open) return reply.redirect(payPath(row.id), 303);
+    // Ended only if the provider says no money moved; a success still pays, later, through its event.
+    await checkAttempt(runtime, open, { trigger: 'payer', mayPay: false, abandonIsFinal: true });
+    return reply.redirect(`${payPath(row.id)}?attempt=${open.id}`, 303);
+  });
+
   app.get<{ Params: { id: string } }>('/pay/:id/status', async (request) => {
     const row = await load(request.params.id);
     if (!row) throw new AppError('not_found', `No such checkout session: '${request.params.id}'.`, { param: 'id' });
-    const accountName = row.merchant_name === null ? await findAccountName(runtime.db, row.account_id) : undefined;
-    return presentCheckoutStatus(checkoutView(row, accountName, runtime.clock.now()));
+    return presentCheckoutStatus(await viewOf(row));
   });
 
   return app;

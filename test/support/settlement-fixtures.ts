@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { createPayment } from '../../tools/create-payment.ts';
 import { executedOutput, executeTool } from '../../src/core/pipeline.ts';
 import type { PaymentRow } from '../../src/db/database.ts';
-import { recordSandboxPayment } from '../../src/payments/sandbox-rail.ts';
+import { findPaymentById } from '../../src/db/repositories/payments.ts';
+import { paySandbox } from '../../src/payments/sandbox-rail.ts';
 import type { Runtime } from '../../src/runtime.ts';
 
 export interface PaidPaymentSpec {
@@ -47,9 +48,9 @@ export async function createPaidPayments(
         { runtime, actor },
       ),
     );
-    const { payment } = await runtime.db
-      .transaction()
-      .execute((trx) => recordSandboxPayment(trx, runtime.config, output.id, 'succeeded', runtime.clock.now()));
+    await paySandbox(runtime, actor, output.id, 'succeeded');
+    const payment = await findPaymentById(runtime.db, output.id);
+    if (!payment) throw new Error(`payment ${output.id} vanished`);
     paid.push(payment);
   }
   return paid;

@@ -37,10 +37,10 @@
     tick();
   }
 
-  // One submission only. The buttons are disabled after the browser has read the clicked one.
-  const form = $('pay-form');
-  if (form) {
-    let sent = false;
+  // One submission only, whichever way to pay was chosen. The buttons are disabled after the
+  // browser has read the clicked one.
+  let sent = false;
+  for (const form of document.querySelectorAll('form.pay-form')) {
     form.addEventListener('submit', (event) => {
       if (sent) {
         event.preventDefault();
@@ -50,7 +50,7 @@
       form.setAttribute('aria-busy', 'true');
       say('Processing your payment…');
       setTimeout(() => {
-        for (const b of form.querySelectorAll('button')) b.disabled = true;
+        for (const b of document.querySelectorAll('form.pay-form button')) b.disabled = true;
       }, 0);
     });
   }

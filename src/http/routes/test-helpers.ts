@@ -3,8 +3,7 @@ import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
 import { parseInput } from '../../core/validation.ts';
 import { findPayment } from '../../db/repositories/payments.ts';
-import { presentPayment } from '../../payments/present.ts';
-import { recordSandboxPayment } from '../../payments/sandbox-rail.ts';
+import { paySandbox } from '../../payments/sandbox-rail.ts';
 import type { Runtime } from '../../runtime.ts';
 import { newId } from '../../domain/ids.ts';
 import { minorToNumber, SETTLEMENT_CURRENCY } from '../../domain/money.ts';
@@ -87,10 +86,8 @@ export function testHelperRoutes(runtime: Runtime): FastifyPluginAsync {
         const { outcome } = parseInput(payBody, request.body);
         const owned = await findPayment(runtime.db, auth, request.params.id);
         if (!owned) throw new AppError('not_found', `No such payment: '${request.params.id}'.`, { param: 'id' });
-        const result = await runtime.db
-          .transaction()
-          .execute((trx) => recordSandboxPayment(trx, runtime.config, owned.id, outcome, runtime.clock.now()));
-        return { ...presentPayment(runtime.config, result.payment), attempt: { id: result.attemptId, outcome } };
+        const result = await paySandbox(runtime, auth, owned.id, outcome);
+        return { ...result.payment, attempt: { id: result.attempt_id, outcome } };
       },
     );
 

@@ -1,0 +1,295 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyPluginAsync } from 'fastify';
+import { AppError } from '../../core/errors.ts';
+import type { Runtime } from '../../runtime.ts';
+import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import { checkAttempt, recordRailEvent, sha256 } from '../../payments/rails/attempts.ts';
+import { loadRailCredentials } from '../../payments/rails/credentials.ts';
+import { paystackSignatureValid } from '../../payments/rails/paystack.ts';
+import type { ProviderVerdict } from '../../payments/rails/rail.ts';
+import { isId } from '../../domain/ids.ts';
+
+/**
+ * What the providers send plainpay (docs/rails.md), on the API host, with no API key: they prove
+ * themselves another way, and nothing they say is believed until the provider's own API confirms it.
+ *
+ *   POST /hooks/paystack                 Paystack's events, signed with the merchant's secret key
+ *   POST /hooks/mpesa/:attempt/:token    Daraja's STK result callback (unsigned: the URL holds a
+ *                                        secret of the attempt's own, and the STK query decides)
+ *
+ * Every callback, accepted or refused, leaves a rail event on the payment for finance.
+ */
+export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
+  return async (app) => {
+    // The signature is over the raw body: keep it as sent (this plugin's own parser).
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+
+    app.post('/hooks/paystack', async (request, reply) => {
+      const raw = typeof request.body === 'string' ? request.body : '';
+      const now = () => runtime.clock.now();
+      const event = parseJson(raw) as { event?: unknown; data?: Record<string, unknown> } | undefined;
+      const reference = typeof event?.data?.reference === 'string' ? event.data.reference : undefined;
+      if (!event || typeof event.event !== 'string' || !reference) {
+        await recordRailEvent(
+          runtime.db,
+          'paystack',
+          null,
+          'callback',
+          'refused_malformed',
+          'not a Paystack event',
+          now(),
+        );
+        throw new AppError('invalid_request', 'The body is not a Paystack event.');
+      }
+      const attempt = await runtime.db
+        .selectFrom('payment_attempts')
+        .selectAll()
+        .where('rail', '=', 'paystack')
+        .where('provider_reference', '=', reference)
+        .executeTakeFirst();
+      if (!attempt) {
+        // Another system on the same Paystack integration, or a forgery: acknowledged, never acted on.
+        await recordRailEvent(
+          runtime.db,
+          'paystack',
+          null,
+          'callback',
+          'refused_unknown',
+          `${event.event} for unknown reference ${reference.slice(0, 100)}`,
+          now(),
+        );
+        request.log.warn({ reference }, 'Paystack event for an unknown reference ignored');
+        return { received: true };
+      }
+      const payment = await paymentScope(runtime, attempt);
+      const credentials = await loadRailCredentials(runtime.db, runtime.secretBox, payment, 'paystack');
+      const signature = request.headers['x-paystack-signature'];
+      if (
+        !credentials ||
+        !paystackSignatureValid(credentials.secret_key, raw, typeof signature === 'string' ? signature : undefined)
+      ) {
+        await recordRailEvent(
+          runtime.db,
+          'paystack',
+          attempt,
+          'callback',
+          'refused_signature',
+          `${event.event}: x-paystack-signature does not match`,
+          now(),
+        );
+        request.log.warn({ attemptId: attempt.id }, 'Paystack event with a bad signature refused');
+        throw new AppError('authentication_failed', 'The x-paystack-signature header does not match the body.');
+      }
+      if (event.event !== 'charge.success') {
+        await recordRailEvent(
+          runtime.db,
+          'paystack',
+          attempt,
+          'callback',
+          'ignored',
+          `${event.event} is not acted on`,
+          now(),
+        );
+        return { received: true };
+      }
+      if (attempt.outcome === 'succeeded' || attempt.outcome === 'flagged') {
+        await recordRailEvent(
+          runtime.db,
+          'paystack',
+          attempt,
+          'callback',
+          'duplicate',
+          `charge.success again: the attempt is already ${attempt.outcome}`,
+          now(),
+        );
+        return { received: true };
+      }
+      await recordRailEvent(
+        runtime.db,
+        'paystack',
+        attempt,
+        'callback',
+        'received',
+        'charge.success, signature valid',
+        now(),
+      );
+      // The event's own figures must agree with verify's: a signed event that disagrees flags the attempt.
+      const claimed = {
+        amount_minor: String(event.data?.amount ?? ''),
+        currency: String(event.data?.currency ?? ''),
+        reference,
+      };
+      const verdict = await checkAttempt(runtime, attempt, {
+        trigger: 'callback',
+        mayPay: true,
+        abandonIsFinal: false,
+        overlay: (v) => disagreeing(v, claimed),
+      });
+      if (!verdict)
+        return reply
+          .code(503)
+          .send(
+            new AppError('unavailable', 'Paystack could not be asked to confirm the event; send it again.').toBody(),
+          );
+      return { received: true };
+    });
+
+    app.post<{ Params: { attempt: string; token: string } }>('/hooks/mpesa/:attempt/:token', async (request) => {
+      const now = () => runtime.clock.now();
+      const accepted = { ResultCode: 0, ResultDesc: 'Accepted' };
+      const attempt = isId('att', request.params.attempt)
+        ? await runtime.db
+            .selectFrom('payment_attempts')
+            .selectAll()
+            .where('id', '=', request.params.attempt)
+            .where('rail', '=', 'mpesa')
+            .executeTakeFirst()
+        : undefined;
+      if (!attempt?.callback_token_hash || !sameHash(attempt.callback_token_hash, sha256(request.params.token))) {
+        await recordRailEvent(
+          runtime.db,
+          'mpesa',
+          attempt ?? null,
+          'callback',
+          'refused_unknown',
+          'callback URL does not name an attempt with this secret',
+          now(),
+        );
+        request.log.warn({ attempt: request.params.attempt.slice(0, 40) }, 'M-Pesa callback on an unknown URL refused');
+        throw new AppError('not_found', 'No such callback.');
+      }
+      const body = parseJson(typeof request.body === 'string' ? request.body : '') as
+        | { Body?: { stkCallback?: Record<string, unknown> } }
+        | undefined;
+      const callback = body?.Body?.stkCallback;
+      const checkoutRequestId = callback?.CheckoutRequestID;
+      if (!callback || typeof checkoutRequestId !== 'string') {
+        await recordRailEvent(
+          runtime.db,
+          'mpesa',
+          attempt,
+          'callback',
+          'refused_malformed',
+          'not an STK callback',
+          now(),
+        );
+        throw new AppError('invalid_request', 'The body is not an M-Pesa STK callback.');
+      }
+      if (attempt.provider_reference !== null && checkoutRequestId !== attempt.provider_reference) {
+        await recordRailEvent(
+          runtime.db,
+          'mpesa',
+          attempt,
+          'callback',
+          'refused_mismatch',
+          `callback for ${checkoutRequestId.slice(0, 60)}, the attempt is ${attempt.provider_reference}`,
+          now(),
+        );
+        throw new AppError('invalid_request', 'The callback is about another request.');
+      }
+      if (attempt.outcome === 'succeeded' || attempt.outcome === 'flagged') {
+        await recordRailEvent(
+          runtime.db,
+          'mpesa',
+          attempt,
+          'callback',
+          'duplicate',
+          `callback again: the attempt is already ${attempt.outcome}`,
+          now(),
+        );
+        return accepted;
+      }
+      if (attempt.provider_reference === null) {
+        // The push's answer was lost (a crash between the push and saving it): the callback names it.
+        await runtime.db
+          .updateTable('payment_attempts')
+          .set({ provider_reference: checkoutRequestId })
+          .where('id', '=', attempt.id)
+          .execute();
+        attempt.provider_reference = checkoutRequestId;
+      }
+      const claimed = mpesaClaim(callback);
+      await recordRailEvent(
+        runtime.db,
+        'mpesa',
+        attempt,
+        'callback',
+        'received',
+        `ResultCode ${String(callback.ResultCode)}: ${String(callback.ResultDesc ?? '')}`.slice(0, 300),
+        now(),
+      );
+      await checkAttempt(runtime, attempt, {
+        trigger: 'callback',
+        mayPay: true,
+        abandonIsFinal: true,
+        overlay: (v) =>
+          // The query decides; a callback that claimed a success must also claim the amount pushed.
+          v.outcome === 'succeeded' && v.confirmed && Number(callback.ResultCode) === 0
+            ? disagreeing(
+                { ...v, confirmed: { ...v.confirmed, receipt: claimed.receipt } },
+                {
+                  amount_minor: claimed.amountMinor ?? '',
+                  currency: 'KES',
+                  reference: v.confirmed.reference,
+                },
+              )
+            : v,
+      });
+      // Daraja wants an acknowledgement whatever plainpay made of it; the query decided, not this body.
+      return accepted;
+    });
+  };
+}
+
+/** A success whose confirmation disagrees with what the callback claimed carries the claim, so it is flagged. */
+function disagreeing(
+  verdict: ProviderVerdict,
+  claimed: { amount_minor: string; currency: string; reference: string },
+): ProviderVerdict {
+  if (verdict.outcome !== 'succeeded' || !verdict.confirmed) return verdict;
+  const c = verdict.confirmed;
+  if (c.amount_minor === claimed.amount_minor && c.currency === claimed.currency && c.reference === claimed.reference)
+    return verdict;
+  return {
+    ...verdict,
+    confirmed: { ...c, ...claimed },
+    detail: `${verdict.detail}; the callback claimed ${claimed.amount_minor} ${claimed.currency}`,
+  };
+}
+
+/** The amount (whole shillings → cents) and receipt an STK callback claims. */
+function mpesaClaim(callback: Record<string, unknown>): {
+  amountMinor: string | undefined;
+  receipt: string | undefined;
+} {
+  const items =
+    (callback.CallbackMetadata as { Item?: Array<{ Name?: unknown; Value?: unknown }> } | undefined)?.Item ?? [];
+  const value = (name: string) => items.find((i) => i.Name === name)?.Value;
+  const amount = value('Amount');
+  const receipt = value('MpesaReceiptNumber');
+  const amountMinor =
+    typeof amount === 'number' && Number.isFinite(amount) && amount >= 0 ? String(Math.round(amount * 100)) : undefined;
+  return { amountMinor, receipt: typeof receipt === 'string' ? receipt.slice(0, 100) : undefined };
+}
+
+async function paymentScope(runtime: Runtime, attempt: PaymentAttemptRow) {
+  const row = await runtime.db
+    .selectFrom('payments')
+    .select(['account_id', 'livemode'])
+    .where('id', '=', attempt.payment_id)
+    .executeTakeFirstOrThrow();
+  return { accountId: row.account_id, livemode: row.livemode };
+}
+
+function sameHash(a: string, b: string): boolean {
+  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,248 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { AppError } from '../../core/errors.ts';
+import { executedOutput, executeTool } from '../../core/pipeline.ts';
+import type { Actor, AnyTool } from '../../core/tool.ts';
+import type { Db, ModeScope, PaymentRow } from '../../db/database.ts';
+import type { ProviderRail, RailEventKind, RailName } from '../../db/tables/rails.ts';
+import { API_KEY_SCOPES } from '../../domain/api-key-secret.ts';
+import { newId } from '../../domain/ids.ts';
+import type { Runtime } from '../../runtime.ts';
+import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
+import { startPaymentAttempt } from '../../../tools/system/start-payment-attempt.ts';
+import { connectedRails, loadRailCredentials, type RailCredentials } from './credentials.ts';
+import { mpesaRail } from './mpesa.ts';
+import { paystackRail } from './paystack.ts';
+import { type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
+
+/**
+ * The payer rails' flow (docs/rails.md): start an attempt, ask the provider, apply what it says.
+ * Every status change goes through the system tools (tools/system/), on the `system` channel.
+ */
+
+// biome-ignore lint/suspicious/noExplicitAny: each adapter has its own payer type.
+export const PROVIDER_RAILS: Readonly<Record<ProviderRail, ProviderRailAdapter<any, any>>> = {
+  paystack: paystackRail,
+  mpesa: mpesaRail,
+};
+
+/** The service's own actor for one account and mode: no key, every scope, never policy-checked. */
+export function systemActor(scope: ModeScope): Actor {
+  return {
+    accountId: scope.accountId,
+    livemode: scope.livemode,
+    keyId: null,
+    scopes: new Set(API_KEY_SCOPES),
+    channel: 'system',
+  };
+}
+
+export async function runSystemTool<T extends AnyTool>(
+  runtime: Runtime,
+  tool: T,
+  input: unknown,
+  scope: ModeScope,
+): Promise<Awaited<ReturnType<T['handler']>>> {
+  return executedOutput(await executeTool(tool, input, { runtime, actor: systemActor(scope) }));
+}
+
+const scopeOf = (payment: PaymentRow): ModeScope => ({ accountId: payment.account_id, livemode: payment.livemode });
+
+/** The provider rails a payer may use for this payment: connected for its account and mode, and able to take it. */
+export async function offeredRails(runtime: Runtime, payment: PaymentRow): Promise<ProviderRail[]> {
+  const connected = await connectedRails(runtime.db, scopeOf(payment));
+  return (Object.keys(PROVIDER_RAILS) as ProviderRail[]).filter(
+    (rail) => connected.has(rail) && PROVIDER_RAILS[rail].takes(payment),
+  );
+}
+
+/** A payer asks to pay on a provider rail: where their browser goes next (undefined: stay). */
+export async function beginAttempt(
+  runtime: Runtime,
+  payment: PaymentRow,
+  rail: ProviderRail,
+  form: URLSearchParams,
+): Promise<{ attemptId: string; payerUrl: string | undefined }> {
+  const adapter = PROVIDER_RAILS[rail];
+  const scope = scopeOf(payment);
+  const credentials = adapter.takes(payment)
+    ? await loadRailCredentials(runtime.db, runtime.secretBox, scope, rail)
+    : undefined;
+  if (!credentials)
+    throw new AppError('invalid_request', `${adapter.label} is not available for this payment.`, { param: 'rail' });
+  const payer = adapter.readPayer(form);
+  // An unsigned callback (M-Pesa) is only heard on a URL holding a secret of this attempt's own.
+  const callbackToken = randomBytes(24).toString('base64url');
+  const started = await runSystemTool(
+    runtime,
+    startPaymentAttempt,
+    {
+      payment_id: payment.id,
+      rail,
+      payer_hint: adapter.payerHint(payer),
+      callback_token_sha256: sha256(callbackToken),
+    },
+    scope,
+  );
+  const attempt = await findAttempt(runtime.db, started.attempt_id);
+  try {
+    const result = await adapter.start({
+      runtime,
+      credentials,
+      attempt,
+      payment,
+      payer,
+      returnUrl: `${runtime.config.checkoutBaseUrl}/pay/${payment.id}/return/${attempt.id}`,
+      callbackUrl: `${runtime.config.publicBaseUrl}/hooks/mpesa/${attempt.id}/${callbackToken}`,
+    });
+    await runtime.db
+      .updateTable('payment_attempts')
+      .set({ provider_reference: result.providerReference, payer_url: result.payerUrl ?? null })
+      .where('id', '=', attempt.id)
+      .execute();
+    await recordRailEvent(
+      runtime.db,
+      rail,
+      attempt,
+      'start',
+      'accepted',
+      `${rail} started ${result.providerReference}`,
+      runtime.clock.now(),
+    );
+    return { attemptId: attempt.id, payerUrl: result.payerUrl };
+  } catch (error) {
+    const reason = error instanceof RailUnavailableError ? error.message : 'the provider could not be reached';
+    if (!(error instanceof RailUnavailableError))
+      runtime.logger.error({ err: error, attemptId: attempt.id }, 'rail start failed');
+    await recordRailEvent(runtime.db, rail, attempt, 'start', 'failed', reason, runtime.clock.now());
+    await runSystemTool(
+      runtime,
+      recordPaymentAttempt,
+      { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'failed', reason: reason.slice(0, 300) },
+      scope,
+    );
+    throw new AppError('unavailable', reason);
+  }
+}
+
+export interface CheckOptions {
+  /** What asked: the payer's return, a callback, the reconciler. Shown on the rail event. */
+  trigger: 'return' | 'callback' | 'reconcile' | 'payer';
+  /**
+   * Whether a `charge.success` may pay from this check. Paystack money counts only on its signed
+   * event confirmed by verify (docs/rails.md); a verify alone (the payer's return, the reconciler)
+   * records failures and abandonment but never pays.
+   */
+  mayPay: boolean;
+  /** Whether an abandoned provider transaction ends the attempt now (the payer came back, or it is stale). */
+  abandonIsFinal: boolean;
+  /** Fields of an unsigned callback that must agree with the provider's confirmation (M-Pesa's Amount). */
+  overlay?: (verdict: ProviderVerdict) => ProviderVerdict;
+}
+
+/**
+ * Asks the provider how an attempt stands and applies the answer through record_payment_attempt.
+ * Returns the verdict, or undefined when the provider could not be asked (nothing changes).
+ */
+export async function checkAttempt(
+  runtime: Runtime,
+  attempt: PaymentAttemptRow,
+  options: CheckOptions,
+): Promise<ProviderVerdict | undefined> {
+  const rail = attempt.rail as ProviderRail;
+  const adapter = PROVIDER_RAILS[rail];
+  const payment = await paymentOf(runtime.db, attempt);
+  const credentials = await loadRailCredentials(runtime.db, runtime.secretBox, scopeOf(payment), rail);
+  const now = () => runtime.clock.now();
+  if (!credentials) {
+    await recordRailEvent(
+      runtime.db,
+      rail,
+      attempt,
+      'verification',
+      'unverifiable',
+      `${rail} is no longer connected`,
+      now(),
+    );
+    return undefined;
+  }
+  await runtime.db.updateTable('payment_attempts').set({ checked_at: now() }).where('id', '=', attempt.id).execute();
+  let verdict: ProviderVerdict;
+  try {
+    verdict = await adapter.verify({ runtime, credentials: credentials as RailCredentials[typeof rail], attempt });
+  } catch (error) {
+    if (!(error instanceof RailUnavailableError)) throw error;
+    runtime.logger.warn(
+      { attemptId: attempt.id, rail, err: error.message },
+      'provider verification failed; will retry',
+    );
+    await recordRailEvent(runtime.db, rail, attempt, 'verification', 'unavailable', error.message, now());
+    return undefined;
+  }
+  if (options.overlay) verdict = options.overlay(verdict);
+  const waiting =
+    verdict.outcome === 'pending' ||
+    (verdict.outcome === 'abandoned' && !options.abandonIsFinal) ||
+    (verdict.outcome === 'succeeded' && !options.mayPay);
+  await recordRailEvent(
+    runtime.db,
+    rail,
+    attempt,
+    'verification',
+    waiting ? `awaiting_${verdict.outcome}` : verdict.outcome,
+    `${options.trigger}: ${verdict.detail}`,
+    now(),
+  );
+  if (waiting) return verdict;
+  await runSystemTool(
+    runtime,
+    recordPaymentAttempt,
+    {
+      payment_id: payment.id,
+      attempt_id: attempt.id,
+      rail,
+      outcome: verdict.outcome,
+      reason: verdict.outcome === 'succeeded' ? undefined : verdict.detail.slice(0, 300),
+      confirmed: verdict.confirmed,
+    },
+    scopeOf(payment),
+  );
+  return verdict;
+}
+
+export async function findAttempt(db: Db, id: string): Promise<PaymentAttemptRow> {
+  return db.selectFrom('payment_attempts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+async function paymentOf(db: Db, attempt: PaymentAttemptRow): Promise<PaymentRow> {
+  return db.selectFrom('payments').selectAll().where('id', '=', attempt.payment_id).executeTakeFirstOrThrow();
+}
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** One line of what happened at the edge, for finance (the payment's page) and forensics. */
+export async function recordRailEvent(
+  db: Db,
+  rail: RailName,
+  attempt: Pick<PaymentAttemptRow, 'id' | 'payment_id'> | null,
+  kind: RailEventKind,
+  verdict: string,
+  detail: string,
+  at: Date,
+): Promise<void> {
+  await db
+    .insertInto('rail_events')
+    .values({
+      id: newId('rev'),
+      rail,
+      attempt_id: attempt?.id ?? null,
+      payment_id: attempt?.payment_id ?? null,
+      kind,
+      verdict,
+      detail: detail.slice(0, 1000),
+      created_at: at,
+    })
+    .execute();
+}

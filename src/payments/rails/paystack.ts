@@ -1,0 +1,166 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { AppError } from '../../core/errors.ts';
+import type { PaymentRow } from '../../db/database.ts';
+import {
+  type ProviderArgs,
+  type ProviderRailAdapter,
+  type ProviderVerdict,
+  providerCall,
+  RailUnavailableError,
+} from './rail.ts';
+
+/**
+ * Paystack (cards, bank transfer, USSD, mobile money) through its redirect flow, as documented at
+ * https://paystack.com/docs/payments/accept-payments/ and https://paystack.com/docs/api/transaction/:
+ * initialize a transaction with the attempt's reference and the amount in the currency's subunit,
+ * send the payer to authorization_url, take them back on callback_url, and count the money only
+ * on a `charge.success` event signed with the secret key (x-paystack-signature, HMAC-SHA512 of
+ * the raw body) that GET /transaction/verify/:reference confirms.
+ */
+
+/** What plainpay accepts through Paystack; each is a two-decimal currency whose subunit is our minor unit. */
+export const PAYSTACK_CURRENCIES = new Set(['NGN', 'GHS', 'KES', 'ZAR']);
+
+const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
+
+export interface PaystackPayer {
+  email: string;
+}
+
+export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
+  name: 'paystack',
+  label: 'Card, bank transfer, USSD or mobile money',
+  takes: (payment: PaymentRow) => PAYSTACK_CURRENCIES.has(payment.currency),
+  readPayer(form) {
+    const email = (form.get('email') ?? '').trim();
+    if (email === '')
+      throw new AppError('invalid_request', 'Enter your email address: Paystack sends the receipt to it.', {
+        param: 'email',
+      });
+    if (email.length > 254 || !EMAIL.test(email)) {
+      throw new AppError('invalid_request', 'Enter a valid email address, like name@example.com.', { param: 'email' });
+    }
+    return { email };
+  },
+  payerHint: ({ email }) => {
+    const [local = '', domain = ''] = email.split('@');
+    return `${local.slice(0, 1)}***@${domain}`;
+  },
+
+  async start({ runtime, credentials, attempt, payer, returnUrl }) {
+    const reference = requireReference(attempt.provider_reference);
+    const { status, body } = await providerCall(
+      'paystack',
+      `${runtime.config.rails.paystackBaseUrl}/transaction/initialize`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${credentials.secret_key}` },
+        body: {
+          email: payer.email,
+          amount: String(attempt.amount_minor),
+          currency: attempt.currency,
+          reference,
+          callback_url: returnUrl,
+          // Paystack's documented field: where the payer goes on "Cancel payment".
+          metadata: { cancel_action: returnUrl, payment_id: attempt.payment_id, attempt_id: attempt.id },
+        },
+      },
+      runtime.config.rails.timeoutMs,
+    );
+    const data = body?.data as { authorization_url?: unknown } | undefined;
+    if (status !== 200 || body?.status !== true || typeof data?.authorization_url !== 'string') {
+      throw new RailUnavailableError(
+        'paystack',
+        `Paystack refused to start the payment: ${messageOf(body, status)}`,
+        status,
+      );
+    }
+    return { providerReference: reference, payerUrl: data.authorization_url };
+  },
+
+  async verify({ runtime, credentials, attempt }) {
+    const reference = requireReference(attempt.provider_reference);
+    const { status, body } = await providerCall(
+      'paystack',
+      `${runtime.config.rails.paystackBaseUrl}/transaction/verify/${encodeURIComponent(reference)}`,
+      { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
+      runtime.config.rails.timeoutMs,
+    );
+    // Never initialized (the call before it failed): nothing can have been paid on it.
+    if (status === 404) return { outcome: 'abandoned', detail: `Paystack: ${messageOf(body, status)}` };
+    if (status !== 200 || body?.status !== true || !body.data || typeof body.data !== 'object') {
+      throw new RailUnavailableError('paystack', `Paystack verify failed: ${messageOf(body, status)}`, status);
+    }
+    return verdictOf(body.data as Record<string, unknown>);
+  },
+
+  async refund({ runtime, credentials, attempt }) {
+    const { status, body } = await providerCall(
+      'paystack',
+      `${runtime.config.rails.paystackBaseUrl}/refund`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${credentials.secret_key}` },
+        body: { transaction: requireReference(attempt.provider_reference) },
+      },
+      runtime.config.rails.timeoutMs,
+    );
+    if (status !== 200 || body?.status !== true) {
+      throw new RailUnavailableError('paystack', `Paystack refused the refund: ${messageOf(body, status)}`, status);
+    }
+    const data = body.data as { id?: unknown } | undefined;
+    return `Paystack refund ${String(data?.id ?? '')} for the whole amount`.trim();
+  },
+};
+
+/** Paystack's transaction statuses (verify's data.status) as an attempt outcome. */
+function verdictOf(data: Record<string, unknown>): ProviderVerdict {
+  const status = String(data.status ?? '');
+  const detail = `Paystack: ${status}${data.gateway_response ? ` (${String(data.gateway_response)})` : ''}`;
+  switch (status) {
+    case 'success':
+      return {
+        outcome: 'succeeded',
+        detail,
+        confirmed: {
+          amount_minor: String(data.amount ?? ''),
+          currency: String(data.currency ?? ''),
+          reference: String(data.reference ?? ''),
+          receipt: data.id === undefined ? undefined : String(data.id),
+        },
+      };
+    case 'failed':
+    case 'reversed':
+      return { outcome: 'declined', detail };
+    // Initialized and not completed: the payer left, or has not finished yet.
+    case 'abandoned':
+      return { outcome: 'abandoned', detail };
+    default:
+      // ongoing, pending, processing, queued: not final.
+      return { outcome: 'pending', detail };
+  }
+}
+
+/** A Paystack reference allows letters, digits, '-', '.' and '=': the attempt id with its '_' swapped. */
+export function paystackReference(attemptId: string): string {
+  return attemptId.replace('_', '-');
+}
+
+function requireReference(reference: string | null): string {
+  if (!reference) throw new Error('a Paystack attempt always has its reference');
+  return reference;
+}
+
+/** Checks x-paystack-signature: HMAC-SHA512 of the raw body, hex, keyed with the secret key. */
+export function paystackSignatureValid(secretKey: string, rawBody: string, header: string | undefined): boolean {
+  if (typeof header !== 'string' || !/^[0-9a-f]{128}$/i.test(header)) return false;
+  const expected = createHmac('sha512', secretKey).update(rawBody, 'utf8').digest();
+  return timingSafeEqual(expected, Buffer.from(header, 'hex'));
+}
+
+function messageOf(body: Record<string, unknown> | null, status: number): string {
+  const message = typeof body?.message === 'string' ? body.message : undefined;
+  return message ? `${message} (HTTP ${status})` : `HTTP ${status}`;
+}
+
+export type PaystackArgs = ProviderArgs<'paystack'>;

@@ -1,0 +1,113 @@
+import type { Runtime } from '../../runtime.ts';
+import type { PaymentRow } from '../../db/database.ts';
+import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import type { ProviderRail } from '../../db/tables/rails.ts';
+import type { RailCredentials } from './credentials.ts';
+
+/**
+ * A payer rail (docs/rails.md): how a payer pays a checkout in local currency. Small on purpose:
+ *
+ * - `takes`: can this rail take this payment (currency, amount granularity)?
+ * - `readPayer`: the checkout form's fields this rail needs (Paystack's email, M-Pesa's phone).
+ * - `start`: ask the provider to start an attempt for the checkout.
+ * - `verify`: ask the provider how the attempt stands: the only source of truth for money in.
+ * - `refund`: give a late success back, where the provider has an API for it.
+ *
+ * Receiving the provider's confirmation (a signed event, an unsigned callback) is the callback
+ * routes' job (src/http/routes/rail-callbacks.ts); mapping an outcome to the payment is one system
+ * tool every rail uses, the sandbox included: record_payment_attempt (tools/system/).
+ */
+export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
+  name: R;
+  /** What the payer reads on the button. */
+  label: string;
+  takes(payment: PaymentRow): boolean;
+  /** Validates the payer's form fields; throws AppError naming the field. */
+  readPayer(form: URLSearchParams): Payer;
+  /** A masked form of the payer's contact, kept on the attempt for finance. */
+  payerHint(payer: Payer): string;
+  start(args: StartArgs<R, Payer>): Promise<StartedAttempt>;
+  verify(args: ProviderArgs<R>): Promise<ProviderVerdict>;
+  /** Returns a late success to the payer in full; absent where the provider offers no API for it. */
+  refund?(args: ProviderArgs<R>): Promise<string>;
+}
+
+export interface ProviderArgs<R extends ProviderRail> {
+  runtime: Runtime;
+  credentials: RailCredentials[R];
+  attempt: PaymentAttemptRow;
+}
+
+export interface StartArgs<R extends ProviderRail, Payer> extends ProviderArgs<R> {
+  payment: PaymentRow;
+  payer: Payer;
+  /** Where the provider sends the payer's browser back (the checkout page's return route). */
+  returnUrl: string;
+  /** Where the provider posts its result, for rails whose callback URL is given per request. */
+  callbackUrl: string;
+}
+
+export interface StartedAttempt {
+  /** The provider's handle on the attempt (Paystack's reference, M-Pesa's CheckoutRequestID). */
+  providerReference: string;
+  /** A provider page the payer continues on; undefined when the payer stays on the checkout page. */
+  payerUrl?: string;
+}
+
+/** What the provider says about an attempt. `pending`: not final yet, ask again later. */
+export interface ProviderVerdict {
+  outcome: 'pending' | 'succeeded' | 'declined' | 'abandoned' | 'cancelled' | 'timed_out';
+  /** For a success: what the provider itself reports, checked against the attempt. */
+  confirmed?: { amount_minor: string; currency: string; reference: string; receipt?: string };
+  /** The provider's words, for the attempt's record. */
+  detail: string;
+}
+
+/** A provider that did not answer, or answered with an error: nothing is assumed about money. */
+export class RailUnavailableError extends Error {
+  constructor(
+    readonly rail: ProviderRail,
+    message: string,
+    readonly providerStatus?: number,
+  ) {
+    super(message);
+    this.name = 'RailUnavailableError';
+  }
+}
+
+/**
+ * One JSON call to a provider with a deadline. Returns the status and the parsed body (or null);
+ * a network failure or timeout is a RailUnavailableError.
+ */
+export async function providerCall(
+  rail: ProviderRail,
+  url: string,
+  init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: unknown },
+  timeoutMs: number,
+): Promise<{ status: number; body: Record<string, unknown> | null }> {
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: init.method,
+      headers: {
+        accept: 'application/json',
+        ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...init.headers,
+      },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'error',
+    });
+  } catch (error) {
+    throw new RailUnavailableError(rail, `${rail} did not answer: ${(error as Error).message}`);
+  }
+  const text = await response.text();
+  let body: Record<string, unknown> | null = null;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
+  } catch {
+    body = null;
+  }
+  return { status: response.status, body };
+}

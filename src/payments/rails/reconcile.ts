@@ -1,0 +1,172 @@
+import type { ProviderRail } from '../../db/tables/rails.ts';
+import type { Runtime } from '../../runtime.ts';
+import type { WorkerJob } from '../../workers.ts';
+import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
+import { checkAttempt, PROVIDER_RAILS, recordRailEvent, runSystemTool } from './attempts.ts';
+import { loadRailCredentials } from './credentials.ts';
+import { RailUnavailableError } from './rail.ts';
+
+/** An attempt is first asked about this long after it started (the callback usually comes first). */
+const FIRST_CHECK_MS = 30_000;
+/** And again at most this often while it stays open. */
+const RECHECK_MS = 30_000;
+/** An M-Pesa prompt lapses on the phone after about a minute; past this, no answer means it timed out. */
+const MPESA_GIVE_UP_MS = 5 * 60_000;
+/** A Paystack payer may take a while on Paystack's page; past this (or the session's end) abandoned is final. */
+const PAYSTACK_ABANDON_MS = 30 * 60_000;
+const BATCH = 20;
+const POLL_MS = 5000;
+
+/**
+ * The payer rails' safety net (docs/rails.md): attempts still open are asked about (a callback can
+ * be lost; a payer can close the tab), so a payment never stays `processing` for want of a message,
+ * and late successes due a refund are refunded. Attempts are claimed with `checked_at` as a lease, so
+ * several workers share the work and no provider is asked twice at once.
+ */
+export async function reconcileRailAttempts(runtime: Runtime): Promise<number> {
+  const now = runtime.clock.now();
+  const claimed = await runtime.db
+    .updateTable('payment_attempts')
+    .set({ checked_at: now })
+    .where(
+      'id',
+      'in',
+      runtime.db
+        .selectFrom('payment_attempts')
+        .select('id')
+        .where('outcome', '=', 'pending')
+        .where('rail', 'in', ['paystack', 'mpesa'])
+        .where('created_at', '<=', new Date(now.getTime() - FIRST_CHECK_MS))
+        .where((eb) =>
+          eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - RECHECK_MS))]),
+        )
+        .orderBy('created_at')
+        .limit(BATCH)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returningAll()
+    .execute();
+
+  for (const attempt of claimed) {
+    const payment = await runtime.db
+      .selectFrom('payments')
+      .select(['account_id', 'livemode', 'expires_at'])
+      .where('id', '=', attempt.payment_id)
+      .executeTakeFirstOrThrow();
+    const age = now.getTime() - attempt.created_at.getTime();
+    const stale = age > PAYSTACK_ABANDON_MS || payment.expires_at.getTime() <= now.getTime();
+    try {
+      const verdict = await checkAttempt(runtime, attempt, {
+        trigger: 'reconcile',
+        // M-Pesa's query is the confirmation; Paystack money counts only on its signed event.
+        mayPay: attempt.rail === 'mpesa',
+        abandonIsFinal: stale,
+      });
+      if (attempt.rail === 'mpesa' && verdict?.outcome === 'pending' && age > MPESA_GIVE_UP_MS) {
+        await runSystemTool(
+          runtime,
+          recordPaymentAttempt,
+          {
+            payment_id: attempt.payment_id,
+            attempt_id: attempt.id,
+            rail: 'mpesa',
+            outcome: 'timed_out',
+            reason: 'no answer from the phone in 5 minutes',
+          },
+          { accountId: payment.account_id, livemode: payment.livemode },
+        );
+      }
+      if (attempt.rail === 'paystack' && verdict?.outcome === 'succeeded') {
+        runtime.logger.error(
+          { attemptId: attempt.id, paymentId: attempt.payment_id },
+          'Paystack reports this payment successful but sent no charge.success event: set the webhook URL on the Paystack dashboard to {PUBLIC_BASE_URL}/hooks/paystack',
+        );
+      }
+    } catch (error) {
+      runtime.logger.error({ err: error, attemptId: attempt.id }, 'reconciling a payment attempt failed; will retry');
+    }
+  }
+  await refundLateSuccesses(runtime);
+  return claimed.length;
+}
+
+/** Late successes on a rail with a refund API go back to the payer (docs/rails.md, "Late successes"). */
+async function refundLateSuccesses(runtime: Runtime): Promise<void> {
+  const now = runtime.clock.now();
+  const due = await runtime.db
+    .updateTable('payment_attempts')
+    .set({ checked_at: now })
+    .where(
+      'id',
+      'in',
+      runtime.db
+        .selectFrom('payment_attempts')
+        .select('id')
+        .where('refund_status', '=', 'due')
+        .where((eb) =>
+          eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - RECHECK_MS))]),
+        )
+        .limit(BATCH)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returningAll()
+    .execute();
+  for (const attempt of due) {
+    const rail = attempt.rail as ProviderRail;
+    const refund = PROVIDER_RAILS[rail].refund;
+    if (!refund) continue;
+    const payment = await runtime.db
+      .selectFrom('payments')
+      .select(['account_id', 'livemode'])
+      .where('id', '=', attempt.payment_id)
+      .executeTakeFirstOrThrow();
+    const credentials = await loadRailCredentials(
+      runtime.db,
+      runtime.secretBox,
+      { accountId: payment.account_id, livemode: payment.livemode },
+      rail,
+    );
+    if (!credentials) continue;
+    try {
+      const detail = await refund({ runtime, credentials, attempt });
+      await runtime.db.transaction().execute(async (trx) => {
+        // Compare-and-set: two workers cannot both record (or both ask for) the refund.
+        const done = await trx
+          .updateTable('payment_attempts')
+          .set({ refund_status: 'refunded' })
+          .where('id', '=', attempt.id)
+          .where('refund_status', '=', 'due')
+          .executeTakeFirst();
+        if (done.numUpdatedRows > 0n) await recordRailEvent(trx, rail, attempt, 'refund', 'refunded', detail, now);
+      });
+    } catch (error) {
+      const message = error instanceof RailUnavailableError ? error.message : String(error);
+      await recordRailEvent(runtime.db, rail, attempt, 'refund', 'failed', message, now);
+      runtime.logger.warn({ attemptId: attempt.id, err: message }, 'refunding a late success failed; will retry');
+    }
+  }
+}
+
+export const railReconcileJob: WorkerJob = (runtime) => {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const tick = async (): Promise<void> => {
+    try {
+      while (!stopped && (await reconcileRailAttempts(runtime)) === BATCH) {
+        // A full batch: more are due.
+      }
+    } catch (error) {
+      runtime.logger.error({ err: error }, 'payer rail reconciliation failed; retrying');
+    }
+    if (!stopped) timer = setTimeout(() => (running = tick()), POLL_MS);
+  };
+  running = tick();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
+  };
+};

@@ -1,0 +1,505 @@
+/**
+ * A local fake of Paystack's HTTP API (api.paystack.co) and hosted checkout (checkout.paystack.com)
+ * for the Paystack adapter's tests and the browser tests. Built from Paystack's documentation:
+ * - Initialize: https://paystack.com/docs/api/transaction/#initialize; OpenAPI spec github.com/PaystackOSS/openapi
+ *   dist/paystack.yaml (reference: "Only -, ., = and alphanumeric characters allowed"; currencies; metadata is a
+ *   "Stringified JSON object"); sample answer in github.com/PaystackOSS/doc-code-snippets
+ *   api/transactions/initialize/response.json.
+ * - Verify: https://paystack.com/docs/payments/verify-payments/ (doc-code-snippets
+ *   dist/doc/payments/verify-payment/verify.js).
+ * - Webhooks: https://paystack.com/docs/payments/webhooks/ (doc-code-snippets dist/doc/payments/webhooks/events.js
+ *   for charge.success, verifying-transaction.js: x-paystack-signature = hex HMAC-SHA512 of the raw body, secret key).
+ * - Refunds: https://paystack.com/docs/payments/refunds/ (full when no amount; never above the transaction's).
+ * - Errors: https://paystack.com/docs/api/errors/ (PaystackOSS/openapi errors/api-errors.json): every message below.
+ * - metadata.cancel_action: https://paystack.com/docs/payments/metadata/#cancel-action
+ * Errors are `{status:false, message}`, successes `{status:true, message, data}`. Deliberately simpler than Paystack:
+ * references are unique across all integrations (Paystack: per integration); a refund is processed at once (the
+ * answer still says "queued"); fees are a flat 1.5%; no retries, timeouts, refund.* events or other endpoints.
+ * Messages not in the errors page (marked "fake's own") are this fake's wording.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakePaystackOptions {
+  /** Integrations the fake knows: each secret key (sk_test_… or sk_live_…) with the webhook URL set on its Paystack dashboard (may be set later). */
+  integrations: Array<{
+    secretKey: string;
+    webhookUrl?: string;
+    /** The integration's default currency (used when initialize sends none): NGN unless set. */
+    currency?: string;
+  }>;
+}
+export interface FakePaystackTransaction {
+  id: number;
+  reference: string;
+  access_code: string;
+  secretKey: string;
+  domain: 'test' | 'live';
+  amount: number;
+  currency: string;
+  email: string;
+  status: 'abandoned' | 'success' | 'failed' | 'reversed';
+  callback_url: string | null;
+  metadata: unknown;
+  channel: string | null;
+  gateway_response: string;
+  paid_at: string | null;
+  created_at: string;
+}
+export interface FakePaystackDelivery {
+  url: string;
+  body: string;
+  signature: string;
+  status: number | 'error';
+}
+export interface FakePaystackRefund {
+  id: number;
+  transaction: string;
+  amount: number;
+  currency: string;
+  status: string;
+}
+export interface FakePaystack {
+  /** Origin of the API (stands in for https://api.paystack.co), no trailing slash. */
+  baseUrl: string;
+  /** Origin the authorization_url pages are served from (stands in for https://checkout.paystack.com). */
+  checkoutOrigin: string;
+  transactions: ReadonlyMap<string, FakePaystackTransaction>;
+  refunds: ReadonlyArray<FakePaystackRefund>;
+  deliveries: ReadonlyArray<FakePaystackDelivery>;
+  setWebhookUrl(secretKey: string, url: string): void;
+  /** What the buttons of the hosted page do: 'success' pays (and sends charge.success), 'failed' declines, 'abandon' leaves. Returns the URL the payer's browser is sent to. */
+  complete(reference: string, outcome: 'success' | 'failed' | 'abandon'): Promise<string>;
+  /** A charge.success body for the transaction and its signature, exactly as Paystack would send it, for tests that tamper with or replay events. */
+  signedEvent(reference: string): { body: string; signature: string };
+  close(): Promise<void>;
+}
+
+/** The header value Paystack sends: HMAC-SHA512 hex of the raw body with the secret key. */
+export function paystackSignature(secretKey: string, body: string): string {
+  return createHmac('sha512', secretKey).update(body).digest('hex');
+}
+
+const CURRENCIES = new Set(['NGN', 'GHS', 'KES', 'ZAR', 'USD']);
+const REFERENCE_CHARS = /^[A-Za-z0-9.=-]+$/;
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const MAX_BODY = 1024 * 1024;
+
+interface Integration {
+  secretKey: string;
+  domain: 'test' | 'live';
+  id: number;
+  webhookUrl: string | null;
+  currency: string;
+}
+interface StoredTransaction extends FakePaystackTransaction {
+  ipAddress: string | null;
+  customer: { id: number; customer_code: string };
+  authorizationCode: string;
+  refunded: number;
+  /** The charge.success body and signature sent when it was paid: what a replay resends. */
+  event: { body: string; signature: string } | null;
+}
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function code(length: number): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  return Array.from(randomBytes(length), (byte) => alphabet[byte % alphabet.length]).join('');
+}
+/** Paystack's timestamps carry whole seconds: "2020-05-19T12:30:56.000Z". */
+function now(): string {
+  return new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
+}
+/** A non-negative integer from a number or a digit string; null otherwise. */
+function wholeNumber(value: unknown): number | null {
+  const n = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : null;
+}
+/** `url?trxref=REF&reference=REF`, keeping the URL's own query and fragment. */
+function withReference(url: string, reference: string): string {
+  const [base = '', ...hash] = url.split('#');
+  const ref = encodeURIComponent(reference);
+  const query = `${base.includes('?') ? '&' : '?'}trxref=${ref}&reference=${ref}`;
+  return base + query + (hash.length > 0 ? `#${hash.join('#')}` : '');
+}
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+function send(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
+}
+function html(res: ServerResponse, status: number, title: string, body: string): void {
+  const head = `<meta charset="utf-8"><title>${escapeHtml(title)}</title>`;
+  const page = `<!doctype html><html><head>${head}</head><body>${body}</body></html>`;
+  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' }).end(page);
+}
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY) throw new HttpError(413, 'Request entity too large'); // fake's own
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+/** JSON or application/x-www-form-urlencoded, both of which the API accepts. */
+async function readFields(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const raw = await readBody(req);
+  if (raw.trim() === '') return {};
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type === 'application/x-www-form-urlencoded') return Object.fromEntries(new URLSearchParams(raw));
+  try {
+    const value: unknown = JSON.parse(raw);
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {}
+  throw new HttpError(400, 'Invalid JSON body'); // fake's own
+}
+function listen(server: Server): Promise<string> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
+  });
+}
+
+export async function startFakePaystack(options: FakePaystackOptions): Promise<FakePaystack> {
+  const integrations = new Map<string, Integration>();
+  for (const [index, { secretKey, webhookUrl, currency }] of options.integrations.entries()) {
+    const mode = /^sk_(test|live)_\S+$/.exec(secretKey)?.[1];
+    if (mode !== 'test' && mode !== 'live') throw new Error(`not a Paystack secret key: ${secretKey}`);
+    if (integrations.has(secretKey)) throw new Error(`secret key listed twice: ${secretKey}`);
+    if (currency !== undefined && !CURRENCIES.has(currency)) throw new Error(`unsupported currency ${currency}`);
+    const id = 100_000 + index;
+    integrations.set(secretKey, {
+      secretKey,
+      domain: mode,
+      id,
+      webhookUrl: webhookUrl ?? null,
+      currency: currency ?? 'NGN',
+    });
+  }
+  const transactions = new Map<string, StoredTransaction>();
+  const byAccessCode = new Map<string, StoredTransaction>();
+  const customers = new Map<string, { id: number; customer_code: string }>();
+  const refunds: FakePaystackRefund[] = [];
+  const deliveries: FakePaystackDelivery[] = [];
+  let nextId = 4_000_000_001;
+
+  function authenticate(header: string | undefined): Integration {
+    if (header === undefined || header.trim() === '') throw new HttpError(401, 'No Authorization Header was found');
+    const key = /^Bearer (\S+)$/.exec(header.trim())?.[1];
+    if (key === undefined) throw new HttpError(401, 'Format is Authorization Bearer [secret key]');
+    const integration = integrations.get(key);
+    if (!integration) throw new HttpError(401, 'Invalid key');
+    return integration;
+  }
+
+  function initialize(integration: Integration, body: Record<string, unknown>) {
+    const email = typeof body.email === 'string' ? body.email.trim() : '';
+    if (email === '') throw new HttpError(400, 'Email is not allowed to be empty');
+    if (!EMAIL.test(email)) throw new HttpError(400, 'Invalid Email Address Passed');
+    const amount = wholeNumber(body.amount);
+    if (amount === null) throw new HttpError(400, 'Invalid Amount Sent');
+    if (amount === 0) throw new HttpError(400, 'You must specify a valid amount');
+    const currency = body.currency === undefined || body.currency === '' ? integration.currency : body.currency;
+    if (typeof currency !== 'string' || !CURRENCIES.has(currency)) {
+      throw new HttpError(400, 'Currency not supported by merchant');
+    }
+    let reference: string;
+    if (body.reference === undefined || body.reference === null || body.reference === '') {
+      do reference = code(10);
+      while (transactions.has(reference));
+    } else {
+      reference = String(body.reference);
+      if (!REFERENCE_CHARS.test(reference)) throw new HttpError(400, 'Invalid character in transaction reference');
+      if (transactions.has(reference)) throw new HttpError(400, 'Duplicate Transaction Reference');
+    }
+    // "Stringified JSON object of custom data": a JSON string is stored parsed; none at all reads back as "".
+    let metadata: unknown = body.metadata ?? '';
+    if (typeof metadata === 'string' && metadata.trim() !== '') {
+      try {
+        metadata = JSON.parse(metadata);
+      } catch {}
+    }
+    let accessCode: string;
+    do accessCode = code(10);
+    while (byAccessCode.has(accessCode));
+    const customerKey = `${integration.secretKey}\n${email.toLowerCase()}`;
+    let customer = customers.get(customerKey);
+    if (!customer) {
+      customer = { id: nextId++, customer_code: `CUS_${code(15)}` };
+      customers.set(customerKey, customer);
+    }
+    const tx: StoredTransaction = {
+      id: nextId++,
+      reference,
+      access_code: accessCode,
+      secretKey: integration.secretKey,
+      domain: integration.domain,
+      amount,
+      currency,
+      email,
+      status: 'abandoned',
+      callback_url: typeof body.callback_url === 'string' && body.callback_url !== '' ? body.callback_url : null,
+      metadata,
+      channel: null,
+      gateway_response: 'The transaction was not completed', // not in the docs read: as commonly reported
+      paid_at: null,
+      created_at: now(),
+      ipAddress: null,
+      customer,
+      authorizationCode: `AUTH_${code(10)}`,
+      refunded: 0,
+      event: null,
+    };
+    transactions.set(reference, tx);
+    byAccessCode.set(accessCode, tx);
+    const data = { authorization_url: `${checkoutOrigin}/${accessCode}`, access_code: accessCode, reference };
+    return { status: true, message: 'Authorization URL created', data };
+  }
+
+  /** The transaction object as charge.success carries it (verify adds a few fields). */
+  function chargeData(tx: StoredTransaction) {
+    const charged = tx.status !== 'abandoned';
+    const paid = tx.status === 'success' || tx.status === 'reversed';
+    return {
+      id: tx.id,
+      domain: tx.domain,
+      status: tx.status,
+      reference: tx.reference,
+      amount: tx.amount,
+      message: null,
+      gateway_response: tx.gateway_response,
+      paid_at: tx.paid_at,
+      created_at: tx.created_at,
+      channel: tx.channel,
+      currency: tx.currency,
+      ip_address: tx.ipAddress,
+      metadata: tx.metadata,
+      log: null,
+      fees: paid ? Math.round(tx.amount * 0.015) : null,
+      fees_split: null,
+      authorization: charged
+        ? {
+            authorization_code: tx.authorizationCode,
+            ...{ bin: '408408', last4: '4081', exp_month: '12', exp_year: '2030', channel: 'card' },
+            ...{ card_type: 'visa ', bank: 'TEST BANK', country_code: 'NG', brand: 'visa', reusable: paid },
+            ...{ signature: `SIG_${tx.authorizationCode.slice(5)}`, account_name: null },
+          }
+        : {},
+      customer: {
+        ...{ id: tx.customer.id, first_name: null, last_name: null, email: tx.email },
+        ...{ customer_code: tx.customer.customer_code, phone: null, metadata: null, risk_action: 'default' },
+        international_format_phone: null,
+      },
+      plan: {},
+    };
+  }
+
+  function ownTransaction(integration: Integration, idOrReference: string): StoredTransaction | undefined {
+    const tx = /^\d+$/.test(idOrReference)
+      ? [...transactions.values()].find((t) => String(t.id) === idOrReference)
+      : undefined;
+    const found = tx ?? transactions.get(idOrReference);
+    return found?.secretKey === integration.secretKey ? found : undefined;
+  }
+
+  function verify(integration: Integration, reference: string) {
+    const tx = transactions.get(reference);
+    if (!tx || tx.secretKey !== integration.secretKey) throw new HttpError(404, 'Transaction reference not found');
+    const data = {
+      ...chargeData(tx),
+      ...{ plan: null, order_id: null, paidAt: tx.paid_at, createdAt: tx.created_at, requested_amount: tx.amount },
+      ...{ transaction_date: tx.created_at, plan_object: {}, subaccount: {} },
+    };
+    return { status: true, message: 'Verification successful', data };
+  }
+
+  function refund(integration: Integration, body: Record<string, unknown>) {
+    const idOrReference = typeof body.transaction === 'number' ? String(body.transaction) : body.transaction;
+    if (typeof idOrReference !== 'string' || idOrReference === '') {
+      throw new HttpError(400, 'Transaction reference or id is required'); // fake's own
+    }
+    const tx = ownTransaction(integration, idOrReference);
+    if (!tx) throw new HttpError(404, 'Transaction not found');
+    if (tx.status === 'reversed') throw new HttpError(400, 'Transaction has been fully reversed');
+    // fake's own wording:
+    if (tx.status !== 'success') throw new HttpError(400, 'Cannot refund a transaction that was not successful');
+    const remaining = tx.amount - tx.refunded;
+    const amount = body.amount === undefined || body.amount === '' ? remaining : wholeNumber(body.amount);
+    if (amount === null || amount === 0) throw new HttpError(400, 'Invalid Amount Sent');
+    if (body.currency !== undefined && body.currency !== tx.currency) {
+      throw new HttpError(400, 'Currency not supported by merchant'); // a documented message, used here by the fake
+    }
+    if (tx.currency === 'USD' && amount < 100) throw new HttpError(400, 'Cannot refund less than USD 1');
+    if (amount > remaining) {
+      throw new HttpError(400, 'Refund amount cannot be more than the original transaction amount'); // fake's own
+    }
+    // The fake processes a refund at once; the answer still says "queued", as Paystack's does.
+    tx.refunded += amount;
+    if (tx.refunded === tx.amount) tx.status = 'reversed';
+    const id = nextId++;
+    refunds.push({ id, transaction: tx.reference, amount, currency: tx.currency, status: 'processed' });
+    // `data.transaction` as the refunds guide shows it; the refund's own fields as the refund object lists them.
+    const { id: txId, domain, reference, amount: txAmount, paid_at, channel, currency } = tx;
+    const at = now();
+    const data = {
+      transaction: { id: txId, domain, reference, amount: txAmount, paid_at, channel, currency },
+      ...{ id, integration: integration.id, domain, amount, deducted_amount: 0, currency, channel: null },
+      merchant_note: typeof body.merchant_note === 'string' ? body.merchant_note : null,
+      customer_note: typeof body.customer_note === 'string' ? body.customer_note : null,
+      ...{ status: 'pending', refunded_by: null, expected_at: at, fully_deducted: false, createdAt: at, updatedAt: at },
+    };
+    return { status: true, message: 'Refund has been queued for processing', data };
+  }
+
+  async function deliver(integration: Integration, event: { body: string; signature: string }): Promise<void> {
+    const url = integration.webhookUrl;
+    if (url === null) return;
+    let status: number | 'error';
+    try {
+      const headers = { 'content-type': 'application/json', 'x-paystack-signature': event.signature };
+      const res = await fetch(url, { method: 'POST', headers, body: event.body, redirect: 'manual' });
+      status = res.status;
+      await res.arrayBuffer().catch(() => undefined);
+    } catch {
+      status = 'error';
+    }
+    deliveries.push({ url, ...event, status });
+  }
+
+  /** Where the payer lands once the page is done with them. */
+  function landing(tx: StoredTransaction): string {
+    return tx.callback_url === null
+      ? `${checkoutOrigin}/${tx.access_code}`
+      : withReference(tx.callback_url, tx.reference);
+  }
+
+  async function settle(tx: StoredTransaction, outcome: 'success' | 'failed' | 'abandon', ip: string | null) {
+    if (tx.status !== 'abandoned') throw new Error(`transaction ${tx.reference} is already ${tx.status}`);
+    if (outcome === 'abandon') {
+      const meta = tx.metadata as { cancel_action?: unknown } | null;
+      const cancel = typeof meta === 'object' && meta !== null ? meta.cancel_action : undefined;
+      return typeof cancel === 'string' && cancel !== '' ? cancel : landing(tx);
+    }
+    tx.channel = 'card';
+    tx.ipAddress = ip;
+    if (outcome === 'failed') {
+      tx.status = 'failed';
+      tx.gateway_response = 'Declined';
+      return landing(tx);
+    }
+    tx.status = 'success';
+    tx.gateway_response = 'Successful';
+    tx.paid_at = now();
+    const body = JSON.stringify({ event: 'charge.success', data: chargeData(tx) });
+    tx.event = { body, signature: paystackSignature(tx.secretKey, body) };
+    await deliver(integrations.get(tx.secretKey)!, tx.event);
+    return landing(tx);
+  }
+
+  function checkoutPage(tx: StoredTransaction): [number, string] {
+    const money = `${tx.currency} ${(tx.amount / 100).toLocaleString('en-US', { minimumFractionDigits: 2 })}`;
+    const head = `<h1>Pay ${escapeHtml(money)}</h1><p class="email">${escapeHtml(tx.email)}</p>`;
+    if (tx.status !== 'abandoned') {
+      return [200, `${head}<p class="status">This transaction has already been completed (${tx.status}).</p>`];
+    }
+    const button = (path: string, label: string) =>
+      `<form method="post" action="/${tx.access_code}/${path}"><button type="submit">${label}</button></form>`;
+    return [200, head + button('pay', 'Pay') + button('decline', 'Decline') + button('cancel', 'Cancel')];
+  }
+
+  async function handleCheckout(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', checkoutOrigin).pathname;
+    const match = /^\/([a-z0-9]+)(?:\/(pay|decline|cancel))?$/.exec(path);
+    const tx = match ? byAccessCode.get(match[1]!) : undefined;
+    if (!match || !tx) return html(res, 404, 'Not found', '<p>This payment page does not exist.</p>');
+    const action = match[2];
+    if (req.method !== (action ? 'POST' : 'GET')) return html(res, 405, 'Method not allowed', '');
+    await readBody(req);
+    if (!action || tx.status !== 'abandoned') {
+      const [status, body] = checkoutPage(tx);
+      return html(res, action ? 409 : status, 'Paystack Checkout', body);
+    }
+    const outcome = action === 'pay' ? 'success' : action === 'decline' ? 'failed' : 'abandon';
+    const location = await settle(tx, outcome, req.socket.remoteAddress ?? null);
+    res.writeHead(302, { location }).end();
+  }
+
+  async function handleApi(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const integration = authenticate(req.headers.authorization);
+      const path = new URL(req.url ?? '/', baseUrl).pathname;
+      const verifyMatch = /^\/transaction\/verify\/([^/]+)$/.exec(path);
+      if (req.method === 'POST' && path === '/transaction/initialize') {
+        return send(res, 200, initialize(integration, await readFields(req)));
+      }
+      if (req.method === 'GET' && verifyMatch)
+        return send(res, 200, verify(integration, decodeURIComponent(verifyMatch[1]!)));
+      if (req.method === 'POST' && path === '/refund')
+        return send(res, 200, refund(integration, await readFields(req)));
+      throw new HttpError(404, 'Not found'); // fake's own
+    } catch (error) {
+      if (error instanceof HttpError) return send(res, error.status, { status: false, message: error.message });
+      throw error;
+    }
+  }
+
+  const serve = (handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>) =>
+    createServer((req, res) => {
+      handler(req, res).catch(() => {
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+  const apiServer = serve(handleApi);
+  const checkoutServer = serve(handleCheckout);
+  const baseUrl = await listen(apiServer);
+  const checkoutOrigin = await listen(checkoutServer);
+
+  function find(reference: string): StoredTransaction {
+    const tx = transactions.get(reference);
+    if (!tx) throw new Error(`no transaction with reference ${reference}`);
+    return tx;
+  }
+
+  return {
+    baseUrl,
+    checkoutOrigin,
+    transactions,
+    refunds,
+    deliveries,
+    setWebhookUrl(secretKey, url) {
+      const integration = integrations.get(secretKey);
+      if (!integration) throw new Error(`unknown secret key ${secretKey}`);
+      integration.webhookUrl = url;
+    },
+    complete: (reference, outcome) => settle(find(reference), outcome, null),
+    signedEvent(reference) {
+      const tx = find(reference);
+      if (tx.event) return { ...tx.event };
+      // Never paid: the event Paystack would send were it paid now, without paying it.
+      const paid: StoredTransaction = { ...tx, status: 'success', gateway_response: 'Successful', channel: 'card' };
+      const body = JSON.stringify({ event: 'charge.success', data: chargeData({ ...paid, paid_at: now() }) });
+      return { body, signature: paystackSignature(tx.secretKey, body) };
+    },
+    close: async () => {
+      await Promise.all(
+        [apiServer, checkoutServer].map(
+          (server) =>
+            new Promise<void>((resolve, reject) => {
+              server.close((error) => (error ? reject(error) : resolve()));
+              server.closeAllConnections();
+            }),
+        ),
+      );
+    },
+  };
+}

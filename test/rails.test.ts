@@ -1,0 +1,412 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { reconcileRailAttempts } from '../src/payments/rails/reconcile.ts';
+import { paystackSignature } from './fakes/paystack.ts';
+import { bearer, testAccount } from './support/harness.ts';
+import { createPayment } from './support/payments.ts';
+import {
+  connectRail,
+  MPESA_APP,
+  PAYSTACK_LIVE_KEY,
+  PAYSTACK_TEST_KEY,
+  type RailsWorld,
+  railsWorld,
+} from './support/rails.ts';
+import { eventually } from './support/webhooks.ts';
+
+/**
+ * The live rails end to end against faithful fakes of Paystack and Daraja (test/fakes/): the payer's
+ * form posts on the checkout host, the providers' real HTTP calls and callbacks, and the rule that
+ * only a provider-confirmed outcome moves money (docs/rails.md). The browser walks the same paths in
+ * test/browser/checkout-rails.test.ts.
+ */
+let w: RailsWorld;
+
+beforeAll(async () => {
+  w = await railsWorld();
+  await connectRail(w.api, w.merchant.apiKey, 'paystack', { secret_key: PAYSTACK_TEST_KEY });
+  await connectRail(w.api, w.merchant.apiKey, 'mpesa', MPESA_APP);
+}, 60_000);
+
+const form = (id: string, fields: Record<string, string>, path = '') =>
+  w.checkout.inject({
+    method: 'POST',
+    url: `/pay/${id}${path}`,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: w.checkoutUrl },
+    payload: new URLSearchParams(fields).toString(),
+  });
+
+const payment = async (id: string) =>
+  (await w.api.inject({ method: 'GET', url: `/v1/payments/${id}`, headers: bearer(w.merchant.apiKey) })).json();
+
+const attemptsOf = (paymentId: string) =>
+  w.runtime.db
+    .selectFrom('payment_attempts')
+    .selectAll()
+    .where('payment_id', '=', paymentId)
+    .orderBy('created_at')
+    .execute();
+
+const railEventsOf = (paymentId: string) =>
+  w.runtime.db
+    .selectFrom('rail_events')
+    .selectAll()
+    .where('payment_id', '=', paymentId)
+    .orderBy('created_at')
+    .execute();
+
+const eventsOf = (paymentId: string, type: string) =>
+  w.runtime.db.selectFrom('events').select('id').where('object_id', '=', paymentId).where('type', '=', type).execute();
+
+/** Starts a Paystack attempt as the payer's form does; returns the Paystack reference. */
+async function startPaystack(id: string, email = 'ada@example.com'): Promise<string> {
+  const res = await form(id, { rail: 'paystack', email });
+  expect(res.statusCode).toBe(303);
+  expect(res.headers.location).toMatch(new RegExp(`^${w.paystack.checkoutOrigin}/`));
+  const [attempt] = (await attemptsOf(id)).filter((a) => a.outcome === 'pending');
+  return attempt!.provider_reference!;
+}
+
+/** Where Paystack sends the payer back, followed on the checkout host. */
+async function payerReturns(url: string) {
+  const res = await w.checkout.inject({ method: 'GET', url: url.replace(w.checkoutUrl, '') });
+  expect(res.statusCode).toBe(303);
+  return w.checkout.inject({ method: 'GET', url: String(res.headers.location) });
+}
+
+describe('connecting rails', () => {
+  it('stores provider keys sealed, shows only their last four, and takes only keys of its own mode', async () => {
+    const list = await w.api.inject({ method: 'GET', url: '/v1/payment_rails', headers: bearer(w.merchant.apiKey) });
+    expect(list.statusCode).toBe(200);
+    const paystack = list.json().data.find((r: { rail: string }) => r.rail === 'paystack');
+    expect(paystack.settings.secret_key_last4).toBe(PAYSTACK_TEST_KEY.slice(-4));
+    expect(list.body).not.toContain(PAYSTACK_TEST_KEY);
+    expect(list.body).not.toContain(MPESA_APP.passkey);
+    const stored = await w.runtime.db.selectFrom('rail_credentials').select('secret_ciphertext').execute();
+    for (const row of stored) {
+      expect(row.secret_ciphertext).not.toContain(PAYSTACK_TEST_KEY);
+      expect(row.secret_ciphertext).not.toContain(MPESA_APP.passkey);
+    }
+
+    const liveOnTest = await w.api.inject({
+      method: 'PUT',
+      url: '/v1/payment_rails/paystack',
+      headers: bearer(w.merchant.apiKey),
+      payload: { secret_key: PAYSTACK_LIVE_KEY },
+    });
+    expect(liveOnTest.statusCode).toBe(400);
+    expect(liveOnTest.json().error).toMatchObject({ type: 'invalid_request_error', param: 'secret_key' });
+
+    const production = await w.api.inject({
+      method: 'PUT',
+      url: '/v1/payment_rails/mpesa',
+      headers: bearer(w.merchant.apiKey),
+      payload: { ...MPESA_APP, environment: 'production' },
+    });
+    expect(production.statusCode).toBe(400);
+    expect(production.json().error.param).toBe('environment');
+
+    const unknown = await w.api.inject({
+      method: 'PUT',
+      url: '/v1/payment_rails/flutterwave',
+      headers: bearer(w.merchant.apiKey),
+      payload: {},
+    });
+    expect(unknown.statusCode).toBe(404);
+  });
+
+  it('a live checkout offers nothing until a live rail is connected, then offers it', async () => {
+    const live = await testAccount(w.runtime, { livemode: true, name: 'Live Shop' });
+    const p = await createPayment(w.api, live.apiKey, { amount: 2500, currency: 'NGN' });
+    const before = await w.checkout.inject({ method: 'GET', url: `/pay/${p.id}` });
+    expect(before.body).toContain('Live payments cannot be made on this checkout yet');
+    expect(before.body).not.toContain('name="rail"');
+
+    await connectRail(w.api, live.apiKey, 'paystack', { secret_key: PAYSTACK_LIVE_KEY });
+    const after = await w.checkout.inject({ method: 'GET', url: `/pay/${p.id}` });
+    expect(after.body).toContain('Pay ₦2,500.00 with Paystack');
+    // The sandbox's buttons never appear on a live page.
+    expect(after.body).not.toContain('Simulate a declined payment');
+    expect(after.body).not.toContain('with M-Pesa');
+  });
+});
+
+describe('Paystack', () => {
+  it('pays only on the signed charge.success that verify confirms; the same event again pays once', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, {
+      amount: 7500,
+      currency: 'NGN',
+      webhook_url: 'https://merchant.example/hooks',
+    });
+    const reference = await startPaystack(p.id);
+    expect((await payment(p.id)).status).toBe('processing');
+    const tx = w.paystack.transactions.get(reference)!;
+    expect(tx).toMatchObject({ amount: 750000, currency: 'NGN', email: 'ada@example.com' });
+
+    const back = await w.paystack.complete(reference, 'success');
+    expect((await payment(p.id)).status).toBe('paid');
+    const page = await payerReturns(back);
+    expect(page.body).toContain('Payment received');
+
+    const { body, signature } = w.paystack.signedEvent(reference);
+    const replay = await w.api.inject({
+      method: 'POST',
+      url: '/hooks/paystack',
+      headers: { 'content-type': 'application/json', 'x-paystack-signature': signature },
+      payload: body,
+    });
+    expect(replay.statusCode).toBe(200);
+    expect(await eventsOf(p.id, 'payment.paid')).toHaveLength(1);
+    const [attempt] = await attemptsOf(p.id);
+    expect(attempt).toMatchObject({
+      outcome: 'succeeded',
+      provider_receipt: String(tx.id),
+      payer_hint: 'a***@example.com',
+    });
+    const verdicts = (await railEventsOf(p.id)).map((e) => `${e.kind}:${e.verdict}`);
+    expect(verdicts).toEqual(
+      expect.arrayContaining(['start:accepted', 'callback:received', 'verification:succeeded', 'callback:duplicate']),
+    );
+  });
+
+  it('a declined card and an abandoned page leave the payment payable, with no money moved', async () => {
+    const declined = await createPayment(w.api, w.merchant.apiKey, { amount: 1200, currency: 'GHS' });
+    const page = await payerReturns(await w.paystack.complete(await startPaystack(declined.id), 'failed'));
+    expect(page.body).toContain('The payment was declined. No money was taken.');
+    expect((await payment(declined.id)).status).toBe('pending');
+    expect((await attemptsOf(declined.id))[0]!.outcome).toBe('declined');
+
+    const abandoned = await createPayment(w.api, w.merchant.apiKey, { amount: 1200, currency: 'GHS' });
+    const left = await payerReturns(await w.paystack.complete(await startPaystack(abandoned.id), 'abandon'));
+    expect(left.body).toContain('The payment was not completed. No money was taken.');
+    expect((await payment(abandoned.id)).status).toBe('pending');
+    // Payable again, on any rail.
+    expect(left.body).toContain('Pay GH₵1,200.00 with Paystack');
+    expect(await eventsOf(abandoned.id, 'payment.paid')).toHaveLength(0);
+  });
+
+  it('refuses an event with a wrong signature, and flags a signed event whose amount or currency differs', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 3000, currency: 'NGN' });
+    const reference = await startPaystack(p.id);
+    const event = JSON.stringify({
+      event: 'charge.success',
+      data: { reference, amount: 300000, currency: 'NGN', status: 'success' },
+    });
+    const forged = await w.api.inject({
+      method: 'POST',
+      url: '/hooks/paystack',
+      headers: {
+        'content-type': 'application/json',
+        'x-paystack-signature': paystackSignature('sk_test_someoneelse1234567', event),
+      },
+      payload: event,
+    });
+    expect(forged.statusCode).toBe(401);
+    expect((await payment(p.id)).status).toBe('processing');
+    expect((await railEventsOf(p.id)).some((e) => e.verdict === 'refused_signature')).toBe(true);
+
+    // Paystack really took 3,000.00, but an event (signed with the key) says 30.00: the figures disagree.
+    await w.paystack.complete(reference, 'success').catch(() => undefined);
+    const p2 = await createPayment(w.api, w.merchant.apiKey, { amount: 3000, currency: 'NGN' });
+    const reference2 = await startPaystack(p2.id);
+    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/nowhere');
+    try {
+      await w.paystack.complete(reference2, 'success');
+    } finally {
+      w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${w.apiUrl}/hooks/paystack`);
+    }
+    const tampered = JSON.parse(w.paystack.signedEvent(reference2).body);
+    tampered.data.amount = 3000;
+    tampered.data.currency = 'GHS';
+    const body = JSON.stringify(tampered);
+    const res = await w.api.inject({
+      method: 'POST',
+      url: '/hooks/paystack',
+      headers: {
+        'content-type': 'application/json',
+        'x-paystack-signature': paystackSignature(PAYSTACK_TEST_KEY, body),
+      },
+      payload: body,
+    });
+    expect(res.statusCode).toBe(200);
+    expect((await payment(p2.id)).status).toBe('pending');
+    const [attempt] = await attemptsOf(p2.id);
+    expect(attempt!.outcome).toBe('flagged');
+    expect(attempt!.failure_reason).toMatch(/amount 3000 \(asked 300000\).*currency GHS/);
+    expect(await eventsOf(p2.id, 'payment.paid')).toHaveLength(0);
+  });
+
+  it('asks for a valid email before calling Paystack', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 100, currency: 'NGN' });
+    const res = await form(p.id, { rail: 'paystack', email: 'not-an-email' });
+    expect(res.statusCode).toBe(400);
+    expect(res.body).toContain('Enter a valid email address');
+    expect(res.body).toContain('aria-invalid="true"');
+    expect(await attemptsOf(p.id)).toHaveLength(0);
+    expect((await payment(p.id)).status).toBe('pending');
+  });
+
+  it('a success after the attempt was given up is recorded as late and refunded through Paystack', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, {
+      amount: 4200,
+      currency: 'NGN',
+      webhook_url: 'https://merchant.example/hooks',
+    });
+    const reference = await startPaystack(p.id);
+    await payerReturns(await w.paystack.complete(reference, 'abandon'));
+    expect((await payment(p.id)).status).toBe('pending');
+    // The payer goes back to Paystack's still-open page and pays after all.
+    await w.paystack.complete(reference, 'success');
+    expect((await payment(p.id)).status).toBe('pending');
+    const [attempt] = await attemptsOf(p.id);
+    expect(attempt).toMatchObject({ outcome: 'succeeded', late: true, refund_status: 'due' });
+    expect(await eventsOf(p.id, 'payment.late_success')).toHaveLength(1);
+
+    await reconcileRailAttempts(w.runtime);
+    expect(
+      w.paystack.refunds.filter(
+        (r) =>
+          r.transaction === reference || String(r.transaction) === String(w.paystack.transactions.get(reference)!.id),
+      ),
+    ).toHaveLength(1);
+    expect((await attemptsOf(p.id))[0]!.refund_status).toBe('refunded');
+    await reconcileRailAttempts(w.runtime);
+    expect(
+      w.paystack.refunds.filter(
+        (r) =>
+          String(r.transaction) === String(w.paystack.transactions.get(reference)!.id) || r.transaction === reference,
+      ),
+    ).toHaveLength(1);
+  });
+});
+
+describe('M-Pesa STK Push', () => {
+  const phone = '254712345678';
+
+  async function startMpesa(id: string) {
+    const res = await form(id, { rail: 'mpesa', phone: '0712 345 678' });
+    expect(res.statusCode).toBe(303);
+    const page = await w.checkout.inject({ method: 'GET', url: String(res.headers.location) });
+    expect(page.body).toContain('Check your phone');
+    expect(page.body).toContain('2547******78');
+    return w.daraja.waitForPush(phone);
+  }
+
+  it('pays when the phone accepts and the STK query confirms the callback', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 1000, currency: 'KES', reference: 'order-77' });
+    const push = await startMpesa(p.id);
+    expect(push).toMatchObject({ amount: 1000, phone, accountReference: 'order-77' });
+    expect((await payment(p.id)).status).toBe('processing');
+    await w.daraja.phone.accept(push.checkoutRequestId);
+    expect((await payment(p.id)).status).toBe('paid');
+    const [attempt] = await attemptsOf(p.id);
+    expect(attempt).toMatchObject({ outcome: 'succeeded', provider_reference: push.checkoutRequestId });
+    expect(attempt!.provider_receipt).toBe(w.daraja.pushes.get(push.checkoutRequestId)!.receipt);
+
+    // The same callback again: acknowledged, nothing more.
+    const again = await w.api.inject({
+      method: 'POST',
+      url: new URL(push.callbackUrl).pathname,
+      headers: { 'content-type': 'application/json' },
+      payload: w.daraja.callbackBody(push.checkoutRequestId),
+    });
+    expect(again.json()).toEqual({ ResultCode: 0, ResultDesc: 'Accepted' });
+    expect(await eventsOf(p.id, 'payment.paid')).toHaveLength(1);
+  });
+
+  it('a cancel on the phone and a timeout leave the payment payable again', async () => {
+    const cancelled = await createPayment(w.api, w.merchant.apiKey, { amount: 500, currency: 'KES' });
+    const push = await startMpesa(cancelled.id);
+    await w.daraja.phone.cancel(push.checkoutRequestId);
+    expect((await payment(cancelled.id)).status).toBe('pending');
+    expect((await attemptsOf(cancelled.id))[0]!.outcome).toBe('cancelled');
+    const page = await w.checkout.inject({
+      method: 'GET',
+      url: `/pay/${cancelled.id}?attempt=${(await attemptsOf(cancelled.id))[0]!.id}`,
+    });
+    expect(page.body).toContain('The M-Pesa request was cancelled on your phone. No money was taken.');
+
+    // No callback ever comes: the reconciler asks the STK query API.
+    const silent = await createPayment(w.api, w.merchant.apiKey, { amount: 500, currency: 'KES' });
+    const push2 = await startMpesa(silent.id);
+    await w.daraja.phone.timeout(push2.checkoutRequestId, { callback: false });
+    expect((await payment(silent.id)).status).toBe('processing');
+    w.runtime.clock.advance(31_000);
+    await reconcileRailAttempts(w.runtime);
+    expect((await payment(silent.id)).status).toBe('pending');
+    expect((await attemptsOf(silent.id))[0]!.outcome).toBe('timed_out');
+  });
+
+  it('a callback the STK query does not confirm, or on a URL without the secret, pays nothing', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 800, currency: 'KES' });
+    const push = await startMpesa(p.id);
+    // A forged success on the right URL while the phone has not answered: the query says "processing".
+    const forged = JSON.stringify({
+      Body: {
+        stkCallback: {
+          MerchantRequestID: push.merchantRequestId,
+          CheckoutRequestID: push.checkoutRequestId,
+          ResultCode: 0,
+          ResultDesc: 'The service request is processed successfully.',
+          CallbackMetadata: {
+            Item: [
+              { Name: 'Amount', Value: 800 },
+              { Name: 'MpesaReceiptNumber', Value: 'FAKE000000' },
+            ],
+          },
+        },
+      },
+    });
+    const path = new URL(push.callbackUrl).pathname;
+    const res = await w.api.inject({
+      method: 'POST',
+      url: path,
+      headers: { 'content-type': 'application/json' },
+      payload: forged,
+    });
+    expect(res.statusCode).toBe(200);
+    expect((await payment(p.id)).status).toBe('processing');
+
+    const wrongSecret = await w.api.inject({
+      method: 'POST',
+      url: path.replace(/[^/]+$/, 'not-the-secret'),
+      headers: { 'content-type': 'application/json' },
+      payload: forged,
+    });
+    expect(wrongSecret.statusCode).toBe(404);
+    const verdicts = (await railEventsOf(p.id)).map((e) => e.verdict);
+    expect(verdicts).toContain('awaiting_pending');
+    expect(verdicts).toContain('refused_unknown');
+
+    // The payer then cancels: the query says so, and that is what counts.
+    await w.daraja.phone.cancel(push.checkoutRequestId);
+    expect((await payment(p.id)).status).toBe('pending');
+    expect(await eventsOf(p.id, 'payment.paid')).toHaveLength(0);
+  });
+
+  it('is offered only for whole shillings; Paystack still takes the cents', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 99.5, currency: 'KES' });
+    const page = await w.checkout.inject({ method: 'GET', url: `/pay/${p.id}` });
+    expect(page.body).not.toContain('with M-Pesa');
+    expect(page.body).toContain('with Paystack');
+  });
+});
+
+describe('one attempt at a time', () => {
+  it('a second attempt while one is in flight is refused, so a payer is never charged twice', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 1000, currency: 'KES' });
+    await startPaystack(p.id);
+    const second = await form(p.id, { rail: 'mpesa', phone: '0712345679' });
+    expect(second.statusCode).toBe(303);
+    expect(second.headers.location).toBe(`/pay/${p.id}`);
+    expect(w.daraja.pushes.size).toBeGreaterThan(0);
+    expect([...w.daraja.pushes.values()].some((push) => push.phone === '254712345679')).toBe(false);
+    const page = await w.checkout.inject({ method: 'GET', url: `/pay/${p.id}` });
+    expect(page.body).toContain('Continue on Paystack');
+    expect(page.body).toContain('Pay another way');
+
+    // "Pay another way": Paystack says not paid, so the attempt ends and the payment is payable again.
+    const another = await form(p.id, {}, '/abandon');
+    expect(another.statusCode).toBe(303);
+    await eventually(async () => ((await payment(p.id)).status === 'pending' ? true : undefined));
+  });
+});

@@ -1,0 +1,92 @@
+import type { FastifyInstance } from 'fastify';
+import { buildCheckoutApp } from '../../src/http/checkout-app.ts';
+import { type FakeDaraja, startFakeDaraja } from '../fakes/daraja.ts';
+import { type FakePaystack, startFakePaystack } from '../fakes/paystack.ts';
+import { afterFile } from './after-file.ts';
+import { bearer, testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './harness.ts';
+import { freePort } from './server.ts';
+
+/** Provider credentials the fakes know; test-mode keys, as a test-mode account connects them. */
+export const PAYSTACK_TEST_KEY = 'sk_test_4f1c2a9b8e7d6c5b4a3928171615141312111009';
+export const PAYSTACK_LIVE_KEY = 'sk_live_9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b';
+export const MPESA_APP = {
+  consumer_key: 'GtYk3Qp7LmN2xRv8WbZc',
+  consumer_secret: 'Hs9Df2Jk5Lq8Wm1P',
+  shortcode: '174379',
+  passkey: 'bfb279f9aa9bdbcf158e97dd71a467cd2e0c893059b10f78e6b72ada1ed2c919',
+  environment: 'sandbox',
+} as const;
+
+export interface RailsWorld {
+  runtime: TestRuntime;
+  /** The API host, listening: the providers call it back. */
+  api: FastifyInstance;
+  apiUrl: string;
+  /** The checkout host, listening (the browser tests open it). */
+  checkout: FastifyInstance;
+  checkoutUrl: string;
+  paystack: FakePaystack;
+  daraja: FakeDaraja;
+  merchant: TestAccount;
+}
+
+/**
+ * plainpay between the two providers' fakes, all on real ports: Paystack's events and Daraja's
+ * callbacks reach the API host over HTTP exactly as they would in production.
+ */
+export async function railsWorld(options: { merchantName?: string } = {}): Promise<RailsWorld> {
+  const apiPort = await freePort();
+  const checkoutPort = await freePort();
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const checkoutUrl = `http://127.0.0.1:${checkoutPort}`;
+  const paystack = await startFakePaystack({
+    integrations: [
+      { secretKey: PAYSTACK_TEST_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
+      { secretKey: PAYSTACK_LIVE_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
+    ],
+  });
+  afterFile(() => paystack.close());
+  const daraja = await startFakeDaraja({
+    apps: [
+      {
+        consumerKey: MPESA_APP.consumer_key,
+        consumerSecret: MPESA_APP.consumer_secret,
+        shortcode: MPESA_APP.shortcode,
+        passkey: MPESA_APP.passkey,
+      },
+    ],
+  });
+  afterFile(() => daraja.close());
+  const runtime = await testRuntime({
+    PUBLIC_BASE_URL: apiUrl,
+    CHECKOUT_BASE_URL: checkoutUrl,
+    PAYSTACK_BASE_URL: paystack.baseUrl,
+    PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
+    MPESA_SANDBOX_BASE_URL: daraja.baseUrl,
+    MPESA_PRODUCTION_BASE_URL: daraja.baseUrl,
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+  });
+  const api = await testApp(runtime);
+  await api.listen({ port: apiPort, host: '127.0.0.1' });
+  const checkout = await buildCheckoutApp(runtime);
+  afterFile(() => checkout.close());
+  await checkout.listen({ port: checkoutPort, host: '127.0.0.1' });
+  const merchant = await testAccount(runtime, { name: options.merchantName ?? 'Ada Stores' });
+  return { runtime, api, apiUrl, checkout, checkoutUrl, paystack, daraja, merchant };
+}
+
+/** Connects a rail for the key's account and mode through the API, as a merchant does. */
+export async function connectRail(
+  api: FastifyInstance,
+  apiKey: string,
+  rail: 'paystack' | 'mpesa',
+  body: Record<string, unknown>,
+): Promise<void> {
+  const res = await api.inject({
+    method: 'PUT',
+    url: `/v1/payment_rails/${rail}`,
+    headers: bearer(apiKey),
+    payload: body,
+  });
+  if (res.statusCode !== 200) throw new Error(`connecting ${rail} failed: ${res.statusCode} ${res.body}`);
+}

@@ -1,0 +1,226 @@
+import { z } from 'zod';
+import { AppError } from '../../src/core/errors.ts';
+import { defineTool, type ToolContext } from '../../src/core/tool.ts';
+import type { AttemptOutcome, PaymentRow } from '../../src/db/database.ts';
+import { insertEvent } from '../../src/db/repositories/events.ts';
+import { transitionPayment } from '../../src/db/repositories/payments.ts';
+import { newId } from '../../src/domain/ids.ts';
+import { presentPayment } from '../../src/payments/present.ts';
+import { paymentOutput } from '../payment-output.ts';
+import { lockOwnedPayment, notPayable, RAIL_NAMES } from './attempt-rules.ts';
+
+const OUTCOMES = ['succeeded', 'declined', 'abandoned', 'cancelled', 'timed_out', 'failed'] as const;
+
+const recordInput = z.strictObject({
+  payment_id: z.string().min(1).max(100).describe('The payment (pay_…).'),
+  attempt_id: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe('The attempt; absent for a synchronous (sandbox) attempt.'),
+  rail: z.enum(RAIL_NAMES),
+  outcome: z.enum(OUTCOMES),
+  reason: z.string().max(300).optional().describe("The provider's words for a failure."),
+  confirmed: z
+    .strictObject({
+      amount_minor: z.string().regex(/^\d{1,30}$/),
+      currency: z.string().min(2).max(8),
+      reference: z.string().min(1).max(100),
+      receipt: z.string().max(100).optional(),
+    })
+    .optional()
+    .describe('What the provider itself reported for a success (its verify or query API).'),
+});
+type RecordInput = z.output<typeof recordInput>;
+
+const recordOutput = z.object({
+  result: z.enum(['paid', 'ended', 'flagged', 'late', 'duplicate']),
+  attempt_id: z.string(),
+  outcome: z.string(),
+  payment: paymentOutput,
+});
+type RecordOutput = z.output<typeof recordOutput>;
+
+/**
+ * How a payer's attempt ended, on any rail: the one place a payment becomes paid (docs/rails.md).
+ *
+ * - A success on a provider rail carries what the provider confirmed (amount, currency, reference);
+ *   anything that differs from what the attempt asked flags the attempt and pays nothing.
+ * - A success for an attempt in flight pays the payment (processing → paid, `payment.paid`).
+ * - A success the payment can no longer take (its attempt was given up as abandoned or timed out,
+ *   and the session expired or was paid another way) is a late success: recorded, announced as
+ *   `payment.late_success`, and returned to the payer (docs/rails.md, "Late successes").
+ * - Anything else ends the attempt; the payment is payable again (processing → pending).
+ * - An attempt that has already ended does not change again: the same event twice pays once.
+ *
+ * Without attempt_id the attempt is synchronous (the sandbox rail): recorded and applied at once.
+ */
+export const recordPaymentAttempt = defineTool({
+  name: 'record_payment_attempt',
+  title: 'Record how a payment attempt ended',
+  description: "Applies a payer rail's confirmed outcome to the payment attempt and the payment.",
+  input: recordInput,
+  output: recordOutput,
+  effect: 'write',
+  scope: 'payments:write',
+  async handler(input, ctx): Promise<RecordOutput> {
+    const payment = await lockOwnedPayment(ctx.db, ctx.actor, input.payment_id);
+    if (input.attempt_id === undefined) return recordSynchronous(input, payment, ctx);
+
+    const { db, now } = ctx;
+    const attempt = await db
+      .selectFrom('payment_attempts')
+      .selectAll()
+      .where('id', '=', input.attempt_id)
+      .where('payment_id', '=', payment.id)
+      .where('rail', '=', input.rail)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!attempt) throw new AppError('not_found', `No attempt '${input.attempt_id}' of this payment on ${input.rail}.`);
+    const answer = (result: 'paid' | 'ended' | 'flagged' | 'late' | 'duplicate', row: PaymentRow, outcome: string) => ({
+      result,
+      attempt_id: attempt.id,
+      outcome,
+      payment: presentPayment(ctx.runtime.config, row),
+    });
+    const reopen = async (): Promise<PaymentRow> =>
+      payment.status === 'processing'
+        ? ((await transitionPayment(db, payment.id, 'processing', 'pending', {}, now)) ?? payment)
+        : payment;
+
+    const ended = attempt.outcome !== 'pending';
+    if (attempt.outcome === 'succeeded' || attempt.outcome === 'flagged') {
+      return answer('duplicate', payment, attempt.outcome);
+    }
+    if (input.outcome !== 'succeeded') {
+      if (ended) return answer('duplicate', payment, attempt.outcome);
+      await endAttempt(ctx, attempt.id, input.outcome, input.reason ?? null);
+      return answer('ended', await reopen(), input.outcome);
+    }
+
+    const mismatch = confirmationMismatch(input.confirmed, attempt, input.rail);
+    if (mismatch) {
+      await endAttempt(ctx, attempt.id, 'flagged', mismatch);
+      ctx.runtime.logger.warn({ attemptId: attempt.id, paymentId: payment.id, mismatch }, 'payment attempt flagged');
+      return answer('flagged', ended ? payment : await reopen(), 'flagged');
+    }
+
+    const receipt = input.confirmed?.receipt ?? null;
+    if (!ended && payment.status === 'processing') {
+      await db
+        .updateTable('payment_attempts')
+        .set({ outcome: 'succeeded', provider_receipt: receipt, completed_at: now })
+        .where('id', '=', attempt.id)
+        .execute();
+      const paid = await transitionPayment(db, payment.id, 'processing', 'paid', { paid_at: now }, now);
+      if (!paid) throw notPayable('changed');
+      await announce(ctx, paid, 'payment.paid');
+      return answer('paid', paid, 'succeeded');
+    }
+
+    // The provider took the payer's money after plainpay had given the attempt up: never dropped.
+    await db
+      .updateTable('payment_attempts')
+      .set({
+        outcome: 'succeeded',
+        late: true,
+        provider_receipt: receipt,
+        refund_status: input.rail === 'paystack' ? 'due' : 'manual',
+        // Due at the reconciler's next pass, not a recheck interval after the last verification.
+        checked_at: null,
+        completed_at: now,
+      })
+      .where('id', '=', attempt.id)
+      .execute();
+    await announce(ctx, payment, 'payment.late_success', {
+      attempt: {
+        id: attempt.id,
+        rail: input.rail,
+        receipt,
+        refund: input.rail === 'paystack' ? 'automatic' : 'manual',
+      },
+    });
+    ctx.runtime.logger.warn({ attemptId: attempt.id, paymentId: payment.id }, 'late success on a payment attempt');
+    return answer('late', payment, 'succeeded');
+  },
+});
+
+/** The sandbox answers at once: attempt and outcome in one step, from a pending, open payment. */
+async function recordSynchronous(input: RecordInput, payment: PaymentRow, ctx: ToolContext): Promise<RecordOutput> {
+  const { db, now } = ctx;
+  if (input.rail !== 'sandbox') throw new AppError('invalid_request', 'Only the sandbox rail answers synchronously.');
+  if (payment.livemode) throw new AppError('not_found', `No test-mode payment with id '${payment.id}'.`);
+  if (payment.status !== 'pending') throw notPayable(payment.status);
+  if (payment.expires_at <= now) throw notPayable('expired');
+  const succeeded = input.outcome === 'succeeded';
+  const attemptId = newId('att');
+  await db
+    .insertInto('payment_attempts')
+    .values({
+      id: attemptId,
+      payment_id: payment.id,
+      rail: 'sandbox',
+      outcome: succeeded ? 'succeeded' : 'declined',
+      failure_reason: succeeded ? null : (input.reason ?? 'sandbox_declined'),
+      amount_minor: payment.amount_minor,
+      currency: payment.currency,
+      completed_at: now,
+      created_at: now,
+    })
+    .execute();
+  let row = payment;
+  if (succeeded) {
+    const paid = await transitionPayment(db, payment.id, 'pending', 'paid', { paid_at: now }, now);
+    if (!paid) throw notPayable('changed');
+    await announce(ctx, paid, 'payment.paid');
+    row = paid;
+  }
+  return {
+    result: succeeded ? ('paid' as const) : ('ended' as const),
+    attempt_id: attemptId,
+    outcome: succeeded ? 'succeeded' : 'declined',
+    payment: presentPayment(ctx.runtime.config, row),
+  };
+}
+
+async function endAttempt(ctx: ToolContext, id: string, outcome: AttemptOutcome, reason: string | null) {
+  await ctx.db
+    .updateTable('payment_attempts')
+    .set({ outcome, failure_reason: reason, completed_at: ctx.now })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** What the provider confirmed must be exactly what the attempt asked; else why not, in words. */
+function confirmationMismatch(
+  confirmed: RecordInput['confirmed'],
+  attempt: { amount_minor: bigint | null; currency: string | null; provider_reference: string | null },
+  rail: string,
+): string | undefined {
+  if (rail === 'sandbox') return undefined;
+  if (!confirmed) return 'no provider confirmation came with the success';
+  const problems: string[] = [];
+  if (attempt.amount_minor === null || confirmed.amount_minor !== attempt.amount_minor.toString()) {
+    problems.push(`amount ${confirmed.amount_minor} (asked ${attempt.amount_minor})`);
+  }
+  if (confirmed.currency !== attempt.currency)
+    problems.push(`currency ${confirmed.currency} (asked ${attempt.currency})`);
+  if (confirmed.reference !== attempt.provider_reference) {
+    problems.push(`reference ${confirmed.reference} (asked ${attempt.provider_reference})`);
+  }
+  return problems.length === 0 ? undefined : `the provider confirmed ${problems.join(', ')}`;
+}
+
+async function announce(ctx: ToolContext, row: PaymentRow, type: string, extra: Record<string, unknown> = {}) {
+  const view = presentPayment(ctx.runtime.config, row);
+  await insertEvent(ctx.db, {
+    accountId: row.account_id,
+    livemode: row.livemode,
+    type,
+    objectId: row.id,
+    data: { object: view, reference: view.reference, metadata: view.metadata, ...extra },
+    webhookUrl: row.webhook_url,
+    createdAt: ctx.now,
+  });
+}
