@@ -166,6 +166,22 @@ describe('Paystack', () => {
     expect(verdicts).toEqual(
       expect.arrayContaining(['start:accepted', 'callback:received', 'verification:succeeded', 'callback:duplicate']),
     );
+
+    // Finance sees the attempt and every provider message on the payment's page.
+    const signIn = await w.api.inject({
+      method: 'POST',
+      url: '/dashboard/sign-in',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+      payload: new URLSearchParams({ api_key: w.merchant.apiKey }).toString(),
+    });
+    const cookie = /plainpay_session=[^;]+/.exec(String(signIn.headers['set-cookie']))![0];
+    const dashboard = await w.api.inject({ method: 'GET', url: `/dashboard/payments/${p.id}`, headers: { cookie } });
+    expect(dashboard.statusCode).toBe(200);
+    expect(dashboard.body).toContain(`data-attempt-id="${attempt!.id}"`);
+    expect(dashboard.body).toContain(reference);
+    for (const verdict of ['accepted', 'received', 'succeeded', 'duplicate']) {
+      expect(dashboard.body).toContain(`data-rail-event="${verdict}"`);
+    }
   });
 
   it('a declined card and an abandoned page leave the payment payable, with no money moved', async () => {

@@ -71,6 +71,20 @@ ${pager('/dashboard/payments', { status, reference, starting_after: startingAfte
     const row = await findPayment(runtime.db, session, request.params.id);
     if (!row) throw new AppError('not_found', `No such payment: '${request.params.id}'.`, { param: 'id' });
     const p = presentPayment(runtime.config, row);
+    // What finance needs to answer "did this payer pay?": every attempt and every provider message.
+    const attempts = await runtime.db
+      .selectFrom('payment_attempts')
+      .selectAll()
+      .where('payment_id', '=', row.id)
+      .orderBy('created_at')
+      .execute();
+    const railEvents = await runtime.db
+      .selectFrom('rail_events')
+      .selectAll()
+      .where('payment_id', '=', row.id)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     const body = html`<h1>Payment <code>${p.id}</code></h1>
 <div class="card"><dl class="facts">
 <dt>Status</dt><dd>${badge(p.status)}</dd>
@@ -90,6 +104,40 @@ ${pager('/dashboard/payments', { status, reference, starting_after: startingAfte
 <dt>Settled</dt><dd>${time(p.settled_at)}</dd>
 </dl>
 <details><summary>Full record (as the API returns it)</summary>${json(p)}</details></div>
+<h2>Payment attempts</h2>
+${table(
+  ['Attempt', 'Started', 'Rail', 'Outcome', 'Payer', 'Provider reference', 'Receipt', 'Why', 'Refund'],
+  attempts.map(
+    (a) => html`<tr data-attempt-id="${a.id}">
+<td><code>${a.id}</code></td>
+<td>${time(a.created_at)}</td>
+<td>${a.rail}</td>
+<td>${badge(a.late ? 'late success' : a.outcome)}</td>
+<td>${maybe(a.payer_hint)}</td>
+<td>${maybe(a.provider_reference)}</td>
+<td>${maybe(a.provider_receipt)}</td>
+<td>${maybe(a.failure_reason)}</td>
+<td>${maybe(a.refund_status === 'manual' ? 'due: reverse it in the M-Pesa portal' : a.refund_status)}</td>
+</tr>`,
+  ),
+  'No attempt yet.',
+  'attempts',
+)}
+<h2>Provider messages</h2>
+${table(
+  ['When', 'Rail', 'Kind', 'Verdict', 'Detail'],
+  railEvents.map(
+    (e) => html`<tr data-rail-event="${e.verdict}">
+<td>${time(e.created_at)}</td>
+<td>${e.rail}</td>
+<td>${e.kind}</td>
+<td>${badge(e.verdict)}</td>
+<td>${e.detail}</td>
+</tr>`,
+  ),
+  'No provider messages.',
+  'rail-events',
+)}
 <p><a href="/dashboard/payments">All payments</a></p>`;
     return sendPage(
       reply,
