@@ -249,6 +249,52 @@ describe('Paystack', () => {
     expect(attempt!.outcome).toBe('flagged');
     expect(attempt!.failure_reason).toMatch(/amount 3000 \(asked 300000\).*currency GHS/);
     expect(await eventsOf(p2.id, 'payment.paid')).toHaveLength(0);
+    // Paystack did take the money: it goes back to the payer.
+    expect(attempt!.refund_status).toBe('due');
+    await reconcileRailAttempts(w.runtime);
+    expect((await attemptsOf(p2.id))[0]!.refund_status).toBe('refunded');
+  });
+
+  it('a signed event verify does not confirm yet is answered 503, and paid once verify agrees', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 6100, currency: 'NGN' });
+    const reference = await startPaystack(p.id);
+    // The event as Paystack signs it, arriving before verify reports the charge (Paystack's side lags).
+    const early = w.paystack.signedEvent(reference);
+    const res = await w.api.inject({
+      method: 'POST',
+      url: '/hooks/paystack',
+      headers: { 'content-type': 'application/json', 'x-paystack-signature': early.signature },
+      payload: early.body,
+    });
+    expect(res.statusCode).toBe(503);
+    expect((await payment(p.id)).status).toBe('processing');
+
+    // Paystack completes the charge; its retry of the event is lost, the reconciler's verify now agrees.
+    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/nowhere');
+    try {
+      await w.paystack.complete(reference, 'success');
+    } finally {
+      w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${w.apiUrl}/hooks/paystack`);
+    }
+    w.runtime.clock.advance(31_000);
+    await reconcileRailAttempts(w.runtime);
+    expect((await payment(p.id)).status).toBe('paid');
+    expect(await eventsOf(p.id, 'payment.paid')).toHaveLength(1);
+  });
+
+  it('a success verify reports without any signed event is never paid by the reconciler', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 6200, currency: 'NGN' });
+    const reference = await startPaystack(p.id);
+    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/nowhere');
+    try {
+      await w.paystack.complete(reference, 'success');
+    } finally {
+      w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${w.apiUrl}/hooks/paystack`);
+    }
+    w.runtime.clock.advance(31_000);
+    await reconcileRailAttempts(w.runtime);
+    expect((await payment(p.id)).status).toBe('processing');
+    expect((await railEventsOf(p.id)).some((e) => e.verdict === 'awaiting_succeeded')).toBe(true);
   });
 
   it('asks for a valid email before calling Paystack', async () => {
@@ -397,6 +443,44 @@ describe('M-Pesa STK Push', () => {
     await w.daraja.phone.cancel(push.checkoutRequestId);
     expect((await payment(p.id)).status).toBe('pending');
     expect(await eventsOf(p.id, 'payment.paid')).toHaveLength(0);
+  });
+
+  it('answers hostile callback bodies with an error object, never a 500, and pays nothing', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 900, currency: 'KES' });
+    const push = await startMpesa(p.id);
+    const path = new URL(push.callbackUrl).pathname;
+    const callback = (extra: Record<string, unknown>) =>
+      JSON.stringify({
+        Body: { stkCallback: { CheckoutRequestID: push.checkoutRequestId, ResultCode: 0, ResultDesc: 'ok', ...extra } },
+      });
+    for (const payload of [
+      callback({ CallbackMetadata: { Item: 'not a list' } }),
+      callback({ CallbackMetadata: { Item: [null, 7, { Name: 'Amount' }] } }),
+      callback({ CallbackMetadata: null }),
+      callback({ CheckoutRequestID: 'x'.repeat(5000) }),
+      '{"Body":',
+      '[]',
+      'null',
+    ]) {
+      const res = await w.api.inject({
+        method: 'POST',
+        url: path,
+        headers: { 'content-type': 'application/json' },
+        payload,
+      });
+      expect(res.statusCode, payload.slice(0, 80)).toBeLessThan(500);
+    }
+    for (const payload of ['{"event":"charge.success","data":{"reference":[1]}}', '{"data":null}', 'nope', '{}']) {
+      const res = await w.api.inject({
+        method: 'POST',
+        url: '/hooks/paystack',
+        headers: { 'content-type': 'application/json', 'x-paystack-signature': 'zz' },
+        payload,
+      });
+      expect(res.statusCode, payload).toBeLessThan(500);
+    }
+    expect((await payment(p.id)).status).toBe('processing');
+    await w.daraja.phone.cancel(push.checkoutRequestId);
   });
 
   it('is offered only for whole shillings; Paystack still takes the cents', async () => {

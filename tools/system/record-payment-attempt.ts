@@ -102,6 +102,12 @@ export const recordPaymentAttempt = defineTool({
     const mismatch = confirmationMismatch(input.confirmed, attempt, input.rail);
     if (mismatch) {
       await endAttempt(ctx, attempt.id, 'flagged', mismatch);
+      // The provider took money plainpay did not credit: it goes back to the payer like a late success.
+      await db
+        .updateTable('payment_attempts')
+        .set({ refund_status: input.rail === 'paystack' ? 'due' : 'manual', checked_at: null })
+        .where('id', '=', attempt.id)
+        .execute();
       ctx.runtime.logger.warn({ attemptId: attempt.id, paymentId: payment.id, mismatch }, 'payment attempt flagged');
       return answer('flagged', ended ? payment : await reopen(), 'flagged');
     }

@@ -126,12 +126,15 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
         abandonIsFinal: false,
         overlay: (v) => disagreeing(v, claimed),
       });
-      if (!verdict)
+      if (!verdict || verdict.outcome === 'pending' || verdict.outcome === 'abandoned') {
+        // Not confirmed yet (verify unreachable, or still "ongoing"): Paystack sends it again, and
+        // the reconciler pays once verify agrees, since this signed event was received.
         return reply
           .code(503)
           .send(
-            new AppError('unavailable', 'Paystack could not be asked to confirm the event; send it again.').toBody(),
+            new AppError('unavailable', 'Paystack has not confirmed this charge yet; send the event again.').toBody(),
           );
+      }
       return { received: true };
     });
 
@@ -164,7 +167,7 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
         | undefined;
       const callback = body?.Body?.stkCallback;
       const checkoutRequestId = callback?.CheckoutRequestID;
-      if (!callback || typeof checkoutRequestId !== 'string') {
+      if (!callback || typeof checkoutRequestId !== 'string' || checkoutRequestId.length > 100) {
         await recordRailEvent(
           runtime.db,
           'mpesa',
@@ -201,11 +204,30 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
         return accepted;
       }
       if (attempt.provider_reference === null) {
-        // The push's answer was lost (a crash between the push and saving it): the callback names it.
+        // The push's answer was lost (a crash, a timeout): the callback names it, unless another attempt has it.
+        const taken = await runtime.db
+          .selectFrom('payment_attempts')
+          .select('id')
+          .where('rail', '=', 'mpesa')
+          .where('provider_reference', '=', checkoutRequestId)
+          .executeTakeFirst();
+        if (taken) {
+          await recordRailEvent(
+            runtime.db,
+            'mpesa',
+            attempt,
+            'callback',
+            'refused_mismatch',
+            `callback names ${checkoutRequestId.slice(0, 60)}, which belongs to another attempt`,
+            now(),
+          );
+          throw new AppError('invalid_request', 'The callback is about another request.');
+        }
         await runtime.db
           .updateTable('payment_attempts')
           .set({ provider_reference: checkoutRequestId })
           .where('id', '=', attempt.id)
+          .where('provider_reference', 'is', null)
           .execute();
         attempt.provider_reference = checkoutRequestId;
       }
@@ -263,9 +285,11 @@ function mpesaClaim(callback: Record<string, unknown>): {
   amountMinor: string | undefined;
   receipt: string | undefined;
 } {
-  const items =
-    (callback.CallbackMetadata as { Item?: Array<{ Name?: unknown; Value?: unknown }> } | undefined)?.Item ?? [];
-  const value = (name: string) => items.find((i) => i.Name === name)?.Value;
+  const metadata = callback.CallbackMetadata as { Item?: unknown } | null | undefined;
+  const items = Array.isArray(metadata?.Item)
+    ? (metadata.Item as Array<{ Name?: unknown; Value?: unknown } | null>)
+    : [];
+  const value = (name: string) => items.find((i) => i?.Name === name)?.Value;
   const amount = value('Amount');
   const receipt = value('MpesaReceiptNumber');
   const amountMinor =

@@ -85,8 +85,9 @@ export async function beginAttempt(
     scope,
   );
   const attempt = await findAttempt(runtime.db, started.attempt_id);
+  let result: Awaited<ReturnType<typeof adapter.start>>;
   try {
-    const result = await adapter.start({
+    result = await adapter.start({
       runtime,
       credentials,
       attempt,
@@ -95,25 +96,16 @@ export async function beginAttempt(
       returnUrl: `${runtime.config.checkoutBaseUrl}/pay/${payment.id}/return/${attempt.id}`,
       callbackUrl: `${runtime.config.publicBaseUrl}/hooks/mpesa/${attempt.id}/${callbackToken}`,
     });
-    await runtime.db
-      .updateTable('payment_attempts')
-      .set({ provider_reference: result.providerReference, payer_url: result.payerUrl ?? null })
-      .where('id', '=', attempt.id)
-      .execute();
-    await recordRailEvent(
-      runtime.db,
-      rail,
-      attempt,
-      'start',
-      'accepted',
-      `${rail} started ${result.providerReference}`,
-      runtime.clock.now(),
-    );
-    return { attemptId: attempt.id, payerUrl: result.payerUrl };
   } catch (error) {
     const reason = error instanceof RailUnavailableError ? error.message : 'the provider could not be reached';
     if (!(error instanceof RailUnavailableError))
       runtime.logger.error({ err: error, attemptId: attempt.id }, 'rail start failed');
+    const unanswered = !(error instanceof RailUnavailableError) || error.providerStatus === undefined;
+    if (unanswered && adapter.unansweredStartMayReachPayer) {
+      // The request may be on the payer's phone: the attempt stays open, its callback or the reconciler decides.
+      await recordRailEvent(runtime.db, rail, attempt, 'start', 'unanswered', reason, runtime.clock.now());
+      return { attemptId: attempt.id, payerUrl: undefined };
+    }
     await recordRailEvent(runtime.db, rail, attempt, 'start', 'failed', reason, runtime.clock.now());
     await runSystemTool(
       runtime,
@@ -123,6 +115,22 @@ export async function beginAttempt(
     );
     throw new AppError('unavailable', reason);
   }
+  // Started: from here on the attempt is open whatever happens, and is confirmed or ended by the provider.
+  await runtime.db
+    .updateTable('payment_attempts')
+    .set({ provider_reference: result.providerReference, payer_url: result.payerUrl ?? null })
+    .where('id', '=', attempt.id)
+    .execute();
+  await recordRailEvent(
+    runtime.db,
+    rail,
+    attempt,
+    'start',
+    'accepted',
+    `${rail} started ${result.providerReference}`,
+    runtime.clock.now(),
+  );
+  return { attemptId: attempt.id, payerUrl: result.payerUrl };
 }
 
 export interface CheckOptions {

@@ -22,6 +22,7 @@ export interface MpesaPayer {
 export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
   name: 'mpesa',
   label: 'M-Pesa',
+  unansweredStartMayReachPayer: true,
   takes: (payment: PaymentRow) =>
     payment.currency === 'KES' &&
     payment.amount_minor % 100n === 0n &&
@@ -68,7 +69,8 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
   },
 
   async verify({ runtime, credentials, attempt }) {
-    if (!attempt.provider_reference) return { outcome: 'abandoned', detail: 'M-Pesa: the push was never accepted' };
+    // The push's answer was lost: only its callback can name it; until then (and the give-up) it is open.
+    if (!attempt.provider_reference) return { outcome: 'pending', detail: 'M-Pesa: the push was not acknowledged yet' };
     const timestamp = darajaTimestamp(runtime.clock.now());
     const { status, body } = await authorizedCall(runtime, credentials, '/mpesa/stkpushquery/v1/query', {
       BusinessShortCode: credentials.shortcode,

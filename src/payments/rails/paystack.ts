@@ -30,6 +30,8 @@ export interface PaystackPayer {
 export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
   name: 'paystack',
   label: 'Card, bank transfer, USSD or mobile money',
+  // Without initialize's answer the payer never gets the authorization URL, so cannot pay on it.
+  unansweredStartMayReachPayer: false,
   takes: (payment: PaymentRow) => PAYSTACK_CURRENCIES.has(payment.currency),
   readPayer(form) {
     const email = (form.get('email') ?? '').trim();
@@ -44,7 +46,7 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
   },
   payerHint: ({ email }) => {
     const [local = '', domain = ''] = email.split('@');
-    return `${local.slice(0, 1)}***@${domain}`;
+    return `${local.slice(0, 1)}***@${domain}`.slice(0, 100);
   },
 
   async start({ runtime, credentials, attempt, payer, returnUrl }) {

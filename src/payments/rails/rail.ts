@@ -30,6 +30,12 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
   verify(args: ProviderArgs<R>): Promise<ProviderVerdict>;
   /** Returns a late success to the payer in full; absent where the provider offers no API for it. */
   refund?(args: ProviderArgs<R>): Promise<string>;
+  /**
+   * Whether a start the provider never answered may still have reached the payer (an M-Pesa push
+   * can be on the phone although Daraja's answer was lost). Then the attempt stays open for the
+   * callback or the reconciler to decide, instead of being ended as failed while the payer pays.
+   */
+  unansweredStartMayReachPayer: boolean;
 }
 
 export interface ProviderArgs<R extends ProviderRail> {

@@ -59,11 +59,17 @@ export async function reconcileRailAttempts(runtime: Runtime): Promise<number> {
     try {
       const verdict = await checkAttempt(runtime, attempt, {
         trigger: 'reconcile',
-        // M-Pesa's query is the confirmation; Paystack money counts only on its signed event.
-        mayPay: attempt.rail === 'mpesa',
+        // M-Pesa's query is the confirmation. Paystack money counts only on its signed event: a
+        // success verify reports is paid here only if that event came (and verify lagged then).
+        mayPay: attempt.rail === 'mpesa' || (await signedEventReceived(runtime, attempt.id)),
         abandonIsFinal: stale,
       });
-      if (attempt.rail === 'mpesa' && verdict?.outcome === 'pending' && age > MPESA_GIVE_UP_MS) {
+      // Unanswered for 5 minutes (or Daraja unreachable): ended; a later confirmed success is a late one.
+      if (
+        attempt.rail === 'mpesa' &&
+        (verdict === undefined || verdict.outcome === 'pending') &&
+        age > MPESA_GIVE_UP_MS
+      ) {
         await runSystemTool(
           runtime,
           recordPaymentAttempt,
@@ -89,6 +95,18 @@ export async function reconcileRailAttempts(runtime: Runtime): Promise<number> {
   }
   await refundLateSuccesses(runtime);
   return claimed.length;
+}
+
+/** Whether a Paystack charge.success with a valid signature arrived for this attempt. */
+async function signedEventReceived(runtime: Runtime, attemptId: string): Promise<boolean> {
+  const row = await runtime.db
+    .selectFrom('rail_events')
+    .select('id')
+    .where('attempt_id', '=', attemptId)
+    .where('kind', '=', 'callback')
+    .where('verdict', '=', 'received')
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Late successes on a rail with a refund API go back to the payer (docs/rails.md, "Late successes"). */
