@@ -114,6 +114,54 @@ describe('connecting rails', () => {
     expect(unknown.statusCode).toBe(404);
   });
 
+  it('finance connects and disconnects a rail on the dashboard, with the same rules as the API', async () => {
+    const shop = await testAccount(w.runtime, { name: 'Dashboard Shop' });
+    const signIn = await w.api.inject({
+      method: 'POST',
+      url: '/dashboard/sign-in',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+      payload: new URLSearchParams({ api_key: shop.apiKey }).toString(),
+    });
+    const cookie = /plainpay_session=[^;]+/.exec(String(signIn.headers['set-cookie']))![0];
+    const developers = await w.api.inject({ method: 'GET', url: '/dashboard/developers', headers: { cookie } });
+    expect(developers.body).toContain('No payer rail is connected in test mode.');
+    const csrf = /name="csrf_token" value="([^"]+)"/.exec(developers.body)![1]!;
+    const post = (url: string, fields: Record<string, string>) =>
+      w.api.inject({
+        method: 'POST',
+        url,
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+        payload: new URLSearchParams({ csrf_token: csrf, ...fields }).toString(),
+      });
+
+    const live = await post('/dashboard/developers/rails/paystack', { secret_key: PAYSTACK_LIVE_KEY, public_key: '' });
+    expect(live.statusCode).toBe(400);
+    expect(live.body).toContain('secret_key must be a test Paystack key');
+
+    const ok = await post('/dashboard/developers/rails/mpesa', {
+      consumer_key: MPESA_APP.consumer_key,
+      consumer_secret: MPESA_APP.consumer_secret,
+      shortcode: MPESA_APP.shortcode,
+      passkey: MPESA_APP.passkey,
+      transaction_type: 'CustomerPayBillOnline',
+      party_b: '',
+    });
+    expect(ok.statusCode).toBe(303);
+    const after = await w.api.inject({ method: 'GET', url: '/dashboard/developers', headers: { cookie } });
+    expect(after.body).toContain('data-rail="mpesa"');
+    expect(after.body).not.toContain(MPESA_APP.passkey);
+    expect(after.body).not.toContain(MPESA_APP.consumer_secret);
+    const list = await w.api.inject({ method: 'GET', url: '/v1/payment_rails', headers: bearer(shop.apiKey) });
+    expect(list.json().data[0]).toMatchObject({
+      rail: 'mpesa',
+      settings: { environment: 'sandbox', shortcode: '174379' },
+    });
+
+    expect((await post('/dashboard/developers/rails/mpesa/disconnect', {})).statusCode).toBe(303);
+    const gone = await w.api.inject({ method: 'GET', url: '/v1/payment_rails', headers: bearer(shop.apiKey) });
+    expect(gone.json().data).toEqual([]);
+  });
+
   it('a live checkout offers nothing until a live rail is connected, then offers it', async () => {
     const live = await testAccount(w.runtime, { livemode: true, name: 'Live Shop' });
     const p = await createPayment(w.api, live.apiKey, { amount: 2500, currency: 'NGN' });

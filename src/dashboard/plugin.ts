@@ -10,6 +10,7 @@ import { CSRF_FIELD, csrfTokenMatches } from './csrf.ts';
 import { registerActions } from './screens/actions.ts';
 import { registerConfirmations } from './screens/confirmations.ts';
 import { registerDevelopers } from './screens/developers.ts';
+import { registerRails } from './screens/rails.ts';
 import { registerOverview } from './screens/overview.ts';
 import { registerPayments } from './screens/payments.ts';
 import { registerPayouts } from './screens/payouts.ts';
@@ -200,6 +201,7 @@ function dashboard(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAs
     registerPayouts(app, deps);
     registerWebhooks(app, deps);
     registerDevelopers(app, deps, { secureCookie });
+    registerRails(app, deps);
   };
 }
 
