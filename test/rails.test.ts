@@ -1,5 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { paystackRail } from '../src/payments/rails/paystack.ts';
 import { reconcileRailAttempts } from '../src/payments/rails/reconcile.ts';
+import { processRailRefunds } from '../src/payments/rails/refunds.ts';
+import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import { paystackSignature } from './fakes/paystack.ts';
 import { bearer, testAccount } from './support/harness.ts';
 import { createPayment } from './support/payments.ts';
@@ -556,5 +559,140 @@ describe('one attempt at a time', () => {
     const another = await form(p.id, {}, '/abandon');
     expect(another.statusCode).toBe(303);
     await eventually(async () => ((await payment(p.id)).status === 'pending' ? true : undefined));
+  });
+});
+
+describe('refunds go back through the rail the payer paid on', () => {
+  /** A Paystack-paid payment, settled into the merchant's balance (the settlement worker's intake). */
+  async function settledPaystackPayment(amount: number): Promise<{ id: string; reference: string }> {
+    const p = await createPayment(w.api, w.merchant.apiKey, {
+      amount,
+      currency: 'NGN',
+      webhook_url: 'https://merchant.example/hooks',
+    });
+    const reference = await startPaystack(p.id);
+    await w.paystack.complete(reference, 'success');
+    await settlePaidPayments({
+      db: w.runtime.db,
+      config: w.runtime.config,
+      logger: w.runtime.logger,
+      clock: w.runtime.clock,
+      chunk: 50,
+      testModeOnChain: async () => false,
+    });
+    expect((await payment(p.id)).status).toBe('settled');
+    return { id: p.id, reference };
+  }
+
+  const refund = (id: string, body: Record<string, unknown>) =>
+    w.api.inject({
+      method: 'POST',
+      url: `/v1/payments/${id}/refunds`,
+      headers: { ...bearer(w.merchant.apiKey), 'content-type': 'application/json' },
+      payload: body,
+    });
+
+  const refundRow = (id: string) =>
+    w.runtime.db.selectFrom('refunds').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+  it('a Paystack refund is pending until Paystack has paid it, and is sent exactly once', async () => {
+    const { id, reference } = await settledPaystackPayment(8000);
+    const res = await refund(id, { amount: 1000, reason: 'one item returned' });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({
+      status: 'pending',
+      rail: 'paystack',
+      amount: 1000,
+      payment_status: 'partially_refunded',
+    });
+    const rf = res.json().id as string;
+
+    await processRailRefunds(w.runtime);
+    const sent = w.paystack.refunds.filter((r) => r.merchant_note === rf);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ amount: 100000, transaction: reference });
+    expect(await refundRow(rf)).toMatchObject({ status: 'succeeded', provider_reference: String(sent[0]!.id) });
+
+    // A send whose answer was lost: the next pass finds it by its note and never sends it again.
+    const second = (await refund(id, { amount: 500 })).json().id as string;
+    await processRailRefunds(w.runtime);
+    await w.runtime.db
+      .updateTable('refunds')
+      .set({ status: 'pending', provider_reference: null, checked_at: null })
+      .where('id', '=', second)
+      .execute();
+    await processRailRefunds(w.runtime);
+    expect(w.paystack.refunds.filter((r) => r.merchant_note === second)).toHaveLength(1);
+    expect((await refundRow(second)).status).toBe('succeeded');
+  });
+
+  it('a refund Paystack fails is undone: the balance, the payment and refund.failed say so', async () => {
+    const { id } = await settledPaystackPayment(5000);
+    const balanceOf = async () =>
+      (await w.api.inject({ method: 'GET', url: '/v1/balance', headers: bearer(w.merchant.apiKey) })).body;
+    const before = await balanceOf();
+    const res = await refund(id, {});
+    expect(res.json()).toMatchObject({ status: 'pending', payment_status: 'refunded' });
+    const rf = res.json().id as string;
+    // Paystack accepts it, then the payer's bank sends it back before Paystack reports it processed.
+    const after = await sendThenBankSays(rf, 'failed');
+    expect(after).toMatchObject({ status: 'failed', failure_reason: expect.stringMatching(/failed/) });
+    expect((await payment(id)).status).toBe('settled');
+    expect((await payment(id)).amount_refunded).toBe(0);
+    expect(await balanceOf()).toBe(before);
+    expect(await eventsOf(id, 'refund.failed')).toHaveLength(1);
+  });
+
+  /**
+   * The refund sent to Paystack with its answer lost (submitted, no provider id yet), the bank's
+   * later verdict set on the fake, then plainpay's next pass: it finds the refund by its note and
+   * reads how it ended.
+   */
+  async function sendThenBankSays(rf: string, status: 'failed' | 'processed') {
+    const sentId = await sendOnly(rf);
+    w.paystack.setRefundStatus(Number(sentId), status);
+    await w.runtime.db.updateTable('refunds').set({ checked_at: null }).where('id', '=', rf).execute();
+    await processRailRefunds(w.runtime);
+    expect(w.paystack.refunds.filter((r) => r.merchant_note === rf)).toHaveLength(1);
+    return refundRow(rf);
+  }
+
+  async function sendOnly(rf: string) {
+    const row = await refundRow(rf);
+    const attempt = (await attemptsOf(row.payment_id)).find((a) => a.outcome === 'succeeded')!;
+    const id = await paystackRail.refund!({
+      runtime: w.runtime,
+      credentials: { secret_key: PAYSTACK_TEST_KEY },
+      attempt,
+      amountMinor: row.amount_minor,
+      note: rf,
+    });
+    await w.runtime.db
+      .updateTable('refunds')
+      .set({ submitted_at: w.runtime.clock.now() })
+      .where('id', '=', rf)
+      .execute();
+    return id;
+  }
+
+  it('an M-Pesa payment cannot be refunded by plainpay: a clear error, and nothing moves', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 300, currency: 'KES' });
+    const res0 = await form(p.id, { rail: 'mpesa', phone: '0712 345 600' });
+    expect(res0.statusCode).toBe(303);
+    const push = await w.daraja.waitForPush('254712345600');
+    await w.daraja.phone.accept(push.checkoutRequestId);
+    await settlePaidPayments({
+      db: w.runtime.db,
+      config: w.runtime.config,
+      logger: w.runtime.logger,
+      clock: w.runtime.clock,
+      chunk: 50,
+      testModeOnChain: async () => false,
+    });
+    const res = await refund(p.id, {});
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toMatchObject({ type: 'invalid_request_error', param: 'payment_id' });
+    expect(res.json().error.message).toMatch(/M-Pesa/);
+    expect((await payment(p.id)).amount_refunded).toBe(0);
   });
 });

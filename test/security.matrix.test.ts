@@ -417,6 +417,10 @@ function dashboardScopes(route: Route): readonly ApiKeyScope[] | undefined {
       '/developers/keys/:id/revoke': ['keys'],
       '/developers/keys/:id/rotate': ['keys'],
       '/developers/webhook-secret/rotate': ['webhooks'],
+      '/developers/rails/paystack': ['keys'],
+      '/developers/rails/mpesa': ['keys'],
+      '/developers/rails/paystack/disconnect': ['keys'],
+      '/developers/rails/mpesa/disconnect': ['keys'],
       '/webhooks/events/:id/redeliver': screen('webhooks').scopes,
       '/sign-out': [],
     };

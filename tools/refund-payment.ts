@@ -75,6 +75,30 @@ async function loadRefundable(ctx: ToolContext, id: string, lock: boolean): Prom
   return payment;
 }
 
+/**
+ * The rail that pays a refund back: the one the payer paid on (docs/rails.md, "Refunds"). Paystack
+ * refunds through its Refund API; M-Pesa offers plainpay no API to send money back to a phone, so
+ * such a refund is refused here rather than recorded without the payer ever getting it.
+ */
+async function refundRail(ctx: ToolContext, payment: PaymentRow): Promise<'sandbox' | 'paystack'> {
+  const paid = await ctx.db
+    .selectFrom('payment_attempts')
+    .select('rail')
+    .where('payment_id', '=', payment.id)
+    .where('outcome', '=', 'succeeded')
+    .where('late', '=', false)
+    .executeTakeFirst();
+  const rail = paid?.rail ?? 'sandbox';
+  if (rail === 'mpesa') {
+    throw new AppError(
+      'invalid_request',
+      `Payment ${payment.id} was paid with M-Pesa, which plainpay cannot refund: reverse it in the M-Pesa business portal with its receipt number (on the payment's dashboard page).`,
+      { param: 'payment_id' },
+    );
+  }
+  return rail === 'paystack' ? 'paystack' : 'sandbox';
+}
+
 export const refundPayment = defineTool({
   name: 'refund_payment',
   title: 'Refund a payment',
@@ -87,6 +111,7 @@ export const refundPayment = defineTool({
   http: { method: 'POST', path: '/v1/payments/:payment_id/refunds' },
   async policy(value, ctx) {
     const payment = await loadRefundable(ctx, value.payment_id, false);
+    await refundRail(ctx, payment);
     const amount = refundAmount(payment, value.amount);
     const shares = refundShares(payment, payment.refunded_minor, amount);
     return {
@@ -98,6 +123,7 @@ export const refundPayment = defineTool({
   async handler(value, ctx) {
     const { db, actor, now, runtime } = ctx;
     const payment = await loadRefundable(ctx, value.payment_id, true);
+    const rail = await refundRail(ctx, payment);
     const amount = refundAmount(payment, value.amount);
     const shares = refundShares(payment, payment.refunded_minor, amount);
     const id = newId('rf');
@@ -118,9 +144,10 @@ export const refundPayment = defineTool({
         merchant_debit_minor: shares.merchantDebit,
         fee_return_minor: shares.feeReturn,
         reason: value.reason ?? null,
-        // The sandbox rail refunds at once; a real rail would confirm by webhook.
-        rail: 'sandbox',
-        status: 'succeeded',
+        // The sandbox refunds at once; Paystack is asked after this commits (src/payments/rails/refunds.ts).
+        rail,
+        status: rail === 'sandbox' ? 'succeeded' : 'pending',
+        completed_at: rail === 'sandbox' ? now : null,
         channel: actor.channel,
         created_at: now,
       })

@@ -365,8 +365,10 @@ function describeAction(
       // An executed refund says what it refunded; otherwise the input's amount, or "what is left".
       const currency = typeof done.currency === 'string' ? getCurrency(done.currency) : currencies.get(paymentId);
       const amount = typeof done.amount === 'number' ? done.amount : given.amount;
-      if (amount === undefined) return `Refund what is left of ${paymentId}${reason}`;
-      return `Refund ${money(amount, currency, '')} of ${paymentId}${reason}`;
+      // A Paystack refund is pending until Paystack has paid the payer: the reply must not say more.
+      const pending = done.status === 'pending' ? ' (pending: Paystack is paying it back to the payer)' : '';
+      if (amount === undefined) return `Refund what is left of ${paymentId}${reason}${pending}`;
+      return `Refund ${money(amount, currency, '')} of ${paymentId}${reason}${pending}`;
     }
     case 'split_revenue': {
       const amount = typeof done.amount === 'number' ? done.amount : given.amount;

@@ -9,6 +9,7 @@
  *   pending ─ttl elapses→ expired (a processing attempt completes first)
  *   paid/settled → settled into the custodial balance without a chain transfer
  *   settled / partially_refunded → partially_refunded | refunded
+ *   refunded / partially_refunded → partially_refunded | settled: a provider refused a refund, which is undone
  */
 export const PAYMENT_STATUSES = [
   'pending',
@@ -28,9 +29,9 @@ const TRANSITIONS: Readonly<Record<PaymentStatus, readonly PaymentStatus[]>> = {
   paid: ['settling', 'settled'],
   settling: ['settled', 'paid'],
   settled: ['partially_refunded', 'refunded'],
-  partially_refunded: ['partially_refunded', 'refunded'],
+  partially_refunded: ['partially_refunded', 'refunded', 'settled'],
   expired: [],
-  refunded: [],
+  refunded: ['partially_refunded', 'settled'],
 };
 
 export function canTransition(from: PaymentStatus, to: PaymentStatus): boolean {

@@ -54,7 +54,13 @@ export const refundOutput = z
     object: z.literal('refund'),
     livemode: z.boolean(),
     payment_id: z.string(),
-    status: z.literal('succeeded').describe('The sandbox rail refunds at once.'),
+    status: z
+      .enum(['pending', 'succeeded', 'failed'])
+      .describe(
+        'succeeded: the payer has it (the sandbox refunds at once). pending: Paystack is paying it back. failed: Paystack refused; the refund was undone (failure_reason says why).',
+      ),
+    rail: z.string().describe('The rail the payment was paid on, which pays the refund: sandbox or paystack.'),
+    failure_reason: z.string().nullable(),
     amount: z.number().describe("Refunded to the payer, in the payment's currency."),
     currency: z.string(),
     reason: z.string().nullable(),
@@ -78,6 +84,8 @@ export function presentRefund(row: RefundRow, payment: PaymentRow): z.output<typ
     livemode: row.livemode,
     payment_id: row.payment_id,
     status: row.status,
+    rail: row.rail,
+    failure_reason: row.failure_reason,
     amount: minorToNumber(row.amount_minor, currency),
     currency: row.currency,
     reason: row.reason,

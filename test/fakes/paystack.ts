@@ -58,7 +58,10 @@ export interface FakePaystackRefund {
   transaction: string;
   amount: number;
   currency: string;
+  /** Paystack's refund statuses: pending, processing, needs-attention, failed, processed. */
   status: string;
+  merchant_note: string | null;
+  integration: number;
 }
 export interface FakePaystack {
   /** Origin of the API (stands in for https://api.paystack.co), no trailing slash. */
@@ -73,6 +76,8 @@ export interface FakePaystack {
   complete(reference: string, outcome: 'success' | 'failed' | 'abandon'): Promise<string>;
   /** A charge.success body for the transaction and its signature, exactly as Paystack would send it, for tests that tamper with or replay events. */
   signedEvent(reference: string): { body: string; signature: string };
+  /** What the payer's bank does with a refund later: 'failed' gives the money back to the merchant's balance. */
+  setRefundStatus(id: number, status: 'processed' | 'failed' | 'pending'): void;
   close(): Promise<void>;
 }
 
@@ -347,7 +352,16 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
     tx.refunded += amount;
     if (tx.refunded === tx.amount) tx.status = 'reversed';
     const id = nextId++;
-    refunds.push({ id, transaction: tx.reference, amount, currency: tx.currency, status: 'processed' });
+    const merchantNote = typeof body.merchant_note === 'string' ? body.merchant_note : null;
+    refunds.push({
+      id,
+      transaction: tx.reference,
+      amount,
+      currency: tx.currency,
+      status: 'processed',
+      merchant_note: merchantNote,
+      integration: integration.id,
+    });
     // `data.transaction` as the refunds guide shows it; the refund's own fields as the refund object lists them.
     const { id: txId, domain, reference, amount: txAmount, paid_at, channel, currency } = tx;
     const at = now();
@@ -446,6 +460,29 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
         return send(res, 200, verify(integration, decodeURIComponent(verifyMatch[1]!)));
       if (req.method === 'POST' && path === '/refund')
         return send(res, 200, refund(integration, await readFields(req)));
+      // List refunds (https://paystack.com/docs/api/refund/#list), `transaction` = the transaction's id or reference.
+      if (req.method === 'GET' && path === '/refund') {
+        const filter = new URL(req.url ?? '/', baseUrl).searchParams.get('transaction');
+        const own = refunds.filter((r) => r.integration === integration.id);
+        const matching = own.filter((r) => {
+          if (filter === null) return true;
+          const tx = transactions.get(r.transaction);
+          return r.transaction === filter || String(tx?.id) === filter;
+        });
+        return send(res, 200, {
+          status: true,
+          message: 'Refunds retrieved',
+          data: matching.map(refundView),
+          meta: { total: matching.length },
+        });
+      }
+      // Fetch a refund (https://paystack.com/docs/api/refund/#fetch).
+      const refundMatch = /^\/refund\/(\d+)$/.exec(path);
+      if (req.method === 'GET' && refundMatch) {
+        const found = refunds.find((r) => r.id === Number(refundMatch[1]) && r.integration === integration.id);
+        if (!found) throw new HttpError(404, 'Refund not found'); // fake's own
+        return send(res, 200, { status: true, message: 'Refund retrieved', data: refundView(found) });
+      }
       throw new HttpError(404, 'Not found'); // fake's own
     } catch (error) {
       if (error instanceof HttpError) return send(res, error.status, { status: false, message: error.message });
@@ -463,6 +500,27 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
   const checkoutServer = serve(handleCheckout);
   const baseUrl = await listen(apiServer);
   const checkoutOrigin = await listen(checkoutServer);
+
+  function refundView(r: FakePaystackRefund) {
+    const tx = transactions.get(r.transaction);
+    return {
+      integration: r.integration,
+      transaction: tx?.id,
+      dispute: null,
+      settlement: null,
+      id: r.id,
+      domain: tx?.domain,
+      currency: r.currency,
+      amount: r.amount,
+      status: r.status,
+      refunded_at: r.status === 'processed' ? now() : null,
+      refunded_by: null,
+      customer_note: null,
+      merchant_note: r.merchant_note,
+      deducted_amount: r.amount,
+      fully_deducted: true,
+    };
+  }
 
   function find(reference: string): StoredTransaction {
     const tx = transactions.get(reference);
@@ -482,6 +540,19 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
       integration.webhookUrl = url;
     },
     complete: (reference, outcome) => settle(find(reference), outcome, null),
+    setRefundStatus(id, status) {
+      const found = refunds.find((r) => r.id === id);
+      if (!found) throw new Error(`no refund ${id}`);
+      if (status === 'failed' && found.status !== 'failed') {
+        // The bank sent it back: the transaction is refundable again by that much.
+        const tx = transactions.get(found.transaction);
+        if (tx) {
+          tx.refunded -= found.amount;
+          if (tx.status === 'reversed') tx.status = 'success';
+        }
+      }
+      found.status = status;
+    },
     signedEvent(reference) {
       const tx = find(reference);
       if (tx.event) return { ...tx.event };

@@ -54,8 +54,14 @@ export interface RefundsTable {
   fee_return_minor: bigint;
   reason: string | null;
   rail: string;
-  status: 'succeeded';
+  /** pending: a provider rail still has to pay the payer (migrations/011_rail_refunds.sql). */
+  status: 'pending' | 'succeeded' | 'failed';
   channel: string;
+  provider_reference: string | null;
+  failure_reason: string | null;
+  submitted_at: NullableTimestamp;
+  checked_at: NullableTimestamp;
+  completed_at: NullableTimestamp;
   created_at: CreatedAt;
 }
 

@@ -96,22 +96,64 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     return verdictOf(body.data as Record<string, unknown>);
   },
 
-  async refund({ runtime, credentials, attempt }) {
+  async refund({ runtime, credentials, attempt, amountMinor, note }) {
     const { status, body } = await providerCall(
       'paystack',
       `${runtime.config.rails.paystackBaseUrl}/refund`,
       {
         method: 'POST',
         headers: { authorization: `Bearer ${credentials.secret_key}` },
-        body: { transaction: requireReference(attempt.provider_reference) },
+        body: {
+          transaction: requireReference(attempt.provider_reference),
+          ...(amountMinor === undefined ? {} : { amount: String(amountMinor) }),
+          merchant_note: note,
+        },
       },
       runtime.config.rails.timeoutMs,
     );
-    if (status !== 200 || body?.status !== true) {
+    const data = body?.data as { id?: unknown } | undefined;
+    if (status !== 200 || body?.status !== true || data?.id === undefined) {
       throw new RailUnavailableError('paystack', `Paystack refused the refund: ${messageOf(body, status)}`, status);
     }
-    const data = body.data as { id?: unknown } | undefined;
-    return `Paystack refund ${String(data?.id ?? '')} for the whole amount`.trim();
+    return String(data.id);
+  },
+
+  async findRefund({ runtime, credentials, attempt, note }) {
+    const transaction = attempt.provider_receipt ?? requireReference(attempt.provider_reference);
+    const { status, body } = await providerCall(
+      'paystack',
+      `${runtime.config.rails.paystackBaseUrl}/refund?transaction=${encodeURIComponent(transaction)}&perPage=100`,
+      { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
+      runtime.config.rails.timeoutMs,
+    );
+    if (status !== 200 || body?.status !== true || !Array.isArray(body.data)) {
+      throw new RailUnavailableError('paystack', `Paystack did not list refunds: ${messageOf(body, status)}`, status);
+    }
+    const found = (body.data as Array<{ id?: unknown; merchant_note?: unknown } | null>).find(
+      (r) => r?.merchant_note === note,
+    );
+    return found?.id === undefined ? undefined : String(found.id);
+  },
+
+  async refundStatus({ runtime, credentials, refundId }) {
+    const { status, body } = await providerCall(
+      'paystack',
+      `${runtime.config.rails.paystackBaseUrl}/refund/${encodeURIComponent(refundId)}`,
+      { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
+      runtime.config.rails.timeoutMs,
+    );
+    const data = body?.data as { status?: unknown } | undefined;
+    if (status !== 200 || body?.status !== true || typeof data?.status !== 'string') {
+      throw new RailUnavailableError(
+        'paystack',
+        `Paystack did not show refund ${refundId}: ${messageOf(body, status)}`,
+        status,
+      );
+    }
+    // Paystack's refund statuses: pending, processing, needs-attention, failed, processed.
+    if (data.status === 'processed') return 'succeeded';
+    if (data.status === 'failed') return 'failed';
+    return 'pending';
   },
 };
 

@@ -28,8 +28,16 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
   payerHint(payer: Payer): string;
   start(args: StartArgs<R, Payer>): Promise<StartedAttempt>;
   verify(args: ProviderArgs<R>): Promise<ProviderVerdict>;
-  /** Returns a late success to the payer in full; absent where the provider offers no API for it. */
-  refund?(args: ProviderArgs<R>): Promise<string>;
+  /**
+   * Sends money of a paid attempt back to the payer (all of it without amountMinor); `note` names
+   * plainpay's side (a refund or attempt id) so that findRefund can tell whether a send whose answer
+   * was lost went through. Returns the provider's refund id. Absent where the provider has no API.
+   */
+  refund?(args: ProviderArgs<R> & { amountMinor?: bigint; note: string }): Promise<string>;
+  /** The refund this attempt's transaction already has with this note, if any. */
+  findRefund?(args: ProviderArgs<R> & { note: string }): Promise<string | undefined>;
+  /** Where a refund the provider accepted stands. */
+  refundStatus?(args: ProviderArgs<R> & { refundId: string }): Promise<'pending' | 'succeeded' | 'failed'>;
   /**
    * Whether a start the provider never answered may still have reached the payer (an M-Pesa push
    * can be on the phone although Daraja's answer was lost). Then the attempt stays open for the

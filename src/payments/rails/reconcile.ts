@@ -5,6 +5,7 @@ import { recordPaymentAttempt } from '../../../tools/system/record-payment-attem
 import { checkAttempt, PROVIDER_RAILS, recordRailEvent, runSystemTool } from './attempts.ts';
 import { loadRailCredentials } from './credentials.ts';
 import { RailUnavailableError } from './rail.ts';
+import { processRailRefunds } from './refunds.ts';
 
 /** An attempt is first asked about this long after it started (the callback usually comes first). */
 const FIRST_CHECK_MS = 30_000;
@@ -133,8 +134,8 @@ async function refundLateSuccesses(runtime: Runtime): Promise<void> {
     .execute();
   for (const attempt of due) {
     const rail = attempt.rail as ProviderRail;
-    const refund = PROVIDER_RAILS[rail].refund;
-    if (!refund) continue;
+    const { refund, findRefund } = PROVIDER_RAILS[rail];
+    if (!refund || !findRefund) continue;
     const payment = await runtime.db
       .selectFrom('payments')
       .select(['account_id', 'livemode'])
@@ -148,7 +149,11 @@ async function refundLateSuccesses(runtime: Runtime): Promise<void> {
     );
     if (!credentials) continue;
     try {
-      const detail = await refund({ runtime, credentials, attempt });
+      // A send whose answer was lost is found by its note before anything is sent again.
+      const refundId =
+        (await findRefund({ runtime, credentials, attempt, note: attempt.id })) ??
+        (await refund({ runtime, credentials, attempt, note: attempt.id }));
+      const detail = `Paystack refund ${refundId} of the whole amount`;
       await runtime.db.transaction().execute(async (trx) => {
         // Compare-and-set: two workers cannot both record (or both ask for) the refund.
         const done = await trx
@@ -175,6 +180,9 @@ export const railReconcileJob: WorkerJob = (runtime) => {
     try {
       while (!stopped && (await reconcileRailAttempts(runtime)) === BATCH) {
         // A full batch: more are due.
+      }
+      while (!stopped && (await processRailRefunds(runtime)) === BATCH) {
+        // Likewise for refunds.
       }
     } catch (error) {
       runtime.logger.error({ err: error }, 'payer rail reconciliation failed; retrying');

@@ -1,0 +1,125 @@
+import type { ProviderRail } from '../../db/tables/rails.ts';
+import type { RefundRow } from '../../db/tables/money.ts';
+import type { Runtime } from '../../runtime.ts';
+import { recordRefundOutcome } from '../../../tools/system/record-refund-outcome.ts';
+import { PROVIDER_RAILS, recordRailEvent, runSystemTool } from './attempts.ts';
+import { loadRailCredentials } from './credentials.ts';
+import { RailUnavailableError } from './rail.ts';
+
+const RECHECK_MS = 30_000;
+const BATCH = 20;
+
+/**
+ * Pays pending rail refunds back to payers (docs/rails.md, "Refunds"). A refund_payment on a
+ * Paystack payment commits `pending`; here, after that commit, Paystack is asked to refund it, and
+ * then asked how it stands until it is processed (succeeded) or failed (undone by
+ * record_refund_outcome). Exactly once: `submitted_at` is written before each send, and a refund
+ * sent whose answer was lost is looked up by its merchant_note (the refund id) before any resend.
+ * Returns how many refunds were looked at.
+ */
+export async function processRailRefunds(runtime: Runtime): Promise<number> {
+  const now = runtime.clock.now();
+  const claimed = await runtime.db
+    .updateTable('refunds')
+    .set({ checked_at: now })
+    .where(
+      'id',
+      'in',
+      runtime.db
+        .selectFrom('refunds')
+        .select('id')
+        .where('status', '=', 'pending')
+        .where('rail', '<>', 'sandbox')
+        .where((eb) =>
+          eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - RECHECK_MS))]),
+        )
+        .orderBy('created_at')
+        .limit(BATCH)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returningAll()
+    .execute();
+  for (const refund of claimed) {
+    try {
+      await advanceRefund(runtime, refund);
+    } catch (error) {
+      runtime.logger.warn(
+        { refundId: refund.id, err: (error as Error).message },
+        'rail refund not advanced; will retry',
+      );
+    }
+  }
+  return claimed.length;
+}
+
+async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void> {
+  const rail = refund.rail as ProviderRail;
+  const adapter = PROVIDER_RAILS[rail];
+  const scope = { accountId: refund.account_id, livemode: refund.livemode };
+  const attempt = await runtime.db
+    .selectFrom('payment_attempts')
+    .selectAll()
+    .where('payment_id', '=', refund.payment_id)
+    .where('rail', '=', rail)
+    .where('outcome', '=', 'succeeded')
+    .where('late', '=', false)
+    .executeTakeFirst();
+  const credentials = await loadRailCredentials(runtime.db, runtime.secretBox, scope, rail);
+  if (!attempt || !credentials || !adapter.refund || !adapter.findRefund || !adapter.refundStatus) {
+    runtime.logger.error({ refundId: refund.id, rail }, `a ${rail} refund cannot be sent: the rail is not connected`);
+    return;
+  }
+  const args = { runtime, credentials, attempt };
+  const event = (verdict: string, detail: string) =>
+    recordRailEvent(runtime.db, rail, attempt, 'refund', verdict, `${refund.id}: ${detail}`, runtime.clock.now());
+
+  let providerId = refund.provider_reference ?? undefined;
+  if (providerId === undefined && refund.submitted_at !== null) {
+    providerId = await adapter.findRefund({ ...args, note: refund.id });
+  }
+  if (providerId === undefined) {
+    await runtime.db
+      .updateTable('refunds')
+      .set({ submitted_at: runtime.clock.now() })
+      .where('id', '=', refund.id)
+      .execute();
+    try {
+      providerId = await adapter.refund({ ...args, amountMinor: refund.amount_minor, note: refund.id });
+    } catch (error) {
+      const status = error instanceof RailUnavailableError ? error.providerStatus : undefined;
+      if (status === undefined || status >= 500) throw error;
+      // The provider answered and said no: the refund is undone, the merchant's share is back.
+      await event('refused', (error as Error).message);
+      await runSystemTool(
+        runtime,
+        recordRefundOutcome,
+        { refund_id: refund.id, outcome: 'failed', reason: (error as Error).message.slice(0, 300) },
+        scope,
+      );
+      return;
+    }
+  }
+  if (refund.provider_reference !== providerId) {
+    await runtime.db
+      .updateTable('refunds')
+      .set({ provider_reference: providerId })
+      .where('id', '=', refund.id)
+      .execute();
+    await event('accepted', `${rail} refund ${providerId}`);
+  }
+  const state = await adapter.refundStatus({ ...args, refundId: providerId });
+  if (state === 'pending') return;
+  await event(state, `${rail} refund ${providerId} ${state === 'succeeded' ? 'processed' : 'failed'}`);
+  await runSystemTool(
+    runtime,
+    recordRefundOutcome,
+    {
+      refund_id: refund.id,
+      outcome: state,
+      provider_reference: providerId,
+      ...(state === 'failed' ? { reason: `${rail} marked refund ${providerId} failed` } : {}),
+    },
+    scope,
+  );
+}
