@@ -26,7 +26,13 @@ export interface RailsWorld {
  * plainpay between the two providers' fakes, all on real ports: Paystack's events and Daraja's
  * callbacks reach the API host over HTTP exactly as they would in production.
  */
-export async function railsWorld(options: { merchantName?: string } = {}): Promise<RailsWorld> {
+export async function railsWorld(
+  options: {
+    merchantName?: string;
+    /** What plainpay is given as Daraja's address, from the fake's own (a proxy in front of it, say). */
+    darajaUrl?: (fakeUrl: string) => Promise<string>;
+  } = {},
+): Promise<RailsWorld> {
   const apiPort = await freePort();
   const checkoutPort = await freePort();
   const apiUrl = `http://127.0.0.1:${apiPort}`;
@@ -49,13 +55,14 @@ export async function railsWorld(options: { merchantName?: string } = {}): Promi
     ],
   });
   afterFile(() => daraja.close());
+  const darajaUrl = options.darajaUrl ? await options.darajaUrl(daraja.baseUrl) : daraja.baseUrl;
   const runtime = await testRuntime({
     PUBLIC_BASE_URL: apiUrl,
     CHECKOUT_BASE_URL: checkoutUrl,
     PAYSTACK_BASE_URL: paystack.baseUrl,
     PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
-    MPESA_SANDBOX_BASE_URL: daraja.baseUrl,
-    MPESA_PRODUCTION_BASE_URL: daraja.baseUrl,
+    MPESA_SANDBOX_BASE_URL: darajaUrl,
+    MPESA_PRODUCTION_BASE_URL: darajaUrl,
     WEBHOOK_ALLOW_PRIVATE: 'true',
   });
   const api = await testApp(runtime);
