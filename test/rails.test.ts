@@ -641,6 +641,33 @@ describe('refunds go back through the rail the payer paid on', () => {
     expect((await payment(id)).amount_refunded).toBe(0);
     expect(await balanceOf()).toBe(before);
     expect(await eventsOf(id, 'refund.failed')).toHaveLength(1);
+
+    // Two parts, the first failing after the second was taken; then the rest again. What the
+    // standing refunds take is exactly what the payment credited, not a unit more or less.
+    const a = (await refund(id, { amount: 2000.01 })).json().id as string;
+    const b = (await refund(id, {})).json().id as string;
+    expect((await sendThenBankSays(a, 'failed')).status).toBe('failed');
+    await processRailRefunds(w.runtime);
+    expect((await refundRow(b)).status).toBe('succeeded');
+    const again = (await refund(id, {})).json();
+    expect(again.amount).toBe(2000.01);
+    await processRailRefunds(w.runtime);
+    expect((await refundRow(again.id)).status).toBe('succeeded');
+    const settled = await w.runtime.db
+      .selectFrom('payments')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    const standing = await w.runtime.db
+      .selectFrom('refunds')
+      .selectAll()
+      .where('payment_id', '=', id)
+      .where('status', '<>', 'failed')
+      .execute();
+    expect(standing.map((r) => r.id).sort()).toEqual([b, again.id].sort());
+    expect(standing.reduce((sum, r) => sum + r.merchant_debit_minor, 0n)).toBe(settled.settlement_minor);
+    expect(standing.reduce((sum, r) => sum + r.fee_return_minor, 0n)).toBe(settled.fee_minor);
+    expect(settled.status).toBe('refunded');
   });
 
   /**

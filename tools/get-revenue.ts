@@ -224,6 +224,8 @@ async function revenueByCurrency(db: Db, f: RevenueFilter): Promise<CurrencyReve
           .selectFrom('refunds')
           .select(sql<string>`sum(refunds.merchant_debit_minor)`.as('debit_minor'))
           .whereRef('refunds.payment_id', '=', 'payments.id')
+          // A failed refund was undone: its share is back in the balance.
+          .where('refunds.status', '<>', 'failed')
           .as('refund_totals'),
       (join) => join.onTrue(),
     )

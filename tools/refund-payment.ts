@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool, type ToolContext } from '../src/core/tool.ts';
@@ -75,6 +76,23 @@ async function loadRefundable(ctx: ToolContext, id: string, lock: boolean): Prom
   return payment;
 }
 
+/** What the payment's refunds that stand (not failed and undone) took from the balance and the fees. */
+async function takenByRefunds(
+  ctx: ToolContext,
+  paymentId: string,
+): Promise<{ merchantDebit: bigint; feeReturn: bigint }> {
+  const row = await ctx.db
+    .selectFrom('refunds')
+    .select([
+      sql<string>`coalesce(sum(merchant_debit_minor), 0)::text`.as('debit'),
+      sql<string>`coalesce(sum(fee_return_minor), 0)::text`.as('fee'),
+    ])
+    .where('payment_id', '=', paymentId)
+    .where('status', '<>', 'failed')
+    .executeTakeFirstOrThrow();
+  return { merchantDebit: BigInt(row.debit), feeReturn: BigInt(row.fee) };
+}
+
 /**
  * The rail that pays a refund back: the one the payer paid on (docs/rails.md, "Refunds"). Paystack
  * refunds through its Refund API; M-Pesa offers plainpay no API to send money back to a phone, so
@@ -113,7 +131,7 @@ export const refundPayment = defineTool({
     const payment = await loadRefundable(ctx, value.payment_id, false);
     await refundRail(ctx, payment);
     const amount = refundAmount(payment, value.amount);
-    const shares = refundShares(payment, payment.refunded_minor, amount);
+    const shares = refundShares(payment, payment.refunded_minor, amount, await takenByRefunds(ctx, payment.id));
     return {
       amountSettlementMinor: shares.merchantDebit + shares.feeReturn,
       recipients: [],
@@ -125,7 +143,7 @@ export const refundPayment = defineTool({
     const payment = await loadRefundable(ctx, value.payment_id, true);
     const rail = await refundRail(ctx, payment);
     const amount = refundAmount(payment, value.amount);
-    const shares = refundShares(payment, payment.refunded_minor, amount);
+    const shares = refundShares(payment, payment.refunded_minor, amount, await takenByRefunds(ctx, payment.id));
     const id = newId('rf');
     try {
       await postLedger(db, refundPosting(payment, id, amount, shares, now));

@@ -16,12 +16,23 @@ export function refundShares(
   payment: Pick<PaymentRow, 'amount_minor' | 'settlement_minor' | 'fee_minor'>,
   refundedBefore: bigint,
   refundMinor: bigint,
+  /**
+   * What the payment's standing refunds took so far. Cumulative shares are taken from it, not
+   * recomputed from refundedBefore, because a failed rail refund is undone with exactly what it took
+   * (record_refund_outcome): the totals then still never pass what the payment credited.
+   */
+  taken?: { merchantDebit: bigint; feeReturn: bigint },
 ): { merchantDebit: bigint; feeReturn: bigint } {
   const after = refundedBefore + refundMinor;
   const share = (total: bigint, refunded: bigint): bigint => (total * refunded) / payment.amount_minor;
+  const before = taken ?? {
+    merchantDebit: share(payment.settlement_minor, refundedBefore),
+    feeReturn: share(payment.fee_minor, refundedBefore),
+  };
+  const positive = (n: bigint): bigint => (n > 0n ? n : 0n);
   return {
-    merchantDebit: share(payment.settlement_minor, after) - share(payment.settlement_minor, refundedBefore),
-    feeReturn: share(payment.fee_minor, after) - share(payment.fee_minor, refundedBefore),
+    merchantDebit: positive(share(payment.settlement_minor, after) - before.merchantDebit),
+    feeReturn: positive(share(payment.fee_minor, after) - before.feeReturn),
   };
 }
 

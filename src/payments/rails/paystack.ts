@@ -113,7 +113,14 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     );
     const data = body?.data as { id?: unknown } | undefined;
     if (status !== 200 || body?.status !== true || data?.id === undefined) {
-      throw new RailUnavailableError('paystack', `Paystack refused the refund: ${messageOf(body, status)}`, status);
+      // Only Paystack's own "no" (status false on a 400) says the refund was not made.
+      const refused = (status === 400 || status === 422) && body?.status === false;
+      throw new RailUnavailableError(
+        'paystack',
+        `Paystack refused the refund: ${messageOf(body, status)}`,
+        status,
+        refused,
+      );
     }
     return String(data.id);
   },

@@ -83,6 +83,11 @@ export class RailUnavailableError extends Error {
     readonly rail: ProviderRail,
     message: string,
     readonly providerStatus?: number,
+    /**
+     * The provider understood the request and said no (a validation refusal: nothing was done).
+     * Anything else (a timeout, a 5xx, a 429, a 2xx that did not parse) may have done it.
+     */
+    readonly refused = false,
   ) {
     super(message);
     this.name = 'RailUnavailableError';

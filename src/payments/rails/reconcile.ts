@@ -113,6 +113,8 @@ async function signedEventReceived(runtime: Runtime, attemptId: string): Promise
 /** Late successes on a rail with a refund API go back to the payer (docs/rails.md, "Late successes"). */
 async function refundLateSuccesses(runtime: Runtime): Promise<void> {
   const now = runtime.clock.now();
+  // Longer than the two provider calls a refund makes: no second worker takes it up meanwhile.
+  const lease = Math.max(RECHECK_MS, 3 * runtime.config.rails.timeoutMs);
   const due = await runtime.db
     .updateTable('payment_attempts')
     .set({ checked_at: now })
@@ -123,16 +125,24 @@ async function refundLateSuccesses(runtime: Runtime): Promise<void> {
         .selectFrom('payment_attempts')
         .select('id')
         .where('refund_status', '=', 'due')
-        .where((eb) =>
-          eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - RECHECK_MS))]),
-        )
+        .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - lease))]))
         .limit(BATCH)
         .forUpdate()
         .skipLocked(),
     )
     .returningAll()
     .execute();
-  for (const attempt of due) {
+  for (const claim of due) {
+    // Claimed again from the row as it is now (see processRailRefunds): one worker per refund.
+    const attempt = await runtime.db
+      .updateTable('payment_attempts')
+      .set({ checked_at: runtime.clock.now() })
+      .where('id', '=', claim.id)
+      .where('refund_status', '=', 'due')
+      .where('checked_at', '=', claim.checked_at ?? now)
+      .returningAll()
+      .executeTakeFirst();
+    if (!attempt) continue;
     const rail = attempt.rail as ProviderRail;
     const { refund, findRefund } = PROVIDER_RAILS[rail];
     if (!refund || !findRefund) continue;

@@ -6,7 +6,6 @@ import { PROVIDER_RAILS, recordRailEvent, runSystemTool } from './attempts.ts';
 import { loadRailCredentials } from './credentials.ts';
 import { RailUnavailableError } from './rail.ts';
 
-const RECHECK_MS = 30_000;
 const BATCH = 20;
 
 /**
@@ -19,6 +18,9 @@ const BATCH = 20;
  */
 export async function processRailRefunds(runtime: Runtime): Promise<number> {
   const now = runtime.clock.now();
+  // A claim lasts longer than the three provider calls one refund can make, so no other worker
+  // takes it up while this one is still working on it.
+  const lease = Math.max(30_000, 4 * runtime.config.rails.timeoutMs);
   const claimed = await runtime.db
     .updateTable('refunds')
     .set({ checked_at: now })
@@ -30,9 +32,7 @@ export async function processRailRefunds(runtime: Runtime): Promise<number> {
         .select('id')
         .where('status', '=', 'pending')
         .where('rail', '<>', 'sandbox')
-        .where((eb) =>
-          eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - RECHECK_MS))]),
-        )
+        .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - lease))]))
         .orderBy('created_at')
         .limit(BATCH)
         .forUpdate()
@@ -40,12 +40,22 @@ export async function processRailRefunds(runtime: Runtime): Promise<number> {
     )
     .returningAll()
     .execute();
-  for (const refund of claimed) {
+  for (const claim of claimed) {
     try {
-      await advanceRefund(runtime, refund);
+      // Claimed again, one at a time, from the row as it is now: a batch takes a while, and a
+      // refund is worked on from what the database says, never from a copy read before.
+      const refund = await runtime.db
+        .updateTable('refunds')
+        .set({ checked_at: runtime.clock.now() })
+        .where('id', '=', claim.id)
+        .where('status', '=', 'pending')
+        .where('checked_at', '=', claim.checked_at ?? now)
+        .returningAll()
+        .executeTakeFirst();
+      if (refund) await advanceRefund(runtime, refund);
     } catch (error) {
       runtime.logger.warn(
-        { refundId: refund.id, err: (error as Error).message },
+        { refundId: claim.id, err: (error as Error).message },
         'rail refund not advanced; will retry',
       );
     }
@@ -67,7 +77,20 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
     .executeTakeFirst();
   const credentials = await loadRailCredentials(runtime.db, runtime.secretBox, scope, rail);
   if (!attempt || !credentials || !adapter.refund || !adapter.findRefund || !adapter.refundStatus) {
-    runtime.logger.error({ refundId: refund.id, rail }, `a ${rail} refund cannot be sent: the rail is not connected`);
+    if (refund.submitted_at === null && refund.provider_reference === null) {
+      // Never sent, and nothing to send it with: undone, so the balance is not held for nothing.
+      await runSystemTool(
+        runtime,
+        recordRefundOutcome,
+        { refund_id: refund.id, outcome: 'failed', reason: `${rail} is not connected: the refund could not be sent` },
+        scope,
+      );
+      return;
+    }
+    runtime.logger.error(
+      { refundId: refund.id, rail },
+      `a ${rail} refund was sent but ${rail} is no longer connected to follow it`,
+    );
     return;
   }
   const args = { runtime, credentials, attempt };
@@ -79,17 +102,24 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
     providerId = await adapter.findRefund({ ...args, note: refund.id });
   }
   if (providerId === undefined) {
-    await runtime.db
+    const firstSend = refund.submitted_at === null;
+    // Compare-and-set: of two workers that read the same row, only one sends.
+    const marked = await runtime.db
       .updateTable('refunds')
       .set({ submitted_at: runtime.clock.now() })
       .where('id', '=', refund.id)
-      .execute();
+      .where('status', '=', 'pending')
+      .where((eb) =>
+        refund.submitted_at === null ? eb('submitted_at', 'is', null) : eb('submitted_at', '=', refund.submitted_at),
+      )
+      .executeTakeFirst();
+    if (marked.numUpdatedRows === 0n) return;
     try {
       providerId = await adapter.refund({ ...args, amountMinor: refund.amount_minor, note: refund.id });
     } catch (error) {
-      const status = error instanceof RailUnavailableError ? error.providerStatus : undefined;
-      if (status === undefined || status >= 500) throw error;
-      // The provider answered and said no: the refund is undone, the merchant's share is back.
+      // Undone only on the provider's own "no" to a first send; after a resend a refusal may mean
+      // the first one went through after all, so it is followed up (and logged) instead.
+      if (!(error instanceof RailUnavailableError && error.refused && firstSend)) throw error;
       await event('refused', (error as Error).message);
       await runSystemTool(
         runtime,
