@@ -23,7 +23,7 @@ import type { PaymentRow } from '../db/database.ts';
 import { findPaymentById } from '../db/repositories/payments.ts';
 import { isId } from '../domain/ids.ts';
 import type { Config } from '../config/config.ts';
-import type { ProviderRail } from '../db/tables/rails.ts';
+import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
 import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
@@ -75,7 +75,6 @@ const UNKNOWN_SESSION: MessagePage = {
 const JUST_PAID_WINDOW_MS = 15 * 60_000;
 
 const SANDBOX_OUTCOMES = ['succeeded', 'declined'] as const;
-const PROVIDERS: readonly string[] = ['paystack', 'mpesa'];
 
 /**
  * The seed's {checkout_host}: a separate listener that serves the hosted payment page to payers.
@@ -240,7 +239,7 @@ export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstanc
     const back = payPath(row.id);
     const rail = form.get('rail') ?? (form.has('outcome') ? 'sandbox' : undefined);
 
-    if (rail !== undefined && PROVIDERS.includes(rail)) {
+    if (rail !== undefined && (PROVIDER_RAIL_NAMES as readonly string[]).includes(rail)) {
       try {
         const { attemptId, payerUrl } = await beginAttempt(runtime, row, rail as ProviderRail, form);
         return reply.redirect(payerUrl ?? `${back}?attempt=${attemptId}`, 303);

@@ -3,9 +3,6 @@ import type { Actor } from '../../src/core/tool.ts';
 import type { Db, PaymentRow } from '../../src/db/database.ts';
 import type { PaymentStatus } from '../../src/domain/payment-status.ts';
 
-/** Every payer rail; the sandbox is the only one without a provider behind it. */
-export const RAIL_NAMES = ['sandbox', 'paystack', 'mpesa'] as const;
-
 /**
  * The payment under a row lock, as the system actor's account and mode see it. FOR UPDATE: a
  * concurrent attempt or outcome on the same payment waits, then sees what the first one did.

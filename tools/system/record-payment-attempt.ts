@@ -7,7 +7,8 @@ import { transitionPayment } from '../../src/db/repositories/payments.ts';
 import { newId } from '../../src/domain/ids.ts';
 import { presentPayment } from '../../src/payments/present.ts';
 import { paymentOutput } from '../payment-output.ts';
-import { lockOwnedPayment, notPayable, RAIL_NAMES } from './attempt-rules.ts';
+import { RAIL_NAMES } from '../../src/db/tables/rails.ts';
+import { lockOwnedPayment, notPayable } from './attempt-rules.ts';
 
 const OUTCOMES = ['succeeded', 'declined', 'abandoned', 'cancelled', 'timed_out', 'failed'] as const;
 

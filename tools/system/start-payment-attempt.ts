@@ -4,7 +4,8 @@ import { defineTool } from '../../src/core/tool.ts';
 import { transitionPayment } from '../../src/db/repositories/payments.ts';
 import { newId } from '../../src/domain/ids.ts';
 import { paystackReference } from '../../src/payments/rails/paystack.ts';
-import { lockOwnedPayment, notPayable, RAIL_NAMES } from './attempt-rules.ts';
+import { RAIL_NAMES } from '../../src/db/tables/rails.ts';
+import { lockOwnedPayment, notPayable } from './attempt-rules.ts';
 
 /**
  * A payer starts paying on a provider rail (Paystack, M-Pesa): the attempt is recorded `pending`

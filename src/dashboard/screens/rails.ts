@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { html, type SafeHtml } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
-import type { ProviderRail } from '../../db/tables/rails.ts';
+import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../../db/tables/rails.ts';
 import {
   deleteRailCredentials,
   listRailConnections,
@@ -71,7 +71,7 @@ export function registerRails(app: FastifyInstance, deps: DashboardDeps): void {
   const { runtime } = deps;
   const keys = { dashboard: { scopes: ['keys'] as const } };
 
-  for (const rail of ['paystack', 'mpesa'] as const) {
+  for (const rail of PROVIDER_RAIL_NAMES) {
     app.post(`/developers/rails/${rail}`, { config: keys }, async (request, reply) => {
       const session = sessionOf(request);
       const form = formOf(request);

@@ -5,8 +5,11 @@ import type { ColumnType, Selectable } from 'kysely';
 type CreatedAt = ColumnType<Date, Date | string | undefined, never>;
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 
-export type RailName = 'sandbox' | 'paystack' | 'mpesa';
-export type ProviderRail = Exclude<RailName, 'sandbox'>;
+/** The payer rails (docs/rails.md); the sandbox is the only one without a provider behind it. */
+export const PROVIDER_RAIL_NAMES = ['paystack', 'mpesa'] as const;
+export const RAIL_NAMES = ['sandbox', ...PROVIDER_RAIL_NAMES] as const;
+export type RailName = (typeof RAIL_NAMES)[number];
+export type ProviderRail = (typeof PROVIDER_RAIL_NAMES)[number];
 
 export interface RailCredentialsTable {
   account_id: string;

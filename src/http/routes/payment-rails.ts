@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
+import { PROVIDER_RAIL_NAMES } from '../../db/tables/rails.ts';
 import {
   deleteRailCredentials,
   listRailConnections,
@@ -14,7 +15,7 @@ import type { Runtime } from '../../runtime.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 
-const PROVIDERS = ['paystack', 'mpesa'] as const;
+const PROVIDERS = PROVIDER_RAIL_NAMES;
 
 const railView = z.object({
   object: z.literal('payment_rail'),

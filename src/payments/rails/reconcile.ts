@@ -1,4 +1,4 @@
-import type { ProviderRail } from '../../db/tables/rails.ts';
+import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../../db/tables/rails.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { WorkerJob } from '../../workers.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
@@ -36,7 +36,7 @@ export async function reconcileRailAttempts(runtime: Runtime): Promise<number> {
         .selectFrom('payment_attempts')
         .select('id')
         .where('outcome', '=', 'pending')
-        .where('rail', 'in', ['paystack', 'mpesa'])
+        .where('rail', 'in', PROVIDER_RAIL_NAMES)
         .where('created_at', '<=', new Date(now.getTime() - FIRST_CHECK_MS))
         .where((eb) =>
           eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - RECHECK_MS))]),
