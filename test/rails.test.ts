@@ -490,6 +490,13 @@ describe('M-Pesa STK Push', () => {
     expect(verdicts).toContain('awaiting_pending');
     expect(verdicts).toContain('refused_unknown');
 
+    // "Pay another way" while the prompt is still on the phone: nothing ends, the page says why.
+    const another = await form(p.id, {}, '/abandon');
+    expect(another.headers.location).toMatch(/open=1$/);
+    const waiting = await w.checkout.inject({ method: 'GET', url: String(another.headers.location) });
+    expect(waiting.body).toContain('Your phone has not answered yet.');
+    expect((await payment(p.id)).status).toBe('processing');
+
     // The payer then cancels: the query says so, and that is what counts.
     await w.daraja.phone.cancel(push.checkoutRequestId);
     expect((await payment(p.id)).status).toBe('pending');

@@ -37,6 +37,8 @@ export interface CheckoutPageOptions {
   formError?: { rail: string; message: string };
   /** The attempt in flight, on the processing page. */
   openAttempt?: { rail: string; payerUrl: string | null; payerHint: string | null };
+  /** The payer asked to pay another way, but the provider says the attempt is still open. */
+  stillOpen?: boolean;
 }
 
 /** What the payer is told when an attempt ended without paying, by its outcome. */
@@ -163,7 +165,15 @@ ${field}
 function processingSection(view: CheckoutView, options: CheckoutPageOptions): SafeHtml {
   const attempt = options.openAttempt;
   const status = (text: string) => html`<p id="status" role="status" aria-live="polite">${text}</p>`;
-  const another = html`<form class="another" method="post" action="${payPath(view.id)}/abandon">
+  const another = html`${
+    options.stillOpen &&
+    html`<p class="notice" role="alert">${
+      attempt?.rail === 'mpesa'
+        ? 'Your phone has not answered yet. Cancel the request on your phone, or let it time out (about a minute); then you can pay another way.'
+        : 'Paystack is still processing this payment. If you did not finish paying there, try again in a minute.'
+    }</p>`
+  }
+<form class="another" method="post" action="${payPath(view.id)}/abandon">
 <button type="submit">Pay another way</button>
 </form>`;
   if (attempt?.rail === 'mpesa') {

@@ -197,10 +197,11 @@ export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstanc
     status: number,
     attemptId: string | undefined,
     formError?: CheckoutPageOptions['formError'],
+    stillOpen = false,
   ): Promise<FastifyReply> => {
     const view = await viewOf(row);
     const now = runtime.clock.now();
-    const options: CheckoutPageOptions = { justPaid: false, formError };
+    const options: CheckoutPageOptions = { justPaid: false, formError, stillOpen };
     if (isId('att', attemptId)) {
       const attempt = await findPaymentAttempt(runtime.db, row.id, attemptId);
       if (attempt) {
@@ -218,11 +219,14 @@ export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstanc
     return page(reply, status, checkoutPage(assets, view, options));
   };
 
-  app.get<{ Params: { id: string }; Querystring: { attempt?: string } }>('/pay/:id', async (request, reply) => {
-    const row = await load(request.params.id);
-    if (!row) return unknownSession(reply);
-    return renderCheckout(reply, row, 200, request.query.attempt);
-  });
+  app.get<{ Params: { id: string }; Querystring: { attempt?: string; open?: string } }>(
+    '/pay/:id',
+    async (request, reply) => {
+      const row = await load(request.params.id);
+      if (!row) return unknownSession(reply);
+      return renderCheckout(reply, row, 200, request.query.attempt, undefined, request.query.open === '1');
+    },
+  );
 
   const crossSite = (reply: FastifyReply): FastifyReply =>
     errorPage(reply, 403, {
@@ -302,7 +306,9 @@ export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstanc
     if (!open) return reply.redirect(payPath(row.id), 303);
     // Ended only if the provider says no money moved; a success still pays, later, through its event.
     await checkAttempt(runtime, open, { trigger: 'payer', mayPay: false, abandonIsFinal: true });
-    return reply.redirect(`${payPath(row.id)}?attempt=${open.id}`, 303);
+    const after = await findPaymentAttempt(runtime.db, row.id, open.id);
+    const stillOpen = after?.outcome === 'pending' ? '&open=1' : '';
+    return reply.redirect(`${payPath(row.id)}?attempt=${open.id}${stillOpen}`, 303);
   });
 
   app.get<{ Params: { id: string } }>('/pay/:id/status', async (request) => {
