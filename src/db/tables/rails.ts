@@ -1,4 +1,4 @@
-import type { ColumnType, Selectable } from 'kysely';
+import type { ColumnType } from 'kysely';
 
 /** Table types of migrations/010_payer_rails.sql, owned by src/payments/rails; composed into Database. */
 
@@ -40,6 +40,3 @@ export interface RailTables {
   rail_credentials: RailCredentialsTable;
   rail_events: RailEventsTable;
 }
-
-export type RailCredentialsRow = Selectable<RailCredentialsTable>;
-export type RailEventRow = Selectable<RailEventsTable>;

@@ -213,5 +213,3 @@ function messageOf(body: Record<string, unknown> | null, status: number): string
   const message = typeof body?.message === 'string' ? body.message : undefined;
   return message ? `${message} (HTTP ${status})` : `HTTP ${status}`;
 }
-
-export type PaystackArgs = ProviderArgs<'paystack'>;
