@@ -300,8 +300,9 @@ describe('Paystack', () => {
     expect(attempt!.outcome).toBe('flagged');
     expect(attempt!.failure_reason).toMatch(/amount 3000 \(asked 300000\).*currency GHS/);
     expect(await eventsOf(p2.id, 'payment.paid')).toHaveLength(0);
-    // Paystack did take the money: it goes back to the payer.
+    // Paystack did take the money: it goes back to the payer, found by its transaction.
     expect(attempt!.refund_status).toBe('due');
+    expect(attempt!.provider_receipt).toBe(String(w.paystack.transactions.get(reference2)!.id));
     await reconcileRailAttempts(w.runtime);
     expect((await attemptsOf(p2.id))[0]!.refund_status).toBe('refunded');
   });

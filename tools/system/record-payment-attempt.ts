@@ -106,7 +106,11 @@ export const recordPaymentAttempt = defineTool({
       // The provider took money plainpay did not credit: it goes back to the payer like a late success.
       await db
         .updateTable('payment_attempts')
-        .set({ refund_status: input.rail === 'paystack' ? 'due' : 'manual', checked_at: null })
+        .set({
+          refund_status: input.rail === 'paystack' ? 'due' : 'manual',
+          provider_receipt: input.confirmed?.receipt ?? null,
+          checked_at: null,
+        })
         .where('id', '=', attempt.id)
         .execute();
       ctx.runtime.logger.warn({ attemptId: attempt.id, paymentId: payment.id, mismatch }, 'payment attempt flagged');
