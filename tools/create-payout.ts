@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
 import { formatDisplay, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { assertModeMayPayOut, assertSafeRecipient, createPayoutRecord } from '../src/payouts/payouts.ts';
@@ -14,7 +15,9 @@ export const createPayout = defineTool({
     amount: settlementAmount('amount').describe('Amount of the asset to pay, in major units (USDC: up to 6 decimals).'),
     asset: settlementAsset,
     to_address: evmAddress('to_address').describe('The recipient 0x EVM address.'),
-    reference: optionalText('reference', 64).describe('Your own id for this payout, at most 64 characters.'),
+    reference: optionalText('reference', 64).describe(
+      'Your own id for this payout, at most 64 characters. It names one payout for good: the same reference again returns that payout (409 if the amount, recipient or memo differ), so a retry never pays twice.',
+    ),
     memo: optionalText('memo', 300).describe('A note kept with the payout, at most 300 characters.'),
   }),
   output: payoutOutput,
@@ -32,6 +35,33 @@ export const createPayout = defineTool({
       recipients: [input.to_address],
       summary: `Pay out ${formatDisplay(amount, SETTLEMENT_CURRENCY)} to ${input.to_address}`,
     };
+  },
+  async existing(input, { db, actor }) {
+    if (input.reference === undefined) return undefined;
+    const row = await db
+      .selectFrom('payouts')
+      .selectAll()
+      .where('account_id', '=', actor.accountId)
+      .where('livemode', '=', actor.livemode)
+      .where('reference', '=', input.reference)
+      // A revenue share's legs carry the share's reference; a reference names one direct payout.
+      .where('revenue_share_id', 'is', null)
+      .orderBy('created_at')
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const same =
+      row.amount_minor === settlementMinor(input.amount) &&
+      row.asset === input.asset &&
+      row.to_address.toLowerCase() === input.to_address.toLowerCase() &&
+      row.memo === (input.memo ?? null);
+    if (!same) {
+      throw new AppError(
+        'conflict',
+        `reference '${input.reference}' already names payout ${row.id} (${formatDisplay(row.amount_minor, SETTLEMENT_CURRENCY)} to ${row.to_address}), with other parameters. A reference names one payout for good: use a new one for a new payout.`,
+        { param: 'reference' },
+      );
+    }
+    return presentPayout(row);
   },
   async handler(input, { db, actor, now }) {
     const row = await createPayoutRecord(db, {

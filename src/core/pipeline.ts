@@ -117,92 +117,117 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
         }
       }
 
-      const { subject, decision } = checked
-        ? await judge(tool, input, ctx, run, options)
-        : { subject: undefined, decision: NOT_CHECKED };
-      const decided: ActionDecision = checked ? decision.outcome : 'not_checked';
-      const reasons: readonly RuleVerdict[] = decision.reasons;
-      const judged = {
-        ...base,
-        decision: decided,
-        reasons,
-        amountSettlementMinor: tool.effect === 'money' ? recordableAmount(subject) : null,
-      };
-
-      if (options.dryRun && tool.effect !== 'read') {
-        const actionId = await recordAction(trx, { ...judged, status: 'planned', at: now });
-        planned = { kind: 'planned', decision, summary: subject?.summary ?? null, actionId };
-        return;
-      }
-
-      if (decision.outcome === 'deny') {
-        const error = new AppError(
-          'policy_denied',
-          `The account policy denies this action: ${summarizeDecision(decision)}.`,
-        ).toBody().error;
-        await recordAction(trx, { ...judged, status: 'denied', error, at: now });
-        stored = { kind: 'denied', error };
-      } else if (decision.outcome === 'require_confirmation') {
-        const confirmation = await createConfirmation(trx, {
-          ...base,
-          requestedByKey: actor.keyId,
-          inputHash: canonicalHash(input),
-          summary: subject?.summary ?? tool.title,
-          decision,
-          at: now,
-        });
-        const held = confirmationRequired(runtime.config, confirmation);
-        const actionId = await recordAction(trx, {
-          ...judged,
-          status: 'held',
-          result: held,
-          confirmationId: confirmation.id,
-          at: now,
-        });
-        stored = { kind: 'confirmation_required', confirmation: held, actionId };
-      } else {
-        if (options.confirmation) await consumeConfirmation(trx, options.confirmation, actor, now);
-        const output = await tool.handler(input, ctx);
-        let actionId: string | null = null;
-        if (tool.effect === 'money' && subject?.amountSettlementMinor !== undefined) {
-          await trx
-            .insertInto('policy_spend')
-            .values({
-              account_id: actor.accountId,
-              livemode: actor.livemode,
-              channel: actor.channel,
-              tool: tool.name,
-              object_id: objectIdOf(output) ?? '',
-              amount_settlement_minor: subject.amountSettlementMinor,
-              created_at: now,
-            })
-            .execute();
-        }
+      // The caller's own name for what this call creates, used before: what it created, unjudged.
+      const prior = options.dryRun || !tool.existing ? undefined : await tool.existing(input, ctx);
+      if (prior !== undefined) {
         if (options.confirmation) {
+          // A second approved action for the same reference: used up, and it moved nothing new.
+          await consumeConfirmation(trx, options.confirmation, actor, now);
           await advanceHeldAction(trx, {
             accountId: actor.accountId,
             livemode: actor.livemode,
             confirmationId: options.confirmation.id,
             status: 'executed',
             approvedByKey: options.confirmation.approverKeyId,
-            result: output,
+            result: prior,
             at: now,
           });
           await trx
             .updateTable('confirmations')
-            .set({ result: JSON.stringify(output) })
+            .set({ result: JSON.stringify(prior) })
             .where('id', '=', options.confirmation.id)
             .execute();
-        } else if (logged) {
-          actionId = await recordAction(trx, {
-            ...judged,
-            status: 'executed',
-            result: output,
-            objectId: objectIdOf(output),
+        }
+        stored = { kind: 'executed', output: prior, decision: 'not_checked', actionId: null };
+        replayed = true;
+      } else {
+        const { subject, decision } = checked
+          ? await judge(tool, input, ctx, run, options)
+          : { subject: undefined, decision: NOT_CHECKED };
+        const decided: ActionDecision = checked ? decision.outcome : 'not_checked';
+        const reasons: readonly RuleVerdict[] = decision.reasons;
+        const judged = {
+          ...base,
+          decision: decided,
+          reasons,
+          amountSettlementMinor: tool.effect === 'money' ? recordableAmount(subject) : null,
+        };
+
+        if (options.dryRun && tool.effect !== 'read') {
+          const actionId = await recordAction(trx, { ...judged, status: 'planned', at: now });
+          planned = { kind: 'planned', decision, summary: subject?.summary ?? null, actionId };
+          return;
+        }
+
+        if (decision.outcome === 'deny') {
+          const error = new AppError(
+            'policy_denied',
+            `The account policy denies this action: ${summarizeDecision(decision)}.`,
+          ).toBody().error;
+          await recordAction(trx, { ...judged, status: 'denied', error, at: now });
+          stored = { kind: 'denied', error };
+        } else if (decision.outcome === 'require_confirmation') {
+          const confirmation = await createConfirmation(trx, {
+            ...base,
+            requestedByKey: actor.keyId,
+            inputHash: canonicalHash(input),
+            summary: subject?.summary ?? tool.title,
+            decision,
             at: now,
           });
+          const held = confirmationRequired(runtime.config, confirmation);
+          const actionId = await recordAction(trx, {
+            ...judged,
+            status: 'held',
+            result: held,
+            confirmationId: confirmation.id,
+            at: now,
+          });
+          stored = { kind: 'confirmation_required', confirmation: held, actionId };
+        } else {
+          if (options.confirmation) await consumeConfirmation(trx, options.confirmation, actor, now);
+          const output = await tool.handler(input, ctx);
+          let actionId: string | null = null;
+          if (tool.effect === 'money' && subject?.amountSettlementMinor !== undefined) {
+            await trx
+              .insertInto('policy_spend')
+              .values({
+                account_id: actor.accountId,
+                livemode: actor.livemode,
+                channel: actor.channel,
+                tool: tool.name,
+                object_id: objectIdOf(output) ?? '',
+                amount_settlement_minor: subject.amountSettlementMinor,
+                created_at: now,
+              })
+              .execute();
+          }
+          if (options.confirmation) {
+            await advanceHeldAction(trx, {
+              accountId: actor.accountId,
+              livemode: actor.livemode,
+              confirmationId: options.confirmation.id,
+              status: 'executed',
+              approvedByKey: options.confirmation.approverKeyId,
+              result: output,
+              at: now,
+            });
+            await trx
+              .updateTable('confirmations')
+              .set({ result: JSON.stringify(output) })
+              .where('id', '=', options.confirmation.id)
+              .execute();
+          } else if (logged) {
+            actionId = await recordAction(trx, {
+              ...judged,
+              status: 'executed',
+              result: output,
+              objectId: objectIdOf(output),
+              at: now,
+            });
+          }
+          stored = { kind: 'executed', output, decision: decided, actionId };
         }
-        stored = { kind: 'executed', output, decision: decided, actionId };
       }
 
       if (idempotencyKey !== undefined) {

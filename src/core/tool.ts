@@ -66,6 +66,14 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
    */
   policy?(input: z.output<I>, ctx: ToolContext): Promise<PolicySubject>;
   handler(input: z.output<I>, ctx: ToolContext): Promise<z.output<O>>;
+  /**
+   * What an earlier call with the same caller-given name (a payout's `reference`) created, or
+   * undefined. Runs in the transaction under the account's lock, before the policy: a repeat
+   * returns the first result and is neither judged nor counted again; a repeat with other
+   * parameters should throw a 409 (`conflict`). The name binds for good, not just for the
+   * idempotency window.
+   */
+  existing?(input: z.output<I>, ctx: ToolContext): Promise<z.output<O> | undefined>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the registry holds tools of every input/output type.

@@ -43,3 +43,9 @@ function lowerFirst(text: string): string {
   // Keep messages that start with a field name or code as written.
   return /^[A-Z][a-z]/.test(text) ? text[0]!.toLowerCase() + text.slice(1) : text;
 }
+
+/**
+ * An idempotency key, on every channel (the Idempotency-Key header, MCP's `idempotency_key`):
+ * 1 to 255 printable ASCII characters. The same (account, mode, key) returns the first result.
+ */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;

@@ -15,8 +15,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { presentAction } from '../agent/runtime.ts';
-import { toAppError } from '../core/errors.ts';
+import { AppError, toAppError } from '../core/errors.ts';
 import { executeTool } from '../core/pipeline.ts';
+import { IDEMPOTENCY_KEY_PATTERN } from '../core/validation.ts';
 import type { Actor, AnyTool, ToolEffect } from '../core/tool.ts';
 import { findPayment, listPayments } from '../db/repositories/payments.ts';
 import type { AuthContext } from '../http/plugins/auth.ts';
@@ -99,11 +100,46 @@ export function mcpToolDefinition(tool: AnyTool): Tool {
       tool.effect === 'money'
         ? `${tool.description} If the account policy holds it, the result is { status: "confirmation_required", confirmation_id, approve_url, … }: nothing moved, and only a person can approve it (not this client).`
         : tool.description,
-    inputSchema: { ...jsonSchema(tool.input, 'input'), type: 'object' },
+    inputSchema: withIdempotencyKey(tool, { ...jsonSchema(tool.input, 'input'), type: 'object' }),
     // A union has no root type; MCP requires "object" there, which both branches are.
     outputSchema: { ...outputSchema, type: 'object' },
     annotations: annotationsFor(tool),
   };
+}
+
+const IDEMPOTENCY_KEY_PROPERTY = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 255,
+  pattern: IDEMPOTENCY_KEY_PATTERN.source,
+  description:
+    'Send one with every money call, and the same one when you retry it: the same key returns the first result, so a retry never pays twice. Any 1 to 255 printable ASCII characters, new for each new action.',
+};
+
+/** Money tools take an idempotency key over MCP, beside their own fields (docs/mcp.md). */
+function withIdempotencyKey(tool: AnyTool, schema: Tool['inputSchema']): Tool['inputSchema'] {
+  if (tool.effect !== 'money') return schema;
+  return { ...schema, properties: { ...schema.properties, idempotency_key: IDEMPOTENCY_KEY_PROPERTY } };
+}
+
+/**
+ * The idempotency key of an MCP money call: the one the client sent, or else one derived from the
+ * session and the JSON-RPC request id, so that a transport-level resend of the same request (same
+ * session, same id) still runs once. Throws for a malformed key.
+ */
+function idempotencyKeyOf(
+  given: unknown,
+  extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+): string | undefined {
+  if (given !== undefined) {
+    if (typeof given !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(given)) {
+      throw new AppError('invalid_request', 'idempotency_key must be 1 to 255 printable ASCII characters.', {
+        param: 'idempotency_key',
+      });
+    }
+    return given;
+  }
+  return extra.sessionId === undefined ? undefined : `mcp:${extra.sessionId}:${String(extra.requestId)}`;
 }
 
 const definitionCache = new WeakMap<AnyTool, Tool>();
@@ -168,7 +204,11 @@ export function buildMcpServer(runtime: Runtime, auth: AuthContext, options: Mcp
       channel: 'mcp',
     };
     try {
-      const result = await executeTool(tool, request.params.arguments ?? {}, { runtime, actor });
+      const { idempotency_key: givenKey, ...args } = request.params.arguments ?? {};
+      const idempotencyKey = tool.effect === 'money' ? idempotencyKeyOf(givenKey, extra) : undefined;
+      // Only money tools take the key; elsewhere it stays in the arguments and validation names it.
+      const input = tool.effect === 'money' ? args : (request.params.arguments ?? {});
+      const result = await executeTool(tool, input, { runtime, actor, idempotencyKey });
       if (result.kind === 'executed') {
         return {
           content: [{ type: 'text', text: JSON.stringify(result.output) }],

@@ -1,11 +1,10 @@
+import { IDEMPOTENCY_KEY_PATTERN } from '../../core/validation.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import { AppError } from '../../core/errors.ts';
 import { executeTool } from '../../core/pipeline.ts';
 import type { AnyTool } from '../../core/tool.ts';
 import type { Runtime } from '../../runtime.ts';
 import { requestAuth } from '../plugins/auth.ts';
-
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * Each tool with an http binding becomes one route; the route only gathers the input (path
@@ -57,7 +56,7 @@ export function toolRoutes(runtime: Runtime, tools: readonly AnyTool[]): Fastify
 
 function idempotencyKeyOf(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
-  if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
+  if (typeof header !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(header)) {
     throw new AppError('invalid_request', 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.', {
       param: 'Idempotency-Key',
     });
