@@ -1,16 +1,15 @@
 import { expiryJob } from './payments/expiry.ts';
 import { railReconcileJob } from './payments/rails/reconcile.ts';
 import type { Runtime } from './runtime.ts';
+import type { WorkerJob } from './worker-job.ts';
 import { settlementJob } from './settlement/worker.ts';
 import { webhookDeliveryJob } from './webhooks/delivery-worker.ts';
 
 /**
  * Background jobs of the worker role. Each job coordinates through Postgres row locks only
  * (FOR UPDATE SKIP LOCKED, compare-and-set), so any number of worker processes can run them
- * side by side. A job is `start(runtime) → stop()`; add one line per job below.
+ * side by side. A job is `start(runtime) → stop()` (worker-job.ts); add one line per job below.
  */
-export type WorkerJob = (runtime: Runtime) => () => Promise<void>;
-
 const JOBS: ReadonlyArray<[name: string, job: WorkerJob]> = [
   ['payment-expiry', expiryJob],
   ['webhook-delivery', webhookDeliveryJob],

@@ -571,6 +571,17 @@ describe('one attempt at a time', () => {
 });
 
 describe('refunds go back through the rail the payer paid on', () => {
+  /** The settlement worker's intake: every paid payment settles into its account's balance. */
+  const settleIntoBalance = () =>
+    settlePaidPayments({
+      db: w.runtime.db,
+      config: w.runtime.config,
+      logger: w.runtime.logger,
+      clock: w.runtime.clock,
+      chunk: 50,
+      testModeOnChain: async () => false,
+    });
+
   /** A Paystack-paid payment, settled into the merchant's balance (the settlement worker's intake). */
   async function settledPaystackPayment(amount: number): Promise<{ id: string; reference: string }> {
     const p = await createPayment(w.api, w.merchant.apiKey, {
@@ -580,14 +591,7 @@ describe('refunds go back through the rail the payer paid on', () => {
     });
     const reference = await startPaystack(p.id);
     await w.paystack.complete(reference, 'success');
-    await settlePaidPayments({
-      db: w.runtime.db,
-      config: w.runtime.config,
-      logger: w.runtime.logger,
-      clock: w.runtime.clock,
-      chunk: 50,
-      testModeOnChain: async () => false,
-    });
+    await settleIntoBalance();
     expect((await payment(p.id)).status).toBe('settled');
     return { id: p.id, reference };
   }
@@ -716,14 +720,7 @@ describe('refunds go back through the rail the payer paid on', () => {
     expect(res0.statusCode).toBe(303);
     const push = await w.daraja.waitForPush('254712345600');
     await w.daraja.phone.accept(push.checkoutRequestId);
-    await settlePaidPayments({
-      db: w.runtime.db,
-      config: w.runtime.config,
-      logger: w.runtime.logger,
-      clock: w.runtime.clock,
-      chunk: 50,
-      testModeOnChain: async () => false,
-    });
+    await settleIntoBalance();
     const res = await refund(p.id, {});
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toMatchObject({ type: 'invalid_request_error', param: 'payment_id' });

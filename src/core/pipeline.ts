@@ -123,20 +123,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
         if (options.confirmation) {
           // A second approved action for the same reference: used up, and it moved nothing new.
           await consumeConfirmation(trx, options.confirmation, actor, now);
-          await advanceHeldAction(trx, {
-            accountId: actor.accountId,
-            livemode: actor.livemode,
-            confirmationId: options.confirmation.id,
-            status: 'executed',
-            approvedByKey: options.confirmation.approverKeyId,
-            result: prior,
-            at: now,
-          });
-          await trx
-            .updateTable('confirmations')
-            .set({ result: JSON.stringify(prior) })
-            .where('id', '=', options.confirmation.id)
-            .execute();
+          await recordApprovedResult(trx, options.confirmation, actor, prior, now);
         }
         stored = { kind: 'executed', output: prior, decision: 'not_checked', actionId: null };
         replayed = true;
@@ -203,20 +190,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
               .execute();
           }
           if (options.confirmation) {
-            await advanceHeldAction(trx, {
-              accountId: actor.accountId,
-              livemode: actor.livemode,
-              confirmationId: options.confirmation.id,
-              status: 'executed',
-              approvedByKey: options.confirmation.approverKeyId,
-              result: output,
-              at: now,
-            });
-            await trx
-              .updateTable('confirmations')
-              .set({ result: JSON.stringify(output) })
-              .where('id', '=', options.confirmation.id)
-              .execute();
+            await recordApprovedResult(trx, options.confirmation, actor, output, now);
           } else if (logged) {
             actionId = await recordAction(trx, {
               ...judged,
@@ -357,6 +331,30 @@ async function replay<O>(
 }
 
 /** Single use: the held action runs only if it is still pending and unexpired, and only once. */
+/** The held action a human approved has run: its log row and its confirmation carry the result. */
+async function recordApprovedResult(
+  db: Db,
+  confirmation: { id: string; approverKeyId: string },
+  actor: Actor,
+  result: unknown,
+  now: Date,
+): Promise<void> {
+  await advanceHeldAction(db, {
+    accountId: actor.accountId,
+    livemode: actor.livemode,
+    confirmationId: confirmation.id,
+    status: 'executed',
+    approvedByKey: confirmation.approverKeyId,
+    result,
+    at: now,
+  });
+  await db
+    .updateTable('confirmations')
+    .set({ result: JSON.stringify(result) })
+    .where('id', '=', confirmation.id)
+    .execute();
+}
+
 async function consumeConfirmation(
   db: Db,
   confirmation: { id: string; approverKeyId: string },

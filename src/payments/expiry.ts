@@ -2,7 +2,7 @@ import { insertEvent } from '../db/repositories/events.ts';
 import { pruneIdempotencyRecords } from '../db/repositories/idempotency.ts';
 import { transitionPayment } from '../db/repositories/payments.ts';
 import type { Runtime } from '../runtime.ts';
-import type { WorkerJob } from '../workers.ts';
+import { pollingJob, type WorkerJob } from '../worker-job.ts';
 import { presentPayment } from './present.ts';
 
 const BATCH = 100;
@@ -48,25 +48,9 @@ export async function expireDuePayments(runtime: Runtime, now: Date = runtime.cl
   });
 }
 
-export const expiryJob: WorkerJob = (runtime) => {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const tick = async (): Promise<void> => {
-    try {
-      while (!stopped && (await expireDuePayments(runtime)) === BATCH) {
-        // A full batch: more are due, keep going.
-      }
-      await pruneIdempotencyRecords(runtime.db, new Date(runtime.clock.now().getTime() - IDEMPOTENCY_RETENTION_MS));
-    } catch (error) {
-      runtime.logger.error({ err: error }, 'expiry job failed; retrying');
-    }
-    if (!stopped) timer = setTimeout(() => (running = tick()), POLL_MS);
-  };
-  running = tick();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await running;
-  };
-};
+export const expiryJob: WorkerJob = pollingJob('expiry', POLL_MS, async (runtime, stopping) => {
+  while (!stopping() && (await expireDuePayments(runtime)) === BATCH) {
+    // A full batch: more are due, keep going.
+  }
+  await pruneIdempotencyRecords(runtime.db, new Date(runtime.clock.now().getTime() - IDEMPOTENCY_RETENTION_MS));
+});

@@ -8,7 +8,7 @@
 
 import { sql } from 'kysely';
 import type { Runtime } from '../runtime.ts';
-import type { WorkerJob } from '../workers.ts';
+import type { WorkerJob } from '../worker-job.ts';
 import { planBatches, replanBatchesFromGoneChains } from './batches.ts';
 import { type ChainSession, openChainSession } from './chain-session.ts';
 import { defaultSettlementOptions, newHolderId, type SettlementContext, type SettlementOptions } from './context.ts';

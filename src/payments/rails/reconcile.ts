@@ -1,6 +1,6 @@
 import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../../db/tables/rails.ts';
 import type { Runtime } from '../../runtime.ts';
-import type { WorkerJob } from '../../workers.ts';
+import { pollingJob, type WorkerJob } from '../../worker-job.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { checkAttempt, PROVIDER_RAILS, recordRailEvent, runSystemTool } from './attempts.ts';
 import { loadRailCredentials } from './credentials.ts';
@@ -182,27 +182,11 @@ async function refundLateSuccesses(runtime: Runtime): Promise<void> {
   }
 }
 
-export const railReconcileJob: WorkerJob = (runtime) => {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const tick = async (): Promise<void> => {
-    try {
-      while (!stopped && (await reconcileRailAttempts(runtime)) === BATCH) {
-        // A full batch: more are due.
-      }
-      while (!stopped && (await processRailRefunds(runtime)) === BATCH) {
-        // Likewise for refunds.
-      }
-    } catch (error) {
-      runtime.logger.error({ err: error }, 'payer rail reconciliation failed; retrying');
-    }
-    if (!stopped) timer = setTimeout(() => (running = tick()), POLL_MS);
-  };
-  running = tick();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await running;
-  };
-};
+export const railReconcileJob: WorkerJob = pollingJob('payer rails', POLL_MS, async (runtime, stopping) => {
+  while (!stopping() && (await reconcileRailAttempts(runtime)) === BATCH) {
+    // A full batch: more are due.
+  }
+  while (!stopping() && (await processRailRefunds(runtime)) === BATCH) {
+    // Likewise for refunds.
+  }
+});
