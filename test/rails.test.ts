@@ -69,6 +69,16 @@ async function startPaystack(id: string, email = 'ada@example.com'): Promise<str
   return attempt!.provider_reference!;
 }
 
+/** The payer pays on Paystack's page, and Paystack's charge.success never reaches plainpay. */
+async function payWithEventLost(reference: string): Promise<void> {
+  w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/nowhere');
+  try {
+    await w.paystack.complete(reference, 'success');
+  } finally {
+    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${w.apiUrl}/hooks/paystack`);
+  }
+}
+
 /** Where Paystack sends the payer back, followed on the checkout host. */
 async function payerReturns(url: string) {
   const res = await w.checkout.inject({ method: 'GET', url: url.replace(w.checkoutUrl, '') });
@@ -275,12 +285,7 @@ describe('Paystack', () => {
     await w.paystack.complete(reference, 'success').catch(() => undefined);
     const p2 = await createPayment(w.api, w.merchant.apiKey, { amount: 3000, currency: 'NGN' });
     const reference2 = await startPaystack(p2.id);
-    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/nowhere');
-    try {
-      await w.paystack.complete(reference2, 'success');
-    } finally {
-      w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${w.apiUrl}/hooks/paystack`);
-    }
+    await payWithEventLost(reference2);
     const tampered = JSON.parse(w.paystack.signedEvent(reference2).body);
     tampered.data.amount = 3000;
     tampered.data.currency = 'GHS';
@@ -322,12 +327,7 @@ describe('Paystack', () => {
     expect((await payment(p.id)).status).toBe('processing');
 
     // Paystack completes the charge; its retry of the event is lost, the reconciler's verify now agrees.
-    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/nowhere');
-    try {
-      await w.paystack.complete(reference, 'success');
-    } finally {
-      w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${w.apiUrl}/hooks/paystack`);
-    }
+    await payWithEventLost(reference);
     w.runtime.clock.advance(31_000);
     await reconcileRailAttempts(w.runtime);
     expect((await payment(p.id)).status).toBe('paid');
@@ -337,12 +337,7 @@ describe('Paystack', () => {
   it('a success verify reports without any signed event is never paid by the reconciler', async () => {
     const p = await createPayment(w.api, w.merchant.apiKey, { amount: 6200, currency: 'NGN' });
     const reference = await startPaystack(p.id);
-    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/nowhere');
-    try {
-      await w.paystack.complete(reference, 'success');
-    } finally {
-      w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${w.apiUrl}/hooks/paystack`);
-    }
+    await payWithEventLost(reference);
     w.runtime.clock.advance(31_000);
     await reconcileRailAttempts(w.runtime);
     expect((await payment(p.id)).status).toBe('processing');
