@@ -6,6 +6,7 @@ import { checkAttempt, PROVIDER_RAILS, recordRailEvent, runSystemTool } from './
 import { loadRailCredentials } from './credentials.ts';
 import { RailUnavailableError } from './rail.ts';
 import { processRailRefunds } from './refunds.ts';
+import { leaseLapsed, takeLease } from './lease.ts';
 
 /** An attempt is first asked about this long after it started (the callback usually comes first). */
 const FIRST_CHECK_MS = 30_000;
@@ -26,30 +27,20 @@ const POLL_MS = 5000;
  */
 export async function reconcileRailAttempts(runtime: Runtime): Promise<number> {
   const now = runtime.clock.now();
-  const claimed = await runtime.db
-    .updateTable('payment_attempts')
-    .set({ checked_at: now })
-    .where(
-      'id',
-      'in',
-      runtime.db
-        .selectFrom('payment_attempts')
-        .select('id')
-        .where('outcome', '=', 'pending')
-        .where('rail', 'in', PROVIDER_RAIL_NAMES)
-        .where('created_at', '<=', new Date(now.getTime() - FIRST_CHECK_MS))
-        .where((eb) =>
-          eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - RECHECK_MS))]),
-        )
-        .orderBy('created_at')
-        .limit(BATCH)
-        .forUpdate()
-        .skipLocked(),
-    )
-    .returningAll()
+  const due = await runtime.db
+    .selectFrom('payment_attempts')
+    .select(['id', 'checked_at'])
+    .where('outcome', '=', 'pending')
+    .where('rail', 'in', PROVIDER_RAIL_NAMES)
+    .where('created_at', '<=', new Date(now.getTime() - FIRST_CHECK_MS))
+    .where(leaseLapsed(new Date(now.getTime() - RECHECK_MS)))
+    .orderBy('created_at')
+    .limit(BATCH)
     .execute();
 
-  for (const attempt of claimed) {
+  for (const read of due) {
+    const attempt = await takeLease(runtime.db, 'payment_attempts', read, runtime.clock.now());
+    if (attempt?.outcome !== 'pending') continue;
     const payment = await runtime.db
       .selectFrom('payments')
       .select(['account_id', 'livemode', 'expires_at'])
@@ -95,7 +86,7 @@ export async function reconcileRailAttempts(runtime: Runtime): Promise<number> {
     }
   }
   await refundLateSuccesses(runtime);
-  return claimed.length;
+  return due.length;
 }
 
 /** Whether a Paystack charge.success with a valid signature arrived for this attempt. */
@@ -116,33 +107,15 @@ async function refundLateSuccesses(runtime: Runtime): Promise<void> {
   // Longer than the two provider calls a refund makes: no second worker takes it up meanwhile.
   const lease = Math.max(RECHECK_MS, 3 * runtime.config.rails.timeoutMs);
   const due = await runtime.db
-    .updateTable('payment_attempts')
-    .set({ checked_at: now })
-    .where(
-      'id',
-      'in',
-      runtime.db
-        .selectFrom('payment_attempts')
-        .select('id')
-        .where('refund_status', '=', 'due')
-        .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - lease))]))
-        .limit(BATCH)
-        .forUpdate()
-        .skipLocked(),
-    )
-    .returningAll()
+    .selectFrom('payment_attempts')
+    .select(['id', 'checked_at'])
+    .where('refund_status', '=', 'due')
+    .where(leaseLapsed(new Date(now.getTime() - lease)))
+    .limit(BATCH)
     .execute();
-  for (const claim of due) {
-    // Claimed again from the row as it is now (see processRailRefunds): one worker per refund.
-    const attempt = await runtime.db
-      .updateTable('payment_attempts')
-      .set({ checked_at: runtime.clock.now() })
-      .where('id', '=', claim.id)
-      .where('refund_status', '=', 'due')
-      .where('checked_at', '=', claim.checked_at ?? now)
-      .returningAll()
-      .executeTakeFirst();
-    if (!attempt) continue;
+  for (const read of due) {
+    const attempt = await takeLease(runtime.db, 'payment_attempts', read, runtime.clock.now());
+    if (attempt?.refund_status !== 'due') continue;
     const rail = attempt.rail as ProviderRail;
     const { refund, findRefund } = PROVIDER_RAILS[rail];
     if (!refund || !findRefund) continue;

@@ -4,6 +4,7 @@ import type { Runtime } from '../../runtime.ts';
 import { recordRefundOutcome } from '../../../tools/system/record-refund-outcome.ts';
 import { PROVIDER_RAILS, recordRailEvent, runSystemTool } from './attempts.ts';
 import { loadRailCredentials } from './credentials.ts';
+import { leaseLapsed, takeLease } from './lease.ts';
 import { RailUnavailableError } from './rail.ts';
 
 const BATCH = 20;
@@ -21,46 +22,26 @@ export async function processRailRefunds(runtime: Runtime): Promise<number> {
   // A claim lasts longer than the three provider calls one refund can make, so no other worker
   // takes it up while this one is still working on it.
   const lease = Math.max(30_000, 4 * runtime.config.rails.timeoutMs);
-  const claimed = await runtime.db
-    .updateTable('refunds')
-    .set({ checked_at: now })
-    .where(
-      'id',
-      'in',
-      runtime.db
-        .selectFrom('refunds')
-        .select('id')
-        .where('status', '=', 'pending')
-        .where('rail', '<>', 'sandbox')
-        .where((eb) => eb.or([eb('checked_at', 'is', null), eb('checked_at', '<=', new Date(now.getTime() - lease))]))
-        .orderBy('created_at')
-        .limit(BATCH)
-        .forUpdate()
-        .skipLocked(),
-    )
-    .returningAll()
+  const due = await runtime.db
+    .selectFrom('refunds')
+    .select(['id', 'checked_at'])
+    .where('status', '=', 'pending')
+    .where('rail', '<>', 'sandbox')
+    .where(leaseLapsed(new Date(now.getTime() - lease)))
+    .orderBy('created_at')
+    .limit(BATCH)
     .execute();
-  for (const claim of claimed) {
+  for (const read of due) {
     try {
-      // Claimed again, one at a time, from the row as it is now: a batch takes a while, and a
-      // refund is worked on from what the database says, never from a copy read before.
-      const refund = await runtime.db
-        .updateTable('refunds')
-        .set({ checked_at: runtime.clock.now() })
-        .where('id', '=', claim.id)
-        .where('status', '=', 'pending')
-        .where('checked_at', '=', claim.checked_at ?? now)
-        .returningAll()
-        .executeTakeFirst();
-      if (refund) await advanceRefund(runtime, refund);
+      // Taken one at a time, from the row as it is now: a batch takes a while, and a refund is
+      // worked on from what the database says, never from a copy read before (lease.ts).
+      const refund = await takeLease(runtime.db, 'refunds', read, runtime.clock.now());
+      if (refund?.status === 'pending') await advanceRefund(runtime, refund);
     } catch (error) {
-      runtime.logger.warn(
-        { refundId: claim.id, err: (error as Error).message },
-        'rail refund not advanced; will retry',
-      );
+      runtime.logger.warn({ refundId: read.id, err: (error as Error).message }, 'rail refund not advanced; will retry');
     }
   }
-  return claimed.length;
+  return due.length;
 }
 
 async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void> {
