@@ -68,7 +68,9 @@ it.skipIf(!isPostgres)(
     const merchant = await testAccount(runtime);
     const verifier = new Webhook(merchant.webhookSecret);
 
-    // The receiver answers slowly (100–300 ms) so that the 300 deliveries span all 20 kills.
+    // The receiver answers slowly (400–800 ms): 16 attempts in flight then deliver about 27 events a
+    // second, so the 300 deliveries outlast the 20 kills (about 4 s of worker life) on any machine.
+    // At 100–300 ms a fast machine delivered all 300 before the last kill.
     const received = new Map<string, number>();
     let forged = 0;
     const server = createServer((req, res) => {
@@ -81,7 +83,7 @@ it.skipIf(!isPostgres)(
         } catch {
           forged++;
         }
-        setTimeout(() => res.writeHead(204).end(), 100 + Math.random() * 200);
+        setTimeout(() => res.writeHead(204).end(), 400 + Math.random() * 400);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
