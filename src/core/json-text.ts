@@ -1,0 +1,239 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * JSON a caller wrote, returned as they wrote it. The API document's rule 4 says metadata comes
+ * back unchanged on reads and in webhooks, but JSON.parse then JSON.stringify is not the identity:
+ * `12345678901234567890` becomes `12345678901234567000`, `-0` becomes `0`, `1.50` becomes `1.5`,
+ * `"\u00e9"` becomes `"é"`, integer-like keys move to the front and a repeated key collapses.
+ *
+ * So values parsed here carry their source text (tokens exactly as written, whitespace between
+ * tokens dropped) wherever re-serialising would change it, and `stringifyJson` writes that text
+ * back verbatim. Everything else is ordinary JS data: code that reads a field sees the parsed
+ * value, and a serialiser that does not know the tag (an SDK) still writes valid, if rounded, JSON.
+ * Never mutate a tagged value: the tag would then describe something else. Spreads and clones
+ * drop the tag (it is a non-enumerable symbol), which is safe.
+ */
+
+const SOURCE_TEXT = Symbol('plainpay.jsonSourceText');
+
+type Tagged = object & { [SOURCE_TEXT]: string };
+
+function isTagged(value: unknown): value is Tagged {
+  return typeof value === 'object' && value !== null && SOURCE_TEXT in value;
+}
+
+function tag<T extends object>(value: T, text: string): T {
+  Object.defineProperty(value, SOURCE_TEXT, { value: text, enumerable: false });
+  // A change to a tagged value would leave its text saying something else: refuse it loudly.
+  return Object.freeze(value);
+}
+
+/** The source text a parsed value carries, if re-serialising it would not reproduce that text. */
+export function sourceTextOf(value: unknown): string | undefined {
+  return isTagged(value) ? value[SOURCE_TEXT] : undefined;
+}
+
+/**
+ * Marks of a tagged value inside JSON.stringify's output, replaced by its text. Unguessable (128
+ * random bits per process), and a mark whose index is not one of this call's is left as it is, so
+ * a caller's string can neither become nor break JSON.
+ */
+const MARK = `\u0000json-text:${randomBytes(16).toString('hex')}:`;
+const MARK_PATTERN = new RegExp(`"${JSON.stringify(MARK).slice(1, -1).replace(/\\/g, '\\\\')}(\\d+)"`, 'g');
+
+/** JSON.stringify (with `space` for people), except that tagged values are written as their source text. */
+export function stringifyJson(value: unknown, space?: number): string {
+  let texts: string[] | undefined;
+  const out = JSON.stringify(
+    value,
+    function (this: Record<string, unknown>, key, replaced) {
+      // `this[key]` is the value before toJSON: a tagged object is plain, so it is the same.
+      const original = this[key];
+      if (isTagged(original)) {
+        texts ??= [];
+        texts.push(original[SOURCE_TEXT]);
+        return `${MARK}${texts.length - 1}`;
+      }
+      return replaced;
+    },
+    space,
+  );
+  if (texts === undefined || out === undefined) return out;
+  const found = texts;
+  return out.replace(MARK_PATTERN, (mark, index: string) => found[Number(index)] ?? mark);
+}
+
+/**
+ * A json column's text (kept as written, json not jsonb) as values. What we wrote with
+ * JSON.stringify parses natively; only text JSON.stringify would not reproduce takes the slower
+ * parser that keeps it, and text nested deeper than that parser goes gets JSON.parse's values.
+ */
+export function parseStoredJson(text: string): unknown {
+  const value = JSON.parse(text) as unknown;
+  if (JSON.stringify(value) === text) return value;
+  try {
+    return parseJson(text);
+  } catch {
+    return value;
+  }
+}
+
+/** Whether objects and arrays nest more than `limit` levels in `value`; without recursion, so any depth is safe. */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [inner, depth] = next;
+    if (typeof inner !== 'object' || inner === null) continue;
+    if (depth + 1 > limit) return true;
+    for (const child of Object.values(inner)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** JSON.parse, keeping the source text of every object or array that JSON.stringify would change. */
+export function parseJson(text: string): unknown {
+  const parser = new LosslessParser(text);
+  const { value } = parser.value(0);
+  parser.end();
+  return value;
+}
+
+/** Deeper than this is refused: real payloads are shallow, and recursion must not blow the stack. */
+const MAX_DEPTH = 256;
+
+interface Parsed {
+  value: unknown;
+  /** The tokens as written, no whitespace. */
+  text: string;
+  /** JSON.stringify(value) !== text. */
+  changed: boolean;
+}
+
+class LosslessParser {
+  private at = 0;
+
+  constructor(private readonly source: string) {}
+
+  end(): void {
+    this.skipSpace();
+    if (this.at !== this.source.length) this.fail('unexpected data after the JSON value');
+  }
+
+  value(depth: number): Parsed {
+    if (depth > MAX_DEPTH) this.fail(`nested deeper than ${MAX_DEPTH} levels`);
+    this.skipSpace();
+    const c = this.source[this.at];
+    if (c === '{') return this.object(depth);
+    if (c === '[') return this.array(depth);
+    if (c === '"') {
+      const token = this.stringToken();
+      const value = JSON.parse(token) as string;
+      return { value, text: token, changed: JSON.stringify(value) !== token };
+    }
+    if (c === '-' || (c !== undefined && c >= '0' && c <= '9')) return this.number();
+    for (const [word, value] of [
+      ['true', true],
+      ['false', false],
+      ['null', null],
+    ] as const) {
+      if (this.source.startsWith(word, this.at)) {
+        this.at += word.length;
+        return { value, text: word, changed: false };
+      }
+    }
+    return this.fail('unexpected character');
+  }
+
+  private object(depth: number): Parsed {
+    this.at++; // {
+    const value: Record<string, unknown> = {};
+    const parts: string[] = [];
+    const keys: string[] = [];
+    let changed = false;
+    this.skipSpace();
+    if (this.source[this.at] === '}') {
+      this.at++;
+      return { value, text: '{}', changed: false };
+    }
+    for (;;) {
+      this.skipSpace();
+      if (this.source[this.at] !== '"') this.fail('expected a string key');
+      const keyToken = this.stringToken();
+      const key = JSON.parse(keyToken) as string;
+      this.skipSpace();
+      if (this.source[this.at] !== ':') this.fail("expected ':'");
+      this.at++;
+      const member = this.value(depth + 1);
+      if (Object.hasOwn(value, key)) changed = true; // a repeated key: the last wins, the text keeps both
+      // defineProperty: a "__proto__" key is data, never the prototype.
+      Object.defineProperty(value, key, { value: member.value, enumerable: true, writable: true, configurable: true });
+      keys.push(key);
+      parts.push(`${keyToken}:${member.text}`);
+      changed ||= member.changed || JSON.stringify(key) !== keyToken;
+      this.skipSpace();
+      const next = this.source[this.at++];
+      if (next === '}') break;
+      if (next !== ',') this.fail("expected ',' or '}'");
+    }
+    // Integer-like keys are enumerated first by JS objects, whatever order they were written in.
+    if (!changed) changed = Object.keys(value).some((key, index) => key !== keys[index]);
+    const text = `{${parts.join(',')}}`;
+    return { value: changed ? tag(value, text) : value, text, changed };
+  }
+
+  private array(depth: number): Parsed {
+    this.at++; // [
+    const value: unknown[] = [];
+    const parts: string[] = [];
+    let changed = false;
+    this.skipSpace();
+    if (this.source[this.at] === ']') {
+      this.at++;
+      return { value, text: '[]', changed: false };
+    }
+    for (;;) {
+      const item = this.value(depth + 1);
+      value.push(item.value);
+      parts.push(item.text);
+      changed ||= item.changed;
+      this.skipSpace();
+      const next = this.source[this.at++];
+      if (next === ']') break;
+      if (next !== ',') this.fail("expected ',' or ']'");
+    }
+    const text = `[${parts.join(',')}]`;
+    return { value: changed ? tag(value, text) : value, text, changed };
+  }
+
+  private number(): Parsed {
+    const match = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+    match.lastIndex = this.at;
+    const found = match.exec(this.source);
+    if (!found) return this.fail('invalid number');
+    this.at += found[0].length;
+    const value = Number(found[0]);
+    return { value, text: found[0], changed: JSON.stringify(value) !== found[0] };
+  }
+
+  private stringToken(): string {
+    const start = this.at++;
+    for (;;) {
+      const c = this.source[this.at++];
+      if (c === undefined) this.fail('unterminated string');
+      if (c === '"') return this.source.slice(start, this.at);
+      if (c === '\\') this.at++;
+    }
+  }
+
+  private skipSpace(): void {
+    for (;;) {
+      const c = this.source[this.at];
+      if (c !== ' ' && c !== '\n' && c !== '\r' && c !== '\t') return;
+      this.at++;
+    }
+  }
+
+  private fail(message: string): never {
+    throw new SyntaxError(`Invalid JSON at position ${this.at}: ${message}`);
+  }
+}
