@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { canonicalHash } from '../src/core/canonical-json.ts';
+import { exactRequestHash } from '../src/core/canonical-json.ts';
 import { AppError } from '../src/core/errors.ts';
+import { stringifyJson } from '../src/core/json-text.ts';
 import { defineTool } from '../src/core/tool.ts';
 import { findAccount } from '../src/db/repositories/accounts.ts';
 import { findPaymentByReference, insertPayment } from '../src/db/repositories/payments.ts';
@@ -99,7 +100,7 @@ export const createPayment = defineTool({
     if (!quote)
       throw new AppError('invalid_request', `No FX rate is configured for ${currency.code}.`, { param: 'currency' });
 
-    const creationHash = canonicalHash(value);
+    const creationHash = exactRequestHash(value);
     const scope = { accountId: actor.accountId, livemode: actor.livemode };
     const inserted = await insertPayment(db, {
       id: newId('pay'),
@@ -114,7 +115,7 @@ export const createPayment = defineTool({
       description: value.description ?? null,
       webhook_url: value.webhook_url ?? null,
       payout_address: value.payout_address ?? null,
-      metadata: value.metadata == null ? null : JSON.stringify(value.metadata),
+      metadata: value.metadata == null ? null : stringifyJson(value.metadata),
       creation_hash: creationHash,
       expires_at: new Date(now.getTime() + value.ttl_minutes * 60_000),
       quote_rate: quote.rate,

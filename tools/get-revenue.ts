@@ -5,6 +5,7 @@ import type { Db, ModeScope } from '../src/db/database.ts';
 import { minorToNumber, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { isPaidStatus, PAYMENT_STATUSES } from '../src/domain/payment-status.ts';
 import { currencyOf } from '../src/payments/present.ts';
+import { isoTime } from '../src/core/validation.ts';
 import { currencyCode } from './schemas.ts';
 
 /** Statuses a payment can only be in once the payer has paid (paid_at is set on the way in). */
@@ -13,54 +14,13 @@ const MAX_RANGE_DAYS = 366;
 const MAX_LISTED = 100;
 const DAY_MS = 86_400_000;
 
-// The database cannot compare against years outside 0001-9999 (a 400, not a 500).
-const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
-const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
-
-// A date-time must carry its zone: "2026-03-10T00:00:00" would be read in the server's local time,
-// so a merchant's "yesterday" would depend on where the service runs. A bare date is 00:00 UTC.
-const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-](\d{2}):(\d{2})))?$/;
-
-function daysInMonth(year: number, month: number): number {
-  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-  return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] ?? 0;
-}
-
-/**
- * The instant an ISO 8601 text names, or undefined. Stricter than Date.parse, which takes
- * "2026-02-30" as March 2nd and "T24:00" as the next day: an aggregate over a range someone
- * mistyped would quietly count the wrong days.
- */
-function parseInstant(text: string): Date | undefined {
-  const match = ISO_INSTANT.exec(text);
-  if (!match) return undefined;
-  const [, year, month, day, hour = '0', minute = '0', second = '0', , offsetHours = '0', offsetMinutes = '0'] = match;
-  const m = Number(month);
-  if (m < 1 || m > 12 || Number(day) < 1 || Number(day) > daysInMonth(Number(year), m)) return undefined;
-  if (Number(hour) > 23 || Number(minute) > 59 || Number(second) > 59) return undefined;
-  if (Number(offsetHours) > 23 || Number(offsetMinutes) > 59) return undefined;
-  const at = Date.parse(text);
-  if (!(at >= EARLIEST && at <= LATEST)) return undefined;
-  return new Date(at);
-}
-
-const instant = (field: string, meaning: string) =>
-  z
-    .string({ error: `${field} must be an ISO 8601 date-time string, e.g. 2026-03-10T00:00:00Z` })
-    .refine(
-      (value) => parseInstant(value) !== undefined,
-      `${field} must be an ISO 8601 date-time with a time zone (e.g. 2026-03-10T00:00:00Z or 2026-03-10T00:00:00+01:00) or a date (2026-03-10, meaning 00:00 UTC), between the years 0001 and 9999`,
-    )
-    .transform((value) => parseInstant(value) as Date)
-    .describe(meaning);
-
 const input = z
   .strictObject({
-    from: instant(
+    from: isoTime(
       'from',
       'Start of the range, inclusive: payments paid at or after this instant. ISO 8601 with a time zone (2026-03-10T00:00:00Z, 2026-03-10T00:00:00+01:00) or a date (00:00 UTC).',
     ),
-    to: instant(
+    to: isoTime(
       'to',
       'End of the range, exclusive: payments paid before this instant. After from, and at most 366 days after it. Same format as from.',
     ),

@@ -30,7 +30,8 @@ export const paymentOutput = z
         gross_settlement_amount: z.number().describe('amount converted at rate, rounded down.'),
         fee_amount: z.number().describe('The fee, rounded up.'),
         settlement_amount: z.number().describe('What the merchant receives: gross minus fee.'),
-        valid_until: z.string().describe('The quote is locked until the session expires (ISO 8601).'),
+        expires_at: z.string().describe('The quote is locked until the session expires (ISO 8601).'),
+        valid_until: z.string().describe('Deprecated: expires_at. Removed in the next release.'),
       })
       .describe('The FX quote locked at creation.'),
     settlement: z

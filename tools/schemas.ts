@@ -1,5 +1,6 @@
 import { isAddress } from 'viem';
 import { z } from 'zod';
+import { nestsDeeperThan, stringifyJson } from '../src/core/json-text.ts';
 import { isBurnAddress } from '../src/settlement/transfers.ts';
 import {
   getCurrency,
@@ -50,15 +51,25 @@ export const httpUrl = (field: string) =>
     }, `${field} must be a valid absolute http(s) URL`);
 
 export const METADATA_MAX_BYTES = 8192;
+/** Deep enough for any real line-item summary; bounded so every reader of it can recurse. */
+export const METADATA_MAX_DEPTH = 32;
 
-// Values are whatever JSON holds (the body was parsed from JSON), so unknown is exact here and
-// keeps the JSON Schema free of recursive references.
+// The object itself passes through (z.custom, not z.record, which copies it): it may carry the
+// caller's exact text (core/json-text.ts), which is what gets stored and returned. Its values are
+// whatever JSON holds, so the JSON Schema stays free of recursive references.
 export const metadata = z
-  .record(z.string(), z.unknown(), { error: 'metadata must be a JSON object of key/value pairs' })
-  .refine(
-    (value) => Buffer.byteLength(JSON.stringify(value)) <= METADATA_MAX_BYTES,
-    `metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON`,
-  );
+  .custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), {
+    error: 'metadata must be a JSON object of key/value pairs',
+  })
+  .superRefine((value, ctx) => {
+    // Depth first: serialising something nested a million levels deep would blow the stack.
+    if (nestsDeeperThan(value, METADATA_MAX_DEPTH)) {
+      ctx.addIssue({ code: 'custom', message: `metadata must nest at most ${METADATA_MAX_DEPTH} levels deep` });
+    } else if (Buffer.byteLength(stringifyJson(value)) > METADATA_MAX_BYTES) {
+      ctx.addIssue({ code: 'custom', message: `metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON` });
+    }
+  })
+  .meta({ type: 'object', additionalProperties: true });
 
 export const METADATA_DESCRIPTION =
   'Arbitrary key/value data (nested objects and arrays allowed, at most 8 KB as JSON), returned unchanged on reads and in webhook events.';

@@ -2,10 +2,11 @@ import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool, type ToolContext } from '../src/core/tool.ts';
 import { findPayment } from '../src/db/repositories/payments.ts';
+import type { RevenueShareRow } from '../src/db/tables/money.ts';
 import { newId } from '../src/domain/ids.ts';
-import { formatDisplay, minorToNumber, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
+import { formatDisplay, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { assertModeMayPayOut, assertSafeRecipient, createPayoutRecord } from '../src/payouts/payouts.ts';
-import { payoutOutput, presentPayout } from '../src/payouts/present.ts';
+import { presentRevenueShare, revenueShareOutput } from '../src/payouts/present.ts';
 import { evmAddress, optionalText, paymentId, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
 
 const MAX_LEGS = 20;
@@ -95,20 +96,46 @@ export const splitRevenue = defineTool({
   description:
     "Shares a settled payment's proceeds, or an amount of the balance, between several EVM addresses by basis points (adding up to 10000). All legs are created together and paid on-chain together; gas is paid by the service. Subject to the account policy.",
   input,
-  output: z.object({
-    id: z.string().describe('Revenue share id (split_…).'),
-    object: z.literal('revenue_share'),
-    livemode: z.boolean(),
-    payment_id: z.string().nullable(),
-    amount: z.number().describe('The total shared.'),
-    asset: z.string(),
-    reference: z.string().nullable(),
-    legs: z.array(payoutOutput).describe('One payout per recipient.'),
-    created: z.string(),
-  }),
+  output: revenueShareOutput,
   effect: 'money',
   scope: 'payouts:write',
   http: { method: 'POST', path: '/v1/revenue_shares' },
+  /** A reference names one revenue share for good, as a payment's and a payout's do. */
+  async existing(value, { db, actor }) {
+    if (value.reference === undefined) return undefined;
+    const row = await db
+      .selectFrom('revenue_shares')
+      .selectAll()
+      .where('account_id', '=', actor.accountId)
+      .where('livemode', '=', actor.livemode)
+      .where('reference', '=', value.reference)
+      .orderBy('created_at')
+      .orderBy('id')
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const legs = await db.selectFrom('payouts').selectAll().where('revenue_share_id', '=', row.id).execute();
+    const sameTotal =
+      row.asset === value.asset &&
+      (value.payment_id !== undefined
+        ? row.payment_id === value.payment_id
+        : row.payment_id === null && row.amount_minor === settlementMinor(value.amount!));
+    // Legs are compared as recipient → amount: their order in the table says nothing.
+    const amounts = splitAmounts(
+      row.amount_minor,
+      value.splits.map((s) => s.share_bps),
+    );
+    const asked = new Map(value.splits.map((s, i) => [s.to_address.toLowerCase(), amounts[i]]));
+    const sameSplits =
+      legs.length === asked.size && legs.every((leg) => asked.get(leg.to_address.toLowerCase()) === leg.amount_minor);
+    if (!sameTotal || !sameSplits) {
+      throw new AppError(
+        'conflict',
+        `reference '${value.reference}' already names revenue share ${row.id} (${formatDisplay(row.amount_minor, SETTLEMENT_CURRENCY)} between ${legs.length} recipients), with other parameters. A reference names one revenue share for good: use a new one for a new split.`,
+        { param: 'reference' },
+      );
+    }
+    return presentRevenueShare(row, legs);
+  },
   async precheck(value, { runtime, actor }) {
     await assertModeMayPayOut(runtime, actor.livemode);
     for (const [i, split] of value.splits.entries()) {
@@ -140,8 +167,9 @@ export const splitRevenue = defineTool({
       );
     }
     const id = newId('split');
+    let share: RevenueShareRow;
     try {
-      await db
+      share = await db
         .insertInto('revenue_shares')
         .values({
           id,
@@ -154,7 +182,8 @@ export const splitRevenue = defineTool({
           channel: actor.channel,
           created_at: now,
         })
-        .execute();
+        .returningAll()
+        .executeTakeFirstOrThrow();
     } catch (error) {
       if (String((error as Error).message).includes('revenue_shares_payment')) {
         throw new AppError('conflict', `The proceeds of ${sharedPayment} were already shared.`, {
@@ -178,16 +207,6 @@ export const splitRevenue = defineTool({
         }),
       );
     }
-    return {
-      id,
-      object: 'revenue_share' as const,
-      livemode: actor.livemode,
-      payment_id: sharedPayment,
-      amount: minorToNumber(total, SETTLEMENT_CURRENCY),
-      asset: SETTLEMENT_CURRENCY.code,
-      reference: value.reference ?? null,
-      legs: legs.map(presentPayout),
-      created: now.toISOString(),
-    };
+    return presentRevenueShare(share, legs);
   },
 });

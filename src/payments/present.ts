@@ -60,6 +60,7 @@ export function presentPayment(config: Config, row: PaymentRow) {
       gross_settlement_amount: minorToNumber(row.gross_settlement_minor, asset),
       fee_amount: minorToNumber(row.fee_minor, asset),
       settlement_amount: minorToNumber(row.settlement_minor, asset),
+      expires_at: row.expires_at.toISOString(),
       valid_until: row.expires_at.toISOString(),
     },
     settlement: row.settled_at ? settlementView(row) : null,
@@ -74,8 +75,11 @@ export function presentPayment(config: Config, row: PaymentRow) {
 export type PaymentView = ReturnType<typeof presentPayment>;
 
 /**
- * The public status read (GET /checkout/:id): what the payer's page and a polling merchant
- * need, and nothing about the account, its keys, its webhook or its payout address.
+ * The public status read (GET /checkout/:id): the payer's view. What the checkout page and a
+ * polling merchant need, and nothing from which the merchant's economics can be worked out (no
+ * settlement amount, fee, rate or gas: the payer knows the amount they pay, so any of those would
+ * give away the rest), nor the account, its keys, its webhook or its payout address. Once settled,
+ * the transaction hash: anyone can see it on the chain, and it proves the settlement happened.
  */
 export function presentPublicPayment(config: Config, row: PaymentRow) {
   const currency = currencyOf(row);
@@ -88,14 +92,17 @@ export function presentPublicPayment(config: Config, row: PaymentRow) {
     currency: row.currency,
     merchant_name: row.merchant_name,
     description: row.description,
-    reference: row.reference,
     metadata: row.metadata as Record<string, unknown> | null,
     checkout_url: checkoutUrl(config, row.id),
     redirect_url: row.redirect_url,
     expires_at: row.expires_at.toISOString(),
     paid_at: row.paid_at?.toISOString() ?? null,
     settlement: row.settled_at
-      ? (({ destination: _d, address: _a, ...publicFields }) => publicFields)(settlementView(row))
-      : { asset: row.settlement_asset, amount: minorToNumber(row.settlement_minor, SETTLEMENT_CURRENCY) },
+      ? {
+          chain_id: row.settlement_chain_id,
+          tx_hash: row.settlement_tx_hash,
+          settled_at: row.settled_at.toISOString(),
+        }
+      : null,
   };
 }

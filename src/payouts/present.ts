@@ -1,6 +1,8 @@
 import { z } from 'zod';
-import type { PayoutRow } from '../db/tables/money.ts';
+import type { PayoutRow, RevenueShareRow } from '../db/tables/money.ts';
 import { minorToNumber, SETTLEMENT_CURRENCY } from '../domain/money.ts';
+
+export const PAYOUT_STATUSES = ['queued', 'settled', 'failed'] as const;
 
 export const payoutOutput = z
   .object({
@@ -8,7 +10,7 @@ export const payoutOutput = z
     object: z.literal('payout'),
     livemode: z.boolean(),
     status: z
-      .enum(['queued', 'settled', 'failed'])
+      .enum(PAYOUT_STATUSES)
       .describe('queued → settled on chain, or failed (the money returned to the balance).'),
     amount: z.number().describe('Amount in the asset, major units.'),
     asset: z.string(),
@@ -47,5 +49,39 @@ export function presentPayout(row: PayoutRow): PayoutView {
     created: row.created_at.toISOString(),
     settled_at: row.settled_at?.toISOString() ?? null,
     failed_at: row.failed_at?.toISOString() ?? null,
+  };
+}
+
+export const revenueShareOutput = z
+  .object({
+    id: z.string().describe('Revenue share id (split_…).'),
+    object: z.literal('revenue_share'),
+    livemode: z.boolean(),
+    payment_id: z
+      .string()
+      .nullable()
+      .describe('The payment whose proceeds were shared, or null for an amount of the balance.'),
+    amount: z.number().describe('The total shared.'),
+    asset: z.string(),
+    reference: z.string().nullable(),
+    legs: z.array(payoutOutput).describe('One payout per recipient.'),
+    created: z.string(),
+  })
+  .describe('A split of revenue between recipients: one payout per recipient, each settled on chain.');
+
+export function presentRevenueShare(
+  row: RevenueShareRow,
+  legs: readonly PayoutRow[],
+): z.output<typeof revenueShareOutput> {
+  return {
+    id: row.id,
+    object: 'revenue_share',
+    livemode: row.livemode,
+    payment_id: row.payment_id,
+    amount: minorToNumber(row.amount_minor, SETTLEMENT_CURRENCY),
+    asset: row.asset,
+    reference: row.reference,
+    legs: legs.map(presentPayout),
+    created: row.created_at.toISOString(),
   };
 }

@@ -1,7 +1,7 @@
 import { canTransition, type PaymentStatus } from '../../domain/payment-status.ts';
 import type { Db, NewPayment, PaymentRow, PaymentsTable } from '../database.ts';
 import type { Updateable } from 'kysely';
-import { afterCursor } from '../pagination.ts';
+import { FIRST_PAGE, type Keyset, keysetOrder, keysetWhere } from '../pagination.ts';
 
 export async function insertPayment(db: Db, payment: NewPayment): Promise<PaymentRow | undefined> {
   // A repeated reference on the same account and mode is not an error here: the caller
@@ -80,8 +80,8 @@ export interface PaymentListFilter {
   reference?: string | undefined;
   createdGte?: Date | undefined;
   createdLte?: Date | undefined;
-  /** Keyset cursor: rows strictly after this one in (created_at desc, id desc) order. */
-  after?: { createdAt: Date; id: string } | undefined;
+  /** Where the page starts and which way it runs (db/pagination.ts); the first page by default. */
+  keyset?: Keyset | undefined;
   limit: number;
 }
 
@@ -95,8 +95,7 @@ export async function listPayments(db: Db, f: PaymentListFilter): Promise<Paymen
   if (f.reference) query = query.where('reference', '=', f.reference);
   if (f.createdGte) query = query.where('created_at', '>=', f.createdGte);
   if (f.createdLte) query = query.where('created_at', '<=', f.createdLte);
-  if (f.after) {
-    query = query.where(afterCursor(f.after));
-  }
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
+  const keyset = f.keyset ?? FIRST_PAGE;
+  const order = keysetOrder(keyset);
+  return query.where(keysetWhere(keyset)).orderBy('created_at', order).orderBy('id', order).limit(f.limit).execute();
 }

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { AppError } from '../src/core/errors.ts';
+import { defineTool } from '../src/core/tool.ts';
+import { listPage, pageParams } from '../src/db/pagination.ts';
+import { PAYOUT_STATUSES, payoutOutput, presentPayout } from '../src/payouts/present.ts';
+import { createdRange } from '../src/db/pagination.ts';
+
+export const listPayouts = defineTool({
+  name: 'list_payouts',
+  title: 'List payouts',
+  description:
+    "Lists this account's payouts (revenue-share legs included), newest first, with optional filters (status, reference, revenue share, creation time range). Page with starting_after = the last id while has_more is true.",
+  input: z.strictObject({
+    status: z
+      .enum(PAYOUT_STATUSES, { error: `status must be one of ${PAYOUT_STATUSES.join(', ')}` })
+      .optional()
+      .describe('Only payouts in this status.'),
+    reference: z
+      .string()
+      .max(64, 'reference must be at most 64 characters')
+      .optional()
+      .describe('Only payouts with this reference.'),
+    revenue_share: z
+      .string()
+      .max(100, 'revenue_share must be at most 100 characters')
+      .optional()
+      .describe('Only the legs of this revenue share (split_…).'),
+    ...createdRange('payout'),
+    ...pageParams('payout', 'po_…'),
+  }),
+  output: z.object({
+    object: z.literal('list'),
+    data: z.array(payoutOutput),
+    has_more: z.boolean().describe('True when more payouts follow in the direction you paged.'),
+  }),
+  effect: 'read',
+  scope: 'payments:read',
+  http: { method: 'GET', path: '/v1/payouts' },
+  errors: ['not_found'],
+  async handler(input, { db, actor }) {
+    // An id the caller names must be theirs: another account's share is the same 404 as an unknown one.
+    if (input.revenue_share !== undefined) {
+      const share = await db
+        .selectFrom('revenue_shares')
+        .select('id')
+        .where('id', '=', input.revenue_share)
+        .where('account_id', '=', actor.accountId)
+        .where('livemode', '=', actor.livemode)
+        .executeTakeFirst();
+      if (!share) {
+        throw new AppError('not_found', `No such revenue share: '${input.revenue_share}'.`, { param: 'revenue_share' });
+      }
+    }
+    const page = await listPage(db, 'payouts', actor, input, 'payout', (query) => {
+      let q = query;
+      if (input.status) q = q.where('status', '=', input.status);
+      if (input.reference) q = q.where('reference', '=', input.reference);
+      if (input.revenue_share) q = q.where('revenue_share_id', '=', input.revenue_share);
+      return q;
+    });
+    return { object: 'list' as const, data: page.data.map(presentPayout), has_more: page.has_more };
+  },
+});
