@@ -1,39 +1,39 @@
 import { parseArgs } from 'node:util';
 import { createAccount } from '../accounts/create-account.ts';
-import type { Config } from '../config/config.ts';
-import { createLogger } from '../core/logger.ts';
-import { createRuntime } from '../runtime.ts';
+import { type DatabaseCommand, parseStrict, required } from './command.ts';
+import { EXIT } from './failures.ts';
 
-export async function accountsCommand(config: Config, args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub !== 'create') {
-    console.error('Usage: plainpay accounts create --name NAME [--live] [--json]');
-    return 2;
-  }
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      name: { type: 'string' },
-      live: { type: 'boolean', default: false },
-      json: { type: 'boolean', default: false },
-    },
-  });
-  if (!values.name) {
-    console.error('--name is required: plainpay accounts create --name "Ada\'s Shop"');
-    return 2;
-  }
-  const runtime = await createRuntime(config, { logger: createLogger('warn') });
-  try {
-    const created = await createAccount(runtime.db, runtime.secretBox, { name: values.name, livemode: values.live });
-    if (values.json) {
-      console.log(JSON.stringify(created));
-    } else {
-      console.log(`Account:        ${created.account}`);
-      console.log(`API key:        ${created.api_key}   (shown once; every scope)`);
-      console.log(`Webhook secret: ${created.webhook_secret}`);
-    }
-    return 0;
-  } finally {
-    await runtime.close();
-  }
-}
+export const accountsCreate: DatabaseCommand = {
+  kind: 'database',
+  needsLatestSchema: true,
+  help: `Options:
+  --name NAME      The account's name; required.
+  --live           Make the first key a live-mode key (default: test mode).
+  --json           Print exactly {"account","api_key","webhook_secret"}, and errors as JSON on stderr.
+
+The API key (every scope) and the webhook signing secret of its mode are printed once.`,
+  parse(args) {
+    const { values } = parseStrict(() =>
+      parseArgs({
+        args,
+        options: {
+          name: { type: 'string' },
+          live: { type: 'boolean', default: false },
+          json: { type: 'boolean', default: false },
+        },
+      }),
+    );
+    const name = required(values.name, 'name', 'plainpay accounts create --name "Ada\'s Shop"');
+    return async ({ db, secretBox }, out) => {
+      const created = await createAccount(db, secretBox, { name, livemode: values.live });
+      if (values.json) {
+        out.stdout(JSON.stringify(created));
+      } else {
+        out.stdout(`Account:        ${created.account}`);
+        out.stdout(`API key:        ${created.api_key}   (shown once; every scope)`);
+        out.stdout(`Webhook secret: ${created.webhook_secret}`);
+      }
+      return EXIT.ok;
+    };
+  },
+};

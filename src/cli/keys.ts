@@ -1,72 +1,107 @@
 import { parseArgs } from 'node:util';
-import type { Config } from '../config/config.ts';
-import { createLogger } from '../core/logger.ts';
+import { AppError } from '../core/errors.ts';
+import type { Db } from '../db/database.ts';
 import { findAccount } from '../db/repositories/accounts.ts';
 import { API_KEY_SCOPES, type ApiKeyScope } from '../domain/api-key-secret.ts';
 import { issueApiKey, listAccountApiKeys, revokeAccountApiKey } from '../keys/api-keys.ts';
-import { createRuntime } from '../runtime.ts';
+import { type DatabaseCommand, parseStrict, required } from './command.ts';
+import { EXIT, UsageError } from './failures.ts';
 
-const USAGE =
-  'Usage: plainpay keys list|create|revoke --account ID [--live] [--scopes a,b] [--name N] [--id KEY_ID] [--json]';
+const account = { type: 'string' } as const;
+const json = { type: 'boolean', default: false } as const;
+const ACCOUNT_HELP = '  --account ID     The account (acct_…); required.';
+const JSON_HELP = '  --json           Print the result as JSON, and errors as JSON on stderr.';
 
-export async function keysCommand(config: Config, args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      account: { type: 'string' },
-      live: { type: 'boolean', default: false },
-      scopes: { type: 'string' },
-      name: { type: 'string' },
-      id: { type: 'string' },
-      json: { type: 'boolean', default: false },
-    },
-  });
-  if (!sub || !['list', 'create', 'revoke'].includes(sub) || !values.account) {
-    console.error(USAGE);
-    return 2;
-  }
-  const scopes = values.scopes?.split(',').map((s) => s.trim());
-  const unknown = scopes?.filter((s) => !(API_KEY_SCOPES as readonly string[]).includes(s)) ?? [];
-  if (unknown.length > 0) {
-    console.error(`Unknown scope(s): ${unknown.join(', ')}. Known scopes: ${API_KEY_SCOPES.join(', ')}.`);
-    return 2;
-  }
-  const runtime = await createRuntime(config, { logger: createLogger('warn') });
-  try {
-    if (!(await findAccount(runtime.db, values.account))) {
-      console.error(`No account '${values.account}'.`);
-      return 1;
-    }
-    if (sub === 'list') {
-      const keys = await listAccountApiKeys(runtime.db, values.account, null);
-      if (values.json) console.log(JSON.stringify(keys));
+export const keysList: DatabaseCommand = {
+  kind: 'database',
+  needsLatestSchema: true,
+  help: `Options:\n${ACCOUNT_HELP}\n${JSON_HELP}\n\nOne line per key: id, redacted secret, mode, state, scopes. Both modes are listed.`,
+  parse(args) {
+    const { values } = parseStrict(() => parseArgs({ args, options: { account, json } }));
+    const accountId = required(values.account, 'account', 'plainpay keys list --account acct_…');
+    return async ({ db }, out) => {
+      await requireAccount(db, accountId);
+      const keys = await listAccountApiKeys(db, accountId, null);
+      if (values.json) out.stdout(JSON.stringify(keys));
       else
         for (const k of keys)
-          console.log(
-            `${k.id}  ${k.redacted}  ${k.livemode ? 'live' : 'test'}  ${k.revoked ? 'revoked' : 'active'}  ${k.scopes.join(',')}`,
+          out.stdout(
+            `${k.id}  ${k.redacted}  ${k.livemode ? 'live' : 'test'}  ${k.revoked_at ? 'revoked' : 'active'}  ${k.scopes.join(',')}`,
           );
-      return 0;
-    }
-    if (sub === 'create') {
-      const key = await issueApiKey(runtime.db, {
-        accountId: values.account,
-        livemode: values.live,
-        scopes: scopes as ApiKeyScope[] | undefined,
-        name: values.name ?? null,
-      });
-      console.log(values.json ? JSON.stringify(key) : `${key.id}  ${key.secret}   (shown once)`);
-      return 0;
-    }
-    if (!values.id) {
-      console.error('--id is required for revoke');
-      return 2;
-    }
-    // The operator at the CLI is trusted: no managing key to check.
-    const revoked = await revokeAccountApiKey(runtime.db, values.account, values.id, runtime.clock.now(), null);
-    console.log(values.json ? JSON.stringify(revoked) : `Revoked ${revoked.id} (${revoked.redacted}).`);
-    return 0;
-  } finally {
-    await runtime.close();
+      return EXIT.ok;
+    };
+  },
+};
+
+export const keysCreate: DatabaseCommand = {
+  kind: 'database',
+  needsLatestSchema: true,
+  help: `Options:
+${ACCOUNT_HELP}
+  --live           A live-mode key (default: test mode).
+  --scopes a,b     The key's scopes (default: every scope): ${API_KEY_SCOPES.join(', ')}.
+  --name N         A name to tell the key apart.
+${JSON_HELP}`,
+  parse(args) {
+    const { values } = parseStrict(() =>
+      parseArgs({
+        args,
+        options: {
+          account,
+          live: { type: 'boolean', default: false },
+          scopes: { type: 'string' },
+          name: { type: 'string' },
+          json,
+        },
+      }),
+    );
+    const accountId = required(values.account, 'account', 'plainpay keys create --account acct_…');
+    const scopes = values.scopes === undefined ? undefined : parseScopes(values.scopes);
+    return async ({ db }, out) => {
+      await requireAccount(db, accountId);
+      const key = await issueApiKey(db, { accountId, livemode: values.live, scopes, name: values.name ?? null });
+      out.stdout(values.json ? JSON.stringify(key) : `${key.id}  ${key.secret}   (shown once)`);
+      return EXIT.ok;
+    };
+  },
+};
+
+export const keysRevoke: DatabaseCommand = {
+  kind: 'database',
+  needsLatestSchema: true,
+  help: `Options:
+${ACCOUNT_HELP}
+  --id KEY_ID      The key to revoke (key_…, as \`plainpay keys list\` shows); required.
+${JSON_HELP}
+
+Works while \`plainpay serve\` runs: requests with the key are refused from the next one on.`,
+  parse(args) {
+    const { values } = parseStrict(() => parseArgs({ args, options: { account, id: { type: 'string' }, json } }));
+    const accountId = required(values.account, 'account', 'plainpay keys revoke --account acct_… --id key_…');
+    const keyId = required(values.id, 'id', 'plainpay keys revoke --account acct_… --id key_…');
+    return async ({ db, clock }, out) => {
+      await requireAccount(db, accountId);
+      // The operator at the CLI is trusted: no managing key to check.
+      const revoked = await revokeAccountApiKey(db, accountId, keyId, clock.now(), null);
+      out.stdout(values.json ? JSON.stringify(revoked) : `Revoked ${revoked.id} (${revoked.redacted}).`);
+      return EXIT.ok;
+    };
+  },
+};
+
+function parseScopes(text: string): ApiKeyScope[] {
+  const scopes = text.split(',').map((s) => s.trim());
+  const unknown = scopes.filter((s) => !(API_KEY_SCOPES as readonly string[]).includes(s));
+  if (unknown.length > 0) {
+    throw new UsageError(`Unknown scope(s): ${unknown.join(', ')}. Known scopes: ${API_KEY_SCOPES.join(', ')}.`, {
+      param: 'scopes',
+    });
+  }
+  return scopes as ApiKeyScope[];
+}
+
+async function requireAccount(db: Db, accountId: string): Promise<void> {
+  if (!(await findAccount(db, accountId))) {
+    throw new AppError('not_found', `No account '${accountId}'.`, { param: 'account' });
   }
 }

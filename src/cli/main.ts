@@ -1,62 +1,79 @@
-import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config/config.ts';
+import { readFileSync } from 'node:fs';
+import { loadConfig } from '../config/config.ts';
+import { type AdminContext, type CliCommand, type CliOutput, hasFlag, processOutput } from './command.ts';
+import { type CommandEntry, commandHelp, commandUsage, resolveCommand } from './commands.ts';
+import { EXIT, reportFailure, UsageError } from './failures.ts';
 
-// Commands are imported when used: `plainpay mcp` (a small client) then starts without loading the
-// whole service (chain, agent, HTTP), which a desktop assistant notices as start-up delay.
+// Commands are imported when used (commands.ts): `plainpay mcp` (a small client) then starts without
+// loading the whole service (chain, agent, HTTP), which a desktop assistant notices as start-up delay.
 
-const USAGE = `plainpay — local-currency payments settled on-chain, with an AI agent under policy
+/** Runs one CLI command line in this process and returns the process exit code. */
+export async function runCli(argv: string[], out: CliOutput = processOutput): Promise<number> {
+  if (argv[0] === '--version' || argv[0] === '-v') {
+    out.stdout(packageVersion());
+    return EXIT.ok;
+  }
+  return runCommandLine(argv, out, async (command, args) => {
+    switch (command.kind) {
+      case 'client':
+        return command.parse(args)(process.env, out);
+      case 'service': {
+        const work = command.parse(args);
+        return work(loadConfig(), out);
+      }
+      case 'database': {
+        const work = command.parse(args);
+        const config = loadConfig();
+        const { runOnDatabase } = await import('./database-access.ts');
+        return runOnDatabase(config, command, work, argv, out);
+      }
+    }
+  });
+}
 
-Usage:
-  plainpay serve [--role all|api|checkout|worker]   run the service (default: all roles in one process)
-  plainpay migrate                                  apply database migrations
-  plainpay accounts create --name NAME [--live] [--json]
-  plainpay keys list --account ID [--json]
-  plainpay keys create --account ID [--live] [--scopes a,b] [--name N] [--json]
-  plainpay keys revoke --account ID --id KEY_ID
-  plainpay audit verify [--json]                    check the action log's hash chain
-  plainpay mcp [--url URL]                          MCP over stdio for desktop assistants (key: PLAINPAY_API_KEY)
+/**
+ * Runs a command line that a CLI forwarded to `plainpay serve` (cli/admin-socket.ts), on serve's
+ * open database: the same resolution, help, work and error reporting as runCli. Only database
+ * commands run there.
+ */
+export function runForwardedCommand(argv: string[], context: AdminContext, out: CliOutput): Promise<number> {
+  return runCommandLine(argv, out, async (command, args, entry) => {
+    if (command.kind !== 'database') {
+      throw new UsageError(`'plainpay ${entry.path.join(' ')}' does not run inside the service.`);
+    }
+    return command.parse(args)(context, out);
+  });
+}
 
-Configuration comes from environment variables: see docs/configuration.md.`;
-
-/** Runs one CLI command and returns the process exit code. */
-export async function runCli(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (!command || command === 'help' || command === '--help' || command === '-h') {
-    console.log(USAGE);
-    return command ? 0 : 2;
+async function runCommandLine(
+  argv: string[],
+  out: CliOutput,
+  run: (command: CliCommand, args: string[], entry: CommandEntry) => Promise<number>,
+): Promise<number> {
+  const json = hasFlag(argv, '--json');
+  const resolved = resolveCommand(argv);
+  if (resolved.kind === 'help') {
+    out.stdout(resolved.text);
+    return EXIT.ok;
+  }
+  if (resolved.kind === 'unknown') {
+    return reportFailure(new UsageError(resolved.message), { json, usage: resolved.usage }, out);
   }
   try {
-    // A client-side bridge: it needs no service configuration (see cli/mcp.ts).
-    if (command === 'mcp') return await (await import('./mcp.ts')).mcpCommand(rest, process.env);
-    const config = loadConfig();
-    switch (command) {
-      case 'serve':
-        return await (await import('./serve.ts')).serveCommand(
-          config,
-          parseArgs({ args: rest, options: { role: { type: 'string', default: 'all' } } }).values,
-        );
-      case 'migrate':
-        return await (await import('./migrate.ts')).migrateCommand(config);
-      case 'accounts':
-        return await (await import('./accounts.ts')).accountsCommand(config, rest);
-      case 'keys':
-        return await (await import('./keys.ts')).keysCommand(config, rest);
-      case 'audit':
-        return await (await import('./audit.ts')).auditCommand(config, rest);
-      default:
-        console.error(`Unknown command '${command}'.\n\n${USAGE}`);
-        return 2;
+    const command = await resolved.entry.load();
+    if (resolved.help) {
+      out.stdout(commandHelp(resolved.entry, command));
+      return EXIT.ok;
     }
+    return await run(command, resolved.args, resolved.entry);
   } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      return 78; // EX_CONFIG
-    }
-    if (error instanceof TypeError && (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
-      console.error(`${error.message}\n\n${USAGE}`);
-      return 2;
-    }
-    console.error(error instanceof Error ? error.message : String(error));
-    return 1;
+    return reportFailure(error, { json, usage: commandUsage(resolved.entry) }, out);
   }
+}
+
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return manifest.version;
 }

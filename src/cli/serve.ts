@@ -1,11 +1,16 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { type CreatedAccount, createAccount } from '../accounts/create-account.ts';
 import type { Config } from '../config/config.ts';
 import { countAccounts } from '../db/repositories/accounts.ts';
 import { createRuntime, type Runtime } from '../runtime.ts';
 import { startWorkers } from '../workers.ts';
+import { type AdminSocket, startAdminSocket } from './admin-socket.ts';
+import { type CliOutput, parseStrict, type ServiceCommand } from './command.ts';
+import { EXIT, UsageError } from './failures.ts';
+import { runForwardedCommand } from './main.ts';
 
 const ROLES = ['all', 'api', 'checkout', 'worker'] as const;
 type Role = (typeof ROLES)[number];
@@ -14,13 +19,26 @@ type Role = (typeof ROLES)[number];
  * `plainpay serve`: the API host, the checkout host and the workers in one process by default;
  * `--role` runs one of them so that N API instances and M workers can share one Postgres.
  */
-export async function serveCommand(config: Config, options: { role?: string }): Promise<number> {
-  const role = (options.role ?? 'all') as Role;
-  if (!ROLES.includes(role)) {
-    console.error(`--role must be one of ${ROLES.join(', ')}`);
-    return 2;
-  }
-  const stopRequested = stopSignal();
+export const serve: ServiceCommand = {
+  kind: 'service',
+  help: `Options:
+  --role ROLE      all (default), api, checkout or worker: run one role, so that several API
+                   instances and workers can share one Postgres (DATABASE_URL).
+
+Migrations are applied at start. On the embedded database (no DATABASE_URL), the CLI's database
+commands (migrate, accounts, keys, audit) run inside this process while it runs, through the
+admin socket <PLAINPAY_DATA_DIR>/pgdata.sock. SIGINT or SIGTERM stops it gracefully.`,
+  parse(args) {
+    const { values } = parseStrict(() => parseArgs({ args, options: { role: { type: 'string', default: 'all' } } }));
+    if (!(ROLES as readonly string[]).includes(values.role)) {
+      throw new UsageError(`--role must be one of ${ROLES.join(', ')}.`, { param: 'role' });
+    }
+    return (config, out) => serveRole(config, values.role as Role, out);
+  },
+};
+
+async function serveRole(config: Config, role: Role, out: CliOutput): Promise<number> {
+  const stopRequested = stopSignal(out);
   let runtime: Runtime;
   try {
     runtime = await createRuntime(config);
@@ -29,9 +47,18 @@ export async function serveCommand(config: Config, options: { role?: string }): 
     throw error;
   }
   const servers: FastifyInstance[] = [];
+  let adminSocket: AdminSocket | undefined;
   let stopWorkers: (() => Promise<void>) | undefined;
   try {
     const demo = role === 'all' || role === 'api' ? await ensureDemoAccount(runtime) : undefined;
+    // Only the embedded database needs it: on Postgres (runtime.dbKind) the CLI connects itself.
+    if (config.database.kind === 'pglite') {
+      adminSocket = await startAdminSocket(
+        config.database.dataDir,
+        (argv, forwardedOut) => runForwardedCommand(argv, runtime, forwardedOut),
+        runtime.logger,
+      );
+    }
     if (role === 'all' || role === 'api') {
       // Imported per role: a worker process never loads the HTTP hosts (faster restarts).
       const { buildApp } = await import('../http/app.ts');
@@ -45,30 +72,40 @@ export async function serveCommand(config: Config, options: { role?: string }): 
       await checkout.listen({ port: config.checkoutPort, host: config.host });
       servers.push(checkout);
     }
+    if (role === 'worker' && config.metricsToken !== undefined) {
+      const { buildWorkerMetricsApp } = await import('../metrics/worker-app.ts');
+      const metrics = await buildWorkerMetricsApp(runtime);
+      await metrics.listen({ port: config.port, host: config.host });
+      servers.push(metrics);
+    }
+    // Last: a failure above must not leave workers running that nothing stops.
     if (role === 'all' || role === 'worker') stopWorkers = startWorkers(runtime);
 
-    console.log(`plainpay is running (role: ${role}, database: ${runtime.dbKind})`);
-    if (role === 'all' || role === 'api') console.log(`  API:      ${config.publicBaseUrl}`);
-    if (role === 'all' || role === 'checkout') console.log(`  Checkout: ${config.checkoutBaseUrl}`);
+    out.stdout(`plainpay is running (role: ${role}, database: ${runtime.dbKind})`);
+    if (role === 'all' || role === 'api') out.stdout(`  API:      ${config.publicBaseUrl}`);
+    if (role === 'all' || role === 'checkout') out.stdout(`  Checkout: ${config.checkoutBaseUrl}`);
+    if (role === 'worker' && config.metricsToken !== undefined)
+      out.stdout(`  Metrics:  http://${config.host}:${config.port}/metrics (METRICS_TOKEN)`);
+    if (adminSocket) out.stdout(`  CLI:      ${adminSocket.path} (plainpay commands run here while this runs)`);
     if (demo) {
-      console.log(`  Demo account: ${demo.account} (test mode)`);
-      console.log(`  Demo key:     ${demo.api_key}`);
-      console.log(`  Try: curl -H "Authorization: Bearer ${demo.api_key}" ${config.publicBaseUrl}/v1/ping`);
+      out.stdout(`  Demo account: ${demo.account} (test mode)`);
+      out.stdout(`  Demo key:     ${demo.api_key}`);
+      out.stdout(`  Try: curl -H "Authorization: Bearer ${demo.api_key}" ${config.publicBaseUrl}/v1/ping`);
     }
   } catch (error) {
-    await Promise.allSettled(servers.map((s) => s.close()));
+    await Promise.allSettled([...servers.map((s) => s.close()), adminSocket?.close()]);
     await runtime.close();
     stopRequested.dispose();
     throw error;
   }
 
   await stopRequested.promise;
-  // Graceful: stop taking requests, let in-flight work finish, then close the database.
-  await Promise.allSettled(servers.map((s) => s.close()));
+  // Graceful: stop taking requests and CLI commands, let in-flight work finish, then close the database.
+  await Promise.allSettled([...servers.map((s) => s.close()), adminSocket?.close()]);
   await stopWorkers?.();
   await runtime.close();
   stopRequested.dispose();
-  return 0;
+  return EXIT.ok;
 }
 
 /**
@@ -77,7 +114,7 @@ export async function serveCommand(config: Config, options: { role?: string }): 
  * the stop is done: a second signal (Ctrl-C reaches node both from the terminal and through npm)
  * must not fall back to the default action and cut in-flight work, leaving PGlite unclosed.
  */
-function stopSignal(): { promise: Promise<void>; dispose(): void } {
+function stopSignal(out: CliOutput): { promise: Promise<void>; dispose(): void } {
   let requested = false;
   let resolve!: () => void;
   const promise = new Promise<void>((r) => {
@@ -85,7 +122,7 @@ function stopSignal(): { promise: Promise<void>; dispose(): void } {
   });
   const onSignal = (signal: NodeJS.Signals): void => {
     if (requested) {
-      console.error(`${signal}: already stopping, letting in-flight work finish.`);
+      out.stderr(`${signal}: already stopping, letting in-flight work finish.`);
       return;
     }
     requested = true;
