@@ -1,0 +1,364 @@
+// The service's Prometheus metrics: their names and meanings (docs/operations.md, "Metrics"), the
+// registry an API app serves at GET /metrics (plugin.ts), and the reads that fill the gauges at
+// scrape time. Never prom-client's global registry: tests build several apps in one process, and a
+// name registered twice in one registry throws.
+
+import { performance } from 'node:perf_hooks';
+import { type Kysely, sql, type Transaction } from 'kysely';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { formatEther, formatUnits } from 'viem';
+import { type ChainConnection, readTreasuryBalance } from '../chain/chain.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Logger } from '../core/logger.ts';
+import type { Database, PaymentRow } from '../db/database.ts';
+import type { AgentRunStatus } from '../db/tables/money.ts';
+import type { TransferStatus } from '../db/tables/settlement.ts';
+
+/** An API's latencies, 5 ms to 10 s. */
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** 2 s is the instant schedule's p95 target (DESIGN.md 7): a bucket edge there keeps that quantile exact. */
+const SETTLEMENT_BUCKETS = [0.5, 1, 2, 3, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
+
+export type AgentRunOutcome = Exclude<AgentRunStatus, 'running'>;
+const AGENT_RUN_OUTCOMES = Object.keys({
+  completed: true,
+  confirmation_required: true,
+  rejected: true,
+  failed: true,
+} satisfies Record<AgentRunOutcome, true>);
+
+// ---------------------------------------------------------------------------------------------------
+// Per process: what happens in this process wherever it happens (a payment its settlement worker
+// settled, an agent run it finished) and the Node process itself. Module-level, so that the
+// settlement code and the agent record with one call and no handle; registered into every app's
+// registry. A production process runs one runtime; tests that build several in one process see one
+// another's counts here.
+
+const paidToSettledSeconds = new Histogram({
+  name: 'plainpay_payment_paid_to_settled_seconds',
+  help: 'Time from a payment being paid (paid_at) to it being settled (settled_at), observed by the process that settled it, by livemode.',
+  labelNames: ['livemode'] as const,
+  buckets: SETTLEMENT_BUCKETS,
+  registers: [],
+});
+for (const livemode of ['true', 'false']) paidToSettledSeconds.zero({ livemode });
+
+const agentRunsTotal = new Counter({
+  name: 'plainpay_agent_runs_total',
+  help: 'Agent runs (POST /agent/settle) that ended, by outcome: completed, confirmation_required, rejected or failed.',
+  labelNames: ['outcome'] as const,
+  registers: [],
+});
+for (const outcome of AGENT_RUN_OUTCOMES) agentRunsTotal.inc({ outcome }, 0);
+
+let processRegistry: Registry | undefined;
+
+/** Made on first use: the default metrics start an event-loop monitor and a GC observer, once. */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry, prefix: 'plainpay_' });
+    processRegistry.registerMetric(paidToSettledSeconds);
+    processRegistry.registerMetric(agentRunsTotal);
+  }
+  return processRegistry;
+}
+
+/**
+ * Called where a payment becomes settled, inside the transaction that settles it: a transaction
+ * that then rolls back leaves one extra observation, and the payment is observed again when it
+ * does settle.
+ */
+export function recordPaymentSettled(payment: Pick<PaymentRow, 'livemode' | 'paid_at' | 'settled_at'>): void {
+  if (!payment.paid_at || !payment.settled_at) return;
+  const seconds = (payment.settled_at.getTime() - payment.paid_at.getTime()) / 1000;
+  paidToSettledSeconds.observe({ livemode: String(payment.livemode) }, Math.max(0, seconds));
+}
+
+/** Called once per run, after its end is committed. */
+export function recordAgentRunFinished(outcome: AgentRunOutcome): void {
+  agentRunsTotal.inc({ outcome });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Per app: requests, and gauges read at scrape time from the database and the chain, which every
+// process sharing the database reports alike.
+
+export interface MetricSources {
+  db: Kysely<Database>;
+  clock: Clock;
+  logger: Logger;
+  chain(): Promise<ChainConnection>;
+}
+
+export interface CollectOptions {
+  /** Longest a scrape waits for one database read; Postgres also cancels the statement then. */
+  queryTimeoutMs: number;
+  /** Longest a scrape waits for the chain (connecting included). */
+  chainTimeoutMs: number;
+  /** Balances are read from the node at most this often; scrapes in between reuse them. */
+  chainCacheMs: number;
+}
+
+const DEFAULT_COLLECT_OPTIONS: CollectOptions = { queryTimeoutMs: 2_000, chainTimeoutMs: 3_000, chainCacheMs: 10_000 };
+
+export interface ServiceMetrics {
+  registry: Registry;
+  /** One request: its route pattern ('unmatched' when no route matched), status and seconds taken. */
+  observeRequest(method: string, route: string, statusCode: number, seconds: number): void;
+}
+
+type CollectorName = 'transfer_queue' | 'webhook_queue' | 'confirmations' | 'chain';
+const COLLECTORS: readonly CollectorName[] = ['transfer_queue', 'webhook_queue', 'confirmations', 'chain'];
+const OPEN_TRANSFER_STATUSES = ['queued', 'batched', 'sent'] as const satisfies readonly TransferStatus[];
+
+export function createServiceMetrics(sources: MetricSources, options: Partial<CollectOptions> = {}): ServiceMetrics {
+  const opts = { ...DEFAULT_COLLECT_OPTIONS, ...options };
+  const { clock, logger } = sources;
+  const own = new Registry();
+
+  const httpRequestSeconds = new Histogram({
+    name: 'plainpay_http_request_duration_seconds',
+    help: 'API requests by method, route pattern (unmatched: no route matched) and status code, and the seconds from arrival to response.',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: HTTP_BUCKETS,
+    registers: [own],
+  });
+
+  // The gauges below are filled at scrape time by the collectors further down (`refresh`).
+  const transferDepth = new Gauge({
+    name: 'plainpay_transfer_queue_depth',
+    help: 'On-chain transfers not yet confirmed, by status: queued (waiting for a batch), batched (in a planned batch), sent (broadcast, waiting for confirmations).',
+    labelNames: ['status'] as const,
+    registers: [own],
+    collect: () => refresh.transfer_queue(),
+  });
+  const transferOldest = new Gauge({
+    name: 'plainpay_transfer_queue_oldest_age_seconds',
+    help: 'Age of the oldest unconfirmed transfer in each status, since it was queued; 0 when there is none.',
+    labelNames: ['status'] as const,
+    registers: [own],
+    collect: () => refresh.transfer_queue(),
+  });
+  const webhookDepth = new Gauge({
+    name: 'plainpay_webhook_queue_depth',
+    help: 'Webhook deliveries neither delivered nor given up, by state: due (may be attempted now) or waiting (backing off before a retry, or an attempt in flight).',
+    labelNames: ['state'] as const,
+    registers: [own],
+    collect: () => refresh.webhook_queue(),
+  });
+  const webhookOldest = new Gauge({
+    name: 'plainpay_webhook_queue_oldest_age_seconds',
+    help: 'Age of the oldest pending webhook delivery, since its event was written; 0 when there is none.',
+    registers: [own],
+    collect: () => refresh.webhook_queue(),
+  });
+  const confirmationsWaiting = new Gauge({
+    name: 'plainpay_confirmations_waiting',
+    help: 'Actions the policy held for a human that are neither approved, rejected nor lapsed.',
+    registers: [own],
+    collect: () => refresh.confirmations(),
+  });
+  const confirmationsOldest = new Gauge({
+    name: 'plainpay_confirmations_oldest_waiting_age_seconds',
+    help: 'Age of the oldest held action still waiting for a human; 0 when there is none.',
+    registers: [own],
+    collect: () => refresh.confirmations(),
+  });
+  const relayerGasEther = new Gauge({
+    name: 'plainpay_relayer_gas_balance_ether',
+    help: 'Native balance of the relayer account that pays settlement gas, in ether (1e18 wei). Read from the node at most every few seconds.',
+    registers: [own],
+    collect: () => refresh.chain(),
+  });
+  const treasuryUsdc = new Gauge({
+    name: 'plainpay_treasury_balance_usdc',
+    help: 'Settlement stablecoin held by the treasury (the batch contract), in whole tokens (6 decimals). Read from the node at most every few seconds.',
+    registers: [own],
+    collect: () => refresh.chain(),
+  });
+  const collectErrors = new Counter({
+    name: 'plainpay_metrics_collect_errors_total',
+    help: 'Scrape-time reads that failed or timed out, by collector; their gauges read NaN in that scrape.',
+    labelNames: ['collector'] as const,
+    registers: [own],
+    // Waits for this scrape's reads, so that a failure shows in the scrape it happened in.
+    collect: async () => {
+      await Promise.all(COLLECTORS.map((name) => refresh[name]()));
+    },
+  });
+  for (const collector of COLLECTORS) collectErrors.inc({ collector }, 0);
+
+  /**
+   * One read per collector and scrape: prom-client runs every metric's collect() at once, and the
+   * gauges a read fills share the read in flight. A read that fails or outlasts its timeout sets
+   * its gauges to NaN (unknown, rather than a plausible 0) and is counted; the scrape still answers.
+   */
+  function collector<T>(
+    name: CollectorName,
+    timeoutMs: number,
+    read: () => Promise<T>,
+    /** Sets the gauges from what was read, or to NaN when given undefined (the read failed). */
+    apply: (value: T | undefined) => void,
+  ): () => Promise<void> {
+    let running: Promise<void> | undefined;
+    return () => {
+      running ??= withTimeout(read(), timeoutMs, `the ${name} read`)
+        .then(apply, (error: unknown) => {
+          apply(undefined);
+          collectErrors.inc({ collector: name });
+          logger.warn({ err: error, collector: name }, 'metrics collection failed');
+        })
+        .finally(() => {
+          running = undefined;
+        });
+      return running;
+    };
+  }
+
+  const { queryTimeoutMs: queryMs } = opts;
+  const refresh: Record<CollectorName, () => Promise<void>> = {
+    transfer_queue: collector(
+      'transfer_queue',
+      queryMs,
+      () => readTransferQueue(sources, queryMs),
+      (rows) => {
+        for (const status of OPEN_TRANSFER_STATUSES) {
+          const row = rows?.find((r) => r.status === status);
+          transferDepth.set({ status }, rows ? Number(row?.depth ?? 0) : Number.NaN);
+          transferOldest.set({ status }, rows ? Number(row?.oldest_seconds ?? 0) : Number.NaN);
+        }
+      },
+    ),
+    webhook_queue: collector(
+      'webhook_queue',
+      queryMs,
+      () => readWebhookQueue(sources, queryMs),
+      (row) => {
+        webhookDepth.set({ state: 'due' }, row ? Number(row.due) : Number.NaN);
+        webhookDepth.set({ state: 'waiting' }, row ? Number(row.waiting) : Number.NaN);
+        webhookOldest.set(row ? ageSeconds(clock.now().getTime(), row.oldest) : Number.NaN);
+      },
+    ),
+    confirmations: collector(
+      'confirmations',
+      queryMs,
+      () => readConfirmations(sources, queryMs),
+      (row) => {
+        confirmationsWaiting.set(row ? Number(row.waiting) : Number.NaN);
+        confirmationsOldest.set(row ? ageSeconds(clock.now().getTime(), row.oldest) : Number.NaN);
+      },
+    ),
+    chain: collector('chain', opts.chainTimeoutMs, cachedBalances(sources, opts.chainCacheMs), (balances) => {
+      relayerGasEther.set(balances?.gasEther ?? Number.NaN);
+      treasuryUsdc.set(balances?.treasuryUsdc ?? Number.NaN);
+    }),
+  };
+
+  return {
+    registry: Registry.merge([processMetrics(), own]),
+    observeRequest(method, route, statusCode, seconds) {
+      httpRequestSeconds.observe({ method, route, status_code: statusCode }, seconds);
+    },
+  };
+}
+
+// The scrape-time reads. Each walks a partial index of the open rows (migrations 003 and 004) or a
+// small set (confirmations waiting for a human), so its cost follows the backlog, not the history.
+
+/** Runs `read` in a transaction whose statements Postgres cancels after `timeoutMs`. */
+function boundedRead<T>(
+  db: Kysely<Database>,
+  timeoutMs: number,
+  read: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await sql`select set_config('statement_timeout', ${String(timeoutMs)}, true)`.execute(trx);
+    return read(trx);
+  });
+}
+
+function readTransferQueue({ db }: MetricSources, timeoutMs: number) {
+  return boundedRead(db, timeoutMs, (trx) =>
+    trx
+      .selectFrom('transfers')
+      // Transfers are stamped by the database's clock (created_at default now()), so their age is
+      // taken on it too; deliveries and confirmations below carry the runtime's clock.
+      .select((eb) => [
+        'status',
+        eb.fn.countAll().as('depth'),
+        sql<string | number>`greatest(0, extract(epoch from now() - min(created_at)))`.as('oldest_seconds'),
+      ])
+      .where('status', 'in', OPEN_TRANSFER_STATUSES)
+      .groupBy('status')
+      .execute(),
+  );
+}
+
+function readWebhookQueue({ db, clock }: MetricSources, timeoutMs: number) {
+  const now = clock.now();
+  return boundedRead(db, timeoutMs, (trx) =>
+    trx
+      .selectFrom('event_deliveries')
+      .select((eb) => [
+        eb.fn.countAll().filterWhere('next_attempt_at', '<=', now).as('due'),
+        eb.fn.countAll().filterWhere('next_attempt_at', '>', now).as('waiting'),
+        eb.fn.min('created_at').as('oldest'),
+      ])
+      .where('status', '=', 'pending')
+      .executeTakeFirstOrThrow(),
+  );
+}
+
+function readConfirmations({ db, clock }: MetricSources, timeoutMs: number) {
+  const now = clock.now();
+  // A lapsed confirmation stays 'pending' in its row until the expiry job marks it expired: the
+  // expiry filter leaves those out in between.
+  return boundedRead(db, timeoutMs, (trx) =>
+    trx
+      .selectFrom('confirmations')
+      .select((eb) => [eb.fn.countAll().as('waiting'), eb.fn.min('created_at').as('oldest')])
+      .where('status', '=', 'pending')
+      .where('expires_at', '>', now)
+      .executeTakeFirstOrThrow(),
+  );
+}
+
+interface Balances {
+  /** performance.now() of the read. */
+  readAt: number;
+  gasEther: number;
+  treasuryUsdc: number;
+}
+
+/** Reads the relayer's gas and the treasury from the node, reusing a read younger than `cacheMs`. */
+function cachedBalances({ chain }: MetricSources, cacheMs: number): () => Promise<Balances> {
+  let last: Balances | undefined;
+  return async () => {
+    if (last && performance.now() - last.readAt < cacheMs) return last;
+    const conn = await chain();
+    const [gasWei, treasury] = await Promise.all([
+      conn.publicClient.getBalance({ address: conn.relayer.address }),
+      readTreasuryBalance(conn),
+    ]);
+    last = {
+      readAt: performance.now(),
+      gasEther: Number(formatEther(gasWei)),
+      treasuryUsdc: Number(formatUnits(treasury, conn.tokenDecimals)),
+    };
+    return last;
+  };
+}
+
+/** Seconds since `oldest` (0 when there is none; never negative when another instance's clock runs ahead). */
+function ageSeconds(nowMs: number, oldest: Date | null | undefined): number {
+  return oldest ? Math.max(0, (nowMs - oldest.getTime()) / 1000) : 0;
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,60 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyPluginAsync } from 'fastify';
+import { AppError } from '../core/errors.ts';
+import type { Runtime } from '../runtime.ts';
+import { createServiceMetrics } from './metrics.ts';
+
+export const METRICS_PATH = '/metrics';
+
+/**
+ * GET /metrics for operators, and the request metrics of every route of the app. Without
+ * METRICS_TOKEN it adds nothing: /metrics is an unknown URL (404) and requests cost nothing extra.
+ * With it, a scrape must present the token as a bearer; it has no API key, so no per-key rate limit.
+ */
+export function metricsPlugin(runtime: Runtime): FastifyPluginAsync {
+  const plugin: FastifyPluginAsync = async (app) => {
+    const token = runtime.config.metricsToken;
+    if (token === undefined) return;
+    const expected = sha256(token);
+    const metrics = createServiceMetrics(runtime);
+
+    // Callback style, no async: one histogram observe is all a request pays for.
+    app.addHook('onResponse', (request, reply, done) => {
+      const route = request.routeOptions.url;
+      if (route !== METRICS_PATH) {
+        metrics.observeRequest(request.method, route ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+      }
+      done();
+    });
+
+    app.get(METRICS_PATH, async (request, reply) => {
+      checkOperatorToken(request.headers.authorization, expected);
+      const body = await metrics.registry.metrics();
+      return reply.header('Cache-Control', 'no-store').type(metrics.registry.contentType).send(body);
+    });
+  };
+  // What fastify-plugin does: the plugin's hook then applies to every route of the app, not only to
+  // the routes inside this plugin.
+  return Object.assign(plugin, { [Symbol.for('skip-override')]: true });
+}
+
+function checkOperatorToken(header: string | undefined, expected: Buffer): void {
+  const presented = /^Bearer +(\S+)$/i.exec(header ?? '')?.[1];
+  if (presented === undefined) {
+    throw new AppError(
+      'authentication_required',
+      'GET /metrics needs the operator token: send "Authorization: Bearer <METRICS_TOKEN>".',
+      { headers: { 'WWW-Authenticate': 'Bearer realm="plainpay-metrics"' } },
+    );
+  }
+  // Digests of equal length: the comparison takes the same time whatever was sent.
+  if (!timingSafeEqual(sha256(presented), expected)) {
+    throw new AppError('authentication_failed', 'The metrics token is not valid.', {
+      headers: { 'WWW-Authenticate': 'Bearer realm="plainpay-metrics", error="invalid_token"' },
+    });
+  }
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}

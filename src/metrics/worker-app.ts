@@ -1,0 +1,16 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { handleFrameworkError, registerErrorHandling } from '../http/plugins/errors.ts';
+import type { Runtime } from '../runtime.ts';
+import { metricsPlugin } from './plugin.ts';
+
+/**
+ * GET /metrics for a `serve --role worker` process, on PORT (a worker serves nothing else there).
+ * Its settlement worker is what fills the paid → settled histogram: without this listener a
+ * deployment that runs workers apart from the API would never expose it.
+ */
+export async function buildWorkerMetricsApp(runtime: Runtime): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false, frameworkErrors: handleFrameworkError });
+  registerErrorHandling(app);
+  await app.register(metricsPlugin(runtime));
+  return app;
+}
