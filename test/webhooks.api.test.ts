@@ -202,7 +202,13 @@ describe('events API', () => {
 
   beforeAll(async () => {
     merchant = await testAccount(runtime);
-    for (const type of ['payment.paid', 'payment.settled', 'payment.paid', 'payment.expired', 'payment.paid']) {
+    for (const type of [
+      'payment.paid',
+      'payment.settled',
+      'payment.paid',
+      'payment.expired',
+      'payment.paid',
+    ] as const) {
       ids.push((await writeEvent(runtime, { accountId: merchant.accountId, type, webhookUrl: null })).id);
       runtime.clock.advance(1000);
     }
@@ -293,9 +299,11 @@ describe('events API', () => {
         event_id: event.id,
         attempt: 1,
         trigger: 'automatic',
+        endpoint_id: null,
         url: receiver.url,
         status: 'succeeded',
         created: expect.any(String),
+        finished_at: expect.any(String),
         finished: expect.any(String),
         response_status: 200,
         latency_ms: expect.any(Number),

@@ -360,7 +360,7 @@ describe('leases and crashes', () => {
     // The slow one fails late: it must not reschedule what the fresh attempt holds.
     await recordAttemptResult(runtime.db, {
       attemptId: slow.attemptId,
-      eventId: event.id,
+      deliveryId: slow.deliveryId,
       finishedAt,
       outcome: 'failed',
       responseStatus: 500,
@@ -373,7 +373,7 @@ describe('leases and crashes', () => {
     expect((await deliveryRow(event.id)).leased_attempt_id).toBe(fresh.attemptId);
     await recordAttemptResult(runtime.db, {
       attemptId: fresh.attemptId,
-      eventId: event.id,
+      deliveryId: fresh.deliveryId,
       finishedAt,
       outcome: 'succeeded',
       responseStatus: 200,

@@ -192,6 +192,24 @@ describe('a full payment flow verified by standardwebhooks and svix receivers', 
     }
   });
 
+  it('metadata arrives in payment.settled exactly as the caller wrote it', async () => {
+    const exact = '{"f":12345678901234567890,"a":-0,"b":1,"1":2}';
+    const created = await app.inject({
+      method: 'POST',
+      url: '/v1/payments',
+      headers: { ...bearer(merchant.apiKey), 'content-type': 'application/json' },
+      payload: `{"amount":5000,"currency":"NGN","redirect_url":"https://shop.example/thanks","webhook_url":"${svix.url}","metadata":${exact}}`,
+    });
+    expect(created.statusCode, created.body).toBe(200);
+    const id = created.json().id as string;
+    expect((await payPayment(app, merchant.apiKey, id)).statusCode).toBe(200);
+    await allDelivered(id, types);
+    const settled = svix.captured.find((c) => c.payload?.type === 'payment.settled' && c.body.includes(id));
+    expect(settled?.verified).toBe(true);
+    // Twice: at the top of data (the seed's place) and inside the payment object.
+    expect(settled!.body.split(`"metadata":${exact}`)).toHaveLength(3);
+  });
+
   it('a tampered body, a 10-minute-old timestamp or a wrong secret fail both receivers; a replay is a recognised duplicate', async () => {
     const genuine = svix.captured.find((c) => c.verified)!;
     const headers = {

@@ -1,7 +1,8 @@
 // The webhook delivery worker. It drains the outbox's delivery rows (event_deliveries, written with
-// each event): claim due rows with FOR UPDATE SKIP LOCKED and a lease, commit, POST outside any
-// transaction, record the attempt. Any number of workers, in any number of processes, share the
-// table. Delivery is at least once: an attempt cut short by a crash leaves a lease that expires,
+// each event, one per target: the payment's webhook_url and each subscribed account endpoint):
+// claim due rows with FOR UPDATE SKIP LOCKED and a lease, commit, sign with the target's secret,
+// POST outside any transaction, record the attempt. Any number of workers, in any number of
+// processes, share the table. Delivery is at least once: an attempt cut short by a crash leaves a lease that expires,
 // and the event is sent again with the same id, which receivers dedupe on.
 
 import {
@@ -12,7 +13,7 @@ import {
 import type { Runtime } from '../runtime.ts';
 import { type DeliveryResult, postWebhook, WEBHOOK_TIMEOUT_MS } from './deliver.ts';
 import { serializeEventBody } from './events.ts';
-import { signingSecrets } from './secrets.ts';
+import { deliverySecrets } from './secrets.ts';
 import { signWebhook } from './signer.ts';
 import type { HostLookup } from './ssrf-guard.ts';
 
@@ -119,8 +120,13 @@ async function claim(runtime: Runtime, s: Settings, limit: number): Promise<Clai
       accountIds: s.accountIds,
     }),
   );
-  for (const eventId of result.exhausted) {
-    runtime.logger.warn({ eventId }, 'webhook event failed: attempts exhausted without a recorded result');
+  for (const { deliveryId, eventId, reason } of result.ended) {
+    runtime.logger.warn(
+      { eventId, deliveryId, reason },
+      reason === 'target_gone'
+        ? 'webhook delivery dropped: its endpoint was disabled or deleted'
+        : 'webhook delivery failed: attempts exhausted without a recorded result',
+    );
   }
   return result.claimed;
 }
@@ -129,12 +135,7 @@ async function attempt(runtime: Runtime, s: Settings, job: ClaimedDelivery): Pro
   const now = runtime.clock.now();
   let result: DeliveryResult;
   try {
-    const secrets = await signingSecrets(
-      runtime.db,
-      runtime.secretBox,
-      { accountId: job.accountId, livemode: job.livemode },
-      now,
-    );
+    const secrets = await deliverySecrets(runtime.db, runtime.secretBox, job, now);
     if (secrets.length === 0) throw new Error('the account has no webhook signing secret');
     const body = serializeEventBody({
       id: job.eventId,
@@ -179,7 +180,7 @@ async function attempt(runtime: Runtime, s: Settings, job: ClaimedDelivery): Pro
   await runtime.db.transaction().execute((trx) =>
     recordAttemptResult(trx, {
       attemptId: job.attemptId,
-      eventId: job.eventId,
+      deliveryId: job.deliveryId,
       finishedAt,
       outcome: result.ok ? 'succeeded' : 'failed',
       responseStatus: result.status,
@@ -195,6 +196,7 @@ async function attempt(runtime: Runtime, s: Settings, job: ClaimedDelivery): Pro
     runtime.logger.warn(
       {
         eventId: job.eventId,
+        endpointId: job.endpointId,
         attempt: job.attemptNumber,
         target: safeOrigin(job.url),
         status: result.status,

@@ -2,6 +2,7 @@
 // GET /v1/events shows. The seed asks for { type, data }; we add the id to dedupe on (the same
 // value as the webhook-id header, stable across retries), when it happened, and the mode.
 
+import { parseStoredJson, stringifyJson } from '../core/json-text.ts';
 import type { EventRow } from '../db/database.ts';
 import type { EventDeliveryRow, WebhookAttemptRow } from '../db/repositories/webhook-deliveries.ts';
 
@@ -29,22 +30,26 @@ export function eventEnvelope(source: EventSource): EventEnvelope {
     type: source.type,
     created: source.createdAt.toISOString(),
     livemode: source.livemode,
-    data: JSON.parse(source.dataText) as unknown,
+    data: parseStoredJson(source.dataText),
   };
 }
 
 /**
  * The delivery body. It is serialised here, once per attempt, and the worker signs and sends
  * these exact bytes: re-serialising after signing (or a receiver verifying re-serialised JSON)
- * is how signatures break. The stored data went through JSON.stringify, for which
- * parse-then-stringify is the identity, so every attempt of an event carries the same bytes.
+ * is how signatures break. The stored data is json text kept as written, and parseJson then
+ * stringifyJson reproduces it (core/json-text.ts), so every attempt of an event carries the same
+ * bytes and a caller's metadata arrives exactly as they sent it.
  */
 export function serializeEventBody(source: EventSource): string {
-  return JSON.stringify(eventEnvelope(source));
+  return stringifyJson(eventEnvelope(source));
 }
 
 export function presentDelivery(delivery: EventDeliveryRow | undefined) {
-  if (!delivery) return null;
+  return delivery ? deliveryState(delivery) : null;
+}
+
+function deliveryState(delivery: EventDeliveryRow) {
   return {
     status: delivery.status,
     attempts: delivery.attempt_count,
@@ -55,8 +60,8 @@ export function presentDelivery(delivery: EventDeliveryRow | undefined) {
   };
 }
 
-/** An event for its owner: the envelope, where it goes, and how its delivery stands. */
-export function presentEvent(event: EventRow, delivery: EventDeliveryRow | undefined) {
+/** An event for its owner: the envelope, where it goes, and how its delivery to each target stands. */
+export function presentEvent(event: EventRow, deliveries: readonly EventDeliveryRow[]) {
   return {
     id: event.id,
     object: 'event' as const,
@@ -65,16 +70,21 @@ export function presentEvent(event: EventRow, delivery: EventDeliveryRow | undef
     livemode: event.livemode,
     data: event.data,
     object_id: event.object_id,
-    /** null: the event is recorded only (its payment had no webhook_url). */
+    /** null: the object has no webhook URL of its own. */
     webhook_url: event.webhook_url,
-    delivery: presentDelivery(delivery),
+    /** The delivery to webhook_url. */
+    delivery: presentDelivery(deliveries.find((d) => d.endpoint_id === null)),
+    endpoint_deliveries: deliveries.flatMap((d) =>
+      d.endpoint_id === null ? [] : [{ endpoint_id: d.endpoint_id, ...deliveryState(d) }],
+    ),
   };
 }
 
 export type AttemptStatus = 'succeeded' | 'failed' | 'in_progress' | 'interrupted';
 
 /** One POST of an event. An attempt without outcome whose lease is gone was cut short by a crash. */
-export function presentAttempt(attempt: WebhookAttemptRow, delivery: EventDeliveryRow | undefined, now: Date) {
+export function presentAttempt(attempt: WebhookAttemptRow, deliveries: readonly EventDeliveryRow[], now: Date) {
+  const delivery = deliveries.find((d) => d.id === attempt.delivery_id);
   let status: AttemptStatus;
   if (attempt.outcome !== null) status = attempt.outcome;
   else if (delivery?.leased_attempt_id === attempt.id && delivery.next_attempt_at > now) status = 'in_progress';
@@ -85,9 +95,12 @@ export function presentAttempt(attempt: WebhookAttemptRow, delivery: EventDelive
     event_id: attempt.event_id,
     attempt: attempt.attempt_number,
     trigger: attempt.trigger,
+    /** The account endpoint it went to; null: the event's webhook_url. */
+    endpoint_id: delivery?.endpoint_id ?? null,
     url: attempt.url,
     status,
     created: attempt.started_at.toISOString(),
+    finished_at: attempt.finished_at?.toISOString() ?? null,
     finished: attempt.finished_at?.toISOString() ?? null,
     response_status: attempt.response_status,
     latency_ms: attempt.latency_ms,

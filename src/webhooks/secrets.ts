@@ -28,6 +28,20 @@ export async function signingSecrets(db: Db, box: SecretBox, owner: ModeScope, n
   return rows.map((row) => box.open(row.secretCiphertext));
 }
 
+/**
+ * The secrets that sign one delivery: an account endpoint's own secret, or for the event's
+ * webhook_url the account's secrets of the event's mode (signingSecrets).
+ */
+export async function deliverySecrets(
+  db: Db,
+  box: SecretBox,
+  delivery: ModeScope & { endpointSecretCiphertext: string | null },
+  now: Date,
+): Promise<string[]> {
+  if (delivery.endpointSecretCiphertext !== null) return [box.open(delivery.endpointSecretCiphertext)];
+  return signingSecrets(db, box, { accountId: delivery.accountId, livemode: delivery.livemode }, now);
+}
+
 export interface WebhookSecretView {
   object: 'webhook_secret';
   /** The current whsec_ secret. */

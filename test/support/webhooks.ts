@@ -4,6 +4,7 @@ import { afterFile } from './after-file.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
 import type { EventRow } from '../../src/db/database.ts';
+import type { EventType } from '../../src/webhooks/event-types.ts';
 
 /** One request as the receiver saw it: raw body text and headers. */
 export interface ReceivedRequest {
@@ -89,7 +90,7 @@ export async function startReceiver(handler: ReceiverHandler = answer200): Promi
 /** Writes an event the way the services do: in a transaction, with its delivery row. */
 export async function writeEvent(
   runtime: Runtime,
-  input: { accountId: string; livemode?: boolean; type?: string; data?: unknown; webhookUrl: string | null },
+  input: { accountId: string; livemode?: boolean; type?: EventType; data?: unknown; webhookUrl: string | null },
 ): Promise<EventRow> {
   return runtime.db.transaction().execute((trx) =>
     insertEvent(trx, {

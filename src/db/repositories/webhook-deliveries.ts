@@ -2,29 +2,40 @@ import { type Selectable, sql } from 'kysely';
 import { newId } from '../../domain/ids.ts';
 import type { Db, EventRow } from '../database.ts';
 import type { AttemptTrigger, EventDeliveriesTable, WebhookAttemptsTable } from '../tables/webhooks.ts';
-import { afterCursor } from '../pagination.ts';
+import { FIRST_PAGE, type Keyset, keysetOrder, keysetWhere } from '../pagination.ts';
 
 export type EventDeliveryRow = Selectable<EventDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 
 /**
- * The delivery state of a new event. insertEvent calls it in the transaction that writes the
- * event, so an event with a webhook_url is never committed without something that delivers it.
+ * The delivery state of a new event, one row per target. insertEvent calls it in the transaction
+ * that writes the event, so an event with a target is never committed without what delivers it.
  */
-export async function insertEventDelivery(
+export async function insertEventDeliveries(
   db: Db,
-  row: { eventId: string; accountId: string; livemode: boolean; nextAttemptAt: Date },
+  rows: {
+    eventId: string;
+    accountId: string;
+    livemode: boolean;
+    /** One per target: an account endpoint's id, or null for the event's own webhook_url. */
+    endpointIds: readonly (string | null)[];
+    nextAttemptAt: Date;
+  },
 ): Promise<void> {
   await db
     .insertInto('event_deliveries')
-    .values({
-      event_id: row.eventId,
-      account_id: row.accountId,
-      livemode: row.livemode,
-      next_attempt_at: row.nextAttemptAt,
-      created_at: row.nextAttemptAt,
-      updated_at: row.nextAttemptAt,
-    })
+    .values(
+      rows.endpointIds.map((endpointId) => ({
+        id: newId('evd'),
+        event_id: rows.eventId,
+        endpoint_id: endpointId,
+        account_id: rows.accountId,
+        livemode: rows.livemode,
+        next_attempt_at: rows.nextAttemptAt,
+        created_at: rows.nextAttemptAt,
+        updated_at: rows.nextAttemptAt,
+      })),
+    )
     .execute();
 }
 
@@ -36,7 +47,12 @@ export interface ClaimedDelivery {
   /** 1, 2, … within the current round (a redelivery starts a new round); picks the backoff step. */
   roundAttempt: number;
   trigger: AttemptTrigger;
+  deliveryId: string;
   eventId: string;
+  /** The account endpoint it goes to; null: the event's webhook_url, signed with the account's secrets. */
+  endpointId: string | null;
+  /** The endpoint's sealed secret, which signs its deliveries; null for the webhook_url target. */
+  endpointSecretCiphertext: string | null;
   accountId: string;
   livemode: boolean;
   type: string;
@@ -57,10 +73,17 @@ export interface ClaimOptions {
   accountIds?: readonly string[] | undefined;
 }
 
+/**
+ * Why a due delivery was ended without an attempt: it ran out of attempts without a recorded
+ * result (crashes), or its target is gone (the endpoint was disabled or deleted, or the event has
+ * no webhook_url).
+ */
+export type EndReason = 'attempts_exhausted' | 'target_gone';
+
 export interface ClaimResult {
   claimed: ClaimedDelivery[];
-  /** Events that ran out of attempts without a recorded result and were marked failed. */
-  exhausted: string[];
+  /** Deliveries marked failed without an attempt. */
+  ended: Array<{ deliveryId: string; eventId: string; reason: EndReason }>;
 }
 
 /**
@@ -68,15 +91,20 @@ export interface ClaimResult {
  * with FOR UPDATE SKIP LOCKED, so concurrent workers take disjoint sets, and the claim (attempt
  * row + lease) commits before any HTTP request is made. A worker that dies after the commit
  * leaves an attempt without outcome and a lease that expires, so the event is sent again.
+ * The target is resolved here, per delivery: an endpoint's current URL and secret (so an edited
+ * URL applies to the retries still due), or the event's webhook_url.
  */
 export async function claimDueDeliveries(trx: Db, options: ClaimOptions): Promise<ClaimResult> {
   const { now, accountIds } = options;
-  if (accountIds !== undefined && accountIds.length === 0) return { claimed: [], exhausted: [] };
+  if (accountIds !== undefined && accountIds.length === 0) return { claimed: [], ended: [] };
   let query = trx
     .selectFrom('event_deliveries as d')
     .innerJoin('events as e', 'e.id', 'd.event_id')
+    .leftJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
     .select([
+      'd.id',
       'd.event_id',
+      'd.endpoint_id',
       'd.account_id',
       'd.livemode',
       'd.attempt_count',
@@ -85,6 +113,10 @@ export async function claimDueDeliveries(trx: Db, options: ClaimOptions): Promis
       'e.type',
       'e.created_at',
       'e.webhook_url',
+      'w.url as endpoint_url',
+      'w.secret_ciphertext as endpoint_secret_ciphertext',
+      'w.disabled as endpoint_disabled',
+      'w.deleted_at as endpoint_deleted_at',
       sql<string>`e.data::text`.as('data_text'),
     ])
     .where('d.status', '=', 'pending')
@@ -93,15 +125,21 @@ export async function claimDueDeliveries(trx: Db, options: ClaimOptions): Promis
   const due = await query.orderBy('d.next_attempt_at').limit(options.limit).forUpdate('d').skipLocked().execute();
 
   const claimed: ClaimedDelivery[] = [];
-  const exhausted: string[] = [];
+  const ended: ClaimResult['ended'] = [];
   const leaseUntil = new Date(now.getTime() + options.leaseMs);
   for (const row of due) {
-    if (row.webhook_url === null || row.round_attempts >= options.maxAttempts) {
-      exhausted.push(row.event_id);
+    const live = row.endpoint_disabled === false && row.endpoint_deleted_at === null;
+    const url = row.endpoint_id === null ? row.webhook_url : live ? row.endpoint_url : null;
+    if (url === null || row.round_attempts >= options.maxAttempts) {
+      ended.push({
+        deliveryId: row.id,
+        eventId: row.event_id,
+        reason: url === null ? 'target_gone' : 'attempts_exhausted',
+      });
       await trx
         .updateTable('event_deliveries')
         .set({ status: 'failed', failed_at: now, leased_attempt_id: null, updated_at: now })
-        .where('event_id', '=', row.event_id)
+        .where('id', '=', row.id)
         .execute();
       continue;
     }
@@ -110,13 +148,16 @@ export async function claimDueDeliveries(trx: Db, options: ClaimOptions): Promis
       attemptNumber: row.attempt_count + 1,
       roundAttempt: row.round_attempts + 1,
       trigger: row.redelivery_requested ? 'redelivery' : 'automatic',
+      deliveryId: row.id,
       eventId: row.event_id,
+      endpointId: row.endpoint_id,
+      endpointSecretCiphertext: row.endpoint_id === null ? null : row.endpoint_secret_ciphertext,
       accountId: row.account_id,
       livemode: row.livemode,
       type: row.type,
       eventCreatedAt: row.created_at,
       dataText: row.data_text,
-      url: row.webhook_url,
+      url,
     };
     await trx
       .updateTable('event_deliveries')
@@ -129,7 +170,7 @@ export async function claimDueDeliveries(trx: Db, options: ClaimOptions): Promis
         last_attempt_at: now,
         updated_at: now,
       })
-      .where('event_id', '=', row.event_id)
+      .where('id', '=', row.id)
       .execute();
     claimed.push(attempt);
   }
@@ -140,6 +181,7 @@ export async function claimDueDeliveries(trx: Db, options: ClaimOptions): Promis
         claimed.map((a) => ({
           id: a.attemptId,
           event_id: a.eventId,
+          delivery_id: a.deliveryId,
           attempt_number: a.attemptNumber,
           trigger: a.trigger,
           url: a.url,
@@ -148,12 +190,12 @@ export async function claimDueDeliveries(trx: Db, options: ClaimOptions): Promis
       )
       .execute();
   }
-  return { claimed, exhausted };
+  return { claimed, ended };
 }
 
 export interface AttemptResult {
   attemptId: string;
-  eventId: string;
+  deliveryId: string;
   finishedAt: Date;
   outcome: 'succeeded' | 'failed';
   responseStatus: number | null;
@@ -166,7 +208,7 @@ export interface AttemptResult {
 }
 
 /**
- * Records how an attempt ended and moves the delivery on. A success marks the event delivered
+ * Records how an attempt ended and moves the delivery on. A success marks the delivery delivered
  * whoever holds the lease now; a failure only reschedules if this attempt still holds the lease
  * (a slow attempt whose lease expired must not overwrite the state of the one that replaced it).
  */
@@ -190,7 +232,7 @@ export async function recordAttemptResult(trx: Db, result: AttemptResult): Promi
     await trx
       .updateTable('event_deliveries')
       .set({ status: 'delivered', delivered_at: at, leased_attempt_id: null, updated_at: at })
-      .where('event_id', '=', result.eventId)
+      .where('id', '=', result.deliveryId)
       .where('status', '=', 'pending')
       .execute();
     return;
@@ -202,15 +244,16 @@ export async function recordAttemptResult(trx: Db, result: AttemptResult): Promi
         ? { status: 'failed', failed_at: at, leased_attempt_id: null, updated_at: at }
         : { next_attempt_at: result.retryAt, leased_attempt_id: null, updated_at: at },
     )
-    .where('event_id', '=', result.eventId)
+    .where('id', '=', result.deliveryId)
     .where('status', '=', 'pending')
     .where('leased_attempt_id', '=', result.attemptId)
     .execute();
 }
 
-export interface EventWithDelivery {
+export interface EventWithDeliveries {
   event: EventRow;
-  delivery: EventDeliveryRow | undefined;
+  /** One per target: the webhook_url's (endpoint_id null) and each account endpoint's. */
+  deliveries: EventDeliveryRow[];
 }
 
 export interface EventScope {
@@ -218,12 +261,23 @@ export interface EventScope {
   livemode: boolean;
 }
 
+async function deliveriesOf(db: Db, eventIds: readonly string[]): Promise<EventDeliveryRow[]> {
+  if (eventIds.length === 0) return [];
+  return db
+    .selectFrom('event_deliveries')
+    .selectAll()
+    .where('event_id', 'in', eventIds)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
 /** An event as its owner sees it: another account's or the other mode's event does not exist. */
-export async function findEventWithDelivery(
+export async function findEventWithDeliveries(
   db: Db,
   scope: EventScope,
   id: string,
-): Promise<EventWithDelivery | undefined> {
+): Promise<EventWithDeliveries | undefined> {
   const event = await db
     .selectFrom('events')
     .selectAll()
@@ -232,19 +286,18 @@ export async function findEventWithDelivery(
     .where('livemode', '=', scope.livemode)
     .executeTakeFirst();
   if (!event) return undefined;
-  const delivery = await db.selectFrom('event_deliveries').selectAll().where('event_id', '=', id).executeTakeFirst();
-  return { event, delivery };
+  return { event, deliveries: await deliveriesOf(db, [id]) };
 }
 
 export interface EventListFilter extends EventScope {
   type?: string | undefined;
   objectId?: string | undefined;
-  /** Keyset cursor: rows strictly after this one in (created_at desc, id desc) order. */
-  after?: { createdAt: Date; id: string } | undefined;
+  /** Where the page starts and which way it runs (db/pagination.ts); the first page by default. */
+  keyset?: Keyset | undefined;
   limit: number;
 }
 
-export async function listEventsWithDelivery(db: Db, f: EventListFilter): Promise<EventWithDelivery[]> {
+export async function listEventsWithDeliveries(db: Db, f: EventListFilter): Promise<EventWithDeliveries[]> {
   let query = db
     .selectFrom('events')
     .selectAll()
@@ -252,41 +305,41 @@ export async function listEventsWithDelivery(db: Db, f: EventListFilter): Promis
     .where('livemode', '=', f.livemode);
   if (f.type) query = query.where('type', '=', f.type);
   if (f.objectId) query = query.where('object_id', '=', f.objectId);
-  if (f.after) {
-    query = query.where(afterCursor(f.after));
-  }
-  const events = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
-  if (events.length === 0) return [];
-  const deliveries = await db
-    .selectFrom('event_deliveries')
-    .selectAll()
-    .where(
-      'event_id',
-      'in',
-      events.map((e) => e.id),
-    )
+  const keyset = f.keyset ?? FIRST_PAGE;
+  const order = keysetOrder(keyset);
+  const events = await query
+    .where(keysetWhere(keyset))
+    .orderBy('created_at', order)
+    .orderBy('id', order)
+    .limit(f.limit)
     .execute();
-  const byEvent = new Map(deliveries.map((d) => [d.event_id, d]));
-  return events.map((event) => ({ event, delivery: byEvent.get(event.id) }));
+  const deliveries = await deliveriesOf(
+    db,
+    events.map((e) => e.id),
+  );
+  return events.map((event) => ({ event, deliveries: deliveries.filter((d) => d.event_id === event.id) }));
 }
 
-/** Every attempt at an event, in the order they were made. */
+/** Every attempt at an event, to every target, in the order they were made. */
 export async function listAttempts(db: Db, eventId: string): Promise<WebhookAttemptRow[]> {
   return db
     .selectFrom('webhook_attempts')
     .selectAll()
     .where('event_id', '=', eventId)
+    .orderBy('started_at')
     .orderBy('attempt_number')
+    .orderBy('id')
     .execute();
 }
 
 /**
- * Queues an event for another round of attempts, now. An attempt already in flight is left to
- * finish (its lease is live): that is a delivery in progress, not something to duplicate.
- * Returns the delivery row as it now stands, or undefined when the event has no delivery.
+ * Queues an event for another round of attempts, now, to each target it still has (a disabled or
+ * deleted endpoint is left alone). An attempt already in flight is left to finish (its lease is
+ * live): that is a delivery in progress, not something to duplicate. Returns the event's
+ * deliveries as they now stand; none when the event was recorded only.
  */
-export async function requestRedelivery(db: Db, eventId: string, now: Date): Promise<EventDeliveryRow | undefined> {
-  const updated = await db
+export async function requestRedelivery(db: Db, eventId: string, now: Date): Promise<EventDeliveryRow[]> {
+  await db
     .updateTable('event_deliveries')
     .set({
       status: 'pending',
@@ -299,8 +352,16 @@ export async function requestRedelivery(db: Db, eventId: string, now: Date): Pro
     })
     .where('event_id', '=', eventId)
     .where((eb) => eb.or([eb('leased_attempt_id', 'is', null), eb('next_attempt_at', '<=', now)]))
-    .returningAll()
-    .executeTakeFirst();
-  if (updated) return updated;
-  return db.selectFrom('event_deliveries').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+    .where((eb) =>
+      eb.or([
+        eb('endpoint_id', 'is', null),
+        eb(
+          'endpoint_id',
+          'in',
+          eb.selectFrom('webhook_endpoints').select('id').where('disabled', '=', false).where('deleted_at', 'is', null),
+        ),
+      ]),
+    )
+    .execute();
+  return deliveriesOf(db, [eventId]);
 }

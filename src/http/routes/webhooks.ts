@@ -1,14 +1,16 @@
+import { keysetOf, pageFrom, pageParams } from '../../db/pagination.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
 import { parseInput } from '../../core/validation.ts';
 import {
-  findEventWithDelivery,
+  findEventWithDeliveries,
   listAttempts,
-  listEventsWithDelivery,
+  listEventsWithDeliveries,
   requestRedelivery,
 } from '../../db/repositories/webhook-deliveries.ts';
 import type { Runtime } from '../../runtime.ts';
+import { EVENT_TYPES } from '../../webhooks/event-types.ts';
 import { presentAttempt, presentEvent } from '../../webhooks/events.ts';
 import {
   DEFAULT_ROTATION_GRACE_MINUTES,
@@ -32,13 +34,7 @@ export const rotateSecretBody = z.strictObject({
 });
 
 export const listEventsQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(10).describe('Page size, 1 to 100 (default 10).'),
-  starting_after: z
-    .string()
-    .min(1)
-    .max(100)
-    .optional()
-    .describe('Cursor: the id of the last event of the previous page. Events are listed newest first.'),
+  ...pageParams('event', 'evt_…', { default: 10, max: 100 }),
   type: z.string().min(1).max(100).optional().describe('Only events of this type, e.g. payment.settled.'),
   object_id: z.string().min(1).max(100).optional().describe('Only events about this object, e.g. a payment id.'),
 });
@@ -59,28 +55,38 @@ const webhookSecretView = z.object({
     .describe('Rotated-out secrets still inside their grace period. Their values are not shown again.'),
 });
 
+const deliveryFields = {
+  status: z.enum(['pending', 'delivered', 'failed']),
+  attempts: z.number().int().describe('Attempts made so far.'),
+  next_attempt_at: z.string().nullable().describe('When the next attempt is due, while pending.'),
+  last_attempt_at: z.string().nullable(),
+  delivered_at: z.string().nullable(),
+  failed_at: z.string().nullable(),
+};
+
 const deliveryView = z
-  .object({
-    status: z.enum(['pending', 'delivered', 'failed']),
-    attempts: z.number().int().describe('Attempts made so far.'),
-    next_attempt_at: z.string().nullable().describe('When the next attempt is due, while pending.'),
-    last_attempt_at: z.string().nullable(),
-    delivered_at: z.string().nullable(),
-    failed_at: z.string().nullable(),
-  })
+  .object(deliveryFields)
   .nullable()
-  .describe('Delivery state; null when the event is recorded only (no webhook_url).');
+  .describe('Delivery state to webhook_url; null when the event has no webhook_url.');
 
 const eventView = z.object({
   id: z.string().describe('Event id; the webhook-id header and the body id carry the same value.'),
   object: z.literal('event'),
-  type: z.string().describe('payment.paid, payment.settled, payment.expired, …'),
+  type: z.string().describe(`What happened: ${EVENT_TYPES.join(', ')}.`),
   created: z.string().describe('When the event happened (ISO 8601).'),
   livemode: z.boolean(),
   data: z.unknown().describe('The event data, exactly as delivered.'),
   object_id: z.string().nullable().describe('The object the event is about.'),
-  webhook_url: z.string().nullable().describe('Where it is delivered; null: recorded only.'),
+  webhook_url: z.string().nullable().describe("The object's own webhook URL (a payment's); null: none."),
   delivery: deliveryView,
+  endpoint_deliveries: z
+    .array(
+      z.object({
+        endpoint_id: z.string().describe('The account webhook endpoint (we_…) it goes to.'),
+        ...deliveryFields,
+      }),
+    )
+    .describe('Delivery state to each account webhook endpoint subscribed to the type when the event was written.'),
 });
 
 const attemptView = z.object({
@@ -89,12 +95,17 @@ const attemptView = z.object({
   event_id: z.string(),
   attempt: z.number().int().describe('1 for the first attempt, then 2, 3, …'),
   trigger: z.enum(['automatic', 'redelivery']),
+  endpoint_id: z
+    .string()
+    .nullable()
+    .describe("The account webhook endpoint it went to; null: the event's webhook_url."),
   url: z.string(),
   status: z
     .enum(['succeeded', 'failed', 'in_progress', 'interrupted'])
     .describe('interrupted: the worker stopped mid-attempt; the event is sent again.'),
   created: z.string().describe('When the attempt started.'),
-  finished: z.string().nullable(),
+  finished_at: z.string().nullable().describe('When the attempt ended, or null while it runs.'),
+  finished: z.string().nullable().describe('Deprecated: finished_at. Removed in the next release.'),
   response_status: z.number().int().nullable().describe("The receiver's HTTP status, if it answered."),
   latency_ms: z.number().int().nullable().describe('From the start of the attempt to the response headers.'),
   response_excerpt: z.string().nullable().describe('At most the first 1 KB of the response body.'),
@@ -164,7 +175,7 @@ export const webhookOperations: ApiOperation[] = [
     operationId: 'redeliver_event',
     summary: 'Send an event again',
     description:
-      'Queues the event for a new round of attempts now (with the same id, so receivers still dedupe), whether it was delivered or failed. An attempt already in flight is left to finish.',
+      'Queues the event for a new round of attempts now to each of its targets (with the same id, so receivers still dedupe), whether it was delivered or failed. An attempt already in flight is left to finish; a disabled or deleted endpoint gets nothing.',
     tag: 'events',
     scope: 'webhooks',
     response: eventView,
@@ -173,7 +184,7 @@ export const webhookOperations: ApiOperation[] = [
 
 async function ownedEvent(runtime: Runtime, auth: AuthContext, raw: unknown) {
   const { id } = parseInput(eventIdParams, raw);
-  const found = await findEventWithDelivery(runtime.db, auth, id);
+  const found = await findEventWithDeliveries(runtime.db, auth, id);
   if (!found) throw new AppError('not_found', `No such event: '${id}'.`, { param: 'id' });
   return found;
 }
@@ -202,34 +213,30 @@ export function webhookRoutes(runtime: Runtime): FastifyPluginAsync {
     app.get('/v1/events', { config: auth }, async (request) => {
       const caller = requestAuth(request);
       const query = parseInput(listEventsQuery, request.query);
-      let after: { createdAt: Date; id: string } | undefined;
-      if (query.starting_after !== undefined) {
-        const cursor = await findEventWithDelivery(runtime.db, caller, query.starting_after);
-        if (!cursor) {
-          throw new AppError('invalid_request', `Invalid starting_after: no such event '${query.starting_after}'.`, {
-            param: 'starting_after',
-          });
-        }
-        after = { createdAt: cursor.event.created_at, id: cursor.event.id };
-      }
-      const rows = await listEventsWithDelivery(runtime.db, {
+      const keyset = await keysetOf(
+        query,
+        'event',
+        async (id) => (await findEventWithDeliveries(runtime.db, caller, id))?.event,
+      );
+      const rows = await listEventsWithDeliveries(runtime.db, {
         accountId: caller.accountId,
         livemode: caller.livemode,
         type: query.type,
         objectId: query.object_id,
-        after,
+        keyset,
         limit: query.limit + 1,
       });
+      const page = pageFrom(rows, query.limit, keyset);
       return {
         object: 'list',
-        data: rows.slice(0, query.limit).map((row) => presentEvent(row.event, row.delivery)),
-        has_more: rows.length > query.limit,
+        data: page.data.map((row) => presentEvent(row.event, row.deliveries)),
+        has_more: page.has_more,
       };
     });
 
     app.get('/v1/events/:id', { config: auth }, async (request) => {
       const found = await ownedEvent(runtime, requestAuth(request), request.params);
-      return presentEvent(found.event, found.delivery);
+      return presentEvent(found.event, found.deliveries);
     });
 
     app.get('/v1/events/:id/deliveries', { config: auth }, async (request) => {
@@ -238,22 +245,22 @@ export function webhookRoutes(runtime: Runtime): FastifyPluginAsync {
       const now = runtime.clock.now();
       return {
         object: 'list',
-        data: attempts.map((attempt) => presentAttempt(attempt, found.delivery, now)),
+        data: attempts.map((attempt) => presentAttempt(attempt, found.deliveries, now)),
         has_more: false,
       };
     });
 
     app.post('/v1/events/:id/redeliver', { config: auth }, async (request) => {
       const found = await ownedEvent(runtime, requestAuth(request), request.params);
-      if (found.event.webhook_url === null) {
+      if (found.deliveries.length === 0) {
         throw new AppError(
           'invalid_request',
-          `Event '${found.event.id}' has no webhook_url: it was recorded only, so there is nowhere to deliver it.`,
+          `Event '${found.event.id}' has no webhook_url and no webhook endpoint received it: it was recorded only, so there is nowhere to deliver it.`,
           { param: 'id' },
         );
       }
-      const delivery = await requestRedelivery(runtime.db, found.event.id, runtime.clock.now());
-      return presentEvent(found.event, delivery);
+      const deliveries = await requestRedelivery(runtime.db, found.event.id, runtime.clock.now());
+      return presentEvent(found.event, deliveries);
     });
   };
 }
