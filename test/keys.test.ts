@@ -61,7 +61,9 @@ describe('API keys', () => {
     expect((await app.inject({ method: 'GET', url: '/v1/ping', headers: bearer(key.secret) })).statusCode).toBe(200);
     const revoked = await post(`/keys/${key.id}/revoke`, merchant.apiKey);
     expect(revoked.statusCode).toBe(200);
-    expect(revoked.json().revoked).not.toBeNull();
+    expect(revoked.json().revoked_at).toEqual(expect.any(String));
+    // The name of the previous release, kept beside the new one for one release (docs/api.md).
+    expect(revoked.json().revoked).toBe(revoked.json().revoked_at);
     const after = await app.inject({ method: 'GET', url: '/v1/ping', headers: bearer(key.secret) });
     expect(after.statusCode).toBe(401);
     expect(after.json().error.type).toBe('authentication_error');
@@ -74,7 +76,8 @@ describe('API keys', () => {
     const { new_key, old_key } = rotated.json();
     expect(new_key.rotated_from).toBe(old.id);
     expect(new_key.name).toBe('rotating');
-    expect(new Date(old_key.expires).getTime() - runtime.clock.now().getTime()).toBeGreaterThan(9 * 60_000);
+    expect(new Date(old_key.expires_at).getTime() - runtime.clock.now().getTime()).toBeGreaterThan(9 * 60_000);
+    expect(old_key.expires).toBe(old_key.expires_at);
     for (const secret of [old.secret, new_key.secret]) {
       expect((await app.inject({ method: 'GET', url: '/v1/ping', headers: bearer(secret) })).statusCode).toBe(200);
     }
@@ -126,6 +129,28 @@ describe('managing keys never escalates', () => {
     expect(res.statusCode).toBe(403);
     expect(res.json().error.type).toBe('permission_error');
     expect(res.body).not.toContain('sk_test_');
+  });
+
+  it('records who created each key: the calling key, the caller of a rotation, or null for the operator', async () => {
+    const creatorOf = async (id: string) =>
+      (await runtime.db.selectFrom('api_keys').select('created_by_key').where('id', '=', id).executeTakeFirstOrThrow())
+        .created_by_key;
+    const first = await runtime.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('account_id', '=', merchant.accountId)
+      .where('name', '=', 'first key')
+      .executeTakeFirstOrThrow();
+    expect(await creatorOf(first.id)).toBeNull();
+
+    const agent = (await post('/keys', merchant.apiKey, { name: 'agent', scopes: ['keys', 'payments:read'] })).json();
+    expect(await creatorOf(agent.id)).toBe(first.id);
+    const reader = (await post('/keys', agent.secret, { scopes: ['payments:read'] })).json();
+    expect(await creatorOf(reader.id)).toBe(agent.id);
+    // The first key rotates the reader: the new key is the first key's creation, in the reader's lineage.
+    const rotated = (await post(`/keys/${reader.id}/rotate`, merchant.apiKey, {})).json().new_key;
+    expect(rotated.rotated_from).toBe(reader.id);
+    expect(await creatorOf(rotated.id)).toBe(first.id);
   });
 
   it('keys are objects of one mode: a test key neither sees nor manages live keys, and the reverse', async () => {

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { AppError } from '../core/errors.ts';
 import type { ApiKeyRow, Db } from '../db/database.ts';
 import {
@@ -10,24 +11,35 @@ import {
 } from '../db/repositories/api-keys.ts';
 import { API_KEY_SCOPES, type ApiKeyScope, generateApiKey } from '../domain/api-key-secret.ts';
 import { newId } from '../domain/ids.ts';
+import { keysetOf, type PageRequest, pageFrom } from '../db/pagination.ts';
 
-/** What a client sees of a key: never the secret, never its hash. */
-export interface ApiKeyView {
-  id: string;
-  object: 'api_key';
-  name: string | null;
-  livemode: boolean;
-  prefix: string;
-  last4: string;
-  /** e.g. "sk_test_4f9Q…x7Kd", for display. */
-  redacted: string;
-  scopes: string[];
-  created: string;
-  last_used: string | null;
-  expires: string | null;
-  revoked: string | null;
-  rotated_from: string | null;
-}
+/**
+ * What a client sees of a key: never the secret, never its hash. Timestamps follow the API's one
+ * rule (`created`, then `<event>_at`); `last_used`, `expires` and `revoked` are the names of the
+ * previous release, kept beside the new ones for one release (docs/api.md).
+ */
+export const apiKeyOutput = z
+  .object({
+    id: z.string(),
+    object: z.literal('api_key'),
+    name: z.string().nullable(),
+    livemode: z.boolean(),
+    prefix: z.string().describe('The first characters of the secret, for recognising it.'),
+    last4: z.string(),
+    redacted: z.string().describe('e.g. "sk_test_4f9Q…x7Kd", for display.'),
+    scopes: z.array(z.string()),
+    created: z.string(),
+    last_used_at: z.string().nullable().describe('When the key last authenticated a request (to the minute).'),
+    expires_at: z.string().nullable().describe('When the key stops working (a rotated key), or null.'),
+    revoked_at: z.string().nullable().describe('When the key was revoked, or null.'),
+    rotated_from: z.string().nullable(),
+    last_used: z.string().nullable().describe('Deprecated: last_used_at. Removed in the next release.'),
+    expires: z.string().nullable().describe('Deprecated: expires_at. Removed in the next release.'),
+    revoked: z.string().nullable().describe('Deprecated: revoked_at. Removed in the next release.'),
+  })
+  .describe('An API key, without its secret.');
+
+export type ApiKeyView = z.output<typeof apiKeyOutput>;
 
 export interface IssuedApiKey extends ApiKeyView {
   /** The secret, returned once at creation and never again. */
@@ -35,6 +47,9 @@ export interface IssuedApiKey extends ApiKeyView {
 }
 
 export function presentApiKey(row: ApiKeyRow): ApiKeyView {
+  const lastUsed = row.last_used_at?.toISOString() ?? null;
+  const expires = row.expires_at?.toISOString() ?? null;
+  const revoked = row.revoked_at?.toISOString() ?? null;
   return {
     id: row.id,
     object: 'api_key',
@@ -45,10 +60,13 @@ export function presentApiKey(row: ApiKeyRow): ApiKeyView {
     redacted: `${row.display_prefix}…${row.last4}`,
     scopes: row.scopes,
     created: row.created_at.toISOString(),
-    last_used: row.last_used_at?.toISOString() ?? null,
-    expires: row.expires_at?.toISOString() ?? null,
-    revoked: row.revoked_at?.toISOString() ?? null,
+    last_used_at: lastUsed,
+    expires_at: expires,
+    revoked_at: revoked,
     rotated_from: row.rotated_from,
+    last_used: lastUsed,
+    expires,
+    revoked,
   };
 }
 
@@ -60,6 +78,8 @@ export async function issueApiKey(
     scopes?: readonly ApiKeyScope[];
     name?: string | null;
     rotatedFrom?: string;
+    /** The key whose authority creates it; left out (null) only by the operator's CLI and account creation. */
+    createdByKey?: string | null;
   },
 ): Promise<IssuedApiKey> {
   const generated = generateApiKey(input.livemode);
@@ -73,6 +93,7 @@ export async function issueApiKey(
     secret_hash: generated.secretHash,
     scopes: [...(input.scopes ?? API_KEY_SCOPES)],
     rotated_from: input.rotatedFrom ?? null,
+    created_by_key: input.createdByKey ?? null,
   });
   return { ...presentApiKey(row), secret: generated.secret };
 }
@@ -81,6 +102,7 @@ export async function issueApiKey(
 export interface KeyManager {
   accountId: string;
   livemode: boolean;
+  keyId: string;
   scopes: ReadonlySet<string>;
 }
 
@@ -93,11 +115,15 @@ function ownerOf(accountId: string, manager: KeyManager | null): KeyOwner {
   return manager ? { accountId: manager.accountId, livemode: manager.livemode } : { accountId };
 }
 
+/** The scopes of `scopes` that the managing key does not hold itself. */
+export function scopesNotHeld(manager: KeyManager, scopes: readonly string[]): string[] {
+  return scopes.filter((scope) => !manager.scopes.has(scope));
+}
+
 /**
  * A key never mints or obtains a more powerful key: a test key cannot create a live key, and only
  * scopes the managing key holds can be granted (a live key may create a test key, which is less).
- * Rotation hands out a new secret with the target's scopes, so it needs every one of them. One
- * rule for the API and the dashboard.
+ * One rule for the API and the dashboard.
  */
 export function assertCanGrant(manager: KeyManager, livemode: boolean, scopes: readonly string[]): void {
   if (livemode && !manager.livemode) {
@@ -105,7 +131,7 @@ export function assertCanGrant(manager: KeyManager, livemode: boolean, scopes: r
       param: 'live',
     });
   }
-  const missing = scopes.filter((scope) => !manager.scopes.has(scope));
+  const missing = scopesNotHeld(manager, scopes);
   if (missing.length > 0) {
     throw new AppError(
       'permission_denied',
@@ -117,9 +143,40 @@ export function assertCanGrant(manager: KeyManager, livemode: boolean, scopes: r
   }
 }
 
+/**
+ * A key revokes or rotates only keys whose scopes are all its own: otherwise a key with little more
+ * than the `keys` scope could lock the account's full key out (revoke), or obtain its powers (rotate
+ * hands out a new secret with the target's scopes). Keys of another mode are already out of reach
+ * (ownerOf). One rule for the API and the dashboard.
+ */
+export function assertCanManage(manager: KeyManager, target: ApiKeyRow): void {
+  const missing = scopesNotHeld(manager, target.scopes);
+  if (missing.length > 0) {
+    throw new AppError(
+      'permission_denied',
+      `The calling key cannot revoke or rotate API key '${target.id}': it holds scopes the calling key does not (${missing.join(', ')}). Use a key that holds every one of them.`,
+      { param: 'id' },
+    );
+  }
+}
+
 /** The keys `manager` may see (its account and mode), or all of an account's keys for the CLI. */
 export async function listAccountApiKeys(db: Db, accountId: string, manager: KeyManager | null): Promise<ApiKeyView[]> {
   return (await listApiKeys(db, ownerOf(accountId, manager))).map(presentApiKey);
+}
+
+/** One page of the keys `manager` may see (GET /keys). */
+export async function pageAccountApiKeys(
+  db: Db,
+  accountId: string,
+  manager: KeyManager,
+  page: PageRequest,
+): Promise<{ data: ApiKeyView[]; has_more: boolean }> {
+  const owner = ownerOf(accountId, manager);
+  const keyset = await keysetOf(page, 'API key', (id) => findApiKey(db, owner, id));
+  const rows = await listApiKeys(db, owner, { keyset, limit: page.limit });
+  const { data, has_more } = pageFrom(rows, page.limit, keyset);
+  return { data: data.map(presentApiKey), has_more };
 }
 
 /** One key `manager` may see, or a 404 naming the id. */
@@ -142,6 +199,7 @@ export async function revokeAccountApiKey(
   /** The key revoking it; null only for the operator's CLI, which is trusted. */
   manager: KeyManager | null,
 ): Promise<ApiKeyView> {
+  if (manager) assertCanManage(manager, await getAccountApiKey(db, accountId, keyId, manager));
   const row = await revokeApiKey(db, ownerOf(accountId, manager), keyId, now);
   if (!row) throw new AppError('not_found', `No API key with id '${keyId}'.`, { param: 'id' });
   return presentApiKey(row);
@@ -150,6 +208,7 @@ export async function revokeAccountApiKey(
 /**
  * Rotation issues a new key with the same mode, scopes and name, and keeps the old key valid
  * until `now + oldKeyExpiresInMinutes` (0 = at once) so deployments can switch without downtime.
+ * The new key is the rotation caller's creation: the caller holds its secret (src/keys/lineage.ts).
  */
 export async function rotateAccountApiKey(
   db: Db,
@@ -157,7 +216,7 @@ export async function rotateAccountApiKey(
 ): Promise<{ new_key: IssuedApiKey; old_key: ApiKeyView }> {
   const { manager } = input;
   const old = await getAccountApiKey(db, manager.accountId, input.keyId, manager);
-  assertCanGrant(manager, old.livemode, old.scopes);
+  assertCanManage(manager, old);
   if (old.revoked_at)
     throw new AppError('conflict', `API key '${input.keyId}' is revoked and cannot be rotated.`, { param: 'id' });
   if (old.expires_at && old.expires_at <= input.now) {
@@ -169,6 +228,7 @@ export async function rotateAccountApiKey(
     scopes: old.scopes as ApiKeyScope[],
     name: old.name,
     rotatedFrom: old.id,
+    createdByKey: manager.keyId,
   });
   await expireApiKeyAt(db, old.id, new Date(input.now.getTime() + input.oldKeyExpiresInMinutes * 60_000));
   const refreshed = await getAccountApiKey(db, manager.accountId, old.id, manager);

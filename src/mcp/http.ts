@@ -1,3 +1,4 @@
+import { parseJsonBody } from '../http/json-body.ts';
 import { randomUUID } from 'node:crypto';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -79,7 +80,7 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
             return rpcError(reply, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
           }
           try {
-            body = JSON.parse(typeof request.body === 'string' ? request.body : '', refuseProtoKeys);
+            body = parseJsonBody(typeof request.body === 'string' ? request.body : '');
           } catch {
             return rpcError(reply, 400, -32700, 'Parse error: Invalid JSON');
           }
@@ -137,10 +138,4 @@ function rpcBody(code: number, message: string): unknown {
 
 function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
   return reply.code(status).type('application/json').send(rpcBody(code, message));
-}
-
-/** JSON.parse reviver: a "__proto__" key could poison prototypes once the object is copied. */
-function refuseProtoKeys(key: string, value: unknown): unknown {
-  if (key === '__proto__') throw new SyntaxError('the key "__proto__" is not allowed');
-  return value;
 }

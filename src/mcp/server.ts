@@ -14,6 +14,7 @@ import {
   type ToolAnnotations,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { stringifyJson } from '../core/json-text.ts';
 import { presentAction } from '../agent/runtime.ts';
 import { AppError, toAppError } from '../core/errors.ts';
 import { executeTool } from '../core/pipeline.ts';
@@ -73,6 +74,11 @@ export const heldResultSchema = z
     reasons: z
       .array(z.object({ rule: z.string(), outcome: z.string(), reason: z.string() }))
       .describe('Why the policy held it.'),
+    follow_up: z
+      .string()
+      .describe(
+        'How to learn how it ended: call get_confirmation with this confirmation_id (executed, rejected or expired, and what it created).',
+      ),
   })
   .describe('A held action awaiting human approval.');
 
@@ -98,7 +104,7 @@ export function mcpToolDefinition(tool: AnyTool): Tool {
     title: tool.title,
     description:
       tool.effect === 'money'
-        ? `${tool.description} If the account policy holds it, the result is { status: "confirmation_required", confirmation_id, approve_url, … }: nothing moved, and only a person can approve it (not this client).`
+        ? `${tool.description} If the account policy holds it, the result is { status: "confirmation_required", confirmation_id, approve_url, expires_at, … }: nothing moved, only a person can approve it (not this client), and get_confirmation with that confirmation_id tells how it ended.`
         : tool.description,
     inputSchema: withIdempotencyKey(tool, { ...jsonSchema(tool.input, 'input'), type: 'object' }),
     // A union has no root type; MCP requires "object" there, which both branches are.
@@ -182,7 +188,8 @@ export function buildMcpServer(runtime: Runtime, auth: AuthContext, options: Mcp
       instructions:
         'plainpay: accept local-currency payments settled on-chain in USDC, and move money under the account policy. ' +
         'Money tools may return status "confirmation_required": nothing moved, and only a person can approve it at the approve_url ' +
-        '(or with an approvals key); no answer from this client approves it. Tool errors carry the API error type.',
+        '(or with an approvals key); no answer from this client approves it. get_confirmation with its confirmation_id tells ' +
+        'whether it was executed (and what it created), rejected or expired. Tool errors carry the API error type.',
     },
   );
   const definitions = visibleTools(auth).map(cachedDefinition);
@@ -211,7 +218,7 @@ export function buildMcpServer(runtime: Runtime, auth: AuthContext, options: Mcp
       const result = await executeTool(tool, input, { runtime, actor, idempotencyKey });
       if (result.kind === 'executed') {
         return {
-          content: [{ type: 'text', text: JSON.stringify(result.output) }],
+          content: [{ type: 'text', text: stringifyJson(result.output) }],
           structuredContent: result.output as Record<string, unknown>,
         };
       }
@@ -273,13 +280,15 @@ async function tellUserAboutHold(
 }
 
 function heldResult(held: ConfirmationRequired, told: ElicitationOutcome): CallToolResult {
-  const structured = {
+  const followUp = `Call get_confirmation with {"confirmation_id":"${held.confirmation_id}"} to learn whether it was executed (and what it created), rejected or expired.`;
+  const structured: z.output<typeof heldResultSchema> = {
     status: held.status,
     confirmation_id: held.confirmation_id,
     summary: held.summary,
     approve_url: held.approve_url,
     expires_at: held.expires_at,
     reasons: held.reasons,
+    follow_up: followUp,
   };
   const shown =
     told === 'accept' || told === 'decline' || told === 'cancel'
@@ -287,13 +296,13 @@ function heldResult(held: ConfirmationRequired, told: ElicitationOutcome): CallT
       : '';
   return {
     content: [
-      { type: 'text', text: JSON.stringify(structured) },
+      { type: 'text', text: stringifyJson(structured) },
       {
         type: 'text',
         text:
-          `Not executed: the account policy holds "${held.summary}" for a person to approve. Nothing has moved. ` +
-          `Ask the user to approve or reject it at ${held.approve_url} (expires ${held.expires_at}). ` +
-          `You cannot approve it; check its status later with list_pending_confirmations.${shown}`,
+          `Not executed: the account policy holds "${held.summary}" for a person to approve (confirmation ${held.confirmation_id}, status ${held.status}). Nothing has moved. ` +
+          `Ask the user to approve or reject it at ${held.approve_url} before it expires at ${held.expires_at}. ` +
+          `You cannot approve it. ${followUp}${shown}`,
       },
     ],
     structuredContent: structured,
@@ -338,7 +347,7 @@ function registerPaymentResource(server: McpServer, runtime: Runtime, auth: Auth
           {
             uri: uri.href,
             mimeType: 'application/json',
-            text: JSON.stringify(presentPayment(runtime.config, row)),
+            text: stringifyJson(presentPayment(runtime.config, row)),
           },
         ],
       };
@@ -368,7 +377,7 @@ function registerActionsResource(server: McpServer, runtime: Runtime, auth: Auth
         .execute();
       const data = rows.map((row) => ({ ...presentAction(row), run_id: row.run_id, channel: row.channel }));
       return {
-        contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ object: 'list', data }) }],
+        contents: [{ uri: uri.href, mimeType: 'application/json', text: stringifyJson({ object: 'list', data }) }],
       };
     },
   );

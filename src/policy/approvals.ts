@@ -4,21 +4,56 @@ import { canonicalHash } from '../core/canonical-json.ts';
 import { AppError } from '../core/errors.ts';
 import { executeTool, type ToolResult } from '../core/pipeline.ts';
 import type { AnyTool, Channel } from '../core/tool.ts';
+import type { Db } from '../db/database.ts';
 import type { ConfirmationRow } from '../db/tables/money.ts';
+import { isSamePrincipal } from '../keys/lineage.ts';
 import type { Runtime } from '../runtime.ts';
-import { effectiveStatus } from './confirmations.ts';
+import { announceConfirmation, effectiveStatus } from './confirmations.ts';
 
 /**
  * A human's answer to a held action. Not a tool, on purpose: no model and no MCP client can
- * approve money movement. The approver needs the `approvals` scope and must not be the key that
- * asked. Approval runs the stored input through executeTool again (policy re-checked; only the
- * confirmation it satisfies is lifted) and consumes the confirmation in that same transaction.
+ * approve money movement. The approver needs the `approvals` scope and must be another principal
+ * than the key that asked (src/keys/lineage.ts). Approval runs the stored input through executeTool
+ * again (policy re-checked; only the confirmation it satisfies is lifted) and consumes the
+ * confirmation in that same transaction.
  */
 export interface Approver {
   accountId: string;
   livemode: boolean;
   keyId: string;
   scopes: ReadonlySet<string>;
+  /**
+   * Deciding as a person signed in on the dashboard (sign-in form, session cookie, CSRF token), not
+   * with a bearer key. Only such a person may decide a held action with no recorded requester: no
+   * lineage can be excluded, and anything holding a key could otherwise wave it through. Left
+   * out, the stricter rule applies. The session's key still meets the lineage rule.
+   */
+  viaDashboard?: boolean;
+}
+
+/**
+ * Why `approver` may not decide this held action (the requester's own principal, or a key deciding
+ * what has no recorded requester), or undefined when it may. The one copy of the rule: the API and
+ * the dashboard's decisions apply it here, and the approval screen asks it to say why its buttons
+ * are disabled.
+ */
+export async function refusedDecider(
+  db: Db,
+  row: Pick<ConfirmationRow, 'requested_by_key'>,
+  approver: Pick<Approver, 'accountId' | 'keyId' | 'viaDashboard'>,
+): Promise<AppError | undefined> {
+  if (row.requested_by_key === null) {
+    if (approver.viaDashboard) return undefined;
+    return new AppError(
+      'permission_denied',
+      'This held action has no recorded requester, so no API key can approve or reject it: decide it on the dashboard, signed in with a key that has the approvals scope.',
+    );
+  }
+  if (!(await isSamePrincipal(db, approver.accountId, row.requested_by_key, approver.keyId))) return undefined;
+  return new AppError(
+    'permission_denied',
+    'The key that asked for an action cannot approve or reject it, nor can a key rotated from or into it or one it created (directly or through other keys): use a key with the approvals scope that it did not create.',
+  );
 }
 
 async function loadForDecision(runtime: Runtime, approver: Approver, id: string): Promise<ConfirmationRow> {
@@ -36,12 +71,8 @@ async function loadForDecision(runtime: Runtime, approver: Approver, id: string)
     .where('livemode', '=', approver.livemode)
     .executeTakeFirst();
   if (!row) throw new AppError('not_found', `No such confirmation: '${id}'.`, { param: 'id' });
-  if (row.requested_by_key !== null && row.requested_by_key === approver.keyId) {
-    throw new AppError(
-      'permission_denied',
-      'The key that asked for an action cannot approve or reject it: use another key with the approvals scope.',
-    );
-  }
+  const refused = await refusedDecider(runtime.db, row, approver);
+  if (refused) throw refused;
   const status = effectiveStatus(row, runtime.clock.now());
   if (status !== 'pending')
     throw new AppError('conflict', `Confirmation ${id} is ${status}; only a pending confirmation can be decided.`);
@@ -87,9 +118,10 @@ export async function rejectConfirmation(runtime: Runtime, approver: Approver, i
       .set({ status: 'rejected', decided_by_key: approver.keyId, decided_at: now })
       .where('id', '=', id)
       .where('status', '=', 'pending')
-      .returning('id')
+      .returningAll()
       .executeTakeFirst();
     if (!updated) throw new AppError('conflict', `Confirmation ${id} is no longer pending.`);
+    await announceConfirmation(trx, runtime.config, updated, 'action.rejected', now);
     await advanceHeldAction(trx, {
       accountId: approver.accountId,
       livemode: approver.livemode,

@@ -1,14 +1,18 @@
+import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Config } from '../config/config.ts';
 import type { Channel } from '../core/tool.ts';
-import type { Db } from '../db/database.ts';
+import type { Database, Db } from '../db/database.ts';
 import { insertEvent } from '../db/repositories/events.ts';
 import type { ConfirmationRow } from '../db/tables/money.ts';
 import { newId } from '../domain/ids.ts';
+import type { EventType } from '../webhooks/event-types.ts';
 import type { PolicyDecision } from './engine.ts';
 
 /** How long a held action waits for a human before it lapses. */
 export const CONFIRMATION_TTL_MS = 15 * 60_000;
+/** Confirmations expired per transaction by the expiry job. */
+export const CONFIRMATION_EXPIRY_BATCH = 100;
 
 export const confirmationOutput = z
   .object({
@@ -87,9 +91,32 @@ export function confirmationRequired(config: Config, row: ConfirmationRow): Conf
   };
 }
 
+/**
+ * Writes the event of a confirmation's step, in the caller's transaction (the one that made the
+ * step): its data is the confirmation as GET /v1/confirmations/:id presents it.
+ */
+export async function announceConfirmation(
+  db: Db,
+  config: Config,
+  row: ConfirmationRow,
+  type: Extract<EventType, `action.${string}`>,
+  at: Date,
+): Promise<void> {
+  await insertEvent(db, {
+    accountId: row.account_id,
+    livemode: row.livemode,
+    type,
+    objectId: row.id,
+    data: { object: presentConfirmation(config, row, at) },
+    webhookUrl: null,
+    createdAt: at,
+  });
+}
+
 /** Stores a held action, bound to its canonical input by hash, and announces it. */
 export async function createConfirmation(
   db: Db,
+  config: Config,
   held: {
     accountId: string;
     livemode: boolean;
@@ -124,20 +151,37 @@ export async function createConfirmation(
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  await insertEvent(db, {
-    accountId: held.accountId,
-    livemode: held.livemode,
-    type: 'action.confirmation_required',
-    objectId: row.id,
-    data: {
-      confirmation_id: row.id,
-      tool: row.tool,
-      channel: row.channel,
-      summary: row.summary,
-      expires_at: row.expires_at.toISOString(),
-    },
-    webhookUrl: null,
-    createdAt: held.at,
-  });
+  await announceConfirmation(db, config, row, 'action.confirmation_required', held.at);
   return row;
+}
+
+/**
+ * Marks lapsed pending confirmations expired, each with its action.expired event, in one
+ * transaction; returns how many. Reads already call such a row expired (effectiveStatus): this
+ * makes it a recorded step that someone can be told about. SKIP LOCKED lets several workers share
+ * the work, and an approval that consumes the row first (it requires expires_at > now) wins.
+ */
+export async function expireDueConfirmations(db: Kysely<Database>, config: Config, now: Date): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const expired = await trx
+      .updateTable('confirmations')
+      .set({ status: 'expired' })
+      .where(
+        'id',
+        'in',
+        trx
+          .selectFrom('confirmations')
+          .select('id')
+          .where('status', '=', 'pending')
+          .where('expires_at', '<=', now)
+          .orderBy('expires_at')
+          .limit(CONFIRMATION_EXPIRY_BATCH)
+          .forUpdate()
+          .skipLocked(),
+      )
+      .returningAll()
+      .execute();
+    for (const row of expired) await announceConfirmation(trx, config, row, 'action.expired', now);
+    return expired.length;
+  });
 }

@@ -1,3 +1,4 @@
+import { type Keyset, keysetOrder, keysetWhere } from '../pagination.ts';
 import type { ApiKeyRow, Db, NewApiKey } from '../database.ts';
 
 export async function insertApiKey(db: Db, key: NewApiKey): Promise<ApiKeyRow> {
@@ -23,10 +24,22 @@ export async function findApiKey(db: Db, owner: KeyOwner, id: string): Promise<A
   return query.executeTakeFirst();
 }
 
-export async function listApiKeys(db: Db, owner: KeyOwner): Promise<ApiKeyRow[]> {
+/** The owner's keys, newest first: all of them, or one page (`limit` + 1 rows, in keyset order). */
+export async function listApiKeys(
+  db: Db,
+  owner: KeyOwner,
+  page?: { keyset: Keyset; limit: number },
+): Promise<ApiKeyRow[]> {
   let query = db.selectFrom('api_keys').selectAll().where('account_id', '=', owner.accountId);
   if (owner.livemode !== undefined) query = query.where('livemode', '=', owner.livemode);
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  if (!page) return query.orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  const order = keysetOrder(page.keyset);
+  return query
+    .where(keysetWhere(page.keyset))
+    .orderBy('created_at', order)
+    .orderBy('id', order)
+    .limit(page.limit + 1)
+    .execute();
 }
 
 export async function revokeApiKey(db: Db, owner: KeyOwner, id: string, at: Date): Promise<ApiKeyRow | undefined> {

@@ -8,19 +8,14 @@ import type { Runtime } from '../../runtime.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 
+/**
+ * Deciding a held action. Reading one is the get_confirmation tool (GET
+ * /v1/confirmations/:confirmation_id), so the API and assistants read it the same way.
+ */
 export const confirmationOperations: ApiOperation[] = [
   {
-    method: 'GET',
-    path: '/v1/confirmations/:id',
-    operationId: 'get_confirmation',
-    summary: 'Get a held action',
-    tag: 'confirmations',
-    scope: 'payments:read',
-    response: confirmationOutput,
-  },
-  {
     method: 'POST',
-    path: '/v1/confirmations/:id/approve',
+    path: '/v1/confirmations/:confirmation_id/approve',
     operationId: 'approve_confirmation',
     summary: 'Approve a held action',
     description:
@@ -31,16 +26,20 @@ export const confirmationOperations: ApiOperation[] = [
       confirmation: confirmationOutput,
       result: z.unknown().describe('The output of the executed tool.'),
     }),
+    // Not pending any more (409); the held money call runs now, re-judged by the policy and paid
+    // from the balance as it is now.
+    errors: ['conflict', 'policy_denied', 'insufficient_funds'],
   },
   {
     method: 'POST',
-    path: '/v1/confirmations/:id/reject',
+    path: '/v1/confirmations/:confirmation_id/reject',
     operationId: 'reject_confirmation',
     summary: 'Reject a held action',
     description: "Needs the 'approvals' scope and a key other than the one that asked. Nothing moves.",
     tag: 'confirmations',
     scope: 'approvals',
     response: confirmationOutput,
+    errors: ['conflict'],
   },
 ];
 
@@ -57,33 +56,27 @@ export function confirmationRoutes(runtime: Runtime, tools: readonly AnyTool[]):
     return presentConfirmation(runtime.config, row, runtime.clock.now());
   };
   return async (app) => {
-    app.get<{ Params: { id: string } }>(
-      '/v1/confirmations/:id',
-      { config: { auth: { scope: 'payments:read' } } },
-      async (request) => {
-        const auth = requestAuth(request);
-        return view(auth.accountId, auth.livemode, request.params.id);
-      },
-    );
-
-    app.post<{ Params: { id: string } }>(
-      '/v1/confirmations/:id/approve',
+    app.post<{ Params: { confirmation_id: string } }>(
+      '/v1/confirmations/:confirmation_id/approve',
       { config: { auth: { scope: 'approvals' } } },
       async (request) => {
         const auth = requestAuth(request);
-        const result = await approveConfirmation(runtime, tools, auth, request.params.id);
+        const result = await approveConfirmation(runtime, tools, auth, request.params.confirmation_id);
         if (result.kind !== 'executed') throw new AppError('conflict', 'The approved action did not execute.');
-        return { confirmation: await view(auth.accountId, auth.livemode, request.params.id), result: result.output };
+        return {
+          confirmation: await view(auth.accountId, auth.livemode, request.params.confirmation_id),
+          result: result.output,
+        };
       },
     );
 
-    app.post<{ Params: { id: string } }>(
-      '/v1/confirmations/:id/reject',
+    app.post<{ Params: { confirmation_id: string } }>(
+      '/v1/confirmations/:confirmation_id/reject',
       { config: { auth: { scope: 'approvals' } } },
       async (request) => {
         const auth = requestAuth(request);
-        await rejectConfirmation(runtime, auth, request.params.id);
-        return view(auth.accountId, auth.livemode, request.params.id);
+        await rejectConfirmation(runtime, auth, request.params.confirmation_id);
+        return view(auth.accountId, auth.livemode, request.params.confirmation_id);
       },
     );
   };

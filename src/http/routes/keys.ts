@@ -1,11 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { parseInput } from '../../core/validation.ts';
+import { pageParams } from '../../db/pagination.ts';
 import { API_KEY_SCOPES } from '../../domain/api-key-secret.ts';
 import {
+  apiKeyOutput,
   assertCanGrant,
   issueApiKey,
-  listAccountApiKeys,
+  pageAccountApiKeys,
   revokeAccountApiKey,
   rotateAccountApiKey,
 } from '../../keys/api-keys.ts';
@@ -36,24 +38,12 @@ export const rotateKeyBody = z.strictObject({
     .describe('How long the old key keeps working, in minutes (0 to 10080, default 60).'),
 });
 
+// 100 by default: an account has few keys, and clients written before keys were paged got them all.
+const listKeysQuery = z.strictObject(pageParams('API key', 'key_…', { default: 100, max: 100 }));
+
 const keyIdParams = z.object({ id: z.string().min(1).max(100) });
 
-const apiKeyView = z.object({
-  id: z.string(),
-  object: z.literal('api_key'),
-  name: z.string().nullable(),
-  livemode: z.boolean(),
-  prefix: z.string().describe('The first characters of the secret, for recognising it.'),
-  last4: z.string(),
-  redacted: z.string(),
-  scopes: z.array(z.string()),
-  created: z.string(),
-  last_used: z.string().nullable(),
-  expires: z.string().nullable(),
-  revoked: z.string().nullable(),
-  rotated_from: z.string().nullable(),
-});
-const issuedKey = apiKeyView.extend({ secret: z.string().describe('The secret key, shown this once.') });
+const issuedKey = apiKeyOutput.extend({ secret: z.string().describe('The secret key, shown this once.') });
 
 export const keyOperations: ApiOperation[] = [
   {
@@ -64,7 +54,8 @@ export const keyOperations: ApiOperation[] = [
     description: "The account's keys, newest first; never a secret or a hash.",
     tag: 'keys',
     scope: 'keys',
-    response: z.object({ object: z.literal('list'), data: z.array(apiKeyView), has_more: z.boolean() }),
+    query: listKeysQuery,
+    response: z.object({ object: z.literal('list'), data: z.array(apiKeyOutput), has_more: z.boolean() }),
   },
   {
     method: 'POST',
@@ -85,7 +76,7 @@ export const keyOperations: ApiOperation[] = [
     summary: 'Revoke an API key',
     tag: 'keys',
     scope: 'keys',
-    response: apiKeyView,
+    response: apiKeyOutput,
   },
   {
     method: 'POST',
@@ -97,7 +88,9 @@ export const keyOperations: ApiOperation[] = [
     tag: 'keys',
     scope: 'keys',
     body: rotateKeyBody,
-    response: z.object({ new_key: issuedKey, old_key: apiKeyView }),
+    response: z.object({ new_key: issuedKey, old_key: apiKeyOutput }),
+    // A revoked or expired key cannot be rotated.
+    errors: ['conflict'],
   },
 ];
 
@@ -106,7 +99,8 @@ export function keyRoutes(runtime: Runtime): FastifyPluginAsync {
   return async (app) => {
     app.get('/keys', { config: auth }, async (request) => {
       const caller = requestAuth(request);
-      return { object: 'list', data: await listAccountApiKeys(runtime.db, caller.accountId, caller), has_more: false };
+      const page = parseInput(listKeysQuery, request.query);
+      return { object: 'list', ...(await pageAccountApiKeys(runtime.db, caller.accountId, caller, page)) };
     });
 
     app.post('/keys', { config: auth }, async (request) => {
@@ -119,7 +113,13 @@ export function keyRoutes(runtime: Runtime): FastifyPluginAsync {
           (API_KEY_SCOPES as readonly string[]).includes(s),
         );
       assertCanGrant(caller, livemode, scopes);
-      return issueApiKey(runtime.db, { accountId: caller.accountId, livemode, scopes, name: body.name ?? null });
+      return issueApiKey(runtime.db, {
+        accountId: caller.accountId,
+        livemode,
+        scopes,
+        name: body.name ?? null,
+        createdByKey: caller.keyId,
+      });
     });
 
     app.post('/keys/:id/revoke', { config: auth }, async (request) => {
