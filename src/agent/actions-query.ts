@@ -1,8 +1,10 @@
+import { stringify } from 'csv-stringify/sync';
+import type { ExpressionBuilder } from 'kysely';
 import { z } from 'zod';
+import { ACTION_STATUSES, type ActionRow, loadActionRows } from '../audit/action-rows.ts';
 import { parseInput } from '../core/validation.ts';
-import type { Db } from '../db/database.ts';
-import type { AgentActionRow } from '../db/tables/money.ts';
-import { afterListedRow } from '../db/pagination.ts';
+import type { Database, Db } from '../db/database.ts';
+import { createdRange, listPage, pageParams } from '../db/pagination.ts';
 
 /**
  * The action log as a list: the filters of GET /agent/actions and its CSV form. The API and the
@@ -10,25 +12,17 @@ import { afterListedRow } from '../db/pagination.ts';
  */
 export const actionsQuery = z.strictObject({
   status: z
-    .enum(['executed', 'held', 'denied', 'failed', 'rejected', 'planned'])
+    .enum(ACTION_STATUSES)
     .optional()
-    .describe('Only actions in this status.'),
+    .describe('Only actions in this final status (expired: held, and its confirmation lapsed undecided).'),
   tool: z.string().max(100).optional().describe('Only calls of this tool.'),
   decision: z
     .enum(['allow', 'require_confirmation', 'deny', 'not_checked'])
     .optional()
     .describe('Only this policy decision.'),
   channel: z.enum(['api', 'agent', 'mcp']).optional().describe('Only calls from this channel.'),
-  created_gte: z.iso
-    .datetime({ offset: true, error: 'created_gte must be an ISO 8601 date-time' })
-    .optional()
-    .describe('From this time.'),
-  created_lte: z.iso
-    .datetime({ offset: true, error: 'created_lte must be an ISO 8601 date-time' })
-    .optional()
-    .describe('Until this time.'),
-  limit: z.coerce.number().int().min(1).max(500).default(50).describe('Page size, 1 to 500 (default 50).'),
-  starting_after: z.string().max(100).optional().describe('An action id: the next page.'),
+  ...createdRange('action'),
+  ...pageParams('action', 'act_…', { default: 50, max: 500 }),
 });
 
 export interface ActionScope {
@@ -37,79 +31,93 @@ export interface ActionScope {
 }
 
 export interface ActionPage {
-  rows: AgentActionRow[];
+  rows: ActionRow[];
   has_more: boolean;
 }
 
 /** One page of the account's actions, newest first, filtered by `raw` (validated by actionsQuery). */
-export async function listActions(db: Db, scope: ActionScope, raw: unknown): Promise<ActionPage> {
+export async function listActions(db: Db, scope: ActionScope, raw: unknown, now: Date): Promise<ActionPage> {
   const query = parseInput(actionsQuery, raw);
-  let q = db
-    .selectFrom('agent_actions')
-    .selectAll()
-    .where('account_id', '=', scope.accountId)
-    .where('livemode', '=', scope.livemode);
-  if (query.status) q = q.where('status', '=', query.status);
-  if (query.tool) q = q.where('tool', '=', query.tool);
-  if (query.decision) q = q.where('decision', '=', query.decision);
-  if (query.channel) q = q.where('channel', '=', query.channel);
-  if (query.created_gte) q = q.where('created_at', '>=', new Date(query.created_gte));
-  if (query.created_lte) q = q.where('created_at', '<=', new Date(query.created_lte));
-  if (query.starting_after)
-    q = q.where(await afterListedRow(db, 'agent_actions', scope, query.starting_after, 'action'));
-  const rows = await q
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(query.limit + 1)
-    .execute();
-  return { rows: rows.slice(0, query.limit), has_more: rows.length > query.limit };
+  const page = await listPage(db, 'agent_actions', scope, query, 'action', (q) => {
+    let narrowed = q;
+    if (query.status) {
+      // A held action whose confirmation lapsed reads as expired (action-rows.ts finalStatus).
+      const lapsed = (eb: ExpressionBuilder<Database, 'agent_actions'>) =>
+        eb.exists(
+          eb
+            .selectFrom('confirmations as c')
+            .select('c.id')
+            .whereRef('c.id', '=', 'agent_actions.confirmation_id')
+            .where('c.status', 'in', ['pending', 'expired'])
+            .where('c.expires_at', '<=', now),
+        );
+      const stored = query.status === 'expired' ? 'held' : query.status;
+      narrowed = narrowed.where('status', '=', stored);
+      if (query.status === 'expired') narrowed = narrowed.where(lapsed);
+      else if (query.status === 'held') narrowed = narrowed.where((eb) => eb.not(lapsed(eb)));
+    }
+    if (query.tool) narrowed = narrowed.where('tool', '=', query.tool);
+    if (query.decision) narrowed = narrowed.where('decision', '=', query.decision);
+    if (query.channel) narrowed = narrowed.where('channel', '=', query.channel);
+    return narrowed;
+  });
+  return {
+    rows: await loadActionRows(
+      db,
+      page.data.map((row) => row.id),
+      now,
+    ),
+    has_more: page.has_more,
+  };
 }
 
-const CSV_HEADER = [
-  'id',
-  'created',
-  'channel',
-  'run_id',
-  'key_id',
-  'tool',
-  'decision',
-  'status',
-  'confirmation_id',
-  'approved_by_key',
-  'object_id',
-  'input',
-  'reasons',
-  'error',
+/** The CSV's columns: plain text each, in this order, named by the header row. */
+const CSV_COLUMNS: readonly [string, (row: ActionRow) => string | null][] = [
+  ['id', (row) => row.id],
+  ['created', (row) => row.created],
+  ['channel', (row) => row.channel],
+  ['key_id', (row) => row.key_id],
+  ['requested_by', (row) => row.requested_by],
+  ['run_id', (row) => row.run_id],
+  ['instruction', (row) => row.instruction],
+  ['tool', (row) => row.tool],
+  ['amount', (row) => row.amount],
+  ['asset', (row) => row.asset],
+  ['recipient', (row) => row.recipient],
+  ['payment_id', (row) => row.payment_id],
+  ['memo', (row) => row.memo],
+  ['decision', (row) => row.decision.outcome],
+  ['decision_reasons', (row) => row.decision_reasons],
+  ['confirmation_id', (row) => row.confirmation_id],
+  ['approved_by_key', (row) => row.approved_by_key],
+  ['decided_by', (row) => row.decided_by],
+  ['decided_at', (row) => row.decided_at],
+  ['status', (row) => row.status],
+  ['object_id', (row) => row.object_id],
+  ['tx_hash', (row) => row.tx_hash],
+  ['error', (row) => errorMessage(row.error)],
 ];
 
-/** The CSV export of actions: a header line, then one line per action, CRLF line ends (RFC 4180). */
-export function actionsCsv(rows: readonly AgentActionRow[]): string {
-  const lines = rows.map((row) =>
-    [
-      row.id,
-      row.created_at.toISOString(),
-      row.channel,
-      row.run_id,
-      row.key_id,
-      row.tool,
-      row.decision,
-      row.status,
-      row.confirmation_id,
-      row.approved_by_key,
-      row.object_id,
-      JSON.stringify(row.input),
-      JSON.stringify(row.reasons),
-      row.error === null ? '' : JSON.stringify(row.error),
-    ]
-      .map(csvCell)
-      .join(','),
-  );
-  return `${CSV_HEADER.join(',')}\r\n${lines.join('\r\n')}\r\n`;
+function errorMessage(error: unknown): string | null {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : null;
 }
 
-/** RFC 4180 quoting, and a leading quote for cells a spreadsheet would run as a formula. */
-export function csvCell(value: unknown): string {
-  let text = value === null || value === undefined ? '' : String(value);
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+/**
+ * The CSV export of actions (RFC 4180, by csv-stringify): a UTF-8 byte order mark, so that Excel
+ * reads memos and names in UTF-8 rather than the machine's code page (other spreadsheets and CSV
+ * libraries skip it); a header row; one line per action, CRLF line ends; amounts as decimal
+ * strings; cells a spreadsheet would run as a formula prefixed with a quote.
+ */
+export function actionsCsv(rows: readonly ActionRow[]): string {
+  return stringify(
+    rows.map((row) => CSV_COLUMNS.map(([, cell]) => cell(row) ?? '')),
+    {
+      bom: true,
+      header: true,
+      columns: CSV_COLUMNS.map(([name]) => name),
+      record_delimiter: 'windows',
+      escape_formulas: true,
+    },
+  );
 }

@@ -1,16 +1,19 @@
-import { createHash } from 'node:crypto';
 import { canonicalJson } from '../core/canonical-json.ts';
 import type { Db } from '../db/database.ts';
+import { type ChainPoint, entryHash, GENESIS, GENESIS_HASH, readHead, walkSegment } from './chain.ts';
+import { type BrokenRow, type ChainWalk, checkViews, recordWalked } from './view-check.ts';
 
 /**
  * The action log: every money action and agent step, append-only, each row chained to the
  * previous row of the same account by hash. Tampering with any row (or deleting one) changes a
  * hash that a later row recorded, and `plainpay audit verify` finds it. The database also
  * refuses UPDATE and DELETE on the table (migration 005), so tampering needs superuser rights.
+ * Entries about an action record the action as finance's views show it, so the tables behind
+ * those views are verified too (audit/action-snapshot.ts).
  *
  * It lives apart from src/agent because every channel writes it: REST and MCP money calls too.
  */
-export const GENESIS_HASH = '0'.repeat(64);
+export { GENESIS_HASH } from './chain.ts';
 
 export interface ActionLogEntry {
   accountId: string;
@@ -74,87 +77,162 @@ export async function appendActionLog(db: Db, entry: ActionLogEntry): Promise<{ 
   return { seq: inserted.seq, hash };
 }
 
-function entryHash(
-  prevHash: string,
-  row: {
-    account_id: string;
-    livemode: boolean;
-    entry_type: string;
-    run_id: string | null;
-    action_id: string | null;
-    created_at: Date;
-  },
-  payloadText: string,
-): string {
-  // An explicit field list: what is hashed must not depend on which columns a query selected.
-  const material = canonicalJson({
-    account_id: row.account_id,
-    livemode: row.livemode,
-    entry_type: row.entry_type,
-    run_id: row.run_id,
-    action_id: row.action_id,
-    created_at: row.created_at.toISOString(),
-    prev_hash: prevHash,
-  });
-  return createHash('sha256').update(material).update('\n').update(payloadText).digest('hex');
-}
-
 export interface AuditReport {
   ok: boolean;
+  /** Action-log entries whose hash and link were recomputed. */
   rowsChecked: number;
   accountsChecked: number;
-  /** The first row whose stored hash or link does not match, in log order. */
-  firstBroken?: { seq: string; accountId: string; reason: string };
+  /** agent_actions rows compared with the newest entry about each (and their settlement hashes). */
+  actionsChecked: number;
+  /** Finished agent_runs rows compared with their run.finished entry. */
+  runsChecked: number;
+  /** The newest entry the chain check reached: "verified through #N". null: nothing to check. */
+  throughSeq: string | null;
+  /** The first row found edited, added or missing: in log order for the chain, then the views' tables. */
+  firstBroken?: BrokenRow;
 }
 
-/** Recomputes every account's chain from genesis and compares with the stored heads. */
-export async function verifyActionLog(db: Db): Promise<AuditReport> {
-  const last = new Map<string, string>();
-  let firstBroken: AuditReport['firstBroken'];
+/**
+ * Recomputes every account's chain (or one account's) from genesis and compares it with the
+ * stored heads; then compares the tables behind the views finance reads with what the chain
+ * recorded of them (audit/view-check.ts). Read-only, and safe beside running writers: each
+ * account's head is read first and its chain walked only up to it (audit/chain.ts), and rows that
+ * changed after that are compared with the later entries that recorded the change.
+ */
+export async function verifyActionLog(db: Db, scope: { accountId?: string } = {}): Promise<AuditReport> {
+  const walk: ChainWalk = { actions: new Map(), runs: new Map(), tails: new Map(), newer: new Map() };
+  let firstBroken: BrokenRow | undefined;
   let rowsChecked = 0;
-  let after = -1n;
-  for (;;) {
-    const page = await db
-      .selectFrom('action_log')
-      .selectAll()
-      .where('seq', '>', after)
-      .orderBy('seq')
-      .limit(1000)
-      .execute();
-    if (page.length === 0 || firstBroken) break;
-    after = page[page.length - 1]!.seq;
-    for (const row of page) {
-      rowsChecked++;
-      const prev = last.get(row.account_id) ?? GENESIS_HASH;
-      const broken = (reason: string): void => {
-        firstBroken ??= { seq: String(row.seq), accountId: row.account_id, reason };
-      };
-      const expected = entryHash(row.prev_hash, row, canonicalJson(row.payload ?? null));
-      if (expected !== row.hash) broken('its contents do not match its hash (the row was edited)');
-      else if (row.prev_hash !== prev)
-        broken('its link to the previous row of the account is broken (a row before it was changed or removed)');
-      last.set(row.account_id, row.hash);
-      if (firstBroken) break;
+  let through: bigint | null = null;
+  for await (const accountId of accountsOf(db, scope)) {
+    const checked = await verifyAccountChain(db, walk, accountId);
+    rowsChecked += checked.rows;
+    if (checked.through !== null && (through === null || checked.through > through)) through = checked.through;
+    // The first broken row in log order, whichever account it is in.
+    if (checked.broken && (firstBroken === undefined || BigInt(checked.broken.seq!) < BigInt(firstBroken.seq!))) {
+      firstBroken = checked.broken;
     }
   }
-  if (!firstBroken) {
-    const heads = await db.selectFrom('action_log_heads').selectAll().execute();
-    for (const head of heads) {
-      const tail = last.get(head.account_id) ?? GENESIS_HASH;
-      if (tail !== head.last_hash) {
-        firstBroken = {
-          seq: String(head.last_seq),
-          accountId: head.account_id,
-          reason: 'the newest rows of the account are missing',
-        };
-        break;
-      }
-    }
-  }
+  const views = firstBroken ? { actionsChecked: 0, runsChecked: 0 } : await checkViews(db, walk, scope);
+  firstBroken ??= views.broken;
   return {
     ok: firstBroken === undefined,
     rowsChecked,
-    accountsChecked: last.size,
+    accountsChecked: walk.tails.size,
+    actionsChecked: views.actionsChecked,
+    runsChecked: views.runsChecked,
+    throughSeq: through === null ? null : String(through),
     ...(firstBroken ? { firstBroken } : {}),
   };
+}
+
+/** The accounts whose chains to walk: the one asked for, or every account. */
+async function* accountsOf(db: Db, scope: { accountId?: string }): AsyncGenerator<string> {
+  if (scope.accountId !== undefined) {
+    yield scope.accountId;
+    return;
+  }
+  let after = '';
+  for (;;) {
+    const page = await db
+      .selectFrom('accounts')
+      .select('id')
+      .where('id', '>', after)
+      .orderBy('id')
+      .limit(1000)
+      .execute();
+    if (page.length === 0) return;
+    for (const { id } of page) yield id;
+    after = page.at(-1)!.id;
+  }
+}
+
+/**
+ * One account's chain: its head first, then its rows from genesis through the head's seq. Rows
+ * appended meanwhile are after the head, and left to the next verification.
+ */
+async function verifyAccountChain(
+  db: Db,
+  walk: ChainWalk,
+  accountId: string,
+): Promise<{ rows: number; through: bigint | null; broken?: BrokenRow }> {
+  const head = await headOf(db, accountId);
+  if ('missing' in head) {
+    return {
+      rows: 0,
+      through: null,
+      broken: {
+        seq: String(head.missing),
+        accountId,
+        livemode: null,
+        table: 'action_log_heads',
+        rowId: accountId,
+        columns: [],
+        reason: 'the head row of the account is missing, though the account has log rows',
+      },
+    };
+  }
+  if (head.seq === 0n) return { rows: 0, through: null };
+  const segment = await walkSegment(db, accountId, GENESIS, head.seq, (row) => recordWalked(walk, row));
+  if (segment.rows > 0) walk.tails.set(accountId, segment.tail);
+  const through = segment.tail.seq === 0n ? null : segment.tail.seq;
+  if (segment.broken) {
+    const { row, reason } = segment.broken;
+    return {
+      rows: segment.rows,
+      through,
+      broken: {
+        seq: String(row.seq),
+        accountId,
+        livemode: row.livemode,
+        table: 'action_log',
+        rowId: String(row.seq),
+        columns: [],
+        reason,
+      },
+    };
+  }
+  if (segment.tail.seq !== head.seq || segment.tail.hash !== head.hash) {
+    return {
+      rows: segment.rows,
+      through,
+      broken: {
+        seq: String(head.seq),
+        accountId,
+        livemode: null,
+        table: 'action_log_heads',
+        rowId: accountId,
+        columns: [],
+        reason: 'the newest rows of the account are missing',
+      },
+    };
+  }
+  return { rows: segment.rows, through };
+}
+
+/**
+ * The account's head. Without one, the account has no rows, unless its first append committed
+ * after the head was read: then the head is read again, and only rows without any head are broken.
+ */
+async function headOf(db: Db, accountId: string): Promise<ChainPoint | { missing: bigint }> {
+  const head = await readHead(db, accountId);
+  if (head) return head;
+  const first = await db
+    .selectFrom('action_log')
+    .select('seq')
+    .where('account_id', '=', accountId)
+    .orderBy('seq')
+    .limit(1)
+    .executeTakeFirst();
+  if (!first) return GENESIS;
+  return (await readHead(db, accountId)) ?? { missing: first.seq };
+}
+
+/** One line naming the broken row, for the CLI, the API and the dashboard. */
+export function describeBroken(broken: BrokenRow): string {
+  const where =
+    broken.table === 'action_log' || broken.table === 'action_log_heads'
+      ? `row seq=${broken.seq} of the action log`
+      : `${broken.table} row ${broken.rowId}`;
+  return `${where} (account ${broken.accountId}): ${broken.reason}`;
 }

@@ -1,18 +1,27 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type ActionScope, actionsCsv, listActions } from '../../agent/actions-query.ts';
-import { html } from '../../checkout/html.ts';
+import { ACTION_STATUSES, type ActionRow, loadActionHistory, loadActionRows } from '../../audit/action-rows.ts';
+import {
+  lastVerification,
+  presentVerification,
+  type StoredVerification,
+  verifyAccount,
+} from '../../audit/verification.ts';
+import { html, type SafeHtml } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Db } from '../../db/database.ts';
-import type { AgentActionRow } from '../../db/tables/money.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
-import { loadKeyLabels } from '../key-labels.ts';
 import {
   badge,
+  csrfField,
   idLink,
+  json,
   keyRef,
   maybe,
+  notice,
   pager,
   param,
+  reasonsList,
   renderPage,
   screen,
   select,
@@ -21,7 +30,6 @@ import {
   withQuery,
 } from '../view.ts';
 
-const STATUSES = ['executed', 'held', 'denied', 'failed', 'rejected', 'planned'];
 const DECISIONS = ['allow', 'require_confirmation', 'deny', 'not_checked'];
 const CHANNELS = ['api', 'agent', 'mcp'];
 const PAGE_SIZE = 50;
@@ -75,16 +83,39 @@ function toApiQuery(filters: ActionFilters, extra: { limit: number; starting_aft
   };
 }
 
-async function allActions(db: Db, scope: ActionScope, filters: ActionFilters): Promise<AgentActionRow[]> {
-  const rows: AgentActionRow[] = [];
+async function allActions(db: Db, scope: ActionScope, filters: ActionFilters, now: Date): Promise<ActionRow[]> {
+  const rows: ActionRow[] = [];
   let after: string | undefined;
   while (rows.length < CSV_MAX_ROWS) {
-    const page = await listActions(db, scope, toApiQuery(filters, { limit: CSV_PAGE, starting_after: after }));
+    const page = await listActions(db, scope, toApiQuery(filters, { limit: CSV_PAGE, starting_after: after }), now);
     rows.push(...page.rows);
     if (!page.has_more || page.rows.length === 0) break;
     after = page.rows.at(-1)!.id;
   }
   return rows.slice(0, CSV_MAX_ROWS);
+}
+
+function shorten(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** "Log verified through #N at T", or what broke, from the account's last verification. */
+function verificationLine(stored: StoredVerification | undefined, livemode: boolean, csrf: SafeHtml): SafeHtml {
+  const button = html`<form class="inline" method="post" action="/dashboard/actions/verify">${csrf}<button type="submit" id="verify-log">Verify now</button></form>`;
+  if (!stored) {
+    return notice('info', html`<span id="log-verification">The action log has not been verified yet.</span> ${button}`);
+  }
+  const view = presentVerification(stored, livemode);
+  if (view.ok) {
+    return notice(
+      'ok',
+      html`<span id="log-verification">Log verified through #${view.through_seq ?? '0'} at ${time(view.verified_at)}: ${view.actions_checked} actions and ${view.runs_checked} runs match it.</span> ${button}`,
+    );
+  }
+  return notice(
+    'bad',
+    html`<span id="log-verification">Log verification FAILED at ${time(view.verified_at)}: ${view.broken?.message}.</span> ${button}`,
+  );
 }
 
 export function registerActions(app: FastifyInstance, deps: DashboardDeps): void {
@@ -100,16 +131,15 @@ export function registerActions(app: FastifyInstance, deps: DashboardDeps): void
       runtime.db,
       session,
       toApiQuery(filters, { limit: PAGE_SIZE, starting_after: startingAfter }),
+      runtime.clock.now(),
     );
-    const labels = await loadKeyLabels(runtime.db, session.accountId, [
-      ...rows.map((r) => r.key_id),
-      ...rows.map((r) => r.approved_by_key),
-    ]);
+    const verified = await lastVerification(runtime.db, session.accountId);
     const query = { ...filters };
     const body = html`<h1>Actions</h1>
-<p class="muted">Every money tool call from any channel, and every agent and MCP tool call, newest first. Times are UTC.</p>
+<p class="muted">Every money tool call from any channel, and every agent and MCP tool call, newest first, each in its final state. Times are UTC; amounts are in the asset shown, with all its decimals.</p>
+${verificationLine(verified, session.livemode, csrfField(session))}
 <form class="filters" method="get" action="/dashboard/actions">
-${select('status', 'Status', STATUSES, filters.status)}
+${select('status', 'Status', ACTION_STATUSES, filters.status)}
 ${select('tool', 'Tool', toolNames, filters.tool)}
 ${select('decision', 'Decision', DECISIONS, filters.decision)}
 ${select('channel', 'Channel', CHANNELS, filters.channel)}
@@ -120,19 +150,36 @@ ${select('channel', 'Channel', CHANNELS, filters.channel)}
 <p class="actions"><a class="button" id="export-csv" href="${withQuery('/dashboard/actions.csv', query)}" download>Export CSV</a>
 <span class="muted">All actions matching these filters (up to ${CSV_MAX_ROWS.toLocaleString('en')}).</span></p>
 ${table(
-  ['Action', 'Created', 'Channel', 'Tool', 'Decision', 'Status', 'Run', 'Confirmation', 'Key', 'Decided by'],
+  [
+    'When',
+    'Channel',
+    'Asked by',
+    'Instruction',
+    'Tool',
+    'Amount',
+    'Recipient or payment',
+    'Memo',
+    'Decision',
+    'Decided by',
+    'Status',
+    'Object',
+    'Transaction',
+  ],
   rows.map(
     (row) => html`<tr data-action-id="${row.id}" data-status="${row.status}">
-<td><code>${row.id}</code></td>
-<td>${time(row.created_at)}</td>
+<td><a href="/dashboard/actions/${row.id}">${time(row.created)}</a></td>
 <td>${row.channel}</td>
+<td class="requested-by">${keyRef(labelsOf(row), row.key_id, true)}</td>
+<td>${row.instruction === null ? maybe(null) : html`<span title="${row.instruction}">${shorten(row.instruction, 80)}</span>`}${row.run_id && html`<br>${idLink(`/dashboard/runs/${row.run_id}#${row.id}`, row.run_id)}`}</td>
 <td><code>${row.tool}</code></td>
-<td>${badge(row.decision)}</td>
-<td>${badge(row.status)}</td>
-<td>${row.run_id ? idLink(`/dashboard/runs/${row.run_id}#${row.id}`, row.run_id) : maybe(null)}</td>
-<td>${row.confirmation_id ? idLink(`/dashboard/confirmations/${row.confirmation_id}`, row.confirmation_id) : maybe(null)}</td>
-<td>${keyRef(labels, row.key_id, true)}</td>
-<td>${keyRef(labels, row.approved_by_key, true)}</td>
+<td class="amount">${row.amount === null ? maybe(null) : `${row.amount} ${row.asset}`}</td>
+<td class="recipient">${row.recipient ? html`<code>${row.recipient}</code>` : maybe(null)}${row.payment_id && html`<br><code>${row.payment_id}</code>`}</td>
+<td class="memo">${maybe(row.memo)}</td>
+<td>${badge(row.decision.outcome)}${row.decision_reasons && html`<br><span class="muted">${row.decision_reasons}</span>`}</td>
+<td class="decided-by">${keyRef(labelsOf(row), row.approved_by_key, true)}${row.decided_at && html`<br>${time(row.decided_at)}`}</td>
+<td>${badge(row.status)}${row.confirmation_id && html`<br>${idLink(`/dashboard/confirmations/${row.confirmation_id}`, row.confirmation_id)}`}</td>
+<td class="object-id">${row.object_id ? html`<code>${row.object_id}</code>` : maybe(null)}</td>
+<td>${row.tx_hash ? html`<code class="tx-hash">${row.tx_hash}</code>` : maybe(null)}</td>
 </tr>`,
   ),
   'No actions match.',
@@ -142,9 +189,60 @@ ${pager('/dashboard/actions', { ...query, starting_after: startingAfter }, has_m
     return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Actions', body, { section: 'actions' }));
   });
 
+  app.post('/actions/verify', { config: access }, async (request, reply) => {
+    const session = sessionOf(request);
+    await verifyAccount(runtime.db, session.accountId, runtime.clock.now());
+    return reply.redirect('/dashboard/actions', 303);
+  });
+
+  app.get<{ Params: { id: string } }>('/actions/:id', { config: access }, async (request, reply) => {
+    const session = sessionOf(request);
+    const history = await loadActionHistory(runtime.db, session, request.params.id);
+    const [row] = await loadActionRows(runtime.db, [request.params.id], runtime.clock.now());
+    const action = row!;
+    const labels = labelsOf(action);
+    const stepLabels = new Map(history.flatMap((step) => (step.key_id && step.key ? [[step.key_id, step.key]] : [])));
+    const body = html`<h1>Action <code>${action.id}</code></h1>
+<div class="card">
+<dl class="facts" id="action-facts">
+<dt>When</dt><dd>${time(action.created)} on the <code>${action.channel}</code> channel</dd>
+<dt>Asked by</dt><dd>${keyRef(labels, action.key_id)}</dd>
+${action.run_id && html`<dt>Agent run</dt><dd><a href="/dashboard/runs/${action.run_id}#${action.id}"><code>${action.run_id}</code></a>: ${maybe(action.instruction)}</dd>`}
+<dt>Tool</dt><dd><code>${action.tool}</code></dd>
+<dt>Amount</dt><dd id="action-amount">${action.amount === null ? maybe(null) : `${action.amount} ${action.asset}`}</dd>
+<dt>Recipient</dt><dd>${action.recipient ? html`<code>${action.recipient}</code>` : maybe(null)}</dd>
+<dt>Payment</dt><dd>${action.payment_id ? html`<code>${action.payment_id}</code>` : maybe(null)}</dd>
+<dt>Memo or reason</dt><dd>${maybe(action.memo)}</dd>
+<dt>Decision</dt><dd>${badge(action.decision.outcome)}${reasonsList(action.decision.reasons)}</dd>
+${action.confirmation_id && html`<dt>Confirmation</dt><dd><a href="/dashboard/confirmations/${action.confirmation_id}"><code>${action.confirmation_id}</code></a></dd>`}
+<dt>Decided by</dt><dd id="action-decided-by">${keyRef(labels, action.approved_by_key)}${action.decided_at && html` at ${time(action.decided_at)}`}</dd>
+<dt>Status</dt><dd>${badge(action.status)}</dd>
+<dt>Object created</dt><dd id="action-object">${action.object_id ? html`<code>${action.object_id}</code>` : maybe(null)}</dd>
+<dt>Transaction</dt><dd>${action.tx_hash ? html`<code class="tx-hash">${action.tx_hash}</code>` : maybe(null)}</dd>
+${action.error !== null && html`<dt>Error</dt><dd>${json(action.error)}</dd>`}
+</dl>
+<details><summary>Input</summary>${json(action.input)}</details>
+${action.result !== null && html`<details><summary>Output</summary>${json(action.result)}</details>`}
+</div>
+<h2>Steps</h2>
+<p class="muted">As the action log records them, approval attempts that failed included.</p>
+<ol class="steps" id="action-history">${history.map(
+      (step) =>
+        html`<li data-seq="${step.seq}" data-type="${step.type}">${time(step.at)} <strong>${step.step}</strong>${
+          step.key_id && html` by ${keyRef(stepLabels, step.key_id, true)}`
+        } <span class="muted">(log entry #${step.seq})</span>${step.error !== null && html`${json(step.error)}`}</li>`,
+    )}</ol>
+<p><a href="/dashboard/actions">All actions</a></p>`;
+    return sendPage(
+      reply,
+      200,
+      renderPage(pageContext(deps, request), `Action ${action.id}`, body, { section: 'actions' }),
+    );
+  });
+
   app.get('/actions.csv', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
-    const rows = await allActions(runtime.db, session, readFilters(request));
+    const rows = await allActions(runtime.db, session, readFilters(request), runtime.clock.now());
     const stamp = runtime.clock.now().toISOString().slice(0, 10);
     const mode = session.livemode ? 'live' : 'test';
     return reply
@@ -152,4 +250,12 @@ ${pager('/dashboard/actions', { ...query, starting_after: startingAfter }, has_m
       .header('Content-Disposition', `attachment; filename="agent-actions-${mode}-${stamp}.csv"`)
       .send(actionsCsv(rows));
   });
+}
+
+/** The key labels a row carries, as keyRef reads them. */
+function labelsOf(row: ActionRow): Map<string, string> {
+  const labels = new Map<string, string>();
+  if (row.key_id !== null && row.requested_by !== null) labels.set(row.key_id, row.requested_by);
+  if (row.approved_by_key !== null && row.decided_by !== null) labels.set(row.approved_by_key, row.decided_by);
+  return labels;
 }
