@@ -277,7 +277,8 @@ describe('POST /agent/settle with the offline planner', () => {
       headers: bearer(merchant.apiKey),
     });
     expect(csv.headers['content-type']).toMatch(/^text\/csv/);
-    expect(csv.body.split('\r\n')[0]).toMatch(/^id,created,channel,run_id/);
+    // A byte order mark first, so that spreadsheets read it as UTF-8 (docs/agent.md).
+    expect(csv.body.split('\r\n')[0]).toMatch(/^\uFEFFid,created,channel,key_id,requested_by,run_id/);
     expect(csv.body).toContain(held.data[0].id);
   });
 });

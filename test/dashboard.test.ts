@@ -433,8 +433,9 @@ describe('approvals', () => {
     expect(own.statusCode).toBe(200);
     expect(own.body).toContain('You are signed in with the key that asked for this action');
     const refused = await submit(asker, `${url}/approve`, {}, { from: url });
-    expect(refused.statusCode).toBe(403);
-    expect(refused.body).toMatch(/id="decision-error">The key that asked for an action cannot approve or reject it/);
+    // Refused, and still post-redirect-get: back to the page, which names the refusal.
+    expect(refused.statusCode).toBe(303);
+    expect(refused.headers.location).toBe(`${url}?failed=approve&code=permission_denied`);
 
     // A reader sees it, without the forms, and cannot post them.
     const reader = await signIn(await extraKey(runtime, m.accountId, { scopes: ['payments:read'] }));
@@ -458,9 +459,10 @@ describe('approvals', () => {
     expect(done.body).toContain(await keyIdOf(approverKey));
     expect(done.body).toMatch(/data-object-id="po_\w+"/);
 
-    // Decided once: a second approval is a 409 shown on the page.
+    // Decided once: a second approval is refused, and the page it redirects to says so.
     const again = await submit(approver, `${url}/approve`, {}, { from: url });
-    expect(again.statusCode).toBe(409);
+    expect(again.statusCode).toBe(303);
+    expect(again.headers.location).toBe(`${url}?failed=approve&code=conflict`);
 
     // The action log agrees, and the CSV export has it.
     const action = await runtime.db

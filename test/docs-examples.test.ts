@@ -32,10 +32,15 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function api(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+async function api(
+  method: string,
+  path: string,
+  body?: unknown,
+  key = server.demoKey,
+): Promise<Record<string, unknown>> {
   const res = await fetch(`${server.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${server.demoKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
   return (await res.json()) as Record<string, unknown>;
@@ -87,9 +92,21 @@ describe('curl examples in docs/', () => {
       });
       env.PAYOUT_ID = String(payout.id);
     }
+    if (block.script.includes('$ENDPOINT_ID')) {
+      const endpoint = await api('POST', '/v1/webhook_endpoints', {
+        url: 'https://finance.example/hooks/plainpay',
+        enabled_events: ['payout.settled'],
+      });
+      env.ENDPOINT_ID = String(endpoint.id);
+    }
     if (block.script.includes('$CONFIRMATION_ID')) {
       const instruction = 'pay out 5000 USDC to 0x2222222222222222222222222222222222222222';
-      const run = await api('POST', '/agent/settle', { instruction });
+      // As docs/policy.md has it: an agent's key asks, and a person's key (not one the agent's key
+      // made or rotated) approves.
+      const agentKey = String(
+        (await api('POST', '/keys', { name: 'ops agent', scopes: ['agent', 'payouts:write', 'payments:read'] })).secret,
+      );
+      const run = await api('POST', '/agent/settle', { instruction }, agentKey);
       env.CONFIRMATION_ID = String((run.confirmations as Array<{ id: string }>)[0]!.id);
       env.APPROVER_KEY = String((await api('POST', '/keys', { name: 'approver', scopes: ['approvals'] })).secret);
     }

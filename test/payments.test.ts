@@ -78,6 +78,70 @@ describe('metadata comes back unchanged', () => {
     // And the raw response text holds the same serialisation.
     expect(full.body).toContain(`"metadata":${sent}`);
   });
+
+  // What JSON.parse + JSON.stringify would change: digits past a double, -0, trailing zeros,
+  // escapes, an integer-like key written last, and the whitespace a caller's encoder may add.
+  const exact = '{"f":12345678901234567890,"a":-0,"price":"1.50","p":1.50,"e":"\\u00e9","b":1,"1":2}';
+
+  it('exactly as the caller wrote it: on create, both reads, the list and a replay', async () => {
+    const body = `{"amount":5000,"currency":"NGN","redirect_url":"https://shop.example/thanks","metadata": ${exact.replace(',', ', ')} }`;
+    const headers = {
+      ...bearer(merchant.apiKey),
+      'content-type': 'application/json',
+      'idempotency-key': `meta-${Date.now()}`,
+    };
+    const created = await app.inject({ method: 'POST', url: '/v1/payments', headers, payload: body });
+    expect(created.statusCode, created.body).toBe(200);
+    expect(created.body).toContain(`"metadata":${exact}`);
+    const id = created.json().id as string;
+
+    const replay = await app.inject({ method: 'POST', url: '/v1/payments', headers, payload: body });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toBe(created.body);
+    for (const [url, key] of [
+      [`/v1/payments/${id}`, merchant.apiKey],
+      [`/checkout/${id}`, undefined],
+      ['/v1/payments?limit=100', merchant.apiKey],
+    ] as const) {
+      const res = await get(url, key);
+      expect(res.statusCode, url).toBe(200);
+      expect(res.body, url).toContain(`"metadata":${exact}`);
+    }
+    // Digits a double cannot hold still make it another request: the key's first body is not this one.
+    const other = await app.inject({
+      method: 'POST',
+      url: '/v1/payments',
+      headers,
+      payload: body.replace('12345678901234567890', '12345678901234567891'),
+    });
+    expect(other.statusCode).toBe(409);
+    expect(other.json().error.type).toBe('idempotency_error');
+    // Code that reads a field still sees ordinary JSON values.
+    expect(created.json().metadata.f).toBe(Number('12345678901234567890'));
+  });
+});
+
+describe('metadata nesting is bounded', () => {
+  const post = (metadata: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/payments',
+      headers: { ...bearer(merchant.apiKey), 'content-type': 'application/json' },
+      payload: `{"amount":5000,"currency":"NGN","redirect_url":"https://shop.example/thanks","metadata":${metadata}}`,
+    });
+  const nested = (levels: number) => `${'{"a":'.repeat(levels - 1)}{"n":1.0}${'}'.repeat(levels - 1)}`;
+
+  it('32 levels are kept as written; 33 are a 400 naming metadata; a body too deep to parse is a 400', async () => {
+    const kept = await post(nested(32));
+    expect(kept.statusCode, kept.body).toBe(200);
+    expect(kept.body).toContain(`"metadata":${nested(32)}`);
+    const refused = await post(nested(33));
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error).toMatchObject({ param: 'metadata', message: expect.stringContaining('32 levels') });
+    const abyss = await post(nested(100_000));
+    expect(abyss.statusCode).toBe(400);
+    expect(abyss.json().error.message).toContain('nests too deeply');
+  });
 });
 
 describe('GET /checkout/:id (public)', () => {
@@ -99,9 +163,30 @@ describe('GET /checkout/:id (public)', () => {
       currency: 'NGN',
       merchant_name: 'Ada',
       description: 'Jollof',
-      reference: created.reference,
       expires_at: created.expires_at,
+      settlement: null,
     });
+    // The payer's view: nothing from which the merchant's fee, rate or net can be worked out.
+    expect(Object.keys(body).sort()).toEqual(
+      [
+        'id',
+        'object',
+        'livemode',
+        'status',
+        'amount',
+        'currency',
+        'merchant_name',
+        'description',
+        'metadata',
+        'checkout_url',
+        'redirect_url',
+        'expires_at',
+        'paid_at',
+        'settlement',
+      ].sort(),
+    );
+    for (const secret of ['quote', 'fee', 'rate', 'gross', 'gas', 'net']) expect(res.body).not.toContain(secret);
+    expect(res.body).not.toContain(String(created.quote.settlement_amount));
     expect(res.body).not.toContain(merchant.accountId);
     expect(res.body).not.toContain('acct_');
     expect(res.body).not.toContain('0x52908400098527886e0f7030069857d2e4169ee7');

@@ -167,9 +167,16 @@ const TOOL_INPUTS: Record<string, Record<string, unknown>> = {
   get_payout: {},
   refund_payment: {},
   split_revenue: { splits: [{ to_address: ADDRESS_B, share_bps: 10_000 }] },
+  list_refunds: {},
+  list_revenue_shares: {},
+  get_confirmation: {},
 };
 
-const KIND_OF_FIELD: Record<string, ObjectKind> = { payment_id: 'payment', payout_id: 'payout' };
+const KIND_OF_FIELD: Record<string, ObjectKind> = {
+  payment_id: 'payment',
+  payout_id: 'payout',
+  confirmation_id: 'confirmation',
+};
 
 /** The id fields of a tool's input (every tool's input is a zod object). */
 function idFieldsOf(tool: AnyTool): string[] {
@@ -397,6 +404,10 @@ async function validInputOf(tool: AnyTool): Promise<Record<string, unknown>> {
     refund_payment: { payment_id: a.test.ids.payment },
     split_revenue: { amount: 1, splits: [{ to_address: ADDRESS_B, share_bps: 10_000 }] },
     list_pending_confirmations: {},
+    get_confirmation: { confirmation_id: a.test.ids.confirmation },
+    list_payouts: {},
+    list_refunds: {},
+    list_revenue_shares: {},
   };
   const input = inputs[tool.name];
   if (!input) throw new Error(`${tool.name}: add a valid input to validInputOf in test/security.matrix.test.ts`);
@@ -422,6 +433,11 @@ function dashboardScopes(route: Route): readonly ApiKeyScope[] | undefined {
       '/developers/rails/paystack/disconnect': ['keys'],
       '/developers/rails/mpesa/disconnect': ['keys'],
       '/webhooks/events/:id/redeliver': screen('webhooks').scopes,
+      '/webhooks/endpoints': screen('webhooks').scopes,
+      '/webhooks/endpoints/:id/disable': screen('webhooks').scopes,
+      '/webhooks/endpoints/:id/enable': screen('webhooks').scopes,
+      '/webhooks/endpoints/:id/delete': screen('webhooks').scopes,
+      '/actions/verify': screen('actions').scopes,
       '/sign-out': [],
     };
     return writes[path];

@@ -95,10 +95,12 @@ async function runMainFlows(): Promise<void> {
   expect(paid.statusCode).toBe(303);
   await checkout.inject({ method: 'GET', url: `/pay/${pending.id}/status` });
 
-  // Payouts: one that runs, one the policy holds (over MCP), approved with another key.
+  // Payouts: one that runs, one the policy holds (over MCP), approved by another principal.
   await fund(app, key, 10_000);
   expect((await json('/v1/payouts', { amount: 1, to_address: ADDRESS_B })).statusCode).toBe(200);
-  const session = await openInjectedMcpSession(app, key, 'secrets');
+  // The assistant's key asks; a sibling key approves (a key it made could not: docs/policy.md).
+  const assistant = (await json('/keys', { name: 'assistant' })).json();
+  const session = await openInjectedMcpSession(app, assistant.secret, 'secrets');
   const held = await app.inject({
     method: 'POST',
     url: '/mcp',

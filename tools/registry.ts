@@ -2,11 +2,15 @@ import type { AnyTool } from '../src/core/tool.ts';
 import { createPayment } from './create-payment.ts';
 import { createPayout } from './create-payout.ts';
 import { getBalance } from './get-balance.ts';
+import { getConfirmation } from './get-confirmation.ts';
 import { getPayment } from './get-payment.ts';
 import { getPayout } from './get-payout.ts';
 import { getRevenue } from './get-revenue.ts';
 import { listPayments } from './list-payments.ts';
+import { listPayouts } from './list-payouts.ts';
 import { listPendingConfirmations } from './list-pending-confirmations.ts';
+import { listRefunds } from './list-refunds.ts';
+import { listRevenueShares } from './list-revenue-shares.ts';
 import { refundPayment } from './refund-payment.ts';
 import { splitRevenue } from './split-revenue.ts';
 
@@ -23,9 +27,13 @@ export const TOOLS: readonly AnyTool[] = [
   getRevenue,
   createPayout,
   getPayout,
+  listPayouts,
   refundPayment,
+  listRefunds,
   splitRevenue,
+  listRevenueShares,
   listPendingConfirmations,
+  getConfirmation,
 ];
 
 export function findTool(name: string): AnyTool | undefined {

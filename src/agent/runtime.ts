@@ -12,6 +12,7 @@ import type { Runtime } from '../runtime.ts';
 import { checkGrounding, evidenceFromInstruction, type RunEvidence, withToolResult } from './grounding.ts';
 import type { AgentModel, AgentModelResult, ModelUsage, PlannedCall, ToolCallOutcome } from './model.ts';
 import { systemPrompt } from './prompts.ts';
+import { recordAgentRunFinished } from '../metrics/metrics.ts';
 
 export interface AgentRequest {
   instruction: string;
@@ -536,7 +537,7 @@ interface RunOutcome {
  */
 async function finishRun(runtime: Runtime, run: RunIdentity, outcome: RunOutcome): Promise<boolean> {
   const at = runtime.clock.now();
-  return runtime.db.transaction().execute(async (trx) => {
+  const recorded = await runtime.db.transaction().execute(async (trx) => {
     await lockAccountActions(trx, run.account_id);
     const ended = await trx
       .updateTable('agent_runs')
@@ -574,6 +575,8 @@ async function finishRun(runtime: Runtime, run: RunIdentity, outcome: RunOutcome
     });
     return true;
   });
+  if (recorded) recordAgentRunFinished(outcome.status);
+  return recorded;
 }
 
 export async function loadRunView(

@@ -56,6 +56,15 @@ const envSchema = z.object({
   MPESA_SANDBOX_BASE_URL: httpUrl.default('https://sandbox.safaricom.co.ke'),
   MPESA_PRODUCTION_BASE_URL: httpUrl.default('https://api.safaricom.co.ke'),
   RAIL_TIMEOUT_MS: z.coerce.number().int().min(1000).max(120_000).default(15_000),
+  METRICS_TOKEN: optionalString.pipe(
+    z
+      .string()
+      .regex(
+        /^[A-Za-z0-9._~+/-]{16,}=*$/,
+        'must be at least 16 characters of A-Z, a-z, 0-9 and -._~+/ (it is sent as a bearer token)',
+      )
+      .optional(),
+  ),
   PLAINPAY_MASTER_KEY: optionalString.pipe(
     z
       .string()
@@ -116,6 +125,8 @@ export type Config = Readonly<{
   }>;
   /** Base64 of 32 bytes that encrypts stored secrets; generated into dataDir when absent. */
   masterKey: string | undefined;
+  /** The bearer token operators send to read GET /metrics; unset: the API host has no /metrics. */
+  metricsToken: string | undefined;
 }>;
 
 export class ConfigError extends Error {
@@ -153,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     demoAccount: e.DEMO_ACCOUNT,
     masterKey: e.PLAINPAY_MASTER_KEY,
+    metricsToken: e.METRICS_TOKEN,
     chain: {
       rpcUrl: e.CHAIN_RPC_URL,
       chainId: e.CHAIN_ID,

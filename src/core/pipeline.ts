@@ -1,18 +1,25 @@
 import type { z } from 'zod';
 import { lockAccountActions } from '../audit/action-log.ts';
-import { advanceHeldAction, recordAction } from '../audit/actions.ts';
+import { advanceHeldAction, recordAction, recordFailedAttempt } from '../audit/actions.ts';
+import type { Config } from '../config/config.ts';
+import { stringifyJson } from './json-text.ts';
 import { findIdempotencyRecord, insertIdempotencyRecord } from '../db/repositories/idempotency.ts';
 import type { Db } from '../db/database.ts';
 import type { ActionDecision } from '../db/tables/money.ts';
 import type { ApiKeyScope } from '../domain/api-key-secret.ts';
 import type { PolicyContext, RuleVerdict } from '../policy/action.ts';
-import { type ConfirmationRequired, confirmationRequired, createConfirmation } from '../policy/confirmations.ts';
+import {
+  announceConfirmation,
+  type ConfirmationRequired,
+  confirmationRequired,
+  createConfirmation,
+} from '../policy/confirmations.ts';
 import { loadPolicyContext, type RunScope } from '../policy/context.ts';
 import { evaluatePolicy, type PolicyDecision, summarizeDecision } from '../policy/engine.ts';
 import { declaredSpend, NOTHING_DECLARED, type DeclaredCall } from '../policy/run-plan.ts';
 import { loadPolicy } from '../policy/store.ts';
 import type { Runtime } from '../runtime.ts';
-import { canonicalHash } from './canonical-json.ts';
+import { canonicalHash, exactRequestHash } from './canonical-json.ts';
 import { AppError, type ErrorBody, toAppError } from './errors.ts';
 import type { Actor, PolicySubject, ToolContext, ToolDefinition } from './tool.ts';
 import { parseInput } from './validation.ts';
@@ -95,7 +102,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
     return { kind: 'executed', output, replayed: false, decision: 'not_checked', actionId: null };
   }
 
-  const requestHash = canonicalHash({ tool: tool.name, input });
+  const requestHash = exactRequestHash({ tool: tool.name, input });
   const base = { ...attempt, input };
 
   let stored: StoredResult<z.output<O>> | undefined;
@@ -123,7 +130,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
         if (options.confirmation) {
           // A second approved action for the same reference: used up, and it moved nothing new.
           await consumeConfirmation(trx, options.confirmation, actor, now);
-          await recordApprovedResult(trx, options.confirmation, actor, prior, now);
+          await recordApprovedResult(trx, runtime.config, options.confirmation, actor, prior, now);
         }
         stored = { kind: 'executed', output: prior, decision: 'not_checked', actionId: null };
         replayed = true;
@@ -151,10 +158,15 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
             'policy_denied',
             `The account policy denies this action: ${summarizeDecision(decision)}.`,
           ).toBody().error;
-          await recordAction(trx, { ...judged, status: 'denied', error, at: now });
+          if (options.confirmation) {
+            // Refused on approval: a failed attempt of the held action, which stays held.
+            await recordFailedApproval(trx, options.confirmation, actor, error, now);
+          } else {
+            await recordAction(trx, { ...judged, status: 'denied', error, at: now });
+          }
           stored = { kind: 'denied', error };
         } else if (decision.outcome === 'require_confirmation') {
-          const confirmation = await createConfirmation(trx, {
+          const confirmation = await createConfirmation(trx, runtime.config, {
             ...base,
             requestedByKey: actor.keyId,
             inputHash: canonicalHash(input),
@@ -190,7 +202,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
               .execute();
           }
           if (options.confirmation) {
-            await recordApprovedResult(trx, options.confirmation, actor, output, now);
+            await recordApprovedResult(trx, runtime.config, options.confirmation, actor, output, now);
           } else if (logged) {
             actionId = await recordAction(trx, {
               ...judged,
@@ -207,7 +219,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
       if (idempotencyKey !== undefined) {
         await trx
           .updateTable('idempotency_keys')
-          .set({ response: JSON.stringify(stored) })
+          .set({ response: stringifyJson(stored) })
           .where('account_id', '=', actor.accountId)
           .where('livemode', '=', actor.livemode)
           .where('key', '=', idempotencyKey)
@@ -216,7 +228,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
     });
   } catch (error) {
     // The transaction rolled back: nothing moved. Logged channels still record the failed attempt.
-    if (logged && !options.dryRun) await recordFailure(runtime, base, error);
+    if (logged && !options.dryRun) await recordFailure(runtime, base, error, options.confirmation);
     throw error;
   }
 
@@ -254,7 +266,8 @@ async function admit<I extends z.ZodType, O extends z.ZodType>(
     await tool.precheck?.(input, { runtime, actor, now: runtime.clock.now() });
     return input;
   } catch (error) {
-    if (logged && !options.dryRun) await recordFailure(runtime, { ...attempt, input: rawInput ?? null }, error);
+    if (logged && !options.dryRun)
+      await recordFailure(runtime, { ...attempt, input: rawInput ?? null }, error, options.confirmation);
     throw error;
   }
 }
@@ -331,9 +344,13 @@ async function replay<O>(
 }
 
 /** Single use: the held action runs only if it is still pending and unexpired, and only once. */
-/** The held action a human approved has run: its log row and its confirmation carry the result. */
+/**
+ * The held action a human approved has run: its log row and its confirmation carry the result,
+ * and action.approved announces it in the same transaction.
+ */
 async function recordApprovedResult(
   db: Db,
+  config: Config,
   confirmation: { id: string; approverKeyId: string },
   actor: Actor,
   result: unknown,
@@ -346,13 +363,16 @@ async function recordApprovedResult(
     status: 'executed',
     approvedByKey: confirmation.approverKeyId,
     result,
+    objectId: objectIdOf(result),
     at: now,
   });
-  await db
+  const approved = await db
     .updateTable('confirmations')
-    .set({ result: JSON.stringify(result) })
+    .set({ result: stringifyJson(result) })
     .where('id', '=', confirmation.id)
-    .execute();
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await announceConfirmation(db, config, approved, 'action.approved', now);
 }
 
 async function consumeConfirmation(
@@ -377,13 +397,26 @@ async function consumeConfirmation(
     );
 }
 
-async function recordFailure(runtime: Runtime, base: Attempt & { input: unknown }, error: unknown): Promise<void> {
+/**
+ * Records a refused or failed call. A failed run of a held action a human approved is a step of
+ * that action (its detail lists the attempt), not a new action: one row per action, in its final state.
+ */
+async function recordFailure(
+  runtime: Runtime,
+  base: Attempt & { input: unknown },
+  error: unknown,
+  confirmation: ExecuteOptions['confirmation'],
+): Promise<void> {
   const appError = toAppError(error);
-  // Conflicts about idempotency or a used confirmation are not new actions.
+  // Conflicts about idempotency are not new actions.
   if (appError.code === 'idempotency_conflict') return;
   try {
     await runtime.db.transaction().execute(async (trx) => {
       await lockAccountActions(trx, base.accountId);
+      if (confirmation) {
+        await recordFailedApproval(trx, confirmation, base, appError.toBody().error, runtime.clock.now());
+        return;
+      }
       await recordAction(trx, {
         ...base,
         decision: 'not_checked',
@@ -396,6 +429,23 @@ async function recordFailure(runtime: Runtime, base: Attempt & { input: unknown 
   } catch (logError) {
     runtime.logger.error({ err: logError }, 'could not record a failed action');
   }
+}
+
+async function recordFailedApproval(
+  db: Db,
+  confirmation: { id: string; approverKeyId: string },
+  actor: { accountId: string; livemode: boolean },
+  error: ErrorBody['error'],
+  at: Date,
+): Promise<void> {
+  await recordFailedAttempt(db, {
+    accountId: actor.accountId,
+    livemode: actor.livemode,
+    confirmationId: confirmation.id,
+    byKey: confirmation.approverKeyId,
+    error,
+    at,
+  });
 }
 
 function objectIdOf(output: unknown): string | null {

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Db } from '../db/database.ts';
+import type { ErrorCode } from './errors.ts';
 import type { ApiKeyScope } from '../domain/api-key-secret.ts';
 import type { Runtime } from '../runtime.ts';
 
@@ -74,6 +75,11 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
    * idempotency window.
    */
   existing?(input: z.output<I>, ctx: ToolContext): Promise<z.output<O> | undefined>;
+  /**
+   * Errors the handler raises that its shape does not imply, for the OpenAPI document (which
+   * infers the rest: a path id or an `…_id` field can be not found, a money tool held or short).
+   */
+  errors?: readonly ErrorCode[];
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the registry holds tools of every input/output type.

@@ -1,3 +1,4 @@
+import { stringifyJson } from '../core/json-text.ts';
 import { html, type HtmlValue, type SafeHtml } from '../checkout/html.ts';
 import type { ApiKeyScope } from '../domain/api-key-secret.ts';
 import { formatDisplay, SETTLEMENT_CURRENCY } from '../domain/money.ts';
@@ -168,7 +169,7 @@ export function badge(status: string): SafeHtml {
 }
 
 export function json(value: unknown): SafeHtml {
-  return html`<pre><code>${JSON.stringify(value, null, 2) ?? 'null'}</code></pre>`;
+  return html`<pre><code>${stringifyJson(value, 2) ?? 'null'}</code></pre>`;
 }
 
 export function notice(kind: 'ok' | 'bad' | 'warn' | 'info', body: HtmlValue): SafeHtml {

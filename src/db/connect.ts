@@ -4,6 +4,8 @@ import { dirname, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { AppError } from '../core/errors.ts';
+import { parseStoredJson } from '../core/json-text.ts';
 import type { Database } from './database.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 
@@ -16,6 +18,8 @@ export interface DatabaseHandle {
 }
 
 const INT8_OID = 20;
+// json columns hold text exactly as written (json, not jsonb): callers' metadata comes back that way.
+const JSON_OID = 114;
 
 /**
  * Opens the database named by the config. int8 columns come back as bigint on both backends
@@ -33,7 +37,9 @@ export async function connectDatabase(
         getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
           oid === INT8_OID
             ? (value: string) => BigInt(value)
-            : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+            : oid === JSON_OID
+              ? parseStoredJson
+              : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
     });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
@@ -46,7 +52,7 @@ export async function connectDatabase(
   try {
     const pglite = await PGlite.create({
       dataDir,
-      parsers: { [INT8_OID]: (value: string) => BigInt(value) },
+      parsers: { [INT8_OID]: (value: string) => BigInt(value), [JSON_OID]: parseStoredJson },
     });
     const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
     return {
@@ -64,14 +70,31 @@ export async function connectDatabase(
   }
 }
 
-export class DataDirLockedError extends Error {
+/** An AppError ('unavailable') so that the CLI reports it like any other failure, `--json` included. */
+export class DataDirLockedError extends AppError {
   constructor(dataDir: string, pid: number) {
     super(
+      'unavailable',
       `The embedded database at ${dataDir} is already open in process ${pid}. PGlite allows one process per data ` +
         'directory: stop that process, set PLAINPAY_DATA_DIR to another directory, or set DATABASE_URL to share a Postgres.',
     );
     this.name = 'DataDirLockedError';
   }
+}
+
+/**
+ * The live process, other than this one, that holds the embedded database's lock; undefined when
+ * none does. The CLI then asks that process (a running serve) instead of opening the database.
+ */
+export function dataDirLockHolder(dataDir: string): number | undefined {
+  let holder: number;
+  try {
+    holder = Number.parseInt(readFileSync(`${resolve(dataDir)}.lock`, 'utf8'), 10);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  return Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder) ? holder : undefined;
 }
 
 /** Lock files this process holds (a second open of one data dir in one process is refused too). */

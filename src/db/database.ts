@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { AuditTables } from './tables/audit.ts';
 import type { DashboardTables } from './tables/dashboard.ts';
 import type { MoneyTables } from './tables/money.ts';
 import type { SettlementTables } from './tables/settlement.ts';
@@ -36,6 +37,8 @@ export interface ApiKeysTable {
   expires_at: NullableTimestamp;
   revoked_at: NullableTimestamp;
   rotated_from: string | null;
+  /** The key that created it (null: the operator's CLI or account creation). Migration 014. */
+  created_by_key: ColumnType<string | null, string | null | undefined, never>;
 }
 
 export interface WebhookSecretsTable {
@@ -147,7 +150,13 @@ export interface IdempotencyKeysTable {
   created_at: CreatedAt;
 }
 
-export interface Database extends SettlementTables, WebhookTables, MoneyTables, DashboardTables, RailTables {
+export interface Database
+  extends SettlementTables,
+    WebhookTables,
+    MoneyTables,
+    DashboardTables,
+    RailTables,
+    AuditTables {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   webhook_secrets: WebhookSecretsTable;

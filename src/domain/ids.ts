@@ -20,7 +20,9 @@ export const ID_PREFIXES = [
   'split', // revenue split
   'att', // payment attempt
   'rev', // rail event: a provider callback, verification or refusal
-  'del', // webhook delivery
+  'del', // webhook delivery attempt
+  'evd', // an event's delivery to one target (a payment's webhook_url or an account endpoint)
+  'we', // account webhook endpoint
   'fund', // test-mode balance funding
   'whsec', // webhook signing secret (the row; the secret itself is whsec_ + base64)
 ] as const;

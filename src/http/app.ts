@@ -6,22 +6,27 @@ import type { Runtime } from '../runtime.ts';
 import { authenticate, type KeyLookups, requireScope } from './plugins/auth.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from './plugins/errors.ts';
 import { TOOLS } from '../../tools/registry.ts';
-import { buildOpenApiDocument, toolOperations } from './openapi.ts';
+import { stringifyJson } from '../core/json-text.ts';
+import { parseJsonBody } from './json-body.ts';
+import { buildOpenApiDocument } from './openapi.ts';
 import { agentModelFor } from '../agent/select-model.ts';
 import { agentOperations, agentRoutes } from './routes/agent.ts';
+import { auditOperations, auditRoutes } from './routes/audit.ts';
 import { checkoutStatusOperations, checkoutStatusRoutes } from './routes/checkout-status.ts';
 import { confirmationOperations, confirmationRoutes } from './routes/confirmations.ts';
 import { policyOperations, policyRoutes } from './routes/policy.ts';
-import { healthRoutes } from './routes/health.ts';
+import { healthOperations, healthRoutes } from './routes/health.ts';
 import { keyOperations, keyRoutes } from './routes/keys.ts';
 import { pingOperations, pingRoutes } from './routes/ping.ts';
 import { paymentRailOperations, paymentRailRoutes } from './routes/payment-rails.ts';
 import { railCallbackRoutes } from './routes/rail-callbacks.ts';
 import { testHelperOperations, testHelperRoutes } from './routes/test-helpers.ts';
-import { toolRoutes } from './routes/tool-routes.ts';
+import { toolOperations, toolRoutes } from './routes/tool-routes.ts';
+import { webhookEndpointOperations, webhookEndpointRoutes } from './routes/webhook-endpoints.ts';
 import { webhookOperations, webhookRoutes } from './routes/webhooks.ts';
 import { mcpRoutes } from '../mcp/http.ts';
 import { dashboardRoutes } from '../dashboard/plugin.ts';
+import { metricsPlugin } from '../metrics/plugin.ts';
 
 /**
  * The API host as a fastify instance, without listening (STYLE.md 8): tests drive it with
@@ -50,6 +55,8 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   });
 
   app.decorateRequest('auth', null);
+  // Tagged JSON (a caller's metadata) is written back as the caller wrote it.
+  app.setReplySerializer((payload) => stringifyJson(payload));
   registerErrorHandling(app);
 
   // JSON only. fastify would also accept text/plain; the seed says writes are JSON, so any
@@ -59,10 +66,15 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, JSON.parse(text, refuseProtoKeys));
+      done(null, parseJsonBody(text));
     } catch (error) {
       done(
-        new AppError('invalid_request', `The request body is not valid JSON: ${(error as Error).message}.`),
+        new AppError(
+          'invalid_request',
+          error instanceof RangeError
+            ? 'The request body nests too deeply to parse; metadata may nest at most 32 levels.'
+            : `The request body is not valid JSON: ${(error as Error).message}.`,
+        ),
         undefined,
       );
     }
@@ -104,6 +116,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     );
   });
 
+  await app.register(metricsPlugin(runtime));
   await app.register(healthRoutes(runtime));
   await app.register(pingRoutes());
   await app.register(keyRoutes(runtime));
@@ -113,7 +126,9 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   await app.register(confirmationRoutes(runtime, TOOLS));
   await app.register(policyRoutes(runtime, TOOLS));
   await app.register(agentRoutes(runtime, options.agentModel ?? agentModelFor(config), TOOLS));
+  await app.register(auditRoutes(runtime));
   await app.register(webhookRoutes(runtime));
+  await app.register(webhookEndpointRoutes(runtime));
   await app.register(paymentRailRoutes(runtime));
   await app.register(railCallbackRoutes(runtime));
   await app.register(mcpRoutes(runtime));
@@ -129,8 +144,11 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
       ...confirmationOperations,
       ...policyOperations,
       ...agentOperations,
+      ...auditOperations,
       ...webhookOperations,
+      ...webhookEndpointOperations,
       ...paymentRailOperations,
+      ...healthOperations,
     ],
     config.publicBaseUrl,
   );
@@ -152,10 +170,4 @@ function randomRequestIdHex(): string {
   }
   idOffset += 12;
   return idPool.toString('hex', idOffset - 12, idOffset);
-}
-
-/** JSON.parse reviver: a "__proto__" key could poison prototypes once the object is copied. */
-function refuseProtoKeys(key: string, value: unknown): unknown {
-  if (key === '__proto__') throw new SyntaxError('the key "__proto__" is not allowed');
-  return value;
 }

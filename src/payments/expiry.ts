@@ -1,6 +1,7 @@
 import { insertEvent } from '../db/repositories/events.ts';
 import { pruneIdempotencyRecords } from '../db/repositories/idempotency.ts';
 import { transitionPayment } from '../db/repositories/payments.ts';
+import { CONFIRMATION_EXPIRY_BATCH, expireDueConfirmations } from '../policy/confirmations.ts';
 import type { Runtime } from '../runtime.ts';
 import { pollingJob, type WorkerJob } from '../worker-job.ts';
 import { presentPayment } from './present.ts';
@@ -51,6 +52,12 @@ export async function expireDuePayments(runtime: Runtime, now: Date = runtime.cl
 export const expiryJob: WorkerJob = pollingJob('expiry', POLL_MS, async (runtime, stopping) => {
   while (!stopping() && (await expireDuePayments(runtime)) === BATCH) {
     // A full batch: more are due, keep going.
+  }
+  while (
+    !stopping() &&
+    (await expireDueConfirmations(runtime.db, runtime.config, runtime.clock.now())) === CONFIRMATION_EXPIRY_BATCH
+  ) {
+    // Likewise for held actions that lapsed (action.expired).
   }
   await pruneIdempotencyRecords(runtime.db, new Date(runtime.clock.now().getTime() - IDEMPOTENCY_RETENTION_MS));
 });

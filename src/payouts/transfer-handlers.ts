@@ -6,7 +6,8 @@ import { presentPayout } from './present.ts';
  * Finishes payouts (and revenue-share legs, which are payouts) when their transfer ends: settled
  * with the chain facts, or failed with the money already back in the balance. Runs inside the
  * settlement worker's transaction, so the payout row, the ledger and the event commit together.
- * Payout events have no per-object webhook URL: they are recorded and listed by GET /v1/events.
+ * Payout events have no per-object webhook URL: they go to the account's webhook endpoints that
+ * subscribe to them, and GET /v1/events lists them.
  */
 export const payoutTransferHandler: TransferHandler = {
   async onConfirmed(db, items, ctx) {

@@ -59,6 +59,8 @@ export function refundPosting(
   };
 }
 
+export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+
 export const refundOutput = z
   .object({
     id: z.string().describe('Refund id (rf_…).'),
@@ -66,7 +68,7 @@ export const refundOutput = z
     livemode: z.boolean(),
     payment_id: z.string(),
     status: z
-      .enum(['pending', 'succeeded', 'failed'])
+      .enum(REFUND_STATUSES)
       .describe(
         'succeeded: the payer has it (the sandbox refunds at once). pending: Paystack is paying it back. failed: Paystack refused; the refund was undone (failure_reason says why).',
       ),

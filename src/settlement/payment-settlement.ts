@@ -15,6 +15,7 @@ import { transitionPayment } from '../db/repositories/payments.ts';
 import { canTransition } from '../domain/payment-status.ts';
 import { credit, debit, type LedgerPosting, ledgerAccount } from '../ledger/ledger.ts';
 import { presentPayment } from '../payments/present.ts';
+import { recordPaymentSettled } from '../metrics/metrics.ts';
 import type { TransferHandler } from './handlers.ts';
 import { checkRecipient, type EnqueueTransferInput, enqueueTransfers, TransferRefusedError } from './transfers.ts';
 
@@ -188,6 +189,7 @@ export function paymentSettledEventData(config: Config, payment: PaymentRow): Re
 }
 
 async function insertPaymentSettledEvent(db: Db, config: Config, payment: PaymentRow, now: Date): Promise<void> {
+  recordPaymentSettled(payment);
   await insertEvent(db, {
     accountId: payment.account_id,
     livemode: payment.livemode,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { artifactsDir, browserSkipReason, launchBrowser } from '../support/browser.ts';
-import { type RunningServer, startServer } from '../support/server.ts';
+import { callApi, type RunningServer, startServer } from '../support/server.ts';
 
 /**
  * The dashboard end to end, in Debian's chromium against the real `plainpay serve` (embedded
@@ -18,9 +18,6 @@ import { type RunningServer, startServer } from '../support/server.ts';
  */
 const skip = browserSkipReason();
 if (skip) console.warn(skip);
-
-// biome-ignore lint/suspicious/noExplicitAny: API responses, read field by field in the assertions.
-type ApiBody = any;
 
 const RECIPIENT = '0x00000000000000000000000000000000000da5b0';
 const DESKTOP = { width: 1280, height: 900 };
@@ -39,22 +36,7 @@ describe.skipIf(skip)('dashboard in a browser', () => {
     await server?.stop();
   });
 
-  async function api(
-    method: string,
-    path: string,
-    key: string,
-    body?: unknown,
-  ): Promise<{ status: number; json: ApiBody }> {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, json: await res.json() };
-  }
+  const api = (method: string, path: string, key: string, body?: unknown) => callApi(server, method, path, key, body);
 
   async function signIn(page: Page, key: string, path = '/dashboard'): Promise<void> {
     await page.goto(`${server.url}${path}`);
@@ -77,7 +59,13 @@ describe.skipIf(skip)('dashboard in a browser', () => {
     // The set-up a developer would do through the API.
     const funded = await api('POST', '/v1/test_helpers/balance/fund', server.demoKey, { amount: 20000 });
     expect(funded.status, JSON.stringify(funded.json)).toBe(200);
-    const run = await api('POST', '/agent/settle', server.demoKey, {
+    // The agent runs on a key of its own; the finance key below is its sibling, not its child, so it may approve.
+    const agent = await api('POST', '/keys', server.demoKey, {
+      name: 'ops agent',
+      scopes: ['agent', 'payouts:write', 'payments:read'],
+    });
+    expect(agent.status).toBe(200);
+    const run = await api('POST', '/agent/settle', agent.json.secret, {
       instruction: `pay out 5000 USDC to ${RECIPIENT}`,
     });
     expect(run.status, JSON.stringify(run.json)).toBe(200);

@@ -7,6 +7,7 @@ import { type ApiKeyScope, API_KEY_SCOPES } from '../../src/domain/api-key-secre
 import { issueApiKey } from '../../src/keys/api-keys.ts';
 import { createConfirmation } from '../../src/policy/confirmations.ts';
 import type { Runtime } from '../../src/runtime.ts';
+import { createWebhookEndpoint } from '../../src/webhooks/endpoints.ts';
 import { testAccount } from './harness.ts';
 import { ADDRESS_B, fund, post } from './money.ts';
 import { createPayment, payPayment } from './payments.ts';
@@ -21,7 +22,15 @@ import { createPayout } from '../../tools/create-payout.ts';
  */
 
 /** What a path parameter names, by the collection segment before it (…/payments/:id → payment). */
-export type ObjectKind = 'payment' | 'payout' | 'confirmation' | 'event' | 'api_key' | 'agent_run';
+export type ObjectKind =
+  | 'payment'
+  | 'payout'
+  | 'confirmation'
+  | 'event'
+  | 'webhook_endpoint'
+  | 'api_key'
+  | 'agent_run'
+  | 'action';
 
 const KIND_BY_SEGMENT: Record<string, ObjectKind> = {
   payments: 'payment',
@@ -29,8 +38,12 @@ const KIND_BY_SEGMENT: Record<string, ObjectKind> = {
   payouts: 'payout',
   confirmations: 'confirmation',
   events: 'event',
+  webhook_endpoints: 'webhook_endpoint',
+  // The dashboard's /webhooks/endpoints/:id/… forms.
+  endpoints: 'webhook_endpoint',
   keys: 'api_key',
   runs: 'agent_run',
+  actions: 'action',
 };
 
 export function objectKindOf(path: string, param: string): ObjectKind | undefined {
@@ -70,6 +83,17 @@ async function agentRun(app: FastifyInstance, key: string): Promise<string> {
   return res.json().run_id;
 }
 
+/** The first action a run recorded. */
+async function actionOf(runtime: Runtime, runId: string): Promise<string> {
+  const row = await runtime.db
+    .selectFrom('agent_actions')
+    .select('id')
+    .where('run_id', '=', runId)
+    .orderBy('created_at')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
 async function deliverableEvent(runtime: Runtime, accountId: string, livemode: boolean, objectId: string) {
   const row = await insertEvent(runtime.db, {
     accountId,
@@ -81,6 +105,22 @@ async function deliverableEvent(runtime: Runtime, accountId: string, livemode: b
     createdAt: runtime.clock.now(),
   });
   return row.id;
+}
+
+/** An account endpoint, written as the API writes it (without its URL check: no DNS here). */
+async function webhookEndpoint(runtime: Runtime, accountId: string, livemode: boolean): Promise<string> {
+  const created = await runtime.db.transaction().execute((trx) =>
+    createWebhookEndpoint(trx, runtime.secretBox, {
+      accountId,
+      livemode,
+      url: 'https://hooks.fixture.example/plainpay',
+      enabledEvents: ['payout.settled'],
+      description: null,
+      disabled: false,
+      now: runtime.clock.now(),
+    }),
+  );
+  return created.id;
 }
 
 export async function buildTenant(runtime: Runtime, app: FastifyInstance, name: string): Promise<Tenant> {
@@ -119,8 +159,10 @@ export async function buildTenant(runtime: Runtime, app: FastifyInstance, name: 
       payout: payoutRes.json().id,
       confirmation: held.confirmation.confirmation_id,
       event: await deliverableEvent(runtime, accountId, false, paid),
+      webhook_endpoint: await webhookEndpoint(runtime, accountId, false),
       api_key: spareTest.keyId,
       agent_run: await agentRun(app, account.apiKey),
+      action: held.actionId!,
     },
   };
 
@@ -128,6 +170,7 @@ export async function buildTenant(runtime: Runtime, app: FastifyInstance, name: 
   const live = await keyOf(runtime, accountId, true);
   const spareLive = await keyOf(runtime, accountId, true);
   const livePayment = (await createPayment(app, live.key)).id as string;
+  const liveRun = await agentRun(app, live.key);
   const now = runtime.clock.now();
   const livePayout = newId('po');
   await runtime.db
@@ -155,7 +198,7 @@ export async function buildTenant(runtime: Runtime, app: FastifyInstance, name: 
     .execute();
   const heldInput = { amount: 5000, asset: 'USDC', to_address: ADDRESS_B };
   const liveConfirmation = await runtime.db.transaction().execute((trx) =>
-    createConfirmation(trx, {
+    createConfirmation(trx, runtime.config, {
       accountId,
       livemode: true,
       tool: 'create_payout',
@@ -183,8 +226,10 @@ export async function buildTenant(runtime: Runtime, app: FastifyInstance, name: 
         payout: livePayout,
         confirmation: liveConfirmation.id,
         event: await deliverableEvent(runtime, accountId, true, livePayment),
+        webhook_endpoint: await webhookEndpoint(runtime, accountId, true),
         api_key: spareLive.keyId,
-        agent_run: await agentRun(app, live.key),
+        agent_run: liveRun,
+        action: await actionOf(runtime, liveRun),
       },
     },
   };

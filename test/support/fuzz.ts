@@ -765,6 +765,7 @@ export async function stateFingerprint(db: Db, accountIds: readonly string[]): P
     table('webhook_secrets', "concat_ws(',', t.id, t.created_at, t.expires_at)"),
     table('payments'),
     sql`(select ${digestOf('a::text')} from payment_attempts a join payments p on p.id = a.payment_id where p.account_id in (${ids})) as payment_attempts`,
+    table('webhook_endpoints'),
     table('events'),
     table('event_deliveries'),
     sql`(select ${digestOf('w::text')} from webhook_attempts w join events e on e.id = w.event_id where e.account_id in (${ids})) as webhook_attempts`,

@@ -26,6 +26,8 @@ export interface RunningServer {
   checkoutUrl: string;
   port: number;
   checkoutPort: number;
+  /** PLAINPAY_DATA_DIR of the process (its database is `pgdata` inside). */
+  dataDir: string;
   demoKey: string;
   output(): string;
   /** SIGTERM and wait; resolves with the exit code. */
@@ -33,9 +35,13 @@ export interface RunningServer {
   stop(signals?: readonly NodeJS.Signals[]): Promise<number | null>;
 }
 
-/** Runs `plainpay serve` as a real process on free ports with a fresh data dir. */
+/**
+ * Runs `plainpay serve` as a real process on free ports with a fresh data dir, removed on stop. A
+ * PLAINPAY_DATA_DIR in extraEnv is used instead, and kept (a test restarting on it owns it).
+ */
 export async function startServer(extraEnv: Record<string, string> = {}): Promise<RunningServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'plainpay-server-'));
+  const ownDataDir = extraEnv.PLAINPAY_DATA_DIR === undefined;
+  const dataDir = extraEnv.PLAINPAY_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'plainpay-server-'));
   const [port, checkoutPort] = [await freePort(), await freePort()];
   const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], {
     env: childEnv(dataDir, { PORT: String(port), CHECKOUT_PORT: String(checkoutPort), ...extraEnv }),
@@ -70,6 +76,7 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     checkoutUrl: `http://localhost:${checkoutPort}`,
     port,
     checkoutPort,
+    dataDir,
     demoKey,
     output: () => output,
     async stop(signals = ['SIGTERM'] as const) {
@@ -79,8 +86,31 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
         if (child.exitCode === null) child.kill(signal);
       }
       const code = await exited;
-      rmSync(dataDir, { recursive: true, force: true });
+      if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
       return code;
     },
   };
+}
+
+/**
+ * One request to a running server's API with a key, as a client would make it: the status and the
+ * parsed JSON body, read field by field by the tests that use it.
+ */
+export async function callApi(
+  server: Pick<RunningServer, 'url'>,
+  method: string,
+  path: string,
+  key: string,
+  body?: unknown,
+  // biome-ignore lint/suspicious/noExplicitAny: API responses, read field by field in the assertions.
+): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: await res.json() };
 }

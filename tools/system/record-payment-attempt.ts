@@ -6,6 +6,7 @@ import { insertEvent } from '../../src/db/repositories/events.ts';
 import { transitionPayment } from '../../src/db/repositories/payments.ts';
 import { newId } from '../../src/domain/ids.ts';
 import { presentPayment } from '../../src/payments/present.ts';
+import type { EventType } from '../../src/webhooks/event-types.ts';
 import { paymentOutput } from '../payment-output.ts';
 import { RAIL_NAMES } from '../../src/db/tables/rails.ts';
 import { lockOwnedPayment, notPayable } from './attempt-rules.ts';
@@ -223,7 +224,7 @@ function confirmationMismatch(
   return problems.length === 0 ? undefined : `the provider confirmed ${problems.join(', ')}`;
 }
 
-async function announce(ctx: ToolContext, row: PaymentRow, type: string, extra: Record<string, unknown> = {}) {
+async function announce(ctx: ToolContext, row: PaymentRow, type: EventType, extra: Record<string, unknown> = {}) {
   const view = presentPayment(ctx.runtime.config, row);
   await insertEvent(ctx.db, {
     accountId: row.account_id,

@@ -1,3 +1,4 @@
+import { stringifyJson } from '../../core/json-text.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import { z } from 'zod';
@@ -293,7 +294,7 @@ function inputSchema(tool: AnyTool): Anthropic.Tool.InputSchema {
 export function toolResult(toolUseId: string, outcome: ToolCallOutcome): ToolResultBlockParam {
   // `<`, `>` and `&` are written as JSON escapes (the same JSON to a parser), so no text inside a
   // description or metadata can close the wrapper and speak outside it.
-  const data = JSON.stringify(outcome.status === 'ok' ? outcome.output : outcome).replace(
+  const data = stringifyJson(outcome.status === 'ok' ? outcome.output : outcome).replace(
     /[<>&]/g,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );

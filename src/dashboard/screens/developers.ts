@@ -12,6 +12,7 @@ import {
   presentApiKey,
   revokeAccountApiKey,
   rotateAccountApiKey,
+  scopesNotHeld,
 } from '../../keys/api-keys.ts';
 import {
   DEFAULT_ROTATION_GRACE_MINUTES,
@@ -39,14 +40,14 @@ const DONE: Record<string, string> = {
 };
 
 function keyState(key: ApiKeyView, now: Date): SafeHtml {
-  if (key.revoked) return badge('revoked');
-  if (key.expires && new Date(key.expires) <= now) return badge('expired');
-  if (key.expires) return html`${badge('active')} <span class="muted">until ${time(key.expires)}</span>`;
+  if (key.revoked_at) return badge('revoked');
+  if (key.expires_at && new Date(key.expires_at) <= now) return badge('expired');
+  if (key.expires_at) return html`${badge('active')} <span class="muted">until ${time(key.expires_at)}</span>`;
   return badge('active');
 }
 
 function isUsable(key: ApiKeyView, now: Date): boolean {
-  return !key.revoked && !(key.expires && new Date(key.expires) <= now);
+  return !key.revoked_at && !(key.expires_at && new Date(key.expires_at) <= now);
 }
 
 function graceSelect(name: string, defaultMinutes: number): SafeHtml {
@@ -105,7 +106,7 @@ ${table(
 <td>${key.livemode ? 'live' : 'test'}</td>
 <td>${key.scopes.map((s) => html`<code>${s}</code> `)}</td>
 <td>${time(key.created)}</td>
-<td>${time(key.last_used)}</td>
+<td>${time(key.last_used_at)}</td>
 <td>${keyState(key, now)}</td>
 <td><a href="/dashboard/developers/keys/${key.id}">Manage</a></td>
 </tr>`,
@@ -193,6 +194,28 @@ ${
     const now = runtime.clock.now();
     const usable = isUsable(key, now);
     const own = key.id === session.keyId;
+    // revokeAccountApiKey and rotateAccountApiKey enforce the scopes rule; it is read here only so
+    // that the page offers no form that can only be refused, and says why.
+    const beyond = scopesNotHeld(session, key.scopes);
+    let manage: SafeHtml;
+    if (!usable) {
+      manage = html`<p class="muted">This key no longer works; there is nothing to manage.</p>`;
+    } else if (beyond.length > 0) {
+      manage = notice(
+        'info',
+        html`Your key cannot rotate or revoke this key: it holds scopes yours does not (${beyond.map((s) => html`<code>${s}</code> `)}). Sign in with a key that holds every one of them.`,
+      );
+    } else {
+      manage = html`<h2>Rotate</h2>
+<form method="post" action="/dashboard/developers/keys/${key.id}/rotate" class="card">${csrfField(session)}
+<p>Issues a new key with the same mode, scopes and name. The new secret is shown once.</p>
+<div class="field"><label for="expires_in_minutes">This key keeps working</label>${graceSelect('expires_in_minutes', 60)}</div>
+<button type="submit" id="rotate-key">Rotate key</button></form>
+<h2>Revoke</h2>
+<form method="post" action="/dashboard/developers/keys/${key.id}/revoke" class="card">${csrfField(session)}
+<p>Requests with this key get 401 from now on, and its dashboard sessions end.${own && html` <strong>You are signed in with this key: you will be signed out.</strong>`} This cannot be undone.</p>
+<button type="submit" class="danger primary" id="revoke-key">Revoke key</button></form>`;
+    }
     const body = html`<h1>API key <code>${key.redacted}</code></h1>
 <div class="card"><dl class="facts">
 <dt>Key id</dt><dd><code>${key.id}</code>${own && html` <span class="badge">you are signed in with it</span>`}</dd>
@@ -201,23 +224,11 @@ ${
 <dt>Scopes</dt><dd>${key.scopes.map((s) => html`<code>${s}</code> `)}</dd>
 <dt>State</dt><dd id="key-state">${keyState(key, now)}</dd>
 <dt>Created</dt><dd>${time(key.created)}</dd>
-<dt>Last used</dt><dd>${time(key.last_used)}</dd>
-${key.revoked && html`<dt>Revoked</dt><dd>${time(key.revoked)}</dd>`}
+<dt>Last used</dt><dd>${time(key.last_used_at)}</dd>
+${key.revoked_at && html`<dt>Revoked</dt><dd>${time(key.revoked_at)}</dd>`}
 ${key.rotated_from && html`<dt>Replaces</dt><dd><a href="/dashboard/developers/keys/${key.rotated_from}"><code>${key.rotated_from}</code></a></dd>`}
 </dl></div>
-${
-  usable
-    ? html`<h2>Rotate</h2>
-<form method="post" action="/dashboard/developers/keys/${key.id}/rotate" class="card">${csrfField(session)}
-<p>Issues a new key with the same mode, scopes and name. The new secret is shown once.</p>
-<div class="field"><label for="expires_in_minutes">This key keeps working</label>${graceSelect('expires_in_minutes', 60)}</div>
-<button type="submit" id="rotate-key">Rotate key</button></form>
-<h2>Revoke</h2>
-<form method="post" action="/dashboard/developers/keys/${key.id}/revoke" class="card">${csrfField(session)}
-<p>Requests with this key get 401 from now on, and its dashboard sessions end.${own && html` <strong>You are signed in with this key: you will be signed out.</strong>`} This cannot be undone.</p>
-<button type="submit" class="danger primary" id="revoke-key">Revoke key</button></form>`
-    : html`<p class="muted">This key no longer works; there is nothing to manage.</p>`
-}
+${manage}
 <p><a href="/dashboard/developers">Back to the developer screen</a></p>`;
     return page(request, reply, 200, `API key ${key.redacted}`, body);
   });
@@ -241,6 +252,7 @@ ${
       livemode,
       scopes: [...new Set(scopes)] as ApiKeyScope[],
       name,
+      createdByKey: session.keyId,
     });
     return page(request, reply, 201, 'Key created', newSecretPage('Key created', issued, html``));
   });
@@ -281,7 +293,7 @@ ${
         manager: session,
       }),
     );
-    const until = rotated.old_key.expires;
+    const until = rotated.old_key.expires_at;
     const extra = html`<p>The old key <code>${rotated.old_key.redacted}</code> ${
       until ? html`keeps working until ${time(until)}` : 'has stopped working'
     }.${key.id === session.keyId && html` You are signed in with it: sign in with the new key before then.`}</p>`;

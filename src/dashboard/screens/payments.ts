@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { html } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
+import { keysetOf } from '../../db/pagination.ts';
 import { findPayment, listPayments } from '../../db/repositories/payments.ts';
 import { formatDisplay } from '../../domain/money.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../../domain/payment-status.ts';
@@ -24,18 +25,15 @@ export function registerPayments(app: FastifyInstance, deps: DashboardDeps): voi
         param: 'status',
       });
     }
-    let after: { createdAt: Date; id: string } | undefined;
-    if (startingAfter) {
-      const cursor = await findPayment(runtime.db, session, startingAfter);
-      if (!cursor) throw new AppError('invalid_request', `No such payment: '${startingAfter}'.`);
-      after = { createdAt: cursor.created_at, id: cursor.id };
-    }
+    const keyset = await keysetOf({ limit: PAGE_SIZE, starting_after: startingAfter }, 'payment', (id) =>
+      findPayment(runtime.db, session, id),
+    );
     const rows = await listPayments(runtime.db, {
       accountId: session.accountId,
       livemode: session.livemode,
       status: status as PaymentStatus | undefined,
       reference,
-      after,
+      keyset,
       limit: PAGE_SIZE + 1,
     });
     const shown = rows.slice(0, PAGE_SIZE);

@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { html } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
-import { presentPayout } from '../../payouts/present.ts';
+import { PAYOUT_STATUSES, presentPayout } from '../../payouts/present.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
 import { badge, json, maybe, pager, param, renderPage, screen, select, table, time, usdc } from '../view.ts';
-import { afterListedRow } from '../../db/pagination.ts';
+import { keysetIn, keysetWhere } from '../../db/pagination.ts';
 
-const STATUSES = ['queued', 'settled', 'failed'] as const;
 const PAGE_SIZE = 50;
 
 export function registerPayouts(app: FastifyInstance, deps: DashboardDeps): void {
@@ -17,16 +16,22 @@ export function registerPayouts(app: FastifyInstance, deps: DashboardDeps): void
     const session = sessionOf(request);
     const status = param(request.query, 'status');
     const startingAfter = param(request.query, 'starting_after');
-    if (status !== undefined && !STATUSES.includes(status as (typeof STATUSES)[number])) {
-      throw new AppError('invalid_request', `status must be one of ${STATUSES.join(', ')}.`, { param: 'status' });
+    if (status !== undefined && !PAYOUT_STATUSES.includes(status as (typeof PAYOUT_STATUSES)[number])) {
+      throw new AppError('invalid_request', `status must be one of ${PAYOUT_STATUSES.join(', ')}.`, {
+        param: 'status',
+      });
     }
     let q = runtime.db
       .selectFrom('payouts')
       .selectAll()
       .where('account_id', '=', session.accountId)
       .where('livemode', '=', session.livemode);
-    if (status) q = q.where('status', '=', status as (typeof STATUSES)[number]);
-    if (startingAfter) q = q.where(await afterListedRow(runtime.db, 'payouts', session, startingAfter, 'payout'));
+    if (status) q = q.where('status', '=', status as (typeof PAYOUT_STATUSES)[number]);
+    q = q.where(
+      keysetWhere(
+        await keysetIn(runtime.db, 'payouts', session, { limit: PAGE_SIZE, starting_after: startingAfter }, 'payout'),
+      ),
+    );
     const rows = await q
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
@@ -35,7 +40,7 @@ export function registerPayouts(app: FastifyInstance, deps: DashboardDeps): void
     const shown = rows.slice(0, PAGE_SIZE);
     const body = html`<h1>Payouts</h1>
 <form class="filters" method="get" action="/dashboard/payouts">
-${select('status', 'Status', STATUSES, status)}
+${select('status', 'Status', PAYOUT_STATUSES, status)}
 <button type="submit">Filter</button> <a href="/dashboard/payouts">Clear</a>
 </form>
 ${table(

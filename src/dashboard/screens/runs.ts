@@ -20,7 +20,7 @@ import {
   table,
   time,
 } from '../view.ts';
-import { afterListedRow } from '../../db/pagination.ts';
+import { keysetIn, keysetWhere } from '../../db/pagination.ts';
 
 const RUN_STATUSES = ['running', 'completed', 'confirmation_required', 'rejected', 'failed'] as const;
 const PAGE_SIZE = 25;
@@ -48,8 +48,7 @@ export function registerRuns(app: FastifyInstance, deps: DashboardDeps): void {
       .where('account_id', '=', session.accountId)
       .where('livemode', '=', session.livemode);
     if (query.status) q = q.where('status', '=', query.status);
-    if (query.starting_after)
-      q = q.where(await afterListedRow(runtime.db, 'agent_runs', session, query.starting_after, 'run'));
+    q = q.where(keysetWhere(await keysetIn(runtime.db, 'agent_runs', session, { limit: PAGE_SIZE, ...query }, 'run')));
     const rows = await q
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
@@ -124,7 +123,7 @@ ${
         (
           action,
         ) => html`<li class="card step" id="${action.id}" data-action-id="${action.id}" data-status="${action.status}">
-<p><strong><code>${action.tool}</code></strong> ${badge(action.status)} <span class="muted">${time(action.created)} · <code>${action.id}</code></span></p>
+<p><strong><code>${action.tool}</code></strong> ${badge(action.status)} <span class="muted">${time(action.created)} · <a href="/dashboard/actions/${action.id}"><code>${action.id}</code></a></span></p>
 <dl class="facts">
 <dt>Decision</dt><dd>${badge(action.decision.outcome)}${reasonsList(action.decision.reasons)}</dd>
 ${

@@ -187,6 +187,7 @@ export interface MoneyTables {
 
 export type PayoutRow = Selectable<PayoutsTable>;
 export type RefundRow = Selectable<RefundsTable>;
+export type RevenueShareRow = Selectable<RevenueSharesTable>;
 export type ConfirmationRow = Selectable<ConfirmationsTable>;
 export type AgentRunRow = Selectable<AgentRunsTable>;
 export type AgentActionRow = Selectable<AgentActionsTable>;

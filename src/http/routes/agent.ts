@@ -1,14 +1,15 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { actionsCsv, actionsQuery, listActions } from '../../agent/actions-query.ts';
+import { actionHistoryOutput, actionRowOutput, loadActionHistory, loadActionRows } from '../../audit/action-rows.ts';
 import type { AgentModel } from '../../agent/model.ts';
-import { loadRunView, presentAction, presentRun, runAgent } from '../../agent/runtime.ts';
+import { loadRunView, presentRun, runAgent } from '../../agent/runtime.ts';
 import type { AnyTool } from '../../core/tool.ts';
 import { parseInput } from '../../core/validation.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
-import { afterListedRow } from '../../db/pagination.ts';
+import { listPage, pageParams } from '../../db/pagination.ts';
 
 export const settleBody = z.strictObject({
   instruction: z
@@ -58,10 +59,7 @@ const runView = z.object({
   created: z.string(),
 });
 
-const runsQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size, 1 to 100 (default 20).'),
-  starting_after: z.string().max(100).optional().describe('A run id: the next page.'),
-});
+const runsQuery = z.strictObject(pageParams('run', 'run_…'));
 
 export const agentOperations: ApiOperation[] = [
   {
@@ -75,6 +73,9 @@ export const agentOperations: ApiOperation[] = [
     scope: 'agent',
     body: settleBody,
     response: runView,
+    // idempotency_key (or the Idempotency-Key header) first used with another instruction, or its
+    // run still running.
+    errors: ['idempotency_conflict', 'conflict'],
   },
   {
     method: 'GET',
@@ -104,15 +105,44 @@ export const agentOperations: ApiOperation[] = [
     path: '/agent/actions',
     operationId: 'list_agent_actions',
     summary: 'List recorded actions (all channels)',
-    description: 'Every money tool call from any channel, and every agent and MCP tool call, newest first.',
+    description:
+      'Every money tool call from any channel, and every agent and MCP tool call, newest first: one row per action in its final state, with what moved, who asked and who decided, the object it created and its settlement transaction.',
     tag: 'agent',
     scope: 'agent',
     query: actionsQuery,
     response: z.object({
       object: z.literal('list'),
-      data: z.array(actionView.extend({ run_id: z.string().nullable(), channel: z.string() })),
+      data: z.array(actionRowOutput),
       has_more: z.boolean(),
     }),
+  },
+  {
+    method: 'GET',
+    path: '/agent/actions/:id',
+    operationId: 'get_agent_action',
+    summary: 'Get a recorded action with its steps',
+    description:
+      'The action as GET /agent/actions lists it, with `history`: its steps as the action log records them, failed approval attempts included.',
+    tag: 'agent',
+    scope: 'agent',
+    response: actionRowOutput.extend({ history: actionHistoryOutput }),
+  },
+  {
+    method: 'GET',
+    path: '/agent/actions.csv',
+    operationId: 'export_agent_actions_csv',
+    summary: 'Export recorded actions as CSV',
+    description:
+      'The same filters and page as GET /agent/actions, as a CSV attachment (agent-actions.csv): plain columns, amounts as decimal strings, UTF-8 with a byte order mark.',
+    tag: 'agent',
+    scope: 'agent',
+    query: actionsQuery,
+    response: z
+      .string()
+      .describe(
+        'RFC 4180 CSV with a header row: id, created, channel, key_id, requested_by, run_id, instruction, tool, amount, asset, recipient, payment_id, memo, decision, decision_reasons, confirmation_id, approved_by_key, decided_by, decided_at, status, object_id, tx_hash, error. One row per action, newest first.',
+      ),
+    responseMediaType: 'text/csv',
   },
 ];
 
@@ -138,24 +168,13 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
     app.get('/agent/runs', { config: { auth: { scope: 'agent' } } }, async (request) => {
       const auth = requestAuth(request);
       const query = parseInput(runsQuery, request.query);
-      let q = runtime.db
-        .selectFrom('agent_runs')
-        .selectAll()
-        .where('account_id', '=', auth.accountId)
-        .where('livemode', '=', auth.livemode);
-      if (query.starting_after)
-        q = q.where(await afterListedRow(runtime.db, 'agent_runs', auth, query.starting_after, 'run'));
-      const rows = await q
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(query.limit + 1)
-        .execute();
+      const page = await listPage(runtime.db, 'agent_runs', auth, query, 'run');
       // The list shows runs without their actions and confirmations: one query for the page.
-      const views = rows.slice(0, query.limit).map((row) => {
+      const views = page.data.map((row) => {
         const { actions: _a, confirmations: _c, ...run } = presentRun(runtime, row, [], []);
         return run;
       });
-      return { object: 'list', data: views, has_more: rows.length > query.limit };
+      return { object: 'list', data: views, has_more: page.has_more };
     });
 
     app.get<{ Params: { id: string } }>(
@@ -167,16 +186,28 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
     );
 
     app.get('/agent/actions', { config: { auth: { scope: 'agent' } } }, async (request) => {
-      const { rows, has_more } = await listActions(runtime.db, requestAuth(request), request.query);
-      return {
-        object: 'list',
-        data: rows.map((row) => ({ ...presentAction(row), run_id: row.run_id, channel: row.channel })),
-        has_more,
-      };
+      const { rows, has_more } = await listActions(
+        runtime.db,
+        requestAuth(request),
+        request.query,
+        runtime.clock.now(),
+      );
+      return { object: 'list', data: rows, has_more };
     });
 
+    app.get<{ Params: { id: string } }>(
+      '/agent/actions/:id',
+      { config: { auth: { scope: 'agent' } } },
+      async (request) => {
+        const auth = requestAuth(request);
+        const history = await loadActionHistory(runtime.db, auth, request.params.id);
+        const [row] = await loadActionRows(runtime.db, [request.params.id], runtime.clock.now());
+        return { ...row!, history };
+      },
+    );
+
     app.get('/agent/actions.csv', { config: { auth: { scope: 'agent' } } }, async (request, reply) => {
-      const { rows } = await listActions(runtime.db, requestAuth(request), request.query);
+      const { rows } = await listActions(runtime.db, requestAuth(request), request.query, runtime.clock.now());
       reply
         .header('Content-Type', 'text/csv; charset=utf-8')
         .header('Content-Disposition', 'attachment; filename="agent-actions.csv"');

@@ -13,7 +13,8 @@ export const checkoutStatusOperations: ApiOperation[] = [
     path: '/checkout/:id',
     operationId: 'get_checkout_status',
     summary: 'Read the public status of a payment',
-    description: 'Public (no key): for polling and the checkout page. Carries nothing about the account.',
+    description:
+      "Public (no key): for polling and the checkout page. The payer's view: nothing about the account and no settlement amount, fee or rate.",
     tag: 'checkout',
     scope: null,
     response: z.object({
@@ -25,7 +26,6 @@ export const checkoutStatusOperations: ApiOperation[] = [
       currency: z.string(),
       merchant_name: z.string().nullable(),
       description: z.string().nullable(),
-      reference: z.string().nullable(),
       metadata: z.record(z.string(), z.unknown()).nullable().describe('As given at creation, unchanged.'),
       checkout_url: z.string(),
       redirect_url: z.string(),
@@ -33,15 +33,12 @@ export const checkoutStatusOperations: ApiOperation[] = [
       paid_at: z.string().nullable(),
       settlement: z
         .object({
-          asset: z.string(),
-          amount: z.number(),
-          chain_id: z.number().nullable().optional(),
-          tx_hash: z.string().nullable().optional(),
-          gas_used: z.number().nullable().optional(),
-          gas_cost_wei: z.string().nullable().optional(),
-          settled_at: z.string().nullable().optional(),
+          chain_id: z.number().nullable(),
+          tx_hash: z.string().nullable(),
+          settled_at: z.string(),
         })
-        .describe('The quoted settlement; chain details once settled.'),
+        .nullable()
+        .describe('null until the payment is settled; then the chain and transaction that paid the merchant.'),
     }),
   },
 ];

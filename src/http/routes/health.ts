@@ -1,6 +1,32 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { sql } from 'kysely';
+import { z } from 'zod';
 import type { Runtime } from '../../runtime.ts';
+import type { ApiOperation } from '../openapi.ts';
+
+export const healthOperations: ApiOperation[] = [
+  {
+    method: 'GET',
+    path: '/healthz',
+    operationId: 'liveness',
+    summary: 'Liveness probe',
+    description: 'The process answers.',
+    tag: 'health',
+    scope: null,
+    response: z.object({ ok: z.literal(true) }),
+  },
+  {
+    method: 'GET',
+    path: '/readyz',
+    operationId: 'readiness',
+    summary: 'Readiness probe',
+    description: 'The database answers; 503 when it does not, so load balancers stop sending traffic.',
+    tag: 'health',
+    scope: null,
+    response: z.object({ ok: z.literal(true), database: z.enum(['postgres', 'pglite']) }),
+    errors: ['unavailable'],
+  },
+];
 
 export function healthRoutes(runtime: Runtime): FastifyPluginAsync {
   return async (app) => {

@@ -25,7 +25,8 @@ const railView = z.object({
     .record(z.string(), z.unknown())
     .describe('What identifies the connection without unlocking it: the last four of a key, the shortcode, …'),
   created: z.string(),
-  updated: z.string(),
+  updated_at: z.string().describe('When the connection was last saved.'),
+  updated: z.string().describe('Deprecated: updated_at. Removed in the next release.'),
 });
 
 const railList = z.object({
@@ -79,6 +80,8 @@ export const paymentRailOperations: ApiOperation[] = [
       tag: 'payment rails',
       scope: 'keys',
       response: z.object({ object: z.literal('payment_rail'), rail: z.literal(rail), deleted: z.literal(true) }),
+      // The rail is in the path but not a parameter: not connected in this mode is a 404.
+      errors: ['not_found'],
     }),
   ),
 ];
@@ -126,6 +129,7 @@ function present(connection: RailConnection) {
     livemode: connection.livemode,
     settings: connection.settings,
     created: connection.createdAt.toISOString(),
+    updated_at: connection.updatedAt.toISOString(),
     updated: connection.updatedAt.toISOString(),
   };
 }

@@ -11,7 +11,8 @@ const policyResponse = z.object({
   object: z.literal('policy'),
   version: z.number().describe('0 while the account runs on the defaults; +1 on every PUT.'),
   policy: PolicySchema,
-  updated: z.string().nullable(),
+  updated_at: z.string().nullable().describe('When the policy was last saved; null on the defaults.'),
+  updated: z.string().nullable().describe('Deprecated: updated_at. Removed in the next release.'),
 });
 
 export const policyOperations: ApiOperation[] = [
@@ -42,6 +43,7 @@ function present(stored: StoredPolicy) {
     object: 'policy' as const,
     version: stored.version,
     policy: stored.policy,
+    updated_at: stored.updatedAt?.toISOString() ?? null,
     updated: stored.updatedAt?.toISOString() ?? null,
   };
 }

@@ -55,6 +55,8 @@ export const testHelperOperations: ApiOperation[] = [
     response: paymentOutput.extend({
       attempt: z.object({ id: z.string(), outcome: z.enum(['succeeded', 'declined']) }),
     }),
+    // A payment that cannot be paid now (already paid, expired) is a 409, as on the checkout page.
+    errors: ['conflict'],
   },
   {
     method: 'POST',
@@ -67,6 +69,8 @@ export const testHelperOperations: ApiOperation[] = [
     scope: 'payouts:write',
     body: fundBody,
     response: balanceResponse,
+    // A live key: 404, as if it did not exist. A treasury too small for the amount: 402.
+    errors: ['not_found', 'insufficient_funds'],
   },
 ];
 

@@ -1,13 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../../core/errors.ts';
 import type { PaymentRow } from '../../db/database.ts';
-import {
-  type ProviderArgs,
-  type ProviderRailAdapter,
-  type ProviderVerdict,
-  providerCall,
-  RailUnavailableError,
-} from './rail.ts';
+import { type ProviderRailAdapter, type ProviderVerdict, providerCall, RailUnavailableError } from './rail.ts';
 
 /**
  * Paystack (cards, bank transfer, USSD, mobile money) through its redirect flow, as documented at
