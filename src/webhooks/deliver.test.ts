@@ -129,12 +129,12 @@ describe('postWebhook', () => {
       body,
       headers,
       allowPrivate: true,
-      timeoutMs: 5000,
+      // Longer than the test may run: waiting for the rest would end in the test's own timeout.
+      timeoutMs: 120_000,
     });
     expect(result.ok).toBe(true);
     expect(Buffer.byteLength(result.responseExcerpt!)).toBeLessThanOrEqual(RESPONSE_EXCERPT_BYTES);
     expect(result.responseExcerpt!.startsWith('\uFFFDé')).toBe(true);
-    expect(result.latencyMs).toBeLessThan(2000);
   });
 
   it('gives up at the timeout when the receiver does not answer, and reads Retry-After', async () => {
