@@ -189,7 +189,7 @@ describe('/openapi.json', () => {
 });
 
 describe('the responses of each operation', () => {
-  const allErrors = ['400', '401', '403', '413', '415', '429', '500'];
+  const allErrors = ['400', '401', '403', '413', '415', '429', '500', '503'];
 
   it('a payout: 200 Payout, 202 ConfirmationRequired, 402, 409, and the errors of an authed POST', () => {
     expect(statuses('post', '/v1/payouts').sort()).toEqual(['200', '202', '402', '409', ...allErrors].sort());
@@ -223,9 +223,10 @@ describe('the responses of each operation', () => {
       '404',
       '429',
       '500',
+      '503',
     ]);
-    expect(statuses('get', '/checkout/{id}').sort()).toEqual(['200', '400', '404', '500']);
-    expect(statuses('get', '/v1/ping').sort()).toEqual(['200', '400', '401', '429', '500']);
+    expect(statuses('get', '/checkout/{id}').sort()).toEqual(['200', '400', '404', '500', '503']);
+    expect(statuses('get', '/v1/ping').sort()).toEqual(['200', '400', '401', '429', '500', '503']);
   });
 
   it('statuses only the handler knows are declared beside it', () => {
@@ -235,6 +236,11 @@ describe('the responses of each operation', () => {
     );
     expect(statuses('delete', '/v1/payment_rails/paystack')).toContain('404');
     expect(statuses('get', '/readyz')).toContain('503');
+    // Whatever reads the database answers 503 with Retry-After while it is down; /healthz does not read it.
+    expect((operation('get', '/v1/ping').responses['503'] as { headers?: object }).headers).toHaveProperty(
+      'Retry-After',
+    );
+    expect(statuses('get', '/healthz')).not.toContain('503');
   });
 
   it('a CSV export is declared with its media type', () => {

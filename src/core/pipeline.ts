@@ -4,6 +4,7 @@ import { advanceHeldAction, recordAction, recordFailedAttempt } from '../audit/a
 import type { Config } from '../config/config.ts';
 import { stringifyJson } from './json-text.ts';
 import { findIdempotencyRecord, insertIdempotencyRecord } from '../db/repositories/idempotency.ts';
+import { isDatabaseUnreachable } from '../db/connect.ts';
 import type { Db } from '../db/database.ts';
 import type { ActionDecision } from '../db/tables/money.ts';
 import type { ApiKeyScope } from '../domain/api-key-secret.ts';
@@ -20,7 +21,7 @@ import { declaredSpend, NOTHING_DECLARED, type DeclaredCall } from '../policy/ru
 import { loadPolicy } from '../policy/store.ts';
 import type { Runtime } from '../runtime.ts';
 import { canonicalHash, exactRequestHash } from './canonical-json.ts';
-import { AppError, type ErrorBody, toAppError } from './errors.ts';
+import { AppError, type ErrorBody, isConnectionFailure, toAppError } from './errors.ts';
 import type { Actor, PolicySubject, ToolContext, ToolDefinition } from './tool.ts';
 import { parseInput } from './validation.ts';
 
@@ -427,7 +428,11 @@ async function recordFailure(
       });
     });
   } catch (logError) {
-    runtime.logger.error({ err: logError }, 'could not record a failed action');
+    // With the database down the attempt cannot be recorded either; the outage is logged once
+    // where the connection was lost (db/connect.ts), and nothing moved.
+    if (isConnectionFailure(logError) && isDatabaseUnreachable()) {
+      runtime.logger.debug({ err: logError }, 'could not record a failed action');
+    } else runtime.logger.error({ err: logError }, 'could not record a failed action');
   }
 }
 

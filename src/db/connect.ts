@@ -4,8 +4,9 @@ import { dirname, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { AppError } from '../core/errors.ts';
+import { AppError, isConnectionFailure } from '../core/errors.ts';
 import { parseStoredJson } from '../core/json-text.ts';
+import type { Logger } from '../core/logger.ts';
 import type { Database } from './database.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 
@@ -22,17 +23,30 @@ const INT8_OID = 20;
 const JSON_OID = 114;
 
 /**
+ * A connect to Postgres that takes longer than this fails (and so does the wait for a free pooled
+ * connection): a request answers 503 rather than hanging while the server is unreachable.
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
+export interface ConnectOptions {
+  poolSize?: number;
+  /** Where a lost and a regained connection to Postgres are reported, once per outage. */
+  logger?: Pick<Logger, 'warn' | 'info'>;
+}
+
+/**
  * Opens the database named by the config. int8 columns come back as bigint on both backends
  * (pg would give strings, PGlite numbers) so money never passes through a float.
  */
-export async function connectDatabase(
-  target: DatabaseTarget,
-  options: { poolSize?: number } = {},
-): Promise<DatabaseHandle> {
+export async function connectDatabase(target: DatabaseTarget, options: ConnectOptions = {}): Promise<DatabaseHandle> {
   if (target.kind === 'postgres') {
     const pool = new pg.Pool({
       connectionString: target.url,
       max: options.poolSize ?? 10,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      // A server that vanished without closing its sockets is noticed on idle connections too.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
       types: {
         getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
           oid === INT8_OID
@@ -42,7 +56,28 @@ export async function connectDatabase(
               : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
     });
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const outage = outageReporter(options.logger);
+    // A restart of Postgres ends every session with 57P01: an idle client reports it on the pool,
+    // a checked-out one on itself. An 'error' event nobody listens to kills the process, so both
+    // have a listener; the error also reaches the query it interrupted, which answers 503.
+    pool.on('error', (error) => outage.lost(error));
+    pool.on('connect', (client) => {
+      client.on('error', (error) => outage.lost(error));
+      outage.regained();
+    });
+    const db = new Kysely<Database>({
+      dialect: new PostgresDialect({
+        pool: {
+          connect: () =>
+            pool.connect().catch((error: unknown) => {
+              // The wait for a free client timing out is load, not an outage (still a 503).
+              if (isConnectionFailure(error) && !isPoolWaitTimeout(error)) outage.lost(error);
+              throw error;
+            }),
+          end: () => pool.end(),
+        },
+      }),
+    });
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
 
@@ -68,6 +103,51 @@ export async function connectDatabase(
     releaseLock();
     throw error;
   }
+}
+
+/**
+ * One warning when the connection to Postgres is lost (however many pooled clients report it) and
+ * one line when a new connection succeeds again. In between, requests answer 503 (toAppError) and
+ * workers back off (worker-job.ts); nothing needs a restart, because the pool drops broken clients
+ * and connects new ones on demand.
+ */
+function outageReporter(logger: ConnectOptions['logger']): { lost(error: unknown): void; regained(): void } {
+  let since: number | undefined;
+  return {
+    lost(error) {
+      if (since !== undefined) return;
+      since = Date.now();
+      outages += 1;
+      logger?.warn(
+        { err: error },
+        'database connection lost: requests answer 503 and workers back off until it is reachable again',
+      );
+    },
+    regained() {
+      if (since === undefined) return;
+      const downMs = Date.now() - since;
+      since = undefined;
+      outages -= 1;
+      logger?.info({ downMs }, 'database reachable again');
+    },
+  };
+}
+
+/** Databases of this process whose connection is lost now (each reported once, above). */
+let outages = 0;
+
+/**
+ * True while a database of this process is unreachable: a request failing for that reason needs
+ * no log line of its own (the outage has one). A dependency failing while the database answers
+ * (a chain node, a provider, a wrong URL) is not covered, and is logged where it is answered.
+ */
+export function isDatabaseUnreachable(): boolean {
+  return outages > 0;
+}
+
+/** pg-pool's error when every client stayed busy for CONNECT_TIMEOUT_MS. */
+function isPoolWaitTimeout(error: unknown): boolean {
+  return (error as Error | undefined)?.message === 'timeout exceeded when trying to connect';
 }
 
 /** An AppError ('unavailable') so that the CLI reports it like any other failure, `--json` included. */

@@ -30,6 +30,8 @@ export interface ApiOperation {
   idempotent?: boolean;
   /** Errors the handler raises beyond those the operation's shape implies (see errorCodesOf). */
   errors?: readonly ErrorCode[];
+  /** false: the handler never reads the database, so an outage of it cannot answer 503. */
+  database?: false;
 }
 
 /** The codes an error body can carry: AppError.toBody leaves `code` out of internal errors. */
@@ -44,10 +46,7 @@ const errorBody = z
         .describe('Error category, e.g. invalid_request_error, authentication_error.'),
       message: z.string().describe('Human-readable explanation naming the field and rule.'),
       param: z.string().optional().describe('The parameter at fault, when there is one.'),
-      code: z
-        .enum(SENT_CODES)
-        .optional()
-        .describe('The machine-readable reason. Absent on internal errors (500) and on /readyz.'),
+      code: z.enum(SENT_CODES).optional().describe('The machine-readable reason. Absent on internal errors (500).'),
     }),
   })
   .describe('Every error, on every endpoint, has this shape.');
@@ -70,12 +69,15 @@ const ERROR_MEANINGS: Record<ErrorCode, string> = {
   unsupported_media_type: 'the body is not sent as application/json',
   rate_limited: 'too many requests with this key: retry after Retry-After seconds',
   internal: 'an internal error; it was logged, retry later',
-  unavailable: 'something the answer depends on is not reachable; retry later',
+  unavailable:
+    'the database, or something else the answer depends on, cannot be reached right now: retry after Retry-After seconds (a write with the same Idempotency-Key)',
 };
 
 /**
  * The errors an operation can answer with, from what it is. Every route can get a malformed
- * request (400) and an internal error (500). The rest follow the code that answers them:
+ * request (400) and an internal error (500), and every route that reads the database (all but
+ * `database: false`) answers 503 `unavailable` while it cannot be reached. The rest follow the code
+ * that answers them:
  * app.ts's onRequest hook authenticates (401), rate-limits (429) and checks the scope (403) of
  * routes with a key; its JSON-only body parser and body limit answer 415 and 413 for any method
  * with a body; an id in the path, or an `…_id` field of the body (the object it acts on), can name
@@ -84,6 +86,7 @@ const ERROR_MEANINGS: Record<ErrorCode, string> = {
  */
 function errorCodesOf(op: ApiOperation, inputFields: readonly string[]): ErrorCode[] {
   const codes = new Set<ErrorCode>(['invalid_request', 'internal']);
+  if (op.database !== false) codes.add('unavailable');
   if (op.scope !== null) {
     codes.add('authentication_required').add('authentication_failed').add('rate_limited');
     if (op.scope !== 'any') codes.add('permission_denied');
@@ -257,7 +260,7 @@ function errorResponse(codes: readonly ErrorCode[]): unknown {
     })
     .join(' ');
   const headers: Record<string, unknown> = {};
-  if (codes.includes('rate_limited')) {
+  if (codes.includes('rate_limited') || codes.includes('unavailable')) {
     headers['Retry-After'] = { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } };
   }
   if (codes.includes('authentication_required')) {

@@ -11,6 +11,7 @@ import {
   recordAttemptResult,
 } from '../db/repositories/webhook-deliveries.ts';
 import type { Runtime } from '../runtime.ts';
+import { passFailures } from '../worker-job.ts';
 import { type DeliveryResult, postWebhook, WEBHOOK_TIMEOUT_MS } from './deliver.ts';
 import { serializeEventBody } from './events.ts';
 import { deliverySecrets } from './secrets.ts';
@@ -249,13 +250,17 @@ export function startDeliveryWorker(runtime: Runtime, options: DeliveryWorkerOpt
       wake = done;
     });
 
+  // A claim that fails (the database down) backs off, doubling up to 10 s, logged once per outage.
+  const claimFailures = passFailures('webhook-delivery', s.pollIntervalMs, runtime.logger);
   const loop = (async () => {
     while (!stopping) {
       const free = s.concurrency - inFlight.size;
       let claimed = 0;
+      let idleMs = s.pollIntervalMs;
       if (free > 0) {
         try {
           const jobs = await claim(runtime, s, free);
+          claimFailures.succeeded();
           claimed = jobs.length;
           for (const job of jobs) {
             const running: Promise<void> = attempt(runtime, s, job)
@@ -270,11 +275,11 @@ export function startDeliveryWorker(runtime: Runtime, options: DeliveryWorkerOpt
             inFlight.add(running);
           }
         } catch (error) {
-          runtime.logger.error({ err: error }, 'webhook worker could not claim deliveries');
+          idleMs = claimFailures.failed(error);
         }
       }
       if (stopping) break;
-      if (claimed === 0 || inFlight.size >= s.concurrency) await pause(s.pollIntervalMs);
+      if (claimed === 0 || inFlight.size >= s.concurrency) await pause(idleMs);
     }
     await Promise.allSettled([...inFlight]);
   })();

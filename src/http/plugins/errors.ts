@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, toAppError } from '../../core/errors.ts';
+import { AppError, isConnectionFailure, toAppError } from '../../core/errors.ts';
+import { isDatabaseUnreachable } from '../../db/connect.ts';
 
 /**
  * Every error leaves the API as the seed's error object: { error: { type, message, param? } }.
@@ -9,7 +10,12 @@ import { AppError, toAppError } from '../../core/errors.ts';
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((raw: FastifyError | AppError, request, reply) => {
     const error = translate(raw, app.initialConfig.bodyLimit);
-    if (error.code === 'internal' || error.status >= 500) {
+    if (error.code === 'unavailable' && isConnectionFailure(error.cause)) {
+      // The database is down: said once per outage where the connection is lost (db/connect.ts).
+      // Anything else unreachable (a chain node, a provider, a wrong URL) is said here, each time.
+      if (isDatabaseUnreachable()) request.log.debug({ err: error.cause }, 'request failed: database unreachable');
+      else request.log.warn({ err: error.cause }, 'request failed: a service it depends on cannot be reached');
+    } else if (error.code === 'internal' || error.status >= 500) {
       request.log.error({ err: error.cause ?? raw }, 'request failed');
     }
     sendError(reply, error);
