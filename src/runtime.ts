@@ -45,7 +45,7 @@ export interface RuntimeOverrides {
 
 export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const logger = overrides.logger ?? createLogger(config.logLevel);
-  const owned = overrides.database ? undefined : await connectDatabase(config.database);
+  const owned = overrides.database ? undefined : await connectDatabase(config.database, { logger });
   const database = overrides.database ?? owned!;
   try {
     if (overrides.migrate !== false) {
@@ -55,7 +55,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     const rateLimiter =
       overrides.rateLimiter ??
       (config.rateLimit.redisUrl
-        ? createRedisRateLimiter(config.rateLimit.perSecond, config.rateLimit.redisUrl)
+        ? createRedisRateLimiter(config.rateLimit.perSecond, config.rateLimit.redisUrl, { logger })
         : createMemoryRateLimiter(config.rateLimit.perSecond));
     let chain: Promise<ChainConnection> | undefined = overrides.chain ? Promise.resolve(overrides.chain) : undefined;
     const ownsChain = !overrides.chain;

@@ -1,17 +1,19 @@
+import { createServer } from 'node:net';
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/core/clock.ts';
-import { createRedisRateLimiter } from '../src/rate-limit/rate-limiter.ts';
+import { createLogger } from '../src/core/logger.ts';
+import { createRedisRateLimiter, type RateLimiter } from '../src/rate-limit/rate-limiter.ts';
 import { bearer, extraKey, testAccount, testApp, testRuntime } from './support/harness.ts';
 
-async function burst(useRedis: boolean) {
+const METRICS_TOKEN = 'rate-limit-test-token-0123456789';
+
+async function burst(limiter?: RateLimiter) {
   // A fixed clock keeps all 200 requests inside one one-second window, whatever the machine's speed.
   const clock = new ManualClock(new Date('2026-01-01T00:00:00.250Z'));
   const runtime = await testRuntime(
-    { RATE_LIMIT_PER_SECOND: '50' },
-    {
-      clock,
-      ...(useRedis ? { rateLimiter: createRedisRateLimiter(50, process.env.REDIS_URL!) } : {}),
-    },
+    { RATE_LIMIT_PER_SECOND: '50', METRICS_TOKEN },
+    { clock, ...(limiter ? { rateLimiter: limiter } : {}) },
   );
   const app = await testApp(runtime);
   const merchant = await testAccount(runtime);
@@ -20,16 +22,45 @@ async function burst(useRedis: boolean) {
     Array.from({ length: 200 }, () => app.inject({ method: 'GET', url: '/v1/ping', headers: bearer(merchant.apiKey) })),
   );
   const other = await app.inject({ method: 'GET', url: '/v1/ping', headers: bearer(second) });
-  return { responses, other };
+  const metrics = await app.inject({ method: 'GET', url: '/metrics', headers: bearer(METRICS_TOKEN) });
+  return { responses, other, metrics: metrics.body };
+}
+
+/** A Redis URL nothing answers at: a port that was free a moment ago. */
+async function unreachableRedisUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `redis://127.0.0.1:${port}`;
+}
+
+function capturedLogger() {
+  const lines: Array<{ level: number; msg: string }> = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: createLogger('info', sink), lines };
 }
 
 describe.each([
-  ['in-process store', false],
+  ['in-process store', 'memory'],
   // The Redis store is exercised when a Redis is configured (CI sets REDIS_URL).
-  ...(process.env.REDIS_URL ? [['Redis store', true] as [string, boolean]] : []),
-])('rate limits per key (%s)', (_name, useRedis) => {
+  ...(process.env.REDIS_URL ? [['Redis store', 'redis'] as [string, string]] : []),
+  // Redis configured but unreachable: counted in-process, same answers (docs/operations.md).
+  ['Redis store, Redis unreachable', 'unreachable'],
+])('rate limits per key (%s)', (_name, store) => {
   it('200 requests in one second with a limit of 50 → 150 are 429 with the headers; another key is not limited', async () => {
-    const { responses, other } = await burst(useRedis);
+    const limiter =
+      store === 'redis'
+        ? createRedisRateLimiter(50, process.env.REDIS_URL!)
+        : store === 'unreachable'
+          ? createRedisRateLimiter(50, await unreachableRedisUrl())
+          : undefined;
+    const { responses, other, metrics } = await burst(limiter);
     const ok = responses.filter((r) => r.statusCode === 200);
     const limited = responses.filter((r) => r.statusCode === 429);
     expect(ok).toHaveLength(50);
@@ -41,5 +72,39 @@ describe.each([
     expect(sample.headers['ratelimit']).toBe('"per-key";r=0;t=1');
     expect(ok[0]!.headers['ratelimit']).toMatch(/^"per-key";r=\d+;t=1$/);
     expect(other.statusCode).toBe(200);
+    if (store === 'unreachable') {
+      // Every one of the 201 requests was counted in-process.
+      const fallback = /^plainpay_rate_limit_fallback_decisions_total (\d+)$/m.exec(metrics);
+      expect(Number(fallback?.[1])).toBeGreaterThanOrEqual(201);
+    }
+  });
+});
+
+describe('the Redis rate limiter while Redis is unreachable', () => {
+  it('decides at once in-process, with the limit; one warning however many reconnects fail', async () => {
+    const { logger, lines } = capturedLogger();
+    const limiter = createRedisRateLimiter(5, await unreachableRedisUrl(), { logger });
+    try {
+      const now = Date.parse('2026-01-01T00:00:00.250Z');
+      const first = await Promise.all(Array.from({ length: 8 }, () => limiter.hit('key_a', now)));
+      expect(first.map((d) => d.allowed)).toEqual([true, true, true, true, true, false, false, false]);
+      expect(first.at(-1)).toEqual({ allowed: false, limit: 5, remaining: 0, resetSeconds: 1 });
+      // Another key and the next window have budgets of their own.
+      expect((await limiter.hit('key_b', now)).allowed).toBe(true);
+      expect((await limiter.hit('key_a', now + 1_000)).remaining).toBe(4);
+
+      // ioredis keeps reconnecting (every 100 ms, then more slowly): give it several failed attempts.
+      const deadline = Date.now() + 10_000;
+      while (!lines.some((l) => l.level === 40) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await limiter.hit('key_a', now + 2_000);
+      const warnings = lines.filter((l) => l.level === 40);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.msg).toMatch(/Redis unreachable: rate limits are counted in this process/);
+    } finally {
+      await limiter.close();
+    }
   });
 });
