@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { type CreatedAccount, createAccount } from '../accounts/create-account.ts';
 import type { Config } from '../config/config.ts';
 import { countAccounts } from '../db/repositories/accounts.ts';
+import { gracefulStopOf } from '../http/graceful-stop.ts';
 import { createRuntime, type Runtime } from '../runtime.ts';
 import { startWorkers } from '../workers.ts';
 import { type AdminSocket, startAdminSocket } from './admin-socket.ts';
@@ -27,7 +28,8 @@ export const serve: ServiceCommand = {
 
 Migrations are applied at start. On the embedded database (no DATABASE_URL), the CLI's database
 commands (migrate, accounts, keys, audit) run inside this process while it runs, through the
-admin socket <PLAINPAY_DATA_DIR>/pgdata.sock. SIGINT or SIGTERM stops it gracefully.`,
+admin socket <PLAINPAY_DATA_DIR>/pgdata.sock. SIGINT or SIGTERM stops it gracefully, within
+SHUTDOWN_TIMEOUT_MS (docs/operations.md, "Rolling deploys / shutdown").`,
   parse(args) {
     const { values } = parseStrict(() => parseArgs({ args, options: { role: { type: 'string', default: 'all' } } }));
     if (!(ROLES as readonly string[]).includes(values.role)) {
@@ -100,12 +102,41 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
   }
 
   await stopRequested.promise;
-  // Graceful: stop taking requests and CLI commands, let in-flight work finish, then close the database.
-  await Promise.allSettled([...servers.map((s) => s.close()), adminSocket?.close()]);
-  await stopWorkers?.();
+  const { shutdownTimeoutMs } = config;
+  runtime.logger.info({ role, shutdownTimeoutMs }, 'stopping');
+  // Bounded: a hung request, job or database must not keep a deploy waiting past the orchestrator's
+  // grace period. Exiting here is as safe as a crash (kill -9 at any point loses nothing): the
+  // leases this process holds lapse and another worker takes them up.
+  const deadline = setTimeout(() => {
+    runtime.logger.error(
+      { shutdownTimeoutMs },
+      'graceful stop did not finish within SHUTDOWN_TIMEOUT_MS; exiting without it (leases held by this process lapse on their own)',
+    );
+    process.exit(EXIT.failure);
+  }, shutdownTimeoutMs);
+  // Graceful: stop taking connections and CLI commands; requests already received get most of
+  // the time (then 503), the workers end their pass or give their leases up; then the database closes.
+  const drainMs = Math.round(shutdownTimeoutMs * 0.8);
+  const forceMs = Math.round(shutdownTimeoutMs * 0.1);
+  await Promise.allSettled([
+    ...servers.map((server) => stopServer(server, drainMs, forceMs)),
+    adminSocket?.close(),
+    stopWorkers?.(),
+  ]);
   await runtime.close();
+  clearTimeout(deadline);
   stopRequested.dispose();
+  runtime.logger.info({ role }, 'stopped');
+  // A request answered 503 at the drain deadline may still be waiting on something that hangs (a
+  // provider, a model): its answer is sent, so nothing is left to wait for.
+  setTimeout(() => process.exit(EXIT.ok), 1000).unref();
   return EXIT.ok;
+}
+
+/** The host's graceful stop (http/graceful-stop.ts), or fastify's close for a host without one. */
+async function stopServer(server: FastifyInstance, drainMs: number, forceMs: number): Promise<void> {
+  const graceful = gracefulStopOf(server);
+  await (graceful ? graceful.stop({ drainMs, forceMs }) : server.close());
 }
 
 /**

@@ -5,6 +5,7 @@ import type { AgentModel } from '../agent/model.ts';
 import type { Runtime } from '../runtime.ts';
 import { authenticate, type KeyLookups, requireScope } from './plugins/auth.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from './plugins/errors.ts';
+import { installGracefulStop } from './graceful-stop.ts';
 import { TOOLS } from '../../tools/registry.ts';
 import { stringifyJson } from '../core/json-text.ts';
 import { parseJsonBody } from './json-body.ts';
@@ -52,6 +53,12 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     trustProxy: false,
     // Routing errors fastify answers before any hook runs: the error object too (plugins/errors.ts).
     frameworkErrors: handleFrameworkError,
+    // While stopping, graceful-stop.ts answers with the error object, not fastify's own 503 body.
+    return503OnClosing: false,
+  });
+  // First of the onRequest hooks: a request refused while stopping never reaches auth or the database.
+  installGracefulStop(app, {
+    refuse: (request, reply, error) => sendError(reply.header('Request-Id', request.id), error),
   });
 
   app.decorateRequest('auth', null);

@@ -27,6 +27,7 @@ import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
 import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
+import { installGracefulStop } from './graceful-stop.ts';
 import { sendError } from './plugins/errors.ts';
 
 /**
@@ -71,6 +72,13 @@ const UNKNOWN_SESSION: MessagePage = {
   text: 'The link may be mistyped or incomplete. Go back to the merchant and start the payment again.',
 };
 
+/** What a payer sees when this instance is shutting down. The reloaded page shows whether a payment went through. */
+const STOPPING_PAGE: MessagePage = {
+  title: 'Please reload',
+  heading: 'This page is restarting',
+  text: 'Please reload the page in a moment: it will show whether your payment went through.',
+};
+
 /** A payment attempt made this recently counts as "just paid here": the page then sends the payer back. */
 const JUST_PAID_WINDOW_MS = 15 * 60_000;
 
@@ -111,6 +119,18 @@ export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstanc
       for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
       if (wantsJson(request)) return sendError(reply, translate(error));
       return reply.code(404).type('text/html; charset=utf-8').send(messagePage(assets, UNKNOWN_SESSION));
+    },
+    // While stopping, graceful-stop.ts answers (a page, or the error object to the poller).
+    return503OnClosing: false,
+  });
+  // First of the onRequest hooks, so the headers the next one sets are set here too.
+  installGracefulStop(app, {
+    refuse: (request, reply, error) => {
+      reply.header('Request-Id', request.id).header('Cache-Control', 'no-store');
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
+      if (wantsJson(request)) return sendError(reply, error);
+      for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+      return reply.code(error.status).type('text/html; charset=utf-8').send(messagePage(assets, STOPPING_PAGE));
     },
   });
 

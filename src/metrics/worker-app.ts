@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { handleFrameworkError, registerErrorHandling } from '../http/plugins/errors.ts';
+import { installGracefulStop } from '../http/graceful-stop.ts';
+import { handleFrameworkError, registerErrorHandling, sendError } from '../http/plugins/errors.ts';
 import type { Runtime } from '../runtime.ts';
 import { metricsPlugin } from './plugin.ts';
 
@@ -9,7 +10,8 @@ import { metricsPlugin } from './plugin.ts';
  * deployment that runs workers apart from the API would never expose it.
  */
 export async function buildWorkerMetricsApp(runtime: Runtime): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false, frameworkErrors: handleFrameworkError });
+  const app = Fastify({ logger: false, frameworkErrors: handleFrameworkError, return503OnClosing: false });
+  installGracefulStop(app, { refuse: (_request, reply, error) => sendError(reply, error) });
   registerErrorHandling(app);
   await app.register(metricsPlugin(runtime));
   return app;

@@ -25,7 +25,7 @@ const POLL_MS = 5000;
  * and late successes due a refund are refunded. Attempts are claimed with `checked_at` as a lease, so
  * several workers share the work and no provider is asked twice at once.
  */
-export async function reconcileRailAttempts(runtime: Runtime): Promise<number> {
+export async function reconcileRailAttempts(runtime: Runtime, stopping: () => boolean = () => false): Promise<number> {
   const now = runtime.clock.now();
   const due = await runtime.db
     .selectFrom('payment_attempts')
@@ -39,6 +39,8 @@ export async function reconcileRailAttempts(runtime: Runtime): Promise<number> {
     .execute();
 
   for (const read of due) {
+    // Stopping: no further lease is taken (leases are taken one row at a time, so the rest stay free).
+    if (stopping()) return due.length;
     const attempt = await takeLease(runtime.db, 'payment_attempts', read, runtime.clock.now());
     if (attempt?.outcome !== 'pending') continue;
     const payment = await runtime.db
@@ -85,7 +87,7 @@ export async function reconcileRailAttempts(runtime: Runtime): Promise<number> {
       runtime.logger.error({ err: error, attemptId: attempt.id }, 'reconciling a payment attempt failed; will retry');
     }
   }
-  await refundLateSuccesses(runtime);
+  if (!stopping()) await refundLateSuccesses(runtime, stopping);
   return due.length;
 }
 
@@ -102,7 +104,7 @@ async function signedEventReceived(runtime: Runtime, attemptId: string): Promise
 }
 
 /** Late successes on a rail with a refund API go back to the payer (docs/rails.md, "Late successes"). */
-async function refundLateSuccesses(runtime: Runtime): Promise<void> {
+async function refundLateSuccesses(runtime: Runtime, stopping: () => boolean): Promise<void> {
   const now = runtime.clock.now();
   // Longer than the two provider calls a refund makes: no second worker takes it up meanwhile.
   const lease = Math.max(RECHECK_MS, 3 * runtime.config.rails.timeoutMs);
@@ -114,6 +116,7 @@ async function refundLateSuccesses(runtime: Runtime): Promise<void> {
     .limit(BATCH)
     .execute();
   for (const read of due) {
+    if (stopping()) return;
     const attempt = await takeLease(runtime.db, 'payment_attempts', read, runtime.clock.now());
     if (attempt?.refund_status !== 'due') continue;
     const rail = attempt.rail as ProviderRail;
@@ -156,10 +159,10 @@ async function refundLateSuccesses(runtime: Runtime): Promise<void> {
 }
 
 export const railReconcileJob: WorkerJob = pollingJob('payer rails', POLL_MS, async (runtime, stopping) => {
-  while (!stopping() && (await reconcileRailAttempts(runtime)) === BATCH) {
+  while (!stopping() && (await reconcileRailAttempts(runtime, stopping)) === BATCH) {
     // A full batch: more are due.
   }
-  while (!stopping() && (await processRailRefunds(runtime)) === BATCH) {
+  while (!stopping() && (await processRailRefunds(runtime, stopping)) === BATCH) {
     // Likewise for refunds.
   }
 });

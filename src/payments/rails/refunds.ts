@@ -17,7 +17,7 @@ const BATCH = 20;
  * sent whose answer was lost is looked up by its merchant_note (the refund id) before any resend.
  * Returns how many refunds were looked at.
  */
-export async function processRailRefunds(runtime: Runtime): Promise<number> {
+export async function processRailRefunds(runtime: Runtime, stopping: () => boolean = () => false): Promise<number> {
   const now = runtime.clock.now();
   // A claim lasts longer than the three provider calls one refund can make, so no other worker
   // takes it up while this one is still working on it.
@@ -32,6 +32,8 @@ export async function processRailRefunds(runtime: Runtime): Promise<number> {
     .limit(BATCH)
     .execute();
   for (const read of due) {
+    // Stopping: no further lease is taken; the refunds not reached stay free for the next worker.
+    if (stopping()) break;
     try {
       // Taken one at a time, from the row as it is now: a batch takes a while, and a refund is
       // worked on from what the database says, never from a copy read before (lease.ts).

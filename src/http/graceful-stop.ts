@@ -1,0 +1,191 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../core/errors.ts';
+
+/**
+ * The graceful stop of one HTTP host (docs/operations.md, "Rolling deploys / shutdown"). From the
+ * moment it begins:
+ *
+ * - no new connection is accepted (the listener closes);
+ * - a request already received runs to its end, and its response carries `Connection: close`;
+ * - a request that arrives on a kept-alive connection is not started: it gets 503 `unavailable`
+ *   (the host's error response, `refuse`) with `Retry-After` and `Connection: close`, never
+ *   fastify's own 503 body;
+ * - a kept-alive connection with no request on it is closed after a short grace (FIN, never a
+ *   reset: node's `server.close()` would destroy it at once, resetting a request already on its way);
+ * - at the drain deadline a request still running is answered 503 `unavailable` (it may or may not
+ *   have been applied; a write retried with the same Idempotency-Key is applied at most once),
+ *   and connections still open after that are cut.
+ */
+export interface GracefulStop {
+  /** True from the moment the stop began: readiness answers 503 from then on. */
+  readonly stopping: boolean;
+  /**
+   * Stops the host as above; resolves once every connection is closed. `drainMs`: how long
+   * requests already received may run; `forceMs`: how long after that connections may stay open.
+   */
+  stop(deadlines: { drainMs: number; forceMs: number }): Promise<void>;
+}
+
+export interface GracefulStopOptions {
+  /** Answers a request with the host's error response (the API's error object, the checkout's page). */
+  refuse(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply;
+}
+
+/** Seconds a client is asked to wait before retrying a refused request; another instance answers it. */
+export const STOPPING_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * How long a kept-alive connection with no request on it stays open once the stop began. A client
+ * that just read a response sends its next request on the same connection within a moment: in
+ * this window that request is answered (503, Connection: close) rather than met by a closing socket.
+ */
+const IDLE_CLOSE_GRACE_MS = 1000;
+
+const kGracefulStop = Symbol('plainpay.gracefulStop');
+
+/** Refused before it started: nothing was applied. */
+export function refusedWhileStopping(): AppError {
+  return new AppError(
+    'unavailable',
+    'This instance is shutting down and did not start this request; nothing was applied. Retry it: another instance will answer.',
+    { headers: stoppingHeaders() },
+  );
+}
+
+/** Cut off at the drain deadline: it may have been applied. */
+export function cutOffByStop(): AppError {
+  return new AppError(
+    'unavailable',
+    'This request did not finish before this instance shut down; it may or may not have been applied. Retry it: a write retried with the same Idempotency-Key is applied at most once.',
+    { headers: stoppingHeaders() },
+  );
+}
+
+function stoppingHeaders(): Record<string, string> {
+  return { 'Retry-After': String(STOPPING_RETRY_AFTER_SECONDS), Connection: 'close' };
+}
+
+/**
+ * Installs the graceful stop on a host. Call it right after creating the instance, before any
+ * other onRequest hook: a request refused while stopping must not reach authentication or the
+ * database. Pair with `return503OnClosing: false` in the instance's options.
+ */
+export function installGracefulStop(app: FastifyInstance, options: GracefulStopOptions): GracefulStop {
+  let stopping = false;
+  /** Open connections, each with the number of requests under way on it. */
+  const connections = new Map<Socket, number>();
+  /** Requests received and not yet answered (for the drain deadline). */
+  const running = new Set<FastifyReply>();
+
+  let idleGraceMs = IDLE_CLOSE_GRACE_MS;
+  /** Closes a connection that has had no request for the grace, with a FIN rather than a reset. */
+  const closeWhenIdle = (socket: Socket): void => {
+    if (socket.destroyed || socket.writableEnded) return;
+    setTimeout(() => {
+      // end(), not destroy(): a reset would also lose the answers still being written. A request
+      // that crosses the FIN is not started (the onRequest hook refuses it) and cannot be answered
+      // either (our side is closed): the grace narrows that race, it cannot remove it.
+      if (connections.get(socket) === 0 && !socket.destroyed && !socket.writableEnded) socket.end();
+    }, idleGraceMs).unref();
+  };
+
+  app.server.on('connection', (socket: Socket) => {
+    connections.set(socket, 0);
+    socket.once('close', () => connections.delete(socket));
+  });
+  // Before fastify's own listener, so the header is set before any hook can answer.
+  app.server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    connections.set(socket, (connections.get(socket) ?? 0) + 1);
+    if (stopping) res.setHeader('Connection', 'close');
+    res.once('close', () => {
+      const left = (connections.get(socket) ?? 1) - 1;
+      if (!connections.has(socket)) return;
+      connections.set(socket, left);
+      // Node ends a socket itself after a `Connection: close` response; this is for the others.
+      if (stopping && left === 0) closeWhenIdle(socket);
+    });
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (stopping) return options.refuse(request, reply, refusedWhileStopping());
+    running.add(reply);
+    reply.raw.once('close', () => running.delete(reply));
+  });
+  // A plain app.close() (tests, a failed start) refuses new requests the same way.
+  app.addHook('preClose', async () => {
+    beginStopping();
+  });
+
+  const beginStopping = (): void => {
+    if (stopping) return;
+    stopping = true;
+    for (const reply of running) {
+      if (!reply.raw.headersSent) reply.raw.setHeader('Connection', 'close');
+    }
+  };
+
+  const cutOff = (): void => {
+    let answered = 0;
+    for (const reply of running) {
+      if (!reply.sent && !reply.raw.headersSent) {
+        options.refuse(reply.request, reply, cutOffByStop());
+        answered += 1;
+      } else if (!reply.raw.writableEnded) {
+        // A stream under way (an MCP event stream): ended where it is.
+        reply.raw.end();
+      }
+    }
+    if (answered > 0) {
+      app.log.warn(
+        { requests: answered },
+        'requests still running at the drain deadline were answered 503 unavailable',
+      );
+    }
+  };
+
+  const state: GracefulStop = {
+    get stopping() {
+      return stopping;
+    },
+    async stop({ drainMs, forceMs }) {
+      idleGraceMs = Math.min(IDLE_CLOSE_GRACE_MS, drainMs);
+      beginStopping();
+      // Node's close() destroys idle kept-alive connections at once; they are closed here instead.
+      app.server.closeIdleConnections = () => {};
+      const closed = app.close();
+      for (const [socket, requests] of connections) if (requests === 0) closeWhenIdle(socket);
+      const timers = [
+        setTimeout(cutOff, drainMs),
+        setTimeout(() => {
+          if (connections.size > 0) {
+            app.log.warn({ connections: connections.size }, 'connections still open after the drain were cut');
+          }
+          for (const socket of connections.keys()) socket.destroy();
+        }, drainMs + forceMs),
+      ];
+      try {
+        await closed;
+      } finally {
+        for (const timer of timers) clearTimeout(timer);
+      }
+    },
+  };
+  app.decorate(kGracefulStop, state);
+  return state;
+}
+
+/** The graceful stop installed on this host (or on the host of this plugin's instance), if any. */
+export function gracefulStopOf(instance: FastifyInstance): GracefulStop | undefined {
+  return (instance as unknown as Record<symbol, GracefulStop | undefined>)[kGracefulStop];
+}
+
+/**
+ * True once this host began stopping. For the readiness route: `isStopping(request.server)`.
+ * (Every request that arrives while stopping is already refused with 503 before any route runs.)
+ */
+export function isStopping(instance: FastifyInstance): boolean {
+  return gracefulStopOf(instance)?.stopping ?? false;
+}
