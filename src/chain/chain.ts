@@ -44,8 +44,13 @@ export interface ChainConfig {
   batchAddress?: Address;
   /** Relayer key (required with rpcUrl; on the devnet it defaults to Hardhat dev account #1). */
   relayerPrivateKey?: Hex;
-  /** Blocks that must contain a transaction (1 = mined) before a transfer counts as settled. */
-  confirmations: number;
+  /**
+   * Blocks that must contain a transaction (1 = mined) before a transfer counts as settled. Absent:
+   * the safe default for the chain id (chainSafetyDepths).
+   */
+  confirmations?: number | undefined;
+  /** Milliseconds one JSON-RPC request may take before it counts as failed (remote nodes). Default 5 000. */
+  rpcTimeoutMs?: number;
   /**
    * Embedded devnet only: also mine a block every N ms, so confirmations above 1 keep progressing when
    * nothing else is sent. Without it, a quiet devnet produces no blocks.
@@ -66,7 +71,13 @@ export interface ChainConnection {
   /** BatchPayout contract; its token balance is the treasury. */
   batchAddress: Address;
   tokenDecimals: number;
+  /** Depth at which a settlement counts as settled (config, or the chain's default). */
   confirmations: number;
+  /**
+   * Depth from which a confirmed settlement is final: until then the worker re-checks that its
+   * block is still the chain's (reorgs). Never below confirmations.
+   */
+  finalityDepth: number;
   close(): Promise<void>;
   /** Embedded devnet only: mine `blocks` blocks now (for confirmation tests). */
   mine?(blocks: number): Promise<void>;
@@ -79,9 +90,67 @@ export class ChainConfigError extends Error {
   override name = 'ChainConfigError';
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Depths per chain
+
+export interface ChainSafetyDepths {
+  /** Blocks deep (1 = mined) before a settlement counts as settled and payment.settled goes out. */
+  confirmations: number;
+  /** Blocks deep from which the settlement is final: the reorg watch stops there. */
+  finalityDepth: number;
+}
+
+/**
+ * Defaults used when CONFIRMATIONS is not set, by chain id (docs/configuration.md, "Confirmation
+ * depth"). Chosen so that a settlement announced as settled is very unlikely to be reorganised
+ * away, and so that the watch runs until the chain's own notion of finality:
+ * - Ethereum (PoS): reorgs deeper than a couple of blocks are very rare; finality is two epochs
+ *   (64 blocks, ~13 min).
+ * - OP-stack L2s (Optimism, Base, and Celo since it became an L2): the sequencer's unsafe head can
+ *   be reorganised until the batch is posted to L1; 2 s blocks (Celo 1 s).
+ * - Arbitrum One: ~0.25 s blocks, soft finality from the sequencer; hard finality follows L1.
+ * - Polygon PoS: history of deep reorgs before milestones; conservative depths.
+ * - Local devnets (31337 Hardhat/EDR and anvil, 1337 geth dev): 1 block, watched 32 deep so the
+ *   chaos suite can reorganise them.
+ */
+const SAFETY_DEPTHS: Readonly<Record<number, ChainSafetyDepths & { name: string }>> = {
+  1: { name: 'Ethereum mainnet', confirmations: 12, finalityDepth: 64 },
+  11155111: { name: 'Sepolia', confirmations: 12, finalityDepth: 64 },
+  17000: { name: 'Holesky', confirmations: 12, finalityDepth: 64 },
+  10: { name: 'OP Mainnet', confirmations: 15, finalityDepth: 900 },
+  11155420: { name: 'OP Sepolia', confirmations: 15, finalityDepth: 900 },
+  8453: { name: 'Base', confirmations: 15, finalityDepth: 900 },
+  84532: { name: 'Base Sepolia', confirmations: 15, finalityDepth: 900 },
+  42161: { name: 'Arbitrum One', confirmations: 40, finalityDepth: 4_000 },
+  421614: { name: 'Arbitrum Sepolia', confirmations: 40, finalityDepth: 4_000 },
+  137: { name: 'Polygon PoS', confirmations: 64, finalityDepth: 256 },
+  80002: { name: 'Polygon Amoy', confirmations: 64, finalityDepth: 256 },
+  42220: { name: 'Celo', confirmations: 30, finalityDepth: 1_800 },
+  11142220: { name: 'Celo Sepolia', confirmations: 30, finalityDepth: 1_800 },
+  31337: { name: 'local devnet (Hardhat/anvil)', confirmations: 1, finalityDepth: 32 },
+  1337: { name: 'local devnet (geth --dev)', confirmations: 1, finalityDepth: 32 },
+};
+
+/** Any other chain: as cautious as Ethereum mainnet, watched longer. */
+const UNKNOWN_CHAIN_DEPTHS: ChainSafetyDepths = { confirmations: 12, finalityDepth: 128 };
+
+/** The default depths for a chain id (known chains from the table above, else a cautious default). */
+export function chainSafetyDepths(chainId: number): ChainSafetyDepths & { known: boolean } {
+  const entry = SAFETY_DEPTHS[chainId];
+  if (!entry) return { ...UNKNOWN_CHAIN_DEPTHS, known: false };
+  return { confirmations: entry.confirmations, finalityDepth: entry.finalityDepth, known: true };
+}
+
+/** Depths for a connection: configured confirmations win; finality is never shallower than them. */
+function resolveDepths(chainId: number, configured: number | undefined): ChainSafetyDepths {
+  const defaults = chainSafetyDepths(chainId);
+  const confirmations = configured ?? defaults.confirmations;
+  return { confirmations, finalityDepth: Math.max(defaults.finalityDepth, confirmations) };
+}
+
 /** Starts the embedded devnet (no rpcUrl) or connects to a node, and checks the contracts answer. */
 export async function connectChain(cfg: ChainConfig): Promise<ChainConnection> {
-  if (!Number.isInteger(cfg.confirmations) || cfg.confirmations < 1) {
+  if (cfg.confirmations !== undefined && (!Number.isInteger(cfg.confirmations) || cfg.confirmations < 1)) {
     throw new ChainConfigError(`confirmations must be an integer >= 1, got ${cfg.confirmations}`);
   }
   return cfg.rpcUrl === undefined ? await connectEmbedded(cfg) : await connectRemote(cfg, cfg.rpcUrl);
@@ -115,7 +184,7 @@ async function connectEmbedded(cfg: ChainConfig): Promise<ChainConnection> {
     tokenAddress: devnet.tokenAddress,
     batchAddress: devnet.batchAddress,
     tokenDecimals: SETTLEMENT_TOKEN_DECIMALS,
-    confirmations: cfg.confirmations,
+    ...resolveDepths(devnet.chainId, cfg.confirmations),
     close: () => devnet.close(),
     mine: (blocks) => devnet.mine(blocks),
     setAutomine: (enabled) => devnet.setAutomine(enabled),
@@ -131,16 +200,19 @@ async function connectRemote(cfg: ChainConfig, rpcUrl: string): Promise<ChainCon
   const account = privateKeyToAccount(cfg.relayerPrivateKey);
   const loopback = isLoopbackUrl(rpcUrl);
   const pollingInterval = cfg.pollingIntervalMs ?? (loopback ? 20 : 1_000);
+  // Bounded: a node that stops answering (an RPC freeze) must fail a call, not hang the worker;
+  // viem's default is 10 s per attempt, times its retries.
+  const transport = http(rpcUrl, { timeout: cfg.rpcTimeoutMs ?? 5_000 });
 
   // Ask the node for its chain id before building the client, so the client carries the real chain.
-  const probe = createPublicClient({ transport: http(rpcUrl), pollingInterval });
+  const probe = createPublicClient({ transport, pollingInterval });
   const chainId = await probe.getChainId();
   if (cfg.chainId !== undefined && cfg.chainId !== chainId) {
     throw new ChainConfigError(`chainId is ${cfg.chainId} in config but the node at rpcUrl reports ${chainId}`);
   }
   const publicClient = createPublicClient({
     chain: chainDefinition(chainId, `chain ${chainId}`, rpcUrl),
-    transport: http(rpcUrl),
+    transport,
     pollingInterval,
   });
 
@@ -175,7 +247,7 @@ async function connectRemote(cfg: ChainConfig, rpcUrl: string): Promise<ChainCon
     tokenAddress,
     batchAddress,
     tokenDecimals: decimals,
-    confirmations: cfg.confirmations,
+    ...resolveDepths(chainId, cfg.confirmations),
     // viem's HTTP transport holds no connections of its own to release.
     close: async () => {},
   };

@@ -74,6 +74,11 @@ export interface DevnetOptions {
    * chain the way they do on a real one. Default: off (blocks only come from transactions and mine()).
    */
   blockIntervalMs?: number;
+  /**
+   * Timestamp of the genesis block. Default: now. Two devnets started with different dates have
+   * different genesis hashes (a "node restarted with a new chain" in the chaos suite).
+   */
+  initialDate?: Date;
 }
 
 /** What the boot deployment produced; identical for the in-process and the HTTP variant. */
@@ -105,6 +110,8 @@ export interface DevnetRpcServer extends DevnetDeployment {
   host: string;
   port: number;
   mine(blocks: number): Promise<void>;
+  /** Any JSON-RPC call (evm_snapshot, evm_revert, … for reorg tests). */
+  rpc(method: string, params?: readonly unknown[]): Promise<unknown>;
   setAutomine(enabled: boolean): Promise<void>;
   close(): Promise<void>;
 }
@@ -131,6 +138,7 @@ async function createDevnetRuntime(opts: DevnetOptions): Promise<{
           // Interval mining is switched on after the boot deployment (see applyMiningMode), so boot
           // never races a timer-mined block.
           mining: { auto: true },
+          ...(opts.initialDate ? { initialDate: opts.initialDate } : {}),
           // A real node mines a reverting transaction and reports status 0 in its receipt. Hardhat's
           // default instead throws from eth_sendRawTransaction, which would make the relayer believe
           // the transaction was never broadcast. Calls (eth_call/estimateGas) still throw on revert,
@@ -322,6 +330,7 @@ export async function startDevnetRpcServer(opts: DevnetRpcServerOptions = {}): P
       host,
       port,
       mine: mineWith(rpc),
+      rpc,
       setAutomine: async (enabled) => {
         await rpc('evm_setAutomine', [enabled]);
       },

@@ -5,8 +5,12 @@
 // mainnets: wrongly keeping test money off an unknown testnet costs a developer a retry with a
 // known one; wrongly sending it on an unknown mainnet would pay real money for nothing.
 
-/** Local development nodes (Hardhat, Anvil: 31337; Ganache, geth --dev: 1337). */
-const LOCAL_CHAIN_IDS = [31337, 1337] as const;
+/**
+ * Local development nodes (Hardhat, Anvil: 31337; Ganache, geth --dev: 1337). Such a chain lives on
+ * one machine and can be reset for good, so it is also the only kind `plainpay chain adopt
+ * --old-chain-gone` may declare gone.
+ */
+export const LOCAL_CHAIN_IDS: ReadonlySet<number> = new Set([31337, 1337]);
 
 /**
  * Public test networks: Sepolia, Holesky, Hoodi, Base Sepolia, OP Sepolia, Arbitrum Sepolia,
@@ -20,17 +24,17 @@ const PUBLIC_TESTNET_CHAIN_IDS = [
 export const TEST_NETWORK_CHAIN_IDS: ReadonlySet<number> = new Set([...LOCAL_CHAIN_IDS, ...PUBLIC_TESTNET_CHAIN_IDS]);
 
 /** The chain a decision is about: its id, and whether it is the in-process devnet (has `mine`). */
-export interface ChainIdentity {
+export interface TestMoneyChain {
   chainId: number;
   mine?: unknown;
 }
 
 /** Whether test-mode money may be sent as tokens on this chain. */
-export function testMoneyMayMoveOn(chain: ChainIdentity): boolean {
+export function testMoneyMayMoveOn(chain: TestMoneyChain): boolean {
   return chain.mine !== undefined || TEST_NETWORK_CHAIN_IDS.has(chain.chainId);
 }
 
 /** The refusal, worded once for every place that gives it. */
-export function testMoneyRefusal(chain: ChainIdentity): string {
+export function testMoneyRefusal(chain: TestMoneyChain): string {
   return `test-mode money is only sent on a test network, and chain ${chain.chainId} is not one (see docs/settlement.md)`;
 }

@@ -58,6 +58,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./audit.ts')).auditVerify,
   },
   {
+    path: ['chain', 'adopt'],
+    synopsis: 'chain adopt [CHAIN_KEY] [--old-chain-gone] [--json]',
+    summary: 'Show, or accept, the chain a settlement worker found its node serving instead of the expected one.',
+    load: async () => (await import('./chain.ts')).chainAdopt,
+  },
+  {
     path: ['mcp'],
     synopsis: 'mcp [--url URL]',
     summary: 'MCP over stdio for desktop assistants (key: PLAINPAY_API_KEY).',

@@ -8,6 +8,7 @@
  *   processing ─rail declines→ pending (the attempt is recorded)
  *   pending ─ttl elapses→ expired (a processing attempt completes first)
  *   paid/settled → settled into the custodial balance without a chain transfer
+ *   settled → settling: a reorg took the settlement transaction off the chain; it is sent again
  *   settled / partially_refunded → partially_refunded | refunded
  *   refunded / partially_refunded → partially_refunded | settled: a provider refused a refund, which is undone
  */
@@ -28,7 +29,7 @@ const TRANSITIONS: Readonly<Record<PaymentStatus, readonly PaymentStatus[]>> = {
   processing: ['paid', 'pending'],
   paid: ['settling', 'settled'],
   settling: ['settled', 'paid'],
-  settled: ['partially_refunded', 'refunded'],
+  settled: ['partially_refunded', 'refunded', 'settling'],
   partially_refunded: ['partially_refunded', 'refunded', 'settled'],
   expired: [],
   refunded: ['partially_refunded', 'settled'],

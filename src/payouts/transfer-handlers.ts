@@ -39,6 +39,41 @@ export const payoutTransferHandler: TransferHandler = {
     }
   },
 
+  /**
+   * A reorg took the payout's transaction off the chain: settled → queued (in flight) with the chain
+   * facts cleared, and payout.settlement_reverted; payout.settled goes out again when it lands.
+   */
+  async onReverted(db, items, ctx) {
+    for (const item of items) {
+      const row = await db
+        .updateTable('payouts')
+        .set({ status: 'queued', chain_id: null, tx_hash: null, gas_used: null, gas_cost_wei: null, settled_at: null })
+        .where('id', '=', item.transfer.source_id)
+        .where('status', '=', 'settled')
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) continue;
+      await insertEvent(db, {
+        accountId: row.account_id,
+        livemode: row.livemode,
+        type: 'payout.settlement_reverted',
+        objectId: row.id,
+        data: {
+          object: presentPayout(row),
+          reference: row.reference,
+          reverted_settlement: {
+            chain_id: item.chainId,
+            tx_hash: item.txHash,
+            block_number: item.blockNumber === null ? null : Number(item.blockNumber),
+            reason: item.reason,
+          },
+        },
+        webhookUrl: null,
+        createdAt: ctx.now,
+      });
+    }
+  },
+
   async onFailed(db, items, ctx) {
     for (const item of items) {
       const row = await db

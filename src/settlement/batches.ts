@@ -20,7 +20,8 @@ import {
 import { testMoneyMayMoveOn, testMoneyRefusal } from '../chain/test-networks.ts';
 import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
-import type { ConfirmedTransfer, FailedTransfer, TransferOutcomeContext } from './handlers.ts';
+import { holdsLease } from './relayer.ts';
+import type { ConfirmedTransfer, FailedTransfer, RevertedTransfer, TransferOutcomeContext } from './handlers.ts';
 import { type BatchLine, netTransfers } from './transfers.ts';
 
 interface StoredLine {
@@ -150,6 +151,8 @@ export interface BatchReceipt {
   chainKey: string;
   hash: Hex;
   blockNumber: bigint;
+  /** The block's hash: a settlement is final only while this is still the chain's block at blockNumber. */
+  blockHash: Hex;
   gasUsed: bigint;
   effectiveGasPrice: bigint;
 }
@@ -159,6 +162,7 @@ function batchReceiptColumns(receipt: BatchReceipt) {
   return {
     tx_hash: receipt.hash,
     block_number: receipt.blockNumber,
+    block_hash: receipt.blockHash,
     gas_used: receipt.gasUsed,
     effective_gas_price: receipt.effectiveGasPrice,
     gas_cost_wei: (receipt.gasUsed * receipt.effectiveGasPrice).toString(),
@@ -172,6 +176,7 @@ async function recordMinedTransaction(trx: Db, receipt: BatchReceipt, status: 'm
     .set({
       status,
       block_number: receipt.blockNumber,
+      block_hash: receipt.blockHash,
       gas_used: receipt.gasUsed,
       effective_gas_price: receipt.effectiveGasPrice,
     })
@@ -215,7 +220,16 @@ export async function confirmBatch(
     const now = ctx.clock.now();
     await trx
       .updateTable('settlement_batches')
-      .set({ status: 'confirmed', ...batchReceiptColumns(receipt), finished_at: sql`now()`, updated_at: sql`now()` })
+      .set({
+        status: 'confirmed',
+        ...batchReceiptColumns(receipt),
+        finished_at: sql`now()`,
+        // The in-process devnet does not reorganise (and makes no blocks when quiet, so a finality
+        // depth would never be reached): final at once, nothing for the reorg watch.
+        finalized_at: session.ephemeral ? sql`now()` : null,
+        nonce_used_at: null,
+        updated_at: sql`now()`,
+      })
       .where('id', '=', batchId)
       .execute();
     await recordMinedTransaction(trx, receipt, 'mined');
@@ -231,7 +245,9 @@ export async function confirmBatch(
       trx,
       transfers.map((t) => ({
         kind: 'transfer_confirmed',
-        reference: t.id,
+        // A confirmation a reorg undid was reversed by its own posting; each later one is a new
+        // posting (the ledger is append-only, and (kind, reference) is unique).
+        reference: t.reversals === 0 ? t.id : `${t.id}:${t.reversals}`,
         at: now,
         entries: [debit(ledgerAccount.inFlight(t.asset), t.amount_minor), credit(session.treasury, t.amount_minor)],
       })),
@@ -271,6 +287,129 @@ export async function confirmBatch(
     );
     return true;
   });
+}
+
+/**
+ * A confirmed batch whose transaction a reorg took off the chain (its block is no longer the
+ * chain's, and its transaction is not mined deep enough anywhere else): back in flight, in one
+ * transaction. The batch is `sent` again with its stored signed transactions live again (the
+ * tracker re-broadcasts the same bytes; the contract pays a batch id once, so whichever lands pays
+ * once). The ledger is corrected by a reversing posting per transfer (treasury → in-flight), never
+ * by removing the confirmation's posting; the transfers are `sent` again and each kind's handler
+ * moves its object back and announces the correction. Returns whether this call reverted it.
+ */
+export async function revertConfirmedBatch(
+  ctx: SettlementContext,
+  session: ChainSession,
+  batchId: string,
+  reason: string,
+): Promise<boolean> {
+  const reverted = await ctx.db.transaction().execute(async (trx) => {
+    const batch = await trx
+      .selectFrom('settlement_batches')
+      .selectAll()
+      .where('id', '=', batchId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (batch?.status !== 'confirmed' || batch.chain_key !== session.key || batch.finalized_at !== null) return null;
+    // Fencing as for signing: a worker whose relayer lease lapsed changes nothing on this chain.
+    if (!(await holdsLease(trx, ctx, session))) return null;
+    const transfers = await trx
+      .selectFrom('transfers')
+      .selectAll()
+      .where('batch_id', '=', batchId)
+      .where('status', '=', 'confirmed')
+      .orderBy('id')
+      .forUpdate()
+      .execute();
+    const now = ctx.clock.now();
+    await postLedger(
+      trx,
+      transfers.map((t) => ({
+        kind: 'transfer_confirmation_reversed',
+        reference: `${t.id}:${t.reversals + 1}`,
+        at: now,
+        entries: [debit(session.treasury, t.amount_minor), credit(ledgerAccount.inFlight(t.asset), t.amount_minor)],
+      })),
+    );
+    await trx
+      .updateTable('transfers')
+      .set((eb) => ({
+        status: 'sent',
+        confirmed_at: null,
+        reversals: eb('reversals', '+', 1),
+        last_error: reason.slice(0, 500),
+        updated_at: sql`now()`,
+      }))
+      .where('batch_id', '=', batchId)
+      .where('status', '=', 'confirmed')
+      .execute();
+    await trx
+      .updateTable('settlement_batches')
+      .set((eb) => ({
+        status: 'sent',
+        tx_hash: null,
+        block_number: null,
+        block_hash: null,
+        gas_used: null,
+        effective_gas_price: null,
+        gas_cost_wei: null,
+        finished_at: null,
+        // In flight again from now: the stuck-batch alarm counts from here.
+        sent_at: sql`now()`,
+        nonce_used_at: null,
+        reorg_count: eb('reorg_count', '+', 1),
+        updated_at: sql`now()`,
+      }))
+      .where('id', '=', batchId)
+      .execute();
+    // Every signed transaction of the batch may land again (same nonce, same calldata; siblings
+    // differ only in fees). None is re-signed.
+    const live = await trx
+      .updateTable('chain_transactions')
+      .set({
+        status: 'broadcast',
+        block_number: null,
+        block_hash: null,
+        gas_used: null,
+        effective_gas_price: null,
+        last_error: reason.slice(0, 500),
+      })
+      .where('batch_id', '=', batchId)
+      .where('chain_key', '=', session.key)
+      .where('status', 'in', ['mined', 'replaced'])
+      .returning(['chain_key', 'hash'])
+      .execute();
+    const items: RevertedTransfer[] = transfers.map((t) => ({
+      transfer: { ...t, status: 'sent' },
+      batchId,
+      chainId: session.chainId,
+      txHash: batch.tx_hash as Hex,
+      blockNumber: batch.block_number,
+      reason,
+    }));
+    const outcome: TransferOutcomeContext = { config: ctx.config, logger: ctx.logger, now };
+    for (const [kind, group] of groupByKind(items, (r) => r.transfer.kind)) {
+      await ctx.handlers[kind].onReverted(trx, group, outcome);
+    }
+    return { batch, transfers: transfers.length, live };
+  });
+  if (!reverted) return false;
+  // Broadcast again at once, not after rebroadcastAfterMs: this process's memory of having sent
+  // them is about a chain that no longer has them.
+  for (const tx of reverted.live) ctx.broadcastHere.delete(`${tx.chain_key}/${tx.hash}`);
+  ctx.logger.error(
+    {
+      batch: batchId,
+      tx: reverted.batch.tx_hash,
+      block: reverted.batch.block_number,
+      blockHash: reverted.batch.block_hash,
+      transfers: reverted.transfers,
+      reason,
+    },
+    'reorg: a confirmed settlement batch is back in flight; its signed transaction will be broadcast again',
+  );
+  return true;
 }
 
 export interface BatchFailure {
@@ -471,6 +610,14 @@ export async function replanBatchesFromGoneChains(ctx: SettlementContext, sessio
     if (done) moved += 1;
   }
   if (moved > 0) ctx.logger.warn({ batches: moved }, 'batches from a devnet that is gone will be sent again here');
+  // A gone devnet can no longer reorganise anything: its confirmed batches are as final as they get.
+  await sql`
+    update settlement_batches b set finalized_at = now(), updated_at = now()
+     where b.status = 'confirmed' and b.finalized_at is null and b.chain_key <> ${session.key}
+       and exists (select 1 from chains c where c.chain_key = b.chain_key and c.ephemeral)
+       and not exists (select 1 from relayer_leases l where l.chain_key = b.chain_key and l.expires_at > now())`.execute(
+    ctx.db,
+  );
   return moved;
 }
 

@@ -31,41 +31,80 @@ export interface ChainSession {
   treasury: LedgerAccountRef;
 }
 
-const sessions = new WeakMap<ChainConnection, Promise<ChainSession>>();
+/** What a node says it serves: its chain id and genesis block. Remote nodes only. */
+export interface ChainIdentity {
+  /** `<chain id>:<genesis hash>`. */
+  key: string;
+  chainId: number;
+  genesisHash: string;
+}
 
 /**
- * The session for a connection, registered in the database on first use (with the treasury's
- * opening balance posted to the ledger the first time this treasury is seen). Cached per
- * connection; a failure is not cached, so the next call tries again.
+ * Asks the node which chain it serves now (two calls). A node behind one URL can be replaced by one
+ * serving another chain (restarted with a new genesis, or re-pointed): nothing cached answers that.
  */
-export function openChainSession(db: Kysely<Database>, conn: ChainConnection): Promise<ChainSession> {
-  let session = sessions.get(conn);
+export async function identifyChain(conn: ChainConnection): Promise<ChainIdentity> {
+  const [chainId, genesis] = await Promise.all([
+    conn.publicClient.getChainId(),
+    conn.publicClient.getBlock({ blockNumber: 0n }),
+  ]);
+  return { key: `${chainId}:${genesis.hash}`, chainId, genesisHash: genesis.hash };
+}
+
+/** The embedded devnet is the only connection with mine(); its chain exists in this process only. */
+export function isEphemeralChain(conn: ChainConnection): boolean {
+  return conn.mine !== undefined;
+}
+
+// Per connection, one session per chain it was seen to serve (a remote node can change chain).
+const sessions = new WeakMap<ChainConnection, Map<string, Promise<ChainSession>>>();
+const EPHEMERAL = 'ephemeral';
+
+/**
+ * The session for a connection and the chain it serves, registered in the database on first use
+ * (with the treasury's opening balance posted to the ledger the first time this treasury is seen).
+ * For a remote node the chain is `identity` when given, else asked now. Cached per connection and
+ * chain; a failure is not cached, so the next call tries again.
+ */
+export async function openChainSession(
+  db: Kysely<Database>,
+  conn: ChainConnection,
+  identity?: ChainIdentity,
+): Promise<ChainSession> {
+  const ephemeral = isEphemeralChain(conn);
+  const chain = ephemeral ? undefined : (identity ?? (await identifyChain(conn)));
+  const cacheKey = chain?.key ?? EPHEMERAL;
+  let byChain = sessions.get(conn);
+  if (!byChain) {
+    byChain = new Map();
+    sessions.set(conn, byChain);
+  }
+  let session = byChain.get(cacheKey);
   if (!session) {
-    session = registerChain(db, conn);
-    sessions.set(conn, session);
-    session.catch(() => sessions.delete(conn));
+    const opening = registerChain(db, conn, chain);
+    session = opening;
+    byChain.set(cacheKey, opening);
+    opening.catch(() => {
+      if (byChain.get(cacheKey) === opening) byChain.delete(cacheKey);
+    });
   }
   return session;
 }
 
-async function registerChain(db: Kysely<Database>, conn: ChainConnection): Promise<ChainSession> {
-  // The embedded devnet is the only connection with mine(); its chain exists in this process only.
-  const ephemeral = conn.mine !== undefined;
-  let key: string;
-  let genesisHash: string | null = null;
-  if (ephemeral) {
-    key = `devnet:${conn.chainId}:${randomUUID()}`;
-  } else {
-    const genesis = await conn.publicClient.getBlock({ blockNumber: 0n });
-    genesisHash = genesis.hash;
-    key = `${conn.chainId}:${genesis.hash}`;
-  }
+async function registerChain(
+  db: Kysely<Database>,
+  conn: ChainConnection,
+  identity: ChainIdentity | undefined,
+): Promise<ChainSession> {
+  const ephemeral = identity === undefined;
+  const key = identity?.key ?? `devnet:${conn.chainId}:${randomUUID()}`;
+  const genesisHash = identity?.genesisHash ?? null;
   const asset = SETTLEMENT_CURRENCY.code;
   const treasury = ledgerAccount.treasury(key, conn.batchAddress, asset);
   const session: ChainSession = {
     conn,
     key,
-    chainId: conn.chainId,
+    chainId: identity?.chainId ?? conn.chainId,
     ephemeral,
     relayer: conn.relayer.address,
     asset,
@@ -74,7 +113,7 @@ async function registerChain(db: Kysely<Database>, conn: ChainConnection): Promi
 
   await db
     .insertInto('chains')
-    .values({ chain_key: key, chain_id: conn.chainId, genesis_hash: genesisHash, ephemeral })
+    .values({ chain_key: key, chain_id: identity?.chainId ?? conn.chainId, genesis_hash: genesisHash, ephemeral })
     .onConflict((oc) => oc.column('chain_key').doNothing())
     .execute();
 

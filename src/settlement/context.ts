@@ -31,6 +31,23 @@ export interface SettlementOptions {
   maxTransferAttempts: number;
   /** Upper bound on batches planned or sent per loop turn (keeps a turn short). */
   maxBatchesPerTurn: number;
+  /** A batch sent longer ago than this and still unconfirmed raises the stuck alarm (error log + metric). */
+  stuckAfterMs: number;
+  /**
+   * A sent batch whose nonce is already used with no successful receipt of its own waits for the
+   * finality depth before it is declared failed: it raises the stuck alarm only this long after that
+   * was first seen.
+   */
+  stuckAwaitingFinalityAfterMs: number;
+  /** How often the stuck alarm looks (a database read, independent of the node). */
+  stuckCheckIntervalMs: number;
+  /**
+   * A nonce missing on the chain that this relayer never handed out (another tool used the key) is
+   * refilled only after it has been missing this long (it may be an operator's own transaction).
+   */
+  foreignNonceGapAfterMs: number;
+  /** The node's chain identity is asked on every new head, and at least this often. */
+  identityCheckIntervalMs: number;
 }
 
 export function defaultSettlementOptions(config: Config): SettlementOptions {
@@ -46,6 +63,11 @@ export function defaultSettlementOptions(config: Config): SettlementOptions {
     isolateAfterAttempts: 2,
     maxTransferAttempts: 4,
     maxBatchesPerTurn: 20,
+    stuckAfterMs: 300_000,
+    stuckAwaitingFinalityAfterMs: 3_600_000,
+    stuckCheckIntervalMs: 15_000,
+    identityCheckIntervalMs: 10_000,
+    foreignNonceGapAfterMs: 600_000,
   };
 }
 

@@ -37,9 +37,26 @@ export interface FailedTransfer {
   reason: string;
 }
 
+export interface RevertedTransfer {
+  /** The transfer, `sent` again. Its money moved treasury → in-flight in the same transaction. */
+  transfer: TransferRow;
+  batchId: string;
+  chainId: number;
+  /** The transaction that had confirmed it and is no longer on the chain (at depth). */
+  txHash: `0x${string}`;
+  blockNumber: bigint | null;
+  reason: string;
+}
+
 export interface TransferHandler {
   onConfirmed(db: Db, items: readonly ConfirmedTransfer[], ctx: TransferOutcomeContext): Promise<void>;
   onFailed(db: Db, items: readonly FailedTransfer[], ctx: TransferOutcomeContext): Promise<void>;
+  /**
+   * A reorg took the confirming transaction off the chain: the object goes back to its in-flight
+   * status, and if its settlement was announced, a correcting event says so. onConfirmed runs
+   * again when the batch lands again.
+   */
+  onReverted(db: Db, items: readonly RevertedTransfer[], ctx: TransferOutcomeContext): Promise<void>;
 }
 
 export type TransferHandlers = Readonly<Record<TransferKind, TransferHandler>>;
@@ -55,6 +72,9 @@ function recordOnly(kind: TransferKind): TransferHandler {
     },
     async onFailed(_db, items, ctx) {
       ctx.logger.warn({ kind, transfers: items.map((i) => i.transfer.id) }, 'transfers failed');
+    },
+    async onReverted(_db, items, ctx) {
+      ctx.logger.warn({ kind, transfers: items.map((i) => i.transfer.id) }, 'transfer confirmations undone by a reorg');
     },
   };
 }

@@ -11,12 +11,12 @@ import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Database, Db, PaymentRow } from '../db/database.ts';
 import { insertEvent } from '../db/repositories/events.ts';
-import { transitionPayment } from '../db/repositories/payments.ts';
+import { findPaymentById, transitionPayment } from '../db/repositories/payments.ts';
 import { canTransition } from '../domain/payment-status.ts';
 import { credit, debit, type LedgerPosting, ledgerAccount } from '../ledger/ledger.ts';
 import { presentPayment } from '../payments/present.ts';
 import { recordPaymentSettled } from '../metrics/metrics.ts';
-import type { TransferHandler } from './handlers.ts';
+import type { RevertedTransfer, TransferHandler, TransferOutcomeContext } from './handlers.ts';
 import { checkRecipient, type EnqueueTransferInput, enqueueTransfers, TransferRefusedError } from './transfers.ts';
 
 export interface PaymentIntakeContext {
@@ -221,6 +221,35 @@ export const paymentSettlementHandler: TransferHandler = {
         },
         ctx.now,
       );
+      if (!settled && item.transfer.reversals > 0) {
+        // Confirmed again after a reorg, and the payment moved on meanwhile (refunded while it was
+        // settling again): its status stays; the chain facts are recorded, and payment.settled goes
+        // out again with them (the object shows the status as it is), closing the
+        // payment.settlement_reverted that was sent.
+        const corrected = await db
+          .updateTable('payments')
+          .set({
+            settlement_destination: 'address',
+            settlement_address: item.transfer.recipient,
+            settlement_chain_id: item.chainId,
+            settlement_tx_hash: item.txHash,
+            settlement_gas_used: item.gasUsed,
+            settlement_gas_cost_wei: item.gasCostWei.toString(),
+            settled_at: ctx.now,
+            updated_at: ctx.now,
+          })
+          .where('id', '=', item.transfer.source_id)
+          .returningAll()
+          .executeTakeFirst();
+        if (corrected) {
+          ctx.logger.warn(
+            { payment: corrected.id, status: corrected.status, tx: item.txHash },
+            'a settlement undone by a reorg landed again; the payment keeps its status',
+          );
+          await insertPaymentSettledEvent(db, ctx.config, corrected, ctx.now);
+          continue;
+        }
+      }
       if (!settled) {
         // The tokens are paid and the ledger says so; only the payment row disagrees. Loud, not fatal:
         // failing here would keep a paid batch unconfirmed forever.
@@ -265,7 +294,101 @@ export const paymentSettlementHandler: TransferHandler = {
       await insertPaymentSettledEvent(db, ctx.config, settled, ctx.now);
     }
   },
+
+  async onReverted(db, items, ctx) {
+    await revertPaymentSettlements(db, ctx.config, items, ctx);
+  },
 };
+
+/**
+ * `payment.settlement_reverted` data: what payment.settled said about the settlement that is no
+ * longer on the chain, and the payment as it is now (settling again).
+ */
+export function paymentSettlementRevertedEventData(
+  config: Config,
+  payment: PaymentRow,
+  reverted: { chainId: number; txHash: string; blockNumber: bigint | null; reason: string },
+): Record<string, unknown> {
+  const view = presentPayment(config, payment);
+  return {
+    reference: payment.reference,
+    metadata: view.metadata,
+    reverted_settlement: {
+      chain_id: reverted.chainId,
+      tx_hash: reverted.txHash,
+      block_number: reverted.blockNumber === null ? null : Number(reverted.blockNumber),
+      reason: reverted.reason,
+    },
+    object: view,
+  };
+}
+
+/**
+ * A reorg took a payment's settlement transaction off the chain: settled → settling, the chain facts
+ * cleared, and payment.settlement_reverted (payment.settled goes out again when it lands again).
+ * A payment refunded in the meantime keeps its status; its transaction facts are cleared, the
+ * correcting event is sent all the same, and when the batch lands again the facts are recorded and
+ * payment.settled is sent again without a status change.
+ */
+export async function revertPaymentSettlements(
+  db: Db,
+  config: Config,
+  items: readonly RevertedTransfer[],
+  ctx: TransferOutcomeContext,
+): Promise<void> {
+  for (const item of items) {
+    const settling = await transitionPayment(
+      db,
+      item.transfer.source_id,
+      'settled',
+      'settling',
+      {
+        settlement_destination: null,
+        settlement_address: null,
+        settlement_chain_id: null,
+        settlement_tx_hash: null,
+        settlement_gas_used: null,
+        settlement_gas_cost_wei: null,
+        settled_at: null,
+      },
+      ctx.now,
+    );
+    let payment = settling;
+    if (!payment) {
+      // Refunded (or otherwise moved on) since it settled: the status stays, but the chain facts
+      // must not name a transaction that is no longer on the chain. They are recorded again when
+      // the batch is confirmed again (onConfirmed).
+      payment = await db
+        .updateTable('payments')
+        .set({
+          settlement_tx_hash: null,
+          settlement_gas_used: null,
+          settlement_gas_cost_wei: null,
+          settled_at: null,
+          updated_at: ctx.now,
+        })
+        .where('id', '=', item.transfer.source_id)
+        .where('settlement_tx_hash', '=', item.txHash)
+        .returningAll()
+        .executeTakeFirst();
+      payment ??= await findPaymentById(db, item.transfer.source_id);
+      if (!payment) continue;
+      ctx.logger.error(
+        { payment: payment.id, status: payment.status, transfer: item.transfer.id },
+        'reorg undid the settlement of a payment that is no longer settled; its status is kept',
+      );
+    }
+    await insertEvent(db, {
+      accountId: payment.account_id,
+      livemode: payment.livemode,
+      type: 'payment.settlement_reverted',
+      objectId: payment.id,
+      data: paymentSettlementRevertedEventData(config, payment, item),
+      webhookUrl: payment.webhook_url,
+      createdAt: ctx.now,
+    });
+  }
+}
 
 function acceptableRecipient(address: string): boolean {
   try {

@@ -8,10 +8,11 @@
 //   whatever is stored and unmined is broadcast again, byte for byte; nothing is re-signed.
 // - A fee bump signs the same nonce and the same calldata with higher fees, stored as a sibling row.
 // - A batch is confirmed from the receipt of whichever of its transactions succeeded, at the
-//   configured depth. It is declared failed only when no transaction of it can ever land: its nonce
-//   is consumed at that depth and the contract says its batch id is unpaid. Only then are its
-//   transfers released into a new batch with a new batch id; the contract refuses a paid batch id
-//   on any nonce, so even a mistake here could not pay twice.
+//   configured depth, and watched for reorgs until the finality depth (reorgs.ts). It is declared
+//   failed only when no transaction of it can ever land: its nonce is consumed by a block at the
+//   finality depth (a reorg could undo anything shallower) and the contract says its batch id is
+//   unpaid there. Only then are its transfers released into a new batch with a new batch id; the
+//   contract refuses a paid batch id on any nonce, so no transaction of one batch pays twice.
 
 import { sql } from 'kysely';
 import {
@@ -87,7 +88,7 @@ export async function acquireRelayerLease(ctx: SettlementContext, session: Chain
   return Number(taken.numUpdatedRows) === 1;
 }
 
-async function holdsLease(db: Db, ctx: SettlementContext, session: ChainSession): Promise<boolean> {
+export async function holdsLease(db: Db, ctx: SettlementContext, session: ChainSession): Promise<boolean> {
   const row = await db
     .selectFrom('relayer_leases')
     .select(sql<boolean>`holder = ${ctx.holder} and expires_at > now()`.as('held'))
@@ -179,6 +180,7 @@ async function signAndStore(
       status: 'signed',
       last_error: null,
       block_number: null,
+      block_hash: null,
       gas_used: null,
       effective_gas_price: null,
     })
@@ -233,7 +235,13 @@ export async function sendPlannedBatches(ctx: SettlementContext, session: ChainS
       });
       await trx
         .updateTable('settlement_batches')
-        .set({ status: 'sent', chain_key: session.key, sent_at: sql`now()`, updated_at: sql`now()` })
+        .set({
+          status: 'sent',
+          chain_key: session.key,
+          sent_at: sql`now()`,
+          nonce_used_at: null,
+          updated_at: sql`now()`,
+        })
         .where('id', '=', batch.id)
         .execute();
       // "sent" from here on: a signed transaction exists and may land, so these transfers stay with
@@ -282,10 +290,10 @@ async function handleUnsendable(
   await failBatch(ctx, batch.id, 'planned', { reason: `would revert: ${reason}` });
 }
 
-type BroadcastOutcome = 'ok' | 'bump' | 'retry';
+export type BroadcastOutcome = 'ok' | 'bump' | 'retry';
 
 /** Broadcasts a stored transaction (again); records the outcome on its row. Never throws for node errors. */
-async function broadcastStored(
+export async function broadcastStored(
   ctx: SettlementContext,
   session: ChainSession,
   tx: Pick<ChainTransactionRow, 'chain_key' | 'hash' | 'raw_transaction'>,
@@ -341,6 +349,7 @@ interface SentBatch {
   id: string;
   batch_key: string;
   sent_at: Date | null;
+  nonce_used_at: Date | null;
 }
 
 /**
@@ -351,7 +360,7 @@ interface SentBatch {
 export async function trackSentBatches(ctx: SettlementContext, session: ChainSession): Promise<number> {
   const batches: SentBatch[] = await ctx.db
     .selectFrom('settlement_batches')
-    .select(['id', 'batch_key', 'sent_at'])
+    .select(['id', 'batch_key', 'sent_at', 'nonce_used_at'])
     .where('status', '=', 'sent')
     .where('chain_key', '=', session.key)
     .orderBy('sent_at')
@@ -360,7 +369,13 @@ export async function trackSentBatches(ctx: SettlementContext, session: ChainSes
   const txs = await ctx.db
     .selectFrom('chain_transactions')
     .selectAll(['chain_transactions'])
-    .select(sql<number>`(extract(epoch from now() - created_at) * 1000)::int`.as('age_ms'))
+    // Age for the fee bump: since the later of signing and the batch going (back) in flight, so
+    // that after a reorg the same bytes are sent again first, not a bump at once.
+    .select(
+      sql<number>`(extract(epoch from now() - greatest(chain_transactions.created_at, (select b.sent_at from settlement_batches b where b.id = chain_transactions.batch_id))) * 1000)::int`.as(
+        'age_ms',
+      ),
+    )
     .select(sql<number | null>`(extract(epoch from now() - last_broadcast_at) * 1000)::int`.as('since_broadcast_ms'))
     .where(
       'batch_id',
@@ -378,6 +393,13 @@ export async function trackSentBatches(ctx: SettlementContext, session: ChainSes
   ]);
   const minedNonce = BigInt(minedNonceNumber);
   const depth = BigInt(session.conn.confirmations);
+  // Declaring a batch failed releases its transfers into a new batch with a new batch id, so its
+  // own transaction must never land afterwards: that is only certain once the block that consumed
+  // its nonce is final. A reorg above that depth could bring back a reverted transaction (or drop
+  // the one that took the nonce) and let it succeed, paying the transfers a second time. The
+  // in-process devnet cannot reorganise (nothing but a test's evm_revert rewinds it) and makes no
+  // blocks when quiet, so there the confirmation depth decides.
+  const failureDepth = session.ephemeral ? depth : BigInt(session.conn.finalityDepth);
   let ended = 0;
 
   // Nonce order: a pending transaction must be on the node before the ones after it can be mined.
@@ -399,6 +421,8 @@ export async function trackSentBatches(ctx: SettlementContext, session: ChainSes
     const nonce = own[0]!.nonce;
     try {
       if (nonce >= minedNonce) {
+        // The nonce is free again (a reorg took away what used it): no longer only waiting.
+        if (batch.nonce_used_at !== null) await markNonceUsed(ctx, batch.id, false);
         await keepMoving(ctx, session, own);
         continue;
       }
@@ -414,7 +438,9 @@ export async function trackSentBatches(ctx: SettlementContext, session: ChainSes
         continue;
       }
       const reverted = receipts.find((r) => r?.status === 'reverted');
-      const deepBlock = latestBlock - depth + 1n;
+      // From here on the batch only waits for depth; the stuck-batch alarm gives it longer.
+      if (batch.nonce_used_at === null) await markNonceUsed(ctx, batch.id, true);
+      const deepBlock = latestBlock - failureDepth + 1n;
       if (deepBlock < 0n) continue;
       if (reverted && reverted.blockNumber > deepBlock) continue;
       if (!reverted) {
@@ -445,6 +471,15 @@ export async function trackSentBatches(ctx: SettlementContext, session: ChainSes
     }
   }
   return ended;
+}
+
+async function markNonceUsed(ctx: SettlementContext, batchId: string, used: boolean): Promise<void> {
+  await ctx.db
+    .updateTable('settlement_batches')
+    .set({ nonce_used_at: used ? sql`now()` : null })
+    .where('id', '=', batchId)
+    .where('status', '=', 'sent')
+    .execute();
 }
 
 type TrackedTx = ChainTransactionRow & { age_ms: number; since_broadcast_ms: number | null };
@@ -514,7 +549,7 @@ async function bumpFee(
   await broadcastStored(ctx, session, bumped);
 }
 
-async function receiptOf(session: ChainSession, hash: Hex): Promise<TransactionReceipt | null> {
+export async function receiptOf(session: ChainSession, hash: Hex): Promise<TransactionReceipt | null> {
   try {
     return await session.conn.publicClient.getTransactionReceipt({ hash });
   } catch (error) {
@@ -523,11 +558,12 @@ async function receiptOf(session: ChainSession, hash: Hex): Promise<TransactionR
   }
 }
 
-function toBatchReceipt(session: ChainSession, receipt: TransactionReceipt): BatchReceipt {
+export function toBatchReceipt(session: ChainSession, receipt: TransactionReceipt): BatchReceipt {
   return {
     chainKey: session.key,
     hash: receipt.transactionHash,
     blockNumber: receipt.blockNumber,
+    blockHash: receipt.blockHash,
     gasUsed: receipt.gasUsed,
     effectiveGasPrice: receipt.effectiveGasPrice,
   };
@@ -588,7 +624,7 @@ function revertReason(error: unknown): string {
   return errorMessage(error);
 }
 
-function errorMessage(error: unknown): string {
+export function errorMessage(error: unknown): string {
   if (error instanceof BaseError) return error.shortMessage;
   return error instanceof Error ? error.message : String(error);
 }

@@ -80,6 +80,8 @@ export interface TransfersTable {
   created_at: CreatedAt;
   updated_at: UpdatedAt;
   confirmed_at: NullableTimestamp;
+  /** Migration 017: confirmations of this transfer undone by a reorg. */
+  reversals: Generated<number>;
 }
 
 export type SettlementBatchStatus = 'planned' | 'sent' | 'confirmed' | 'failed';
@@ -104,6 +106,16 @@ export interface SettlementBatchesTable {
   updated_at: UpdatedAt;
   sent_at: NullableTimestamp;
   finished_at: NullableTimestamp;
+  /** Migration 017: the mined block's hash, re-checked until finalized_at (reorgs). */
+  block_hash: string | null;
+  finalized_at: NullableTimestamp;
+  reorg_count: Generated<number>;
+  /**
+   * Migration 017: when the tracker first saw the batch's nonce used without a successful receipt of
+   * its own (reverted, or taken by another transaction): it now only waits for the finality depth
+   * before it is declared failed. Cleared when the nonce is free again or the batch goes back in flight.
+   */
+  nonce_used_at: NullableTimestamp;
 }
 
 export interface SettlementBatchTransfersTable {
@@ -139,6 +151,33 @@ export interface ChainTransactionsTable {
   gas_used: bigint | null;
   effective_gas_price: bigint | null;
   created_at: CreatedAt;
+  /** Migration 017. */
+  block_hash: string | null;
+}
+
+/** Migration 017: zero-value self-transfers that refilled a nonce freed by a reorg. */
+export interface RelayerNonceFillsTable {
+  chain_key: string;
+  relayer_address: string;
+  nonce: bigint;
+  hash: string;
+  raw_transaction: string;
+  created_at: CreatedAt;
+}
+
+/** Migration 017: the chain settlement signs for (one row, id 'current'), and another one a node served. */
+export interface SettlementChainTable {
+  id: 'current';
+  chain_key: string;
+  chain_id: number;
+  genesis_hash: string;
+  adopted_at: CreatedAt;
+  adopted_by: 'first_use' | 'operator';
+  observed_chain_key: string | null;
+  observed_chain_id: number | null;
+  observed_genesis_hash: string | null;
+  observed_at: NullableTimestamp;
+  updated_at: UpdatedAt;
 }
 
 export interface SettlementTables {
@@ -152,6 +191,8 @@ export interface SettlementTables {
   settlement_batch_transfers: SettlementBatchTransfersTable;
   relayer_nonces: RelayerNoncesTable;
   chain_transactions: ChainTransactionsTable;
+  relayer_nonce_fills: RelayerNonceFillsTable;
+  settlement_chain: SettlementChainTable;
 }
 
 export type LedgerAccountRow = Selectable<LedgerAccountsTable>;

@@ -1,0 +1,210 @@
+// Nonce gaps. The relayer's stored next nonce (relayer_leases.next_nonce) can get ahead of the
+// chain: a reorg takes mined transactions off it, a node restart loses its pool. Every later
+// transaction then waits behind the first missing nonce, for ever. Each turn the worker compares
+// the stored next nonce with the chain's (pending) and fills the first gap, oldest first:
+// - the nonce belongs to a batch still in flight: its stored signed transaction is sent again, the
+//   same bytes (the newest sibling if fees were bumped);
+// - the nonce belongs to a confirmed batch: the reorg watch decides (it puts the batch back in
+//   flight if its transaction is really gone), nothing is done here;
+// - otherwise (its batch failed and its transfers were released, or the nonce was never ours): that
+//   transaction must never land, so the nonce is refilled with a zero-value transfer from the
+//   relayer to itself (gas estimated), stored before it is broadcast, signed again at the same
+//   nonce with higher fees when the node finds it underpriced. It pays no one; nothing is ever
+//   skipped. A nonce this relayer never handed out (someone else used the key) may be an
+//   operator's transaction still on its way: it is refilled only after foreignNonceGapAfterMs.
+
+import { type Hex, parseTransaction } from 'viem';
+import { BroadcastError, broadcastRawTransaction, estimateFees, signRelayerTransaction } from '../chain/chain.ts';
+import { recordNonceRepair } from '../metrics/metrics.ts';
+import type { ChainSession } from './chain-session.ts';
+import type { SettlementContext } from './context.ts';
+import { broadcastStored, holdsLease } from './relayer.ts';
+
+/** Most nonces repaired in one turn (each one is one broadcast). */
+const MAX_REPAIRS_PER_TURN = 16;
+
+/**
+ * Nonces missing on the chain that this relayer never handed out (someone else used the key), by
+ * chain and nonce, with when this process first saw each missing. Such a nonce may belong to an
+ * operator's own transaction still on its way; a refill could replace it. It is refilled only after
+ * it has been missing for foreignNonceGapAfterMs.
+ */
+const foreignGapsSeen = new Map<string, number>();
+
+/** Returns how many nonces it re-sent or refilled. */
+export async function repairNonceGaps(ctx: SettlementContext, session: ChainSession): Promise<number> {
+  const lease = await ctx.db
+    .selectFrom('relayer_leases')
+    .select('next_nonce')
+    .where('chain_key', '=', session.key)
+    .where('relayer_address', '=', session.relayer)
+    .executeTakeFirst();
+  if (!lease) return 0;
+  const client = session.conn.publicClient;
+  let repaired = 0;
+  let lastTried: bigint | undefined;
+  while (repaired < MAX_REPAIRS_PER_TURN) {
+    const pending = BigInt(await client.getTransactionCount({ address: session.relayer, blockTag: 'pending' }));
+    for (const key of foreignGapsSeen.keys()) {
+      const [chain, nonce] = splitGapKey(key);
+      if (chain === session.key && nonce < pending) foreignGapsSeen.delete(key);
+    }
+    if (pending >= lease.next_nonce) break;
+    // The node took the last repair but did not put it in its pool (or the pool is full): next turn.
+    if (lastTried !== undefined && pending <= lastTried) break;
+    lastTried = pending;
+    const action = await repairNonce(ctx, session, pending);
+    if (action === 'wait') break;
+    recordNonceRepair(action);
+    repaired += 1;
+  }
+  return repaired;
+}
+
+function gapKey(session: ChainSession, nonce: bigint): string {
+  return `${nonce}@${session.key}`;
+}
+
+function splitGapKey(key: string): [string, bigint] {
+  const at = key.indexOf('@');
+  return [key.slice(at + 1), BigInt(key.slice(0, at))];
+}
+
+async function repairNonce(
+  ctx: SettlementContext,
+  session: ChainSession,
+  nonce: bigint,
+): Promise<'rebroadcast' | 'refill' | 'wait'> {
+  const owner = await ctx.db
+    .selectFrom('relayer_nonces as n')
+    .leftJoin('settlement_batches as b', (join) =>
+      join.onRef('b.id', '=', 'n.batch_id').on('b.chain_key', '=', session.key),
+    )
+    .select(['n.batch_id', 'b.id', 'b.status'])
+    .where('n.chain_key', '=', session.key)
+    .where('n.relayer_address', '=', session.relayer)
+    .where('n.nonce', '=', nonce)
+    .executeTakeFirst();
+  if (owner?.status === 'confirmed') return 'wait';
+  if (owner?.status === 'sent' && owner.id !== null) {
+    const live = await ctx.db
+      .selectFrom('chain_transactions')
+      .select(['chain_key', 'hash', 'raw_transaction'])
+      .where('chain_key', '=', session.key)
+      .where('batch_id', '=', owner.id)
+      .where('nonce', '=', nonce)
+      .where('status', 'in', ['signed', 'broadcast'])
+      .orderBy('max_fee_per_gas', 'desc')
+      .executeTakeFirst();
+    if (!live) return 'wait';
+    ctx.logger.warn(
+      { batch: owner.id, nonce, tx: live.hash },
+      'nonce gap: the node has no transaction for this nonce; sending the stored one again',
+    );
+    await broadcastStored(ctx, session, live);
+    return 'rebroadcast';
+  }
+  if (!owner) {
+    // Never handed out by this relayer: give whoever used the key time to send it again.
+    const key = gapKey(session, nonce);
+    const seen = foreignGapsSeen.get(key);
+    if (seen === undefined) {
+      foreignGapsSeen.set(key, Date.now());
+      ctx.logger.warn(
+        { nonce, refillAfterMs: ctx.options.foreignNonceGapAfterMs },
+        'nonce gap at a nonce this relayer never handed out (another tool uses the key?); waiting before refilling it',
+      );
+      return 'wait';
+    }
+    if (Date.now() - seen < ctx.options.foreignNonceGapAfterMs) return 'wait';
+  }
+
+  // Nothing of ours may use this nonce any more: refill it (the stored filler first, if any).
+  const stored = await ctx.db
+    .selectFrom('relayer_nonce_fills')
+    .select(['chain_key', 'hash', 'raw_transaction'])
+    .where('chain_key', '=', session.key)
+    .where('relayer_address', '=', session.relayer)
+    .where('nonce', '=', nonce)
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
+  let fill = stored ?? (await signFill(ctx, session, nonce));
+  if (!fill) return 'wait';
+  ctx.logger.warn(
+    { nonce, batch: owner?.batch_id ?? null, batchStatus: owner?.status ?? null, tx: fill.hash },
+    'nonce gap: refilling a nonce no live transaction of ours may use with a zero-value transfer to the relayer',
+  );
+  if ((await broadcastFill(ctx, session, fill)) === 'reprice') {
+    // The stored fill is priced below what the node takes now: the same nonce, higher fees.
+    fill = await signFill(ctx, session, nonce, parseTransaction(fill.raw_transaction as Hex));
+    if (!fill) return 'wait';
+    await broadcastFill(ctx, session, fill);
+  }
+  return 'refill';
+}
+
+/** Signs and stores (lease-fenced) a zero-value transfer to the relayer at `nonce`; above `previous`'s fees if given. */
+async function signFill(
+  ctx: SettlementContext,
+  session: ChainSession,
+  nonce: bigint,
+  previous?: { maxFeePerGas?: bigint | undefined; maxPriorityFeePerGas?: bigint | undefined },
+): Promise<Fill | undefined> {
+  const [fees, gas] = await Promise.all([
+    estimateFees(session.conn),
+    session.conn.publicClient.estimateGas({ account: session.relayer, to: session.relayer, value: 0n, data: '0x' }),
+  ]);
+  const raise = (value: bigint | undefined): bigint => ((value ?? 0n) * 125n + 99n) / 100n;
+  const maxFeePerGas = max(fees.maxFeePerGas, raise(previous?.maxFeePerGas));
+  let maxPriorityFeePerGas = max(fees.maxPriorityFeePerGas, raise(previous?.maxPriorityFeePerGas));
+  if (maxPriorityFeePerGas > maxFeePerGas) maxPriorityFeePerGas = maxFeePerGas;
+  const signed = await signRelayerTransaction(session.conn, {
+    to: session.relayer,
+    value: 0n,
+    nonce: Number(nonce),
+    data: '0x',
+    gas,
+    maxFeePerGas,
+    maxPriorityFeePerGas,
+  });
+  return await ctx.db.transaction().execute(async (trx) => {
+    // Fencing as for any signature: only the lease holder signs.
+    if (!(await holdsLease(trx, ctx, session))) return undefined;
+    return await trx
+      .insertInto('relayer_nonce_fills')
+      .values({
+        chain_key: session.key,
+        relayer_address: session.relayer,
+        nonce,
+        hash: signed.hash,
+        raw_transaction: signed.rawTransaction,
+      })
+      .returning(['chain_key', 'hash', 'raw_transaction'])
+      .executeTakeFirstOrThrow();
+  });
+}
+
+interface Fill {
+  chain_key: string;
+  hash: string;
+  raw_transaction: string;
+}
+
+async function broadcastFill(
+  ctx: SettlementContext,
+  session: ChainSession,
+  fill: Fill,
+): Promise<'ok' | 'reprice' | 'refused'> {
+  try {
+    await broadcastRawTransaction(session.conn, fill.raw_transaction as Hex);
+    return 'ok';
+  } catch (error) {
+    if (!(error instanceof BroadcastError)) throw error;
+    ctx.logger.warn({ tx: fill.hash, kind: error.kind, err: error.message }, 'nonce refill broadcast refused');
+    return error.kind === 'fee_too_low' || error.kind === 'replacement_underpriced' ? 'reprice' : 'refused';
+  }
+}
+
+function max(a: bigint, b: bigint): bigint {
+  return a > b ? a : b;
+}
