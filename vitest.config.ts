@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
@@ -9,6 +9,8 @@ export default defineConfig({
       'evals/**/*.test.ts',
       'prompts/**/*.test.ts',
     ],
+    // The chaos suite starts and stops servers of its own: `npm run chaos` (vitest.chaos.config.ts).
+    exclude: [...configDefaults.exclude, 'test/chaos/**'],
     // The machine has 2 cores (STACK.md): more workers only add PGlite start-up cost.
     maxWorkers: 2,
     testTimeout: 30_000,

@@ -40,7 +40,8 @@ const envSchema = z.object({
       .regex(/^0x[0-9a-fA-F]{64}$/, 'must be 0x followed by 64 hex characters')
       .optional(),
   ),
-  CONFIRMATIONS: z.coerce.number().int().min(1).max(1000).default(1),
+  // Unset: the safe default for the chain id (src/chain/chain.ts chainSafetyDepths; docs/configuration.md).
+  CONFIRMATIONS: z.coerce.number().int().min(1).max(1000).optional(),
   SETTLEMENT_BATCH_MAX: z.coerce.number().int().min(1).max(500).default(100),
   SETTLEMENT_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(600_000).default(200),
   WEBHOOK_ALLOW_PRIVATE: flag.default(false),
@@ -56,6 +57,7 @@ const envSchema = z.object({
   MPESA_SANDBOX_BASE_URL: httpUrl.default('https://sandbox.safaricom.co.ke'),
   MPESA_PRODUCTION_BASE_URL: httpUrl.default('https://api.safaricom.co.ke'),
   RAIL_TIMEOUT_MS: z.coerce.number().int().min(1000).max(120_000).default(15_000),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(25_000),
   METRICS_TOKEN: optionalString.pipe(
     z
       .string()
@@ -95,7 +97,8 @@ export type Config = Readonly<{
     tokenAddress: `0x${string}` | undefined;
     batchAddress: `0x${string}` | undefined;
     relayerPrivateKey: `0x${string}` | undefined;
-    confirmations: number;
+    /** undefined: the chain's default depth (chainSafetyDepths). */
+    confirmations: number | undefined;
   }>;
   settlement: Readonly<{ batchMax: number; batchWindowMs: number }>;
   /** Lifts the SSRF guard on webhook targets: local development and tests only. */
@@ -127,6 +130,8 @@ export type Config = Readonly<{
   masterKey: string | undefined;
   /** The bearer token operators send to read GET /metrics; unset: the API host has no /metrics. */
   metricsToken: string | undefined;
+  /** How long a graceful stop (SIGTERM) may take before the process exits non-zero anyway. */
+  shutdownTimeoutMs: number;
 }>;
 
 export class ConfigError extends Error {
@@ -165,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     demoAccount: e.DEMO_ACCOUNT,
     masterKey: e.PLAINPAY_MASTER_KEY,
     metricsToken: e.METRICS_TOKEN,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     chain: {
       rpcUrl: e.CHAIN_RPC_URL,
       chainId: e.CHAIN_ID,

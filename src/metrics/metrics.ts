@@ -51,6 +51,52 @@ const agentRunsTotal = new Counter({
 });
 for (const outcome of AGENT_RUN_OUTCOMES) agentRunsTotal.inc({ outcome }, 0);
 
+// Chain safety (src/settlement: reorg watch, nonce repair, chain identity, stuck batches). Set by
+// the settlement worker of this process; an API-only process reports them at 0.
+const chainIdentityMismatch = new Gauge({
+  name: 'plainpay_chain_identity_mismatch',
+  help: '1 while the node behind CHAIN_RPC_URL serves another chain (chain id or genesis hash) than the one settlement signs for: the worker refuses to sign until `plainpay chain adopt`. 0 otherwise.',
+  registers: [],
+});
+chainIdentityMismatch.set(0);
+const settlementReorgsTotal = new Counter({
+  name: 'plainpay_settlement_reorgs_total',
+  help: 'Confirmed settlement batches whose transaction a reorg took off the chain (or moved above the confirmation depth); each went back in flight.',
+  registers: [],
+});
+settlementReorgsTotal.inc(0);
+const nonceRepairsTotal = new Counter({
+  name: 'plainpay_settlement_nonce_repairs_total',
+  help: 'Nonce gaps the relayer repaired, by action: rebroadcast (its stored transaction sent again) or refill (a zero-value transfer to itself for a nonce whose batch had ended).',
+  labelNames: ['action'] as const,
+  registers: [],
+});
+for (const action of ['rebroadcast', 'refill']) nonceRepairsTotal.inc({ action }, 0);
+const stuckBatches = new Gauge({
+  name: 'plainpay_settlement_batches_stuck',
+  help: "Sent settlement batches still unconfirmed past the stuck threshold (5 min by default), as last seen by this process's settlement worker.",
+  registers: [],
+});
+stuckBatches.set(0);
+
+/** The worker found its node serving another chain (true) or the expected one again (false). */
+export function recordChainIdentityMismatch(mismatch: boolean): void {
+  chainIdentityMismatch.set(mismatch ? 1 : 0);
+}
+
+/** A confirmed batch went back in flight after a reorg. */
+export function recordSettlementReorg(): void {
+  settlementReorgsTotal.inc();
+}
+
+export function recordNonceRepair(action: 'rebroadcast' | 'refill'): void {
+  nonceRepairsTotal.inc({ action });
+}
+
+export function recordStuckBatches(count: number): void {
+  stuckBatches.set(count);
+}
+
 let processRegistry: Registry | undefined;
 
 /** Made on first use: the default metrics start an event-loop monitor and a GC observer, once. */
@@ -60,6 +106,11 @@ function processMetrics(): Registry {
     collectDefaultMetrics({ register: processRegistry, prefix: 'plainpay_' });
     processRegistry.registerMetric(paidToSettledSeconds);
     processRegistry.registerMetric(agentRunsTotal);
+    for (const metric of [chainIdentityMismatch, settlementReorgsTotal, nonceRepairsTotal, stuckBatches]) {
+      processRegistry.registerMetric(metric);
+    }
+    processRegistry.registerMetric(rateLimitDegraded);
+    processRegistry.registerMetric(rateLimitFallbackDecisions);
   }
   return processRegistry;
 }
@@ -79,6 +130,36 @@ export function recordPaymentSettled(payment: Pick<PaymentRow, 'livemode' | 'pai
 export function recordAgentRunFinished(outcome: AgentRunOutcome): void {
   agentRunsTotal.inc({ outcome });
 }
+
+// Rate limiting while Redis is unreachable (src/rate-limit/rate-limiter.ts): requests are counted
+// in the process that receives them, each instance enforcing the limit alone.
+
+const rateLimitDegraded = new Gauge({
+  name: 'plainpay_rate_limit_degraded',
+  help: 'Rate limiters of this process that count in-process because their Redis (REDIS_URL) is unreachable: 1 during an outage, 0 otherwise.',
+  registers: [],
+});
+rateLimitDegraded.set(0);
+
+const rateLimitFallbackDecisions = new Counter({
+  name: 'plainpay_rate_limit_fallback_decisions_total',
+  help: 'Requests rate-limited in-process instead of in Redis because Redis was unreachable, not yet connected or too slow.',
+  registers: [],
+});
+rateLimitFallbackDecisions.inc(0);
+
+/** Called by the Redis rate limiter: an outage starts or ends, a request is counted in-process. */
+export const rateLimitFallback = {
+  started(): void {
+    rateLimitDegraded.inc();
+  },
+  ended(): void {
+    rateLimitDegraded.dec();
+  },
+  counted(): void {
+    rateLimitFallbackDecisions.inc();
+  },
+};
 
 // ---------------------------------------------------------------------------------------------------
 // Per app: requests, and gauges read at scrape time from the database and the chain, which every
