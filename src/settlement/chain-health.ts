@@ -19,6 +19,14 @@ export type ChainIdentityVerdict =
   | { ok: true }
   | { ok: false; expected: { key: string; chainId: number }; observed: ChainIdentity; reason: string };
 
+/** The settlement_chain columns of a node found serving another chain, cleared. */
+const NOTHING_OBSERVED = {
+  observed_chain_key: null,
+  observed_chain_id: null,
+  observed_genesis_hash: null,
+  observed_at: null,
+} as const;
+
 /**
  * Compares what the node serves now with the expected chain, recording the first chain ever seen
  * as the expected one. On a mismatch the observation is stored (readiness reads it) and the metric
@@ -70,13 +78,7 @@ export async function verifyChainIdentity(
     if (expected.observed_chain_key !== null) {
       await db
         .updateTable('settlement_chain')
-        .set({
-          observed_chain_key: null,
-          observed_chain_id: null,
-          observed_genesis_hash: null,
-          observed_at: null,
-          updated_at: sql`now()`,
-        })
+        .set({ ...NOTHING_OBSERVED, updated_at: sql`now()` })
         .where('id', '=', 'current')
         .execute();
       logger.warn({ chain: observed.key }, 'the node serves the expected chain again; signing resumes');
@@ -264,10 +266,7 @@ export async function adoptObservedChain(
         genesis_hash: row.observed_genesis_hash,
         adopted_at: sql`now()`,
         adopted_by: 'operator',
-        observed_chain_key: null,
-        observed_chain_id: null,
-        observed_genesis_hash: null,
-        observed_at: null,
+        ...NOTHING_OBSERVED,
         updated_at: sql`now()`,
       })
       .where('id', '=', 'current')

@@ -205,22 +205,16 @@ async function insertPaymentSettledEvent(db: Db, config: Config, payment: Paymen
 export const paymentSettlementHandler: TransferHandler = {
   async onConfirmed(db, items, ctx) {
     for (const item of items) {
-      const settled = await transitionPayment(
-        db,
-        item.transfer.source_id,
-        'settling',
-        'settled',
-        {
-          settlement_destination: 'address',
-          settlement_address: item.transfer.recipient,
-          settlement_chain_id: item.chainId,
-          settlement_tx_hash: item.txHash,
-          settlement_gas_used: item.gasUsed,
-          settlement_gas_cost_wei: item.gasCostWei.toString(),
-          settled_at: ctx.now,
-        },
-        ctx.now,
-      );
+      const chainFacts = {
+        settlement_destination: 'address' as const,
+        settlement_address: item.transfer.recipient,
+        settlement_chain_id: item.chainId,
+        settlement_tx_hash: item.txHash,
+        settlement_gas_used: item.gasUsed,
+        settlement_gas_cost_wei: item.gasCostWei.toString(),
+        settled_at: ctx.now,
+      };
+      const settled = await transitionPayment(db, item.transfer.source_id, 'settling', 'settled', chainFacts, ctx.now);
       if (!settled && item.transfer.reversals > 0) {
         // Confirmed again after a reorg, and the payment moved on meanwhile (refunded while it was
         // settling again): its status stays; the chain facts are recorded, and payment.settled goes
@@ -228,16 +222,7 @@ export const paymentSettlementHandler: TransferHandler = {
         // payment.settlement_reverted that was sent.
         const corrected = await db
           .updateTable('payments')
-          .set({
-            settlement_destination: 'address',
-            settlement_address: item.transfer.recipient,
-            settlement_chain_id: item.chainId,
-            settlement_tx_hash: item.txHash,
-            settlement_gas_used: item.gasUsed,
-            settlement_gas_cost_wei: item.gasCostWei.toString(),
-            settled_at: ctx.now,
-            updated_at: ctx.now,
-          })
+          .set({ ...chainFacts, updated_at: ctx.now })
           .where('id', '=', item.transfer.source_id)
           .returningAll()
           .executeTakeFirst();
