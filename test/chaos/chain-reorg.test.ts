@@ -13,7 +13,8 @@ import { loadSettlementHashes } from '../../src/audit/settlement-hashes.ts';
 import type { DevnetRpcServer } from '../../src/chain/devnet.ts';
 import type { PaymentRow } from '../../src/db/database.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { testAccount } from '../support/harness.ts';
+import { testAccount, testApp } from '../support/harness.ts';
+import { fund, post } from '../support/money.ts';
 import { payoutAddresses } from '../support/settlement.ts';
 import { createPaidPayments } from '../support/settlement-fixtures.ts';
 import {
@@ -31,6 +32,7 @@ interface Setup {
   chain: ChainConnection;
   runtime: Runtime;
   accountId: string;
+  apiKey: string;
 }
 
 // One node and one worker for the file: the database remembers the chain it signs for, and a second
@@ -47,7 +49,7 @@ async function start(): Promise<Setup> {
   const { runtime } = await chaosRuntime(chain);
   const merchant = await testAccount(runtime);
   chaosWorker(runtime);
-  return { node, chain, runtime, accountId: merchant.accountId };
+  return { node, chain, runtime, accountId: merchant.accountId, apiKey: merchant.apiKey };
 }
 
 async function payment(runtime: Runtime, id: string): Promise<PaymentRow> {
@@ -190,6 +192,39 @@ describe('chaos: reorgs', () => {
         [c!.toLowerCase(), later.settlement_minor],
       ]),
     );
+  });
+
+  it('a payout: back to queued with payout.settlement_reverted, the same transaction lands again, paid once', async () => {
+    const s = await setup();
+    const app = await testApp(s.runtime);
+    const [to] = payoutAddresses(1);
+    const payoutRow = (id: string) =>
+      s.runtime.db.selectFrom('payouts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    await fund(app, s.apiKey, 100);
+    const snapshot = await s.node.rpc('evm_snapshot');
+    const created = await post(app, s.apiKey, '/v1/payouts', { amount: 40, to_address: to });
+    expect(created.statusCode, created.body).toBe(200);
+    const id: string = created.json().id;
+    await waitFor('the payout settled', async () => (await payoutRow(id)).status === 'settled');
+    const txHash = (await payoutRow(id)).tx_hash;
+    await reorg(s.node, snapshot, 2);
+
+    await waitFor('payout.settlement_reverted, then settled again', async () => {
+      const types = await eventsOf(s.runtime, id);
+      return (
+        types.includes('payout.settlement_reverted') &&
+        types.at(-1) === 'payout.settled' &&
+        (await payoutRow(id)).status === 'settled'
+      );
+    });
+    expect((await eventsOf(s.runtime, id)).filter((type) => type.startsWith('payout.'))).toEqual([
+      'payout.settled',
+      'payout.settlement_reverted',
+      'payout.settled',
+    ]);
+    // The same signed bytes landed again; the recipient holds the 40 USDC once.
+    expect((await payoutRow(id)).tx_hash).toBe(txHash);
+    await expectPaidExactlyOnce(s.runtime, s.chain, new Map([[to!.toLowerCase(), 40_000_000n]]));
   });
 
   it("a fee-bumped sibling mined in another block: back in flight, then settled again with the sibling's hash", async () => {
