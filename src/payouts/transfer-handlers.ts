@@ -1,40 +1,32 @@
+import type { Updateable } from 'kysely';
+import type { Db } from '../db/database.ts';
 import { insertEvent } from '../db/repositories/events.ts';
+import type { PayoutsTable } from '../db/tables/money.ts';
+import type { EventType } from '../webhooks/event-types.ts';
 import type { TransferHandler } from '../settlement/handlers.ts';
 import { presentPayout } from './present.ts';
 
 /**
  * Finishes payouts (and revenue-share legs, which are payouts) when their transfer ends: settled
- * with the chain facts, or failed with the money already back in the balance. Runs inside the
- * settlement worker's transaction, so the payout row, the ledger and the event commit together.
- * Payout events have no per-object webhook URL: they go to the account's webhook endpoints that
- * subscribe to them, and GET /v1/events lists them.
+ * with the chain facts, or failed with the money already back in the balance, or back in flight
+ * after a reorg. Runs inside the settlement worker's transaction, so the payout row, the ledger and
+ * the event commit together. Payout events have no per-object webhook URL: they go to the
+ * account's webhook endpoints that subscribe to them, and GET /v1/events lists them.
  */
 export const payoutTransferHandler: TransferHandler = {
   async onConfirmed(db, items, ctx) {
     for (const item of items) {
-      const row = await db
-        .updateTable('payouts')
-        .set({
+      await movePayout(db, item.transfer.source_id, 'queued', {
+        set: {
           status: 'settled',
           chain_id: item.chainId,
           tx_hash: item.txHash,
           gas_used: item.gasUsed,
           gas_cost_wei: item.gasCostWei.toString(),
           settled_at: ctx.now,
-        })
-        .where('id', '=', item.transfer.source_id)
-        .where('status', '=', 'queued')
-        .returningAll()
-        .executeTakeFirst();
-      if (!row) continue;
-      await insertEvent(db, {
-        accountId: row.account_id,
-        livemode: row.livemode,
-        type: 'payout.settled',
-        objectId: row.id,
-        data: { object: presentPayout(row), reference: row.reference },
-        webhookUrl: null,
-        createdAt: ctx.now,
+        },
+        event: 'payout.settled',
+        now: ctx.now,
       });
     }
   },
@@ -45,22 +37,10 @@ export const payoutTransferHandler: TransferHandler = {
    */
   async onReverted(db, items, ctx) {
     for (const item of items) {
-      const row = await db
-        .updateTable('payouts')
-        .set({ status: 'queued', chain_id: null, tx_hash: null, gas_used: null, gas_cost_wei: null, settled_at: null })
-        .where('id', '=', item.transfer.source_id)
-        .where('status', '=', 'settled')
-        .returningAll()
-        .executeTakeFirst();
-      if (!row) continue;
-      await insertEvent(db, {
-        accountId: row.account_id,
-        livemode: row.livemode,
-        type: 'payout.settlement_reverted',
-        objectId: row.id,
+      await movePayout(db, item.transfer.source_id, 'settled', {
+        set: { status: 'queued', chain_id: null, tx_hash: null, gas_used: null, gas_cost_wei: null, settled_at: null },
+        event: 'payout.settlement_reverted',
         data: {
-          object: presentPayout(row),
-          reference: row.reference,
           reverted_settlement: {
             chain_id: item.chainId,
             tx_hash: item.txHash,
@@ -68,31 +48,48 @@ export const payoutTransferHandler: TransferHandler = {
             reason: item.reason,
           },
         },
-        webhookUrl: null,
-        createdAt: ctx.now,
+        now: ctx.now,
       });
     }
   },
 
   async onFailed(db, items, ctx) {
     for (const item of items) {
-      const row = await db
-        .updateTable('payouts')
-        .set({ status: 'failed', failure_reason: item.reason, failed_at: ctx.now })
-        .where('id', '=', item.transfer.source_id)
-        .where('status', '=', 'queued')
-        .returningAll()
-        .executeTakeFirst();
-      if (!row) continue;
-      await insertEvent(db, {
-        accountId: row.account_id,
-        livemode: row.livemode,
-        type: 'payout.failed',
-        objectId: row.id,
-        data: { object: presentPayout(row), reference: row.reference, reason: item.reason },
-        webhookUrl: null,
-        createdAt: ctx.now,
+      await movePayout(db, item.transfer.source_id, 'queued', {
+        set: { status: 'failed', failure_reason: item.reason, failed_at: ctx.now },
+        event: 'payout.failed',
+        data: { reason: item.reason },
+        now: ctx.now,
       });
     }
   },
 };
+
+/**
+ * The one way a payout's status changes here: compare-and-set from `from` (a payout already moved
+ * on is left alone, so a repeated outcome announces nothing twice), then the event announcing it.
+ */
+async function movePayout(
+  db: Db,
+  payoutId: string,
+  from: 'queued' | 'settled',
+  change: { set: Updateable<PayoutsTable>; event: EventType; data?: Record<string, unknown>; now: Date },
+): Promise<void> {
+  const row = await db
+    .updateTable('payouts')
+    .set(change.set)
+    .where('id', '=', payoutId)
+    .where('status', '=', from)
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) return;
+  await insertEvent(db, {
+    accountId: row.account_id,
+    livemode: row.livemode,
+    type: change.event,
+    objectId: row.id,
+    data: { object: presentPayout(row), reference: row.reference, ...change.data },
+    webhookUrl: null,
+    createdAt: change.now,
+  });
+}
