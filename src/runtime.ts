@@ -9,6 +9,7 @@ import { createSecretBox, type SecretBox } from './core/secret-box.ts';
 import { connectDatabase, type DatabaseHandle } from './db/connect.ts';
 import type { Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { type Notifications, noNotifications } from './db/notifications.ts';
 import { loadRatesFile, type RateTable, SANDBOX_RATES } from './domain/fx.ts';
 import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from './rate-limit/rate-limiter.ts';
 
@@ -20,6 +21,8 @@ export interface Runtime {
   config: Config;
   db: Kysely<Database>;
   dbKind: 'postgres' | 'pglite';
+  /** LISTEN/NOTIFY on db: wake on a change instead of polling for it (db/notifications.ts). */
+  notifications: Notifications;
   logger: Logger;
   clock: Clock;
   rateLimiter: RateLimiter;
@@ -33,7 +36,7 @@ export interface Runtime {
 
 export interface RuntimeOverrides {
   /** An already-open database (tests share one per worker); not closed by runtime.close(). */
-  database?: Pick<DatabaseHandle, 'db' | 'kind'>;
+  database?: Pick<DatabaseHandle, 'db' | 'kind'> & Partial<Pick<DatabaseHandle, 'notifications'>>;
   logger?: Logger;
   clock?: Clock;
   rateLimiter?: RateLimiter;
@@ -79,6 +82,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       },
       db: database.db,
       dbKind: database.kind,
+      notifications: database.notifications ?? noNotifications,
       logger,
       clock: overrides.clock ?? systemClock,
       rateLimiter,

@@ -8,6 +8,7 @@ import { AppError, isConnectionFailure } from '../core/errors.ts';
 import { parseStoredJson } from '../core/json-text.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Database } from './database.ts';
+import { type Notifications, pgliteNotifications, postgresNotifications } from './notifications.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 
 export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string };
@@ -15,6 +16,8 @@ export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'pglite
 export interface DatabaseHandle {
   db: Kysely<Database>;
   kind: DatabaseTarget['kind'];
+  /** LISTEN/NOTIFY on this database (notifications.ts). */
+  notifications: Notifications;
   close(): Promise<void>;
 }
 
@@ -31,7 +34,7 @@ export const CONNECT_TIMEOUT_MS = 5_000;
 export interface ConnectOptions {
   poolSize?: number;
   /** Where a lost and a regained connection to Postgres are reported, once per outage. */
-  logger?: Pick<Logger, 'warn' | 'info'>;
+  logger?: Pick<Logger, 'warn' | 'info' | 'debug'>;
 }
 
 /**
@@ -78,7 +81,16 @@ export async function connectDatabase(target: DatabaseTarget, options: ConnectOp
         },
       }),
     });
-    return { db, kind: 'postgres', close: () => db.destroy() };
+    const notifications = postgresNotifications(target.url, options.logger);
+    return {
+      db,
+      kind: 'postgres',
+      notifications,
+      async close() {
+        await notifications.close();
+        await db.destroy();
+      },
+    };
   }
 
   const dataDir = resolve(target.dataDir);
@@ -90,10 +102,13 @@ export async function connectDatabase(target: DatabaseTarget, options: ConnectOp
       parsers: { [INT8_OID]: (value: string) => BigInt(value), [JSON_OID]: parseStoredJson },
     });
     const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+    const notifications = pgliteNotifications(pglite, db);
     return {
       db,
       kind: 'pglite',
+      notifications,
       async close() {
+        await notifications.close();
         await db.destroy();
         await pglite.close();
         releaseLock();

@@ -1,0 +1,66 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { newId } from '../src/domain/ids.ts';
+import { insertEvent } from '../src/db/repositories/events.ts';
+import { NOTIFICATION_CHANNELS } from '../src/db/notifications.ts';
+import { testAccount, testRuntime } from './support/harness.ts';
+
+/** Resolves with the next payload heard on the channel; the ceiling is reached only by a hang. */
+function nextNotification(listen: (onNotify: (payload: string) => void) => Promise<() => Promise<void>>): {
+  heard: Promise<string[]>;
+  ready: Promise<() => Promise<void>>;
+} {
+  const payloads: string[] = [];
+  let resolveHeard!: (p: string[]) => void;
+  const heard = new Promise<string[]>((resolve) => {
+    resolveHeard = resolve;
+  });
+  const ready = listen((payload) => {
+    payloads.push(payload);
+    resolveHeard(payloads);
+  });
+  return { heard, ready };
+}
+
+describe('database notifications', () => {
+  const unsubscribes: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const u of unsubscribes) await u();
+  });
+
+  it('an event that commits wakes a listener with its type and object; a rolled-back one does not', async () => {
+    const runtime = await testRuntime();
+    const { accountId } = await testAccount(runtime);
+    const { heard, ready } = nextNotification((cb) => runtime.notifications.listen(NOTIFICATION_CHANNELS.events, cb));
+    unsubscribes.push(await ready);
+
+    const rolledBack = newId('pay');
+    await runtime.db
+      .transaction()
+      .execute(async (trx) => {
+        await insertEvent(trx, {
+          accountId,
+          livemode: false,
+          type: 'payment.created',
+          objectId: rolledBack,
+          data: {},
+          webhookUrl: null,
+          createdAt: runtime.clock.now(),
+        });
+        throw new Error('roll back');
+      })
+      .catch(() => {});
+    const committed = newId('pay');
+    await runtime.db.transaction().execute((trx) =>
+      insertEvent(trx, {
+        accountId,
+        livemode: false,
+        type: 'payment.created',
+        objectId: committed,
+        data: {},
+        webhookUrl: null,
+        createdAt: runtime.clock.now(),
+      }),
+    );
+    expect(await heard).toEqual([`payment.created ${committed}`]);
+  });
+});
