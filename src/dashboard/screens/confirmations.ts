@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
 import { html, type SafeHtml } from '../../checkout/html.ts';
 import { AppError, ERROR_CODES, type ErrorCode, isAppError } from '../../core/errors.ts';
 import type { Db } from '../../db/database.ts';
@@ -45,34 +46,39 @@ export function registerConfirmations(app: FastifyInstance, deps: DashboardDeps)
     const filter = requested as Filter;
     const startingAfter = param(request.query, 'starting_after');
     const now = runtime.clock.now();
-    let q = runtime.db
-      .selectFrom('confirmations')
-      .selectAll()
-      .where('account_id', '=', session.accountId)
-      .where('livemode', '=', session.livemode);
-    if (filter === 'pending') q = q.where('status', '=', 'pending').where('expires_at', '>', now);
-    if (filter === 'expired') {
-      q = q.where((eb) =>
-        eb.or([eb('status', '=', 'expired'), eb.and([eb('status', '=', 'pending'), eb('expires_at', '<=', now)])]),
-      );
-    }
-    if (filter === 'executed' || filter === 'rejected') q = q.where('status', '=', filter);
-    q = q.where(
-      keysetWhere(
-        await keysetIn(
-          runtime.db,
-          'confirmations',
-          session,
-          { limit: PAGE_SIZE, starting_after: startingAfter },
-          'confirmation',
-        ),
-      ),
+    const keyset = await keysetIn(
+      runtime.db,
+      'confirmations',
+      session,
+      { limit: PAGE_SIZE, starting_after: startingAfter },
+      'confirmation',
     );
-    const rows = await q
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(PAGE_SIZE + 1)
-      .execute();
+    // A page in list order from the cursor: a range of confirmations_pending (account, mode, status,
+    // created_at, id), or of confirmations_list for all of them.
+    const page = (status?: ConfirmationRow['status']) => {
+      let q = runtime.db
+        .selectFrom('confirmations')
+        .selectAll()
+        .where('account_id', '=', session.accountId)
+        .where('livemode', '=', session.livemode);
+      if (status) q = q.where('status', '=', status);
+      return q
+        .where(keysetWhere(keyset))
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(PAGE_SIZE + 1);
+    };
+    // Expired reads two ranges, marked expired and still pending past their expiry, merged in list
+    // order (Merge Append): an OR of the two in one WHERE would read and sort all such of the account.
+    const rows =
+      filter === 'expired'
+        ? (
+            await sql<ConfirmationRow>`select * from ((${page('expired')}) union all (${page('pending').where('expires_at', '<=', now)})) as c
+              order by created_at desc, id desc limit ${PAGE_SIZE + 1}`.execute(runtime.db)
+          ).rows
+        : filter === 'pending'
+          ? await page('pending').where('expires_at', '>', now).execute()
+          : await page(filter === 'all' ? undefined : filter).execute();
     const shown = rows.slice(0, PAGE_SIZE);
     const labels = await loadKeyLabels(
       runtime.db,
