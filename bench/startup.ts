@@ -1,10 +1,13 @@
-// Startup (issue 10): wall time from spawning `node bin/plainpay.mjs serve` with the embedded
-// defaults (PGlite in PLAINPAY_DATA_DIR, the in-process devnet, every role) to GET /readyz answering
-// 200, on a fresh data dir (initdb, migrations, master key, demo account) and again on that existing
-// dir. Baseline: spawning `node -e` with a fastify hello-world to GET / answering 200. Each is run
-// ROUNDS times, one after the other, and the median is reported; the readiness probe polls every 10 ms.
+// Startup (issues 10 and 15): wall time from spawning `node bin/plainpay.mjs serve` with the
+// embedded defaults (PGlite in PLAINPAY_DATA_DIR, the in-process devnet, every role) to GET /readyz
+// answering 200, on a fresh data dir (the pre-migrated database image copied, or initdb and
+// migrations without a build; master key; demo account) and again on that existing dir; and the
+// peak RSS while starting: the process's high-water mark (VmHWM, Linux) from spawn until SETTLE_MS
+// after ready, which covers the devnet that boots right after the banner. Baseline: spawning
+// `node -e` with a fastify hello-world to GET / answering 200. Each is run ROUNDS times, one after
+// the other, and the median is reported; the readiness probe polls every 10 ms.
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchResult, BenchRow } from './run.ts';
@@ -23,23 +26,50 @@ import {
 } from './support.ts';
 
 const ROUNDS = 3;
+/** How long after ready a start still counts as starting for the RSS peak. */
+const SETTLE_MS = 3_000;
 
-/** Spawn → ready, in ms; the process is stopped (SIGTERM, graceful) before this returns. */
-async function timeToReady(spawnIt: (port: number) => ChildServer, readyPath: string): Promise<number> {
+interface Start {
+  /** Spawn → ready, ms. */
+  readyMs: number;
+  /** Peak RSS (MB) from spawn until SETTLE_MS after ready; undefined where /proc is not there. */
+  peakRssMb: number | undefined;
+  /** Whether bin/plainpay.mjs ran the TypeScript sources (no or a stale dist/). */
+  fromSources: boolean;
+}
+
+/** The process's peak resident set so far (VmHWM), in MB; undefined off Linux. */
+function peakRss(pid: number | undefined): number | undefined {
+  try {
+    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? undefined : Math.round(Number(kb) / 1024);
+  } catch {
+    return undefined;
+  }
+}
+
+/** One start; the process is stopped (SIGTERM, graceful) before this returns. */
+async function start(spawnIt: (port: number) => ChildServer, readyPath: string): Promise<Start> {
   const port = await freePort();
   const started = performance.now();
   const server = spawnIt(port);
   try {
     await waitReady(`http://127.0.0.1:${port}${readyPath}`, server, { timeoutMs: 120_000, intervalMs: 10 });
-    return performance.now() - started;
+    const readyMs = performance.now() - started;
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    return {
+      readyMs,
+      peakRssMb: peakRss(server.child.pid),
+      fromSources: server.output().includes('Running from the TypeScript sources'),
+    };
   } finally {
     await server.stop();
   }
 }
 
-async function serveEmbedded(dataDir: string): Promise<number> {
+async function serveEmbedded(dataDir: string): Promise<Start> {
   const checkoutPort = await freePort();
-  return timeToReady(
+  return start(
     (port) =>
       spawnServer(
         [CLI, 'serve'],
@@ -57,11 +87,11 @@ async function serveEmbedded(dataDir: string): Promise<number> {
 
 export async function startupBench(): Promise<BenchResult> {
   const machine = machineNote();
-  const hello: number[] = [];
-  const fresh: number[] = [];
-  const existing: number[] = [];
+  const hello: Start[] = [];
+  const fresh: Start[] = [];
+  const existing: Start[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    hello.push(await timeToReady((port) => spawnInlineServer(HELLO_SERVER, childEnv({ PORT: String(port) })), '/'));
+    hello.push(await start((port) => spawnInlineServer(HELLO_SERVER, childEnv({ PORT: String(port) })), '/'));
     const dataDir = mkdtempSync(join(tmpdir(), 'plainpay-bench-startup-'));
     try {
       fresh.push(await serveEmbedded(dataDir));
@@ -71,20 +101,52 @@ export async function startupBench(): Promise<BenchResult> {
     }
   }
   const median = (values: number[]): number => Math.round(percentile(sortedNumbers(values), 50));
-  const all = (values: number[]): string => values.map((v) => Math.round(v)).join(', ');
-  const baseline: BenchRow = { label: 'node -e fastify hello-world', value: median(hello), unit: 'ms' };
+  const times = (starts: Start[]): number[] => starts.map((s) => s.readyMs);
+  const all = (values: (number | undefined)[]): string =>
+    values.map((v) => (v === undefined ? '?' : Math.round(v))).join(', ');
+  const baseline: BenchRow = { label: 'node -e fastify hello-world', value: median(times(hello)), unit: 'ms' };
+  const rows: BenchRow[] = [
+    { label: 'plainpay serve, fresh data dir', value: median(times(fresh)), unit: 'ms', ratio: true },
+    { label: 'plainpay serve, existing data dir', value: median(times(existing)), unit: 'ms', ratio: true },
+  ];
+  const rss = (starts: Start[]): number[] | undefined => {
+    const peaks = starts.map((s) => s.peakRssMb);
+    return peaks.every((p) => p !== undefined) ? (peaks as number[]) : undefined;
+  };
+  const [helloRss, freshRss, existingRss] = [rss(hello), rss(fresh), rss(existing)];
+  if (helloRss && freshRss && existingRss) {
+    const helloRow: BenchRow = { label: 'hello-world, peak RSS while starting', value: median(helloRss), unit: 'MB' };
+    rows.push(
+      helloRow,
+      {
+        label: 'plainpay serve, fresh, peak RSS while starting',
+        value: median(freshRss),
+        unit: 'MB',
+        against: helloRow,
+      },
+      {
+        label: 'plainpay serve, existing, peak RSS while starting',
+        value: median(existingRss),
+        unit: 'MB',
+        against: helloRow,
+      },
+    );
+  }
+  const plainpay = [...fresh, ...existing];
+  const sources = plainpay.filter((s) => s.fromSources).length;
   return {
     title: `startup: spawn → ready (GET /readyz 200), embedded default (PGlite + in-process devnet), median of ${ROUNDS}`,
     baseline,
-    rows: [
-      { label: 'plainpay serve, fresh data dir', value: median(fresh), unit: 'ms', ratio: true },
-      { label: 'plainpay serve, existing data dir', value: median(existing), unit: 'ms', ratio: true },
-    ],
+    rows,
     notes: [
       machine,
-      'fresh: PGlite initdb + migrations + master key + demo account; existing: the same dir reopened',
-      'plainpay runs its TypeScript through tsx (bin/plainpay.mjs), the baseline is plain JavaScript',
-      `all runs (ms): hello-world ${all(hello)}; fresh ${all(fresh)}; existing ${all(existing)}`,
+      'fresh: the pre-migrated database image copied (initdb + migrations without a build) + master key + demo account; existing: the same dir reopened',
+      `peak RSS while starting: the process's VmHWM from spawn until ${SETTLE_MS / 1000} s after ready (the devnet boots after the banner)`,
+      sources === 0
+        ? 'plainpay ran the build in dist/ (bin/plainpay.mjs); the baseline is plain JavaScript'
+        : `plainpay ran the TypeScript sources through tsx in ${sources} of ${plainpay.length} starts (dist/ missing or older than the sources: npm run build)`,
+      `all runs (ms): hello-world ${all(times(hello))}; fresh ${all(times(fresh))}; existing ${all(times(existing))}`,
+      `all peaks (MB): hello-world ${all(hello.map((s) => s.peakRssMb))}; fresh ${all(fresh.map((s) => s.peakRssMb))}; existing ${all(existing.map((s) => s.peakRssMb))}`,
     ],
     checks: [{ label: `every start answered ready (${ROUNDS * 3} starts)`, pass: true }],
   };

@@ -44,15 +44,19 @@ export interface RuntimeOverrides {
   migrate?: boolean;
   /** A chain connection to use instead of connecting from config; not closed by runtime.close(). */
   chain?: ChainConnection;
+  /** Told, one line each, before a start-up step that can take seconds (serve prints them). */
+  progress?: (line: string) => void;
 }
 
 export async function createRuntime(config: Config, overrides: RuntimeOverrides = {}): Promise<Runtime> {
   const logger = overrides.logger ?? createLogger(config.logLevel);
-  const owned = overrides.database ? undefined : await connectDatabase(config.database, { logger });
+  const owned = overrides.database
+    ? undefined
+    : await connectDatabase(config.database, { logger, progress: overrides.progress });
   const database = overrides.database ?? owned!;
   try {
     if (overrides.migrate !== false) {
-      const applied = await migrateToLatest(database.db);
+      const applied = await migrateToLatest(database.db, undefined, { progress: overrides.progress });
       if (applied.length > 0) logger.info({ applied }, 'database migrations applied');
     }
     const rateLimiter =

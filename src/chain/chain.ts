@@ -28,7 +28,6 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { batchPayoutAbi, plainUsdAbi } from './contracts/abis.ts';
-import { startDevnet } from './devnet.ts';
 
 /** The settlement asset has 6 decimals (USDC-like); the service's currency table is built on that. */
 export const SETTLEMENT_TOKEN_DECIMALS = 6;
@@ -162,6 +161,9 @@ async function connectEmbedded(cfg: ChainConfig): Promise<ChainConnection> {
       'tokenAddress/batchAddress are only valid with rpcUrl: the embedded devnet deploys its own contracts',
     );
   }
+  // Imported here, not at the top: the devnet loads Hardhat, which a process that talks to a remote
+  // node, or never reaches the chain (an API or checkout instance), has no use for at start.
+  const { startDevnet } = await import('./devnet.ts');
   const devnet = await startDevnet({
     ...(cfg.chainId !== undefined ? { chainId: cfg.chainId } : {}),
     ...(cfg.relayerPrivateKey !== undefined ? { relayerPrivateKey: cfg.relayerPrivateKey } : {}),

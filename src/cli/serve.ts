@@ -43,7 +43,7 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
   const stopRequested = stopSignal(out);
   let runtime: Runtime;
   try {
-    runtime = await createRuntime(config);
+    runtime = await createRuntime(config, { progress: (line) => out.stdout(line) });
   } catch (error) {
     stopRequested.dispose();
     throw error;

@@ -26,11 +26,14 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): MigrationFile[] {
 }
 
 /**
- * Applies every migration not yet recorded, each in its own transaction, under an advisory
- * lock so that N instances starting together apply each migration once.
- * Returns the names applied now.
+ * Applies every migration not yet recorded, in one transaction, under an advisory lock so that
+ * N instances starting together apply each migration once. Returns the names applied now.
  */
-export async function migrateToLatest(db: Kysely<Database>, migrations = readMigrations()): Promise<string[]> {
+export async function migrateToLatest(
+  db: Kysely<Database>,
+  migrations = readMigrations(),
+  options: { progress?: (line: string) => void } = {},
+): Promise<string[]> {
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`.execute(trx);
     await sql`create table if not exists schema_migrations (
@@ -41,9 +44,13 @@ export async function migrateToLatest(db: Kysely<Database>, migrations = readMig
     const applied = new Set(
       (await sql<{ version: number }>`select version from schema_migrations`.execute(trx)).rows.map((r) => r.version),
     );
+    const pending = migrations.filter((migration) => !applied.has(migration.version));
+    if (pending.length > 0) {
+      const names = pending.length === 1 ? pending[0]!.name : `${pending[0]!.name} … ${pending.at(-1)!.name}`;
+      options.progress?.(`Applying ${pending.length} database migration${pending.length === 1 ? '' : 's'} (${names})…`);
+    }
     const done: string[] = [];
-    for (const migration of migrations) {
-      if (applied.has(migration.version)) continue;
+    for (const migration of pending) {
       await sql.raw(migration.sql).execute(trx);
       await sql`insert into schema_migrations (version, name) values (${migration.version}, ${migration.name})`.execute(
         trx,
