@@ -52,7 +52,7 @@ it('20% of RPC calls fail or time out: every payment still settles exactly once 
   const flaky = await connectThroughProxy();
   const runtime = await settlementRuntime(flaky);
   const merchant = await testAccount(runtime);
-  const options = { pollIntervalMs: 20, batchMax: 3, batchWindowMs: 30, rebroadcastAfterMs: 500 };
+  const options = { pollIntervalMs: 20, batchMax: 3, batchMaxTransfers: 3, batchWindowMs: 30, rebroadcastAfterMs: 500 };
   const payments = await createPaidPayments(runtime, merchant.accountId, spreadOver(payoutAddresses(12), 60));
 
   // A restart in the middle, under the same faults.

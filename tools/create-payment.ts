@@ -1,17 +1,32 @@
 import { z } from 'zod';
 import { exactRequestHash } from '../src/core/canonical-json.ts';
 import { AppError } from '../src/core/errors.ts';
-import { stringifyJson } from '../src/core/json-text.ts';
-import { defineTool } from '../src/core/tool.ts';
-import { findAccount } from '../src/db/repositories/accounts.ts';
-import { findPaymentByReference, insertPayment } from '../src/db/repositories/payments.ts';
+import { parseStoredJson, stringifyJson } from '../src/core/json-text.ts';
+import { defineTool, type ToolContext } from '../src/core/tool.ts';
+import type { NewPayment, PaymentRow } from '../src/db/database.ts';
+import {
+  type CreationSettings,
+  findCreationSettings,
+  findPaymentByReference,
+  insertPayment,
+  insertPaymentWithSettings,
+} from '../src/db/repositories/payments.ts';
 import { quoteFromTable } from '../src/domain/fx.ts';
 import { newId } from '../src/domain/ids.ts';
 import { getCurrency, parseMajorAmount, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { presentPayment } from '../src/payments/present.ts';
 import { validateWebhookUrl } from '../src/webhooks/webhook-url.ts';
 import { paymentOutput } from './payment-output.ts';
-import { currencyCode, evmAddress, httpUrl, METADATA_DESCRIPTION, metadata, optionalText } from './schemas.ts';
+import {
+  currencyCode,
+  evmAddress,
+  httpUrl,
+  METADATA_DESCRIPTION,
+  metadata,
+  optionalText,
+  PAYMENT_SETTLEMENT_SCHEDULE_DESCRIPTION,
+  paymentSettlementSchedule,
+} from './schemas.ts';
 
 export const DEFAULT_TTL_MINUTES = 60;
 
@@ -40,6 +55,7 @@ const input = z
         '0x EVM address to settle this payment to. Without it the account default, else the custodial balance.',
       ),
     metadata: metadata.nullish().describe(METADATA_DESCRIPTION),
+    settlement_schedule: paymentSettlementSchedule.nullish().describe(PAYMENT_SETTLEMENT_SCHEDULE_DESCRIPTION),
     ttl_minutes: z
       .number({ error: 'ttl_minutes must be an integer number of minutes' })
       .int('ttl_minutes must be an integer')
@@ -90,44 +106,15 @@ export const createPayment = defineTool({
       throw new AppError('invalid_request', `${message}.`, { param: 'webhook_url' });
     }
   },
-  async handler(value, { runtime, db, actor, now }) {
-    const currency = getCurrency(value.currency)!;
-    const parsed = parseMajorAmount(value.amount, currency);
-    if (!parsed.ok) throw new AppError('invalid_request', 'amount is not a valid amount', { param: 'amount' });
-    const account = await findAccount(db, actor.accountId);
-    if (!account) throw new AppError('not_found', 'The account of this key no longer exists.');
-    const quote = quoteFromTable(parsed.minor, currency, runtime.rates, account.fee_bps);
-    if (!quote)
-      throw new AppError('invalid_request', `No FX rate is configured for ${currency.code}.`, { param: 'currency' });
-
-    const creationHash = exactRequestHash(value);
+  async handler(value, ctx) {
+    const { runtime, db, actor } = ctx;
     const scope = { accountId: actor.accountId, livemode: actor.livemode };
-    const inserted = await insertPayment(db, {
-      id: newId('pay'),
-      account_id: actor.accountId,
-      livemode: actor.livemode,
-      status: 'pending',
-      amount_minor: parsed.minor,
-      currency: currency.code,
-      redirect_url: value.redirect_url,
-      reference: value.reference ?? null,
-      merchant_name: value.merchant_name ?? null,
-      description: value.description ?? null,
-      webhook_url: value.webhook_url ?? null,
-      payout_address: value.payout_address ?? null,
-      metadata: value.metadata == null ? null : stringifyJson(value.metadata),
-      creation_hash: creationHash,
-      expires_at: new Date(now.getTime() + value.ttl_minutes * 60_000),
-      quote_rate: quote.rate,
-      quote_source: quote.source,
-      fee_bps: quote.fee_bps,
-      settlement_asset: SETTLEMENT_CURRENCY.code,
-      gross_settlement_minor: quote.gross_settlement_minor,
-      fee_minor: quote.fee_minor,
-      settlement_minor: quote.settlement_minor,
-      created_at: now,
-      updated_at: now,
-    });
+    const settings = await findCreationSettings(db, scope);
+    if (!settings) throw new AppError('not_found', 'The account of this key no longer exists.');
+    rememberSettings(scope, settings);
+    const row = paymentRow(value, ctx, settings);
+    const creationHash = row.creation_hash;
+    const inserted = await insertPayment(db, newPayment(row));
     if (inserted) return presentPayment(runtime.config, inserted);
 
     // The reference is taken on this account and mode: the same request is the same payment.
@@ -139,4 +126,100 @@ export const createPayment = defineTool({
       { param: 'reference' },
     );
   },
+  // One statement where the handler takes a transaction of four (pipeline.ts): the account's
+  // settings as last read, and the insert writes only while they are still the account's.
+  async singleInsert(value, ctx) {
+    const { runtime, actor } = ctx;
+    const scope = { accountId: actor.accountId, livemode: actor.livemode };
+    const settings = knownSettings.get(settingsKey(scope)) ?? (await findCreationSettings(ctx.db, scope));
+    if (!settings) return undefined;
+    rememberSettings(scope, settings);
+    const row = paymentRow(value, ctx, settings);
+    return {
+      insert: insertPaymentWithSettings(ctx.db, newPayment(row), settings),
+      row,
+      output: (written: PaymentRow) => presentPayment(runtime.config, written),
+    };
+  },
 });
+
+/**
+ * Each account's creation settings (per mode) as last read, for the one-statement create. Never
+ * trusted alone: its insert checks them against the database, and a change falls back to the
+ * handler, which reads them again. Bounded: forgotten wholesale past MAX_KNOWN_SETTINGS.
+ */
+const MAX_KNOWN_SETTINGS = 10_000;
+const knownSettings = new Map<string, CreationSettings>();
+
+function settingsKey(scope: { accountId: string; livemode: boolean }): string {
+  return `${scope.accountId}:${scope.livemode}`;
+}
+
+function rememberSettings(scope: { accountId: string; livemode: boolean }, settings: CreationSettings): void {
+  const key = settingsKey(scope);
+  if (knownSettings.size >= MAX_KNOWN_SETTINGS && !knownSettings.has(key)) knownSettings.clear();
+  knownSettings.set(key, settings);
+}
+
+/**
+ * The new payment as the database will hold it, every column given (so the one-statement create
+ * knows its response before writing it, and the schedule trigger of migration 020 has nothing to
+ * fill in). Throws the request's errors: no rate, a bad amount.
+ */
+function paymentRow(
+  value: z.output<typeof input>,
+  { runtime, actor, now }: ToolContext,
+  settings: CreationSettings,
+): PaymentRow {
+  const currency = getCurrency(value.currency)!;
+  const parsed = parseMajorAmount(value.amount, currency);
+  if (!parsed.ok) throw new AppError('invalid_request', 'amount is not a valid amount', { param: 'amount' });
+  const quote = quoteFromTable(parsed.minor, currency, runtime.rates, settings.feeBps);
+  if (!quote)
+    throw new AppError('invalid_request', `No FX rate is configured for ${currency.code}.`, { param: 'currency' });
+  return {
+    id: newId('pay'),
+    account_id: actor.accountId,
+    livemode: actor.livemode,
+    status: 'pending',
+    amount_minor: parsed.minor,
+    currency: currency.code,
+    redirect_url: value.redirect_url,
+    reference: value.reference ?? null,
+    merchant_name: value.merchant_name ?? null,
+    description: value.description ?? null,
+    webhook_url: value.webhook_url ?? null,
+    payout_address: value.payout_address ?? null,
+    // As read back: json text is parsed on the way out (db/connect.ts).
+    metadata: value.metadata == null ? null : parseStoredJson(stringifyJson(value.metadata)),
+    creation_hash: exactRequestHash(value),
+    expires_at: new Date(now.getTime() + value.ttl_minutes * 60_000),
+    quote_rate: quote.rate,
+    quote_source: quote.source,
+    fee_bps: quote.fee_bps,
+    settlement_asset: SETTLEMENT_CURRENCY.code,
+    gross_settlement_minor: quote.gross_settlement_minor,
+    fee_minor: quote.fee_minor,
+    settlement_minor: quote.settlement_minor,
+    settlement_destination: null,
+    settlement_address: null,
+    settlement_tx_hash: null,
+    settlement_chain_id: null,
+    settlement_gas_used: null,
+    settlement_gas_cost_wei: null,
+    refunded_minor: 0n,
+    // The payment's own schedule, else the account's (migration 020's trigger does the same).
+    settlement_schedule: value.settlement_schedule ?? settings.schedule ?? 'instant',
+    settlement_threshold_minor: value.settlement_schedule ? null : settings.thresholdMinor,
+    settlement_due_at: null,
+    paid_at: null,
+    settled_at: null,
+    expired_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+function newPayment(row: PaymentRow): NewPayment {
+  return { ...row, metadata: row.metadata === null ? null : stringifyJson(row.metadata) };
+}

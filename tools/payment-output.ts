@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PAYMENT_STATUSES } from '../src/domain/payment-status.ts';
+import { SETTLEMENT_SCHEDULES } from '../src/settlement/schedules.ts';
 
 /** The payment record as tools and GET /v1/payments/:id return it (see src/payments/present.ts). */
 export const paymentOutput = z
@@ -51,6 +52,17 @@ export const paymentOutput = z
       })
       .nullable()
       .describe('Filled once the payment has settled.'),
+    settlement_schedule: z
+      .enum(SETTLEMENT_SCHEDULES)
+      .describe(
+        "When its on-chain transfer goes out: instant, hourly, daily or threshold (given at creation, else the account's then).",
+      ),
+    settlement_due_at: z
+      .string()
+      .nullable()
+      .describe(
+        'When the settlement is due (ISO 8601), from the moment it is paid: at once for instant, the end of its window for hourly and daily; for threshold the latest moment (the next UTC midnight) until the threshold is reached. null while unpaid.',
+      ),
     created: z.string().describe('Creation time (ISO 8601).'),
     expires_at: z.string().describe('When the session expires if unpaid (ISO 8601).'),
     paid_at: z.string().nullable(),

@@ -1,6 +1,7 @@
 import { isAddress } from 'viem';
 import { z } from 'zod';
 import { nestsDeeperThan, stringifyJson } from '../src/core/json-text.ts';
+import { PAYMENT_SETTLEMENT_SCHEDULES } from '../src/settlement/schedules.ts';
 import { isBurnAddress } from '../src/settlement/transfers.ts';
 import {
   getCurrency,
@@ -36,6 +37,14 @@ export const evmAddress = (field: string) =>
     )
     // Every use is a recipient, and tokens sent to the zero address are burned.
     .refine((value) => !isBurnAddress(value), `${field} must not be the zero address (tokens sent there are burned)`);
+
+/** A payment's own settlement schedule (POST /v1/payments); `threshold` is an account setting only. */
+export const paymentSettlementSchedule = z.enum(PAYMENT_SETTLEMENT_SCHEDULES, {
+  error: `settlement_schedule must be one of ${PAYMENT_SETTLEMENT_SCHEDULES.join(', ')}`,
+});
+
+export const PAYMENT_SETTLEMENT_SCHEDULE_DESCRIPTION =
+  "When this payment's on-chain transfer goes out: instant (with the next batch, in seconds), hourly or daily (at the next UTC hour or midnight after it is paid, netted with everything else owed to the address). Default: the account's schedule (GET /v1/settlement_schedule).";
 
 export const httpUrl = (field: string) =>
   z

@@ -44,6 +44,9 @@ const envSchema = z.object({
   CONFIRMATIONS: z.coerce.number().int().min(1).max(1000).optional(),
   SETTLEMENT_BATCH_MAX: z.coerce.number().int().min(1).max(500).default(100),
   SETTLEMENT_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(600_000).default(200),
+  SETTLEMENT_BATCH_MAX_WAIT_MS: z.coerce.number().int().min(0).max(600_000).default(800),
+  // The length of the `hourly` window (a day is 24 of them). Tests and the benchmark shorten it.
+  SETTLEMENT_HOUR_MS: z.coerce.number().int().min(1000).max(3_600_000).default(3_600_000),
   WEBHOOK_ALLOW_PRIVATE: flag.default(false),
   FX_RATES_FILE: optionalString,
   ANTHROPIC_API_KEY: optionalString,
@@ -100,7 +103,16 @@ export type Config = Readonly<{
     /** undefined: the chain's default depth (chainSafetyDepths). */
     confirmations: number | undefined;
   }>;
-  settlement: Readonly<{ batchMax: number; batchWindowMs: number }>;
+  settlement: Readonly<{
+    /** Most lines (recipients) in one batch call. */
+    batchMax: number;
+    /** An instant partial batch goes out once no transfer has arrived for this long… */
+    batchWindowMs: number;
+    /** …or once its oldest transfer has waited this long (at least batchWindowMs). */
+    batchMaxWaitMs: number;
+    /** The hourly window's length in ms (3 600 000; tests shorten it). */
+    hourMs: number;
+  }>;
   /** Lifts the SSRF guard on webhook targets: local development and tests only. */
   webhookAllowPrivate: boolean;
   /** The agent's model: Claude when an API key is set, else the offline planner. */
@@ -179,7 +191,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       relayerPrivateKey: e.RELAYER_PRIVATE_KEY as `0x${string}` | undefined,
       confirmations: e.CONFIRMATIONS,
     },
-    settlement: { batchMax: e.SETTLEMENT_BATCH_MAX, batchWindowMs: e.SETTLEMENT_BATCH_WINDOW_MS },
+    settlement: {
+      batchMax: e.SETTLEMENT_BATCH_MAX,
+      batchWindowMs: e.SETTLEMENT_BATCH_WINDOW_MS,
+      batchMaxWaitMs: Math.max(e.SETTLEMENT_BATCH_MAX_WAIT_MS, e.SETTLEMENT_BATCH_WINDOW_MS),
+      hourMs: e.SETTLEMENT_HOUR_MS,
+    },
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE,
     fxRatesFile: e.FX_RATES_FILE,
     rails: {

@@ -3,7 +3,14 @@ import { lockAccountActions } from '../audit/action-log.ts';
 import { advanceHeldAction, recordAction, recordFailedAttempt } from '../audit/actions.ts';
 import type { Config } from '../config/config.ts';
 import { stringifyJson } from './json-text.ts';
-import { findIdempotencyRecord, insertIdempotencyRecord } from '../db/repositories/idempotency.ts';
+import {
+  findIdempotencyRecord,
+  insertIdempotencyRecord,
+  insertWithIdempotencyRecord,
+  isDeadlock,
+  isUniqueViolation,
+  updateIdempotencyResponse,
+} from '../db/repositories/idempotency.ts';
 import { isDatabaseUnreachable } from '../db/connect.ts';
 import type { Db } from '../db/database.ts';
 import type { ActionDecision } from '../db/tables/money.ts';
@@ -22,7 +29,7 @@ import { loadPolicy } from '../policy/store.ts';
 import type { Runtime } from '../runtime.ts';
 import { canonicalHash, exactRequestHash } from './canonical-json.ts';
 import { AppError, type ErrorBody, isConnectionFailure, toAppError } from './errors.ts';
-import type { Actor, PolicySubject, ToolContext, ToolDefinition } from './tool.ts';
+import type { Actor, PolicySubject, SingleInsert, ToolContext, ToolDefinition } from './tool.ts';
 import { parseInput } from './validation.ts';
 
 export interface ExecuteOptions {
@@ -105,6 +112,11 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
 
   const requestHash = exactRequestHash({ tool: tool.name, input });
   const base = { ...attempt, input };
+
+  if (tool.singleInsert && !logged && !tool.existing && !options.dryRun && !options.confirmation) {
+    const written = await writeSingleInsert(tool, input, options, requestHash);
+    if (written) return written;
+  }
 
   let stored: StoredResult<z.output<O>> | undefined;
   let replayed = false;
@@ -218,13 +230,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
       }
 
       if (idempotencyKey !== undefined) {
-        await trx
-          .updateTable('idempotency_keys')
-          .set({ response: stringifyJson(stored) })
-          .where('account_id', '=', actor.accountId)
-          .where('livemode', '=', actor.livemode)
-          .where('key', '=', idempotencyKey)
-          .execute();
+        await updateIdempotencyResponse(trx, actor, idempotencyKey, stringifyJson(stored));
       }
     });
   } catch (error) {
@@ -242,6 +248,71 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
     return { kind: 'confirmation_required', confirmation: result.confirmation, replayed, actionId: result.actionId };
   }
   return { kind: 'executed', output: result.output, replayed, decision: result.decision, actionId: result.actionId };
+}
+
+/**
+ * A create that is one row (ToolDefinition.singleInsert) and is neither judged nor logged: the row,
+ * the idempotency claim and the stored response in one statement, where the transaction below
+ * takes six (BEGIN, claim, the handler's read and insert, the response, COMMIT). Undefined leaves
+ * the call to that transaction: the insert wrote nothing (its guard or a conflict stopped it), or
+ * the key is taken (the transaction then replays the stored result, or refuses other parameters,
+ * exactly as for any key). Nothing was written in either case.
+ */
+async function writeSingleInsert<I extends z.ZodType, O extends z.ZodType>(
+  tool: ToolDefinition<I, O>,
+  input: z.output<I>,
+  options: ExecuteOptions,
+  requestHash: string,
+): Promise<ToolResult<z.output<O>> | undefined> {
+  const { runtime, actor, idempotencyKey } = options;
+  let plan: SingleInsert<z.output<O>> | undefined;
+  try {
+    plan = await tool.singleInsert!(input, { runtime, db: runtime.db, actor, now: runtime.clock.now() });
+  } catch (error) {
+    // A refusal (no FX rate, a bad amount) must not answer before the key does: with a key that is
+    // taken, the transaction replays the first result or refuses other parameters.
+    if (error instanceof AppError) return undefined;
+    throw error;
+  }
+  if (!plan) return undefined;
+  const result = (output: z.output<O>): StoredResult<z.output<O>> => ({
+    kind: 'executed',
+    output,
+    decision: 'not_checked',
+    actionId: null,
+  });
+  const response = stringifyJson(result(plan.output(plan.row)));
+  let row: unknown;
+  try {
+    row = await insertWithIdempotencyRecord(
+      runtime.db,
+      plan.insert,
+      idempotencyKey === undefined
+        ? undefined
+        : {
+            accountId: actor.accountId,
+            livemode: actor.livemode,
+            key: idempotencyKey,
+            tool: tool.name,
+            requestHash,
+            response,
+          },
+    );
+  } catch (error) {
+    // 40P01: this statement takes the reference before the key, the transaction the key before
+    // the reference; when the two meet on one key and reference, Postgres breaks the tie here.
+    if (isUniqueViolation(error) || isDeadlock(error)) return undefined;
+    throw error;
+  }
+  if (row === undefined) return undefined;
+  const output = plan.output(row);
+  if (idempotencyKey !== undefined && stringifyJson(result(output)) !== response) {
+    // The tool's row differs from what the database wrote (a column it did not foresee): a bug.
+    // The caller gets what was written, and so does every replay from now on.
+    runtime.logger.error({ tool: tool.name }, 'singleInsert stored a response that differs from the row written');
+    await updateIdempotencyResponse(runtime.db, actor, idempotencyKey, stringifyJson(result(output)));
+  }
+  return { kind: 'executed', output, replayed: false, decision: 'not_checked', actionId: null };
 }
 
 type Attempt = Omit<Parameters<typeof recordAction>[1], 'input' | 'decision' | 'reasons' | 'status' | 'at'>;

@@ -1,3 +1,4 @@
+import type { Compilable, OperationNodeSource } from 'kysely';
 import type { z } from 'zod';
 import type { Db } from '../db/database.ts';
 import type { ErrorCode } from './errors.ts';
@@ -76,10 +77,29 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
    */
   existing?(input: z.output<I>, ctx: ToolContext): Promise<z.output<O> | undefined>;
   /**
+   * A create that is one row, known in full before it is written: the pipeline then writes the
+   * row, claims the idempotency key and stores the response in one statement instead of a
+   * transaction (pipeline.ts). Used only where nothing else would run in that transaction (a call
+   * neither judged nor logged); ctx.db is the database, not a transaction. An insert that writes
+   * no row (a guard or conflict in it stopped it) falls back to the handler, which must give the
+   * same result for the same row; so does undefined.
+   */
+  singleInsert?(input: z.output<I>, ctx: ToolContext): Promise<SingleInsert<z.output<O>> | undefined>;
+  /**
    * Errors the handler raises that its shape does not imply, for the OpenAPI document (which
    * infers the rest: a path id or an `…_id` field can be not found, a money tool held or short).
    */
   errors?: readonly ErrorCode[];
+}
+
+/** See ToolDefinition.singleInsert. */
+export interface SingleInsert<O, R = unknown> {
+  /** insert … returning *: the row, or none when its guard or a conflict stops it. */
+  insert: Compilable<R> & OperationNodeSource;
+  /** The row as `insert` will return it, to compute the stored response before it is written. */
+  row: R;
+  /** The tool's output for a row `insert` returned. */
+  output(row: R): O;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the registry holds tools of every input/output type.

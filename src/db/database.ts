@@ -60,6 +60,18 @@ export type PaymentStatusValue =
   | 'refunded'
   | 'partially_refunded';
 
+/** When a paid payment's on-chain transfer goes out (docs/settlement.md, "Schedules"). */
+export type SettlementSchedule = 'instant' | 'hourly' | 'daily' | 'threshold';
+
+export interface SettlementSchedulesTable {
+  account_id: string;
+  livemode: boolean;
+  schedule: SettlementSchedule;
+  threshold_minor: bigint | null;
+  updated_by_key: string | null;
+  updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
 export interface PaymentsTable {
   id: string;
   account_id: string;
@@ -92,6 +104,10 @@ export interface PaymentsTable {
   /** numeric: a decimal string. */
   settlement_gas_cost_wei: string | null;
   refunded_minor: Generated<bigint>;
+  /** Migration 020: given at creation, else the account's (filled in by a trigger). */
+  settlement_schedule: ColumnType<SettlementSchedule, SettlementSchedule | null | undefined, SettlementSchedule>;
+  settlement_threshold_minor: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
+  settlement_due_at: NullableTimestamp;
   paid_at: NullableTimestamp;
   settled_at: NullableTimestamp;
   expired_at: NullableTimestamp;
@@ -164,6 +180,7 @@ export interface Database
   payment_attempts: PaymentAttemptsTable;
   events: EventsTable;
   idempotency_keys: IdempotencyKeysTable;
+  settlement_schedules: SettlementSchedulesTable;
 }
 
 /** A handle a repository accepts: the database or a transaction the caller owns. */

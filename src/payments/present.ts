@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.ts';
 import type { PaymentRow } from '../db/database.ts';
 import { type Currency, getCurrency, minorToNumber, SETTLEMENT_CURRENCY } from '../domain/money.ts';
+import { paymentSettlementDueAt } from '../settlement/schedules.ts';
 
 /**
  * The API shapes of a payment. Amounts leave as JSON numbers in major units (the seed's form),
@@ -64,6 +65,8 @@ export function presentPayment(config: Config, row: PaymentRow) {
       valid_until: row.expires_at.toISOString(),
     },
     settlement: row.settled_at ? settlementView(row) : null,
+    settlement_schedule: row.settlement_schedule,
+    settlement_due_at: paymentSettlementDueAt(config, row)?.toISOString() ?? null,
     created: row.created_at.toISOString(),
     expires_at: row.expires_at.toISOString(),
     paid_at: row.paid_at?.toISOString() ?? null,
@@ -74,6 +77,25 @@ export function presentPayment(config: Config, row: PaymentRow) {
 
 export type PaymentView = ReturnType<typeof presentPayment>;
 
+/** The columns presentPublicPayment reads, all it may read: GET /checkout/:id selects only these. */
+export const PUBLIC_PAYMENT_COLUMNS = [
+  'id',
+  'livemode',
+  'status',
+  'amount_minor',
+  'currency',
+  'merchant_name',
+  'description',
+  'metadata',
+  'redirect_url',
+  'expires_at',
+  'paid_at',
+  'settled_at',
+  'settlement_chain_id',
+  'settlement_tx_hash',
+] as const satisfies ReadonlyArray<keyof PaymentRow>;
+export type PublicPaymentColumn = (typeof PUBLIC_PAYMENT_COLUMNS)[number];
+
 /**
  * The public status read (GET /checkout/:id): the payer's view. What the checkout page and a
  * polling merchant need, and nothing from which the merchant's economics can be worked out (no
@@ -81,7 +103,7 @@ export type PaymentView = ReturnType<typeof presentPayment>;
  * give away the rest), nor the account, its keys, its webhook or its payout address. Once settled,
  * the transaction hash: anyone can see it on the chain, and it proves the settlement happened.
  */
-export function presentPublicPayment(config: Config, row: PaymentRow) {
+export function presentPublicPayment(config: Config, row: Pick<PaymentRow, PublicPaymentColumn>) {
   const currency = currencyOf(row);
   return {
     id: row.id,

@@ -45,10 +45,11 @@ export function batchCalldata(session: ChainSession, batch: Pick<SettlementBatch
 }
 
 /**
- * Groups queued transfers into planned batches: full batches at once, a partial one when its oldest
- * transfer has waited batchWindowMs. Transfers are taken FOR UPDATE SKIP LOCKED and moved
- * queued → batched by compare-and-set, so two planners never put one transfer in two batches.
- * Returns the number of batches planned.
+ * Groups due transfers into planned batches, each one call that pays every recipient once (netted).
+ * A transfer is due when its schedule says so (due_at passed; schedules.ts) or, for instant
+ * transfers (no due_at), when the adaptive window closes (instantBatchDue). Transfers are taken
+ * FOR UPDATE SKIP LOCKED and moved queued → batched by compare-and-set, so two planners never put
+ * one transfer in two batches. Returns the number of batches planned.
  */
 export async function planBatches(ctx: SettlementContext, session: ChainSession): Promise<number> {
   let planned = 0;
@@ -60,22 +61,59 @@ export async function planBatches(ctx: SettlementContext, session: ChainSession)
   return planned;
 }
 
-async function planOneBatch(trx: Db, ctx: SettlementContext, session: ChainSession): Promise<boolean> {
-  const { batchMax, batchWindowMs, isolateAfterAttempts } = ctx.options;
-  const due = await sql<{ n: number; due: boolean }>`
+/**
+ * Whether a batch should go out now. Yes when a scheduled transfer is due (it has waited its window
+ * already), or when the instant transfers fill a batch (batchMax recipients or batchMaxTransfers
+ * transfers), or when the instant window closes. The window adapts to load: it closes once no
+ * transfer has arrived for batchWindowMs (a quiet queue: at a trickle nothing is gained by waiting),
+ * and while transfers keep arriving it stays open to net them, up to batchMaxWaitMs after the oldest
+ * (the bound that keeps paid → settled within seconds). Instant ages are measured on the database's
+ * clock, where created_at is written; due_at on the runtime clock, which computed it.
+ */
+async function batchIsDue(trx: Db, ctx: SettlementContext, now: Date): Promise<boolean> {
+  const { batchMax, batchMaxTransfers, batchWindowMs, batchMaxWaitMs } = ctx.options;
+  const stats = await sql<{ n: number; recipients: number; overdue: boolean; quiet: boolean; scheduled: boolean }>`
     select count(*)::int as n,
-           coalesce(bool_or(created_at <= now() - (${batchWindowMs}::int * interval '1 millisecond')), false) as due
-      from transfers where status = 'queued'`.execute(trx);
-  const stats = due.rows[0];
-  if (!stats || stats.n === 0 || (stats.n < batchMax && !stats.due)) return false;
+           count(distinct lower(recipient))::int as recipients,
+           coalesce(bool_or(created_at <= now() - (${batchMaxWaitMs}::int * interval '1 millisecond')), false) as overdue,
+           coalesce(bool_and(created_at <= now() - (${batchWindowMs}::int * interval '1 millisecond')), false) as quiet,
+           exists (select 1 from transfers w where w.status = 'queued' and w.due_at <= ${now}) as scheduled
+      from transfers where status = 'queued' and due_at is null`.execute(trx);
+  const row = stats.rows[0];
+  if (!row) return false;
+  if (row.scheduled) return true;
+  if (row.n === 0) return false;
+  return row.n >= batchMaxTransfers || row.recipients >= batchMax || row.overdue || row.quiet;
+}
 
+/**
+ * When the next scheduled transfer falls due (the earliest due_at still in the future or past), or
+ * null when none waits. For the worker's loop: a worker that sleeps while idle should wake by then.
+ */
+export async function nextSettlementDueAt(db: Db): Promise<Date | null> {
+  const row = await db
+    .selectFrom('transfers')
+    .select((eb) => eb.fn.min('due_at').as('due'))
+    .where('status', '=', 'queued')
+    .where('due_at', 'is not', null)
+    .executeTakeFirst();
+  return row?.due ?? null;
+}
+
+async function planOneBatch(trx: Db, ctx: SettlementContext, session: ChainSession): Promise<boolean> {
+  const { batchMax, batchMaxTransfers, isolateAfterAttempts } = ctx.options;
+  const now = ctx.clock.now();
+  if (!(await batchIsDue(trx, ctx, now))) return false;
+
+  // Every due transfer, oldest first: instant ones (the window closed) and scheduled ones.
   const candidates = await trx
     .selectFrom('transfers')
     .selectAll()
     .where('status', '=', 'queued')
+    .where((eb) => eb.or([eb('due_at', 'is', null), eb('due_at', '<=', now)]))
     .orderBy('created_at')
     .orderBy('id')
-    .limit(batchMax)
+    .limit(batchMaxTransfers)
     .forUpdate()
     .skipLocked()
     .execute();
@@ -107,7 +145,12 @@ async function planOneBatch(trx: Db, ctx: SettlementContext, session: ChainSessi
   // A transfer that already sank batches goes alone, so that one bad recipient cannot keep failing
   // everyone else's transfers.
   const retried = candidates.find((t) => t.attempts >= isolateAfterAttempts);
-  const chosen = retried ? [retried] : candidates.filter((t) => t.asset === session.asset);
+  const chosen = retried
+    ? [retried]
+    : firstRecipients(
+        candidates.filter((t) => t.asset === session.asset),
+        batchMax,
+      );
   if (chosen.length === 0) return false;
 
   const lines = netTransfers(chosen);
@@ -619,6 +662,21 @@ export async function replanBatchesFromGoneChains(ctx: SettlementContext, sessio
     ctx.db,
   );
   return moved;
+}
+
+/**
+ * The transfers to the first `max` recipients, in queue order: a batch pays each recipient one
+ * line (everything due to an address nets into one), and its gas grows with lines, not transfers.
+ */
+function firstRecipients(transfers: readonly TransferRow[], max: number): TransferRow[] {
+  const recipients = new Set<string>();
+  return transfers.filter((t) => {
+    const key = t.recipient.toLowerCase();
+    if (recipients.has(key)) return true;
+    if (recipients.size >= max) return false;
+    recipients.add(key);
+    return true;
+  });
 }
 
 function groupByKind<T>(items: readonly T[], kindOf: (item: T) => TransferKind): Map<TransferKind, T[]> {

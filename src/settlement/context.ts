@@ -9,10 +9,17 @@ import type { TransferHandlers } from './handlers.ts';
 
 /** Tunables of the settlement worker. Batch size and window come from config; the rest are defaults. */
 export interface SettlementOptions {
-  /** Most transfers in one batch call (SETTLEMENT_BATCH_MAX). */
+  /** Most recipients (netted lines) in one batch call (SETTLEMENT_BATCH_MAX): gas grows with lines. */
   batchMax: number;
-  /** How long the oldest queued transfer may wait for others before a partial batch goes out. */
+  /**
+   * Most transfers in one batch: bounds the transaction that confirms it (one payment update and
+   * event each). A window of more transfers than this goes out in several batches.
+   */
+  batchMaxTransfers: number;
+  /** An instant partial batch goes out once no transfer has arrived for this long (SETTLEMENT_BATCH_WINDOW_MS)… */
   batchWindowMs: number;
+  /** …or once its oldest transfer has waited this long (SETTLEMENT_BATCH_MAX_WAIT_MS). */
+  batchMaxWaitMs: number;
   /** Sleep between idle loop turns; a busy loop turns again at once. */
   pollIntervalMs: number;
   /** The relayer lease lasts this long unless renewed (every loop turn renews it). */
@@ -53,7 +60,9 @@ export interface SettlementOptions {
 export function defaultSettlementOptions(config: Config): SettlementOptions {
   return {
     batchMax: config.settlement.batchMax,
+    batchMaxTransfers: 2000,
     batchWindowMs: config.settlement.batchWindowMs,
+    batchMaxWaitMs: config.settlement.batchMaxWaitMs,
     pollIntervalMs: 50,
     leaseTtlMs: 10_000,
     rebroadcastAfterMs: 10_000,

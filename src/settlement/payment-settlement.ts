@@ -17,7 +17,14 @@ import { credit, debit, type LedgerPosting, ledgerAccount } from '../ledger/ledg
 import { presentPayment } from '../payments/present.ts';
 import { recordPaymentSettled } from '../metrics/metrics.ts';
 import type { RevertedTransfer, TransferHandler, TransferOutcomeContext } from './handlers.ts';
-import { checkRecipient, type EnqueueTransferInput, enqueueTransfers, TransferRefusedError } from './transfers.ts';
+import { windowEnd } from './schedules.ts';
+import {
+  checkRecipient,
+  type EnqueueTransferInput,
+  enqueueTransfers,
+  releaseReachedThresholds,
+  TransferRefusedError,
+} from './transfers.ts';
 
 export interface PaymentIntakeContext {
   db: Kysely<Database>;
@@ -83,6 +90,9 @@ export async function settlePaidPayments(ctx: PaymentIntakeContext): Promise<num
         onChain = false;
       }
       if (onChain) {
+        // The payment's schedule decides when its transfer goes out; the window is counted from
+        // when it was paid, so reads could show it from then on (paymentSettlementDueAt).
+        const threshold = payment.settlement_schedule === 'threshold';
         transfers.push({
           kind: 'payment_settlement',
           sourceId: payment.id,
@@ -91,19 +101,34 @@ export async function settlePaidPayments(ctx: PaymentIntakeContext): Promise<num
           recipient: address!,
           amountMinor: payment.settlement_minor,
           at: now,
+          dueAt: windowEnd(payment.settlement_schedule, payment.paid_at ?? now, config.settlement.hourMs),
+          thresholdMinor: threshold ? payment.settlement_threshold_minor : null,
         });
       } else {
         // No address, nothing to send (a quote that rounds to 0), or test money on a mainnet.
         toBalance.push(payment);
       }
     }
-    await enqueueTransfers(trx, transfers, { alsoPost: received });
+    const queued = await enqueueTransfers(trx, transfers, { alsoPost: received });
+    await releaseReachedThresholds(trx, queued, now);
 
     if (transfers.length > 0) {
       if (!canTransition('paid', 'settling')) throw new Error('payment state machine lost paid → settling');
       const moved = await trx
         .updateTable('payments')
-        .set({ status: 'settling', updated_at: now })
+        .set((eb) => ({
+          status: 'settling',
+          updated_at: now,
+          // When its transfer is due: the window's end, or now for instant (and a reached threshold).
+          settlement_due_at: eb.fn.coalesce(
+            eb
+              .selectFrom('transfers')
+              .select('transfers.due_at')
+              .where('transfers.kind', '=', 'payment_settlement')
+              .whereRef('transfers.source_id', '=', 'payments.id'),
+            eb.val(now),
+          ),
+        }))
         .where(
           'id',
           'in',
@@ -129,6 +154,8 @@ export async function settlePaidPayments(ctx: PaymentIntakeContext): Promise<num
           settlement_gas_used: 0n,
           settlement_gas_cost_wei: '0',
           settled_at: now,
+          // Crediting the balance costs no gas: no window to wait for.
+          settlement_due_at: now,
         },
         now,
       );

@@ -3,6 +3,7 @@
 // settlement worker batches, signs, broadcasts and confirms (docs/settlement.md). Refunds do not
 // come through here: they go back to the payer over the payment rail.
 
+import { sql } from 'kysely';
 import { type Address, getAddress, isAddress, zeroAddress } from 'viem';
 import type { Db } from '../db/database.ts';
 import type { TransferKind, TransferRow } from '../db/tables/settlement.ts';
@@ -34,6 +35,16 @@ export interface EnqueueTransferInput {
    */
   from?: LedgerAccountRef;
   at?: Date;
+  /**
+   * Settlement schedules (schedules.ts): the transfer waits in the queue until then. Absent or null:
+   * instant, sent by the next batch.
+   */
+  dueAt?: Date | null;
+  /**
+   * Due at once, whatever dueAt says, when the transfers waiting for the recipient with a threshold
+   * add up to this (USDC minor units); see releaseReachedThresholds.
+   */
+  thresholdMinor?: bigint | null;
 }
 
 export class TransferRefusedError extends Error {
@@ -97,6 +108,8 @@ function prepareTransfer(input: EnqueueTransferInput): {
     status: 'queued';
     batch_id: null;
     last_error: null;
+    due_at: Date | null;
+    threshold_minor: bigint | null;
   };
   posting: LedgerPosting;
 } {
@@ -124,6 +137,8 @@ function prepareTransfer(input: EnqueueTransferInput): {
       status: 'queued',
       batch_id: null,
       last_error: null,
+      due_at: input.dueAt ?? null,
+      threshold_minor: input.thresholdMinor ?? null,
     },
     posting: {
       kind: 'transfer_enqueued',
@@ -132,6 +147,42 @@ function prepareTransfer(input: EnqueueTransferInput): {
       ...(input.at ? { at: input.at } : {}),
     },
   };
+}
+
+/**
+ * The threshold schedule: after transfers with a threshold were queued (in the caller's
+ * transaction), every waiting threshold transfer whose recipient is now owed at least its threshold
+ * by the same account, in the same mode and asset (by all its waiting threshold transfers together),
+ * becomes due now, and so does its payment's `settlement_due_at`. Transfers already due do not
+ * count again. A per-owing transaction lock makes concurrent intakes for one address add up one
+ * after the other: each sums in a statement that starts after the other committed.
+ */
+export async function releaseReachedThresholds(db: Db, queued: readonly TransferRow[], now: Date): Promise<void> {
+  const owings = new Map<string, TransferRow>();
+  for (const t of queued) {
+    if (t.threshold_minor === null) continue;
+    owings.set(`${t.account_id}:${t.livemode}:${t.asset}:${t.recipient}`, t);
+  }
+  for (const [owing, t] of [...owings].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    await sql`select pg_advisory_xact_lock(hashtextextended(${`plainpay:threshold:${owing}`}, 0))`.execute(db);
+    const waiting = sql`status = 'queued' and account_id = ${t.account_id} and livemode = ${t.livemode}
+         and asset = ${t.asset} and recipient = ${t.recipient} and threshold_minor is not null
+         and (due_at is null or due_at > ${now})`;
+    const released = await sql<{ kind: TransferKind; source_id: string }>`
+      update transfers set due_at = ${now}, updated_at = now()
+       where ${waiting}
+         and threshold_minor <= (select sum(amount_minor) from transfers where ${waiting})
+      returning kind, source_id`.execute(db);
+    const payments = released.rows.filter((r) => r.kind === 'payment_settlement').map((r) => r.source_id);
+    if (payments.length > 0) {
+      await db
+        .updateTable('payments')
+        .set({ settlement_due_at: now, updated_at: now })
+        .where('id', 'in', payments)
+        .where('status', '=', 'settling')
+        .execute();
+    }
+  }
 }
 
 /** The zero address: tokens sent there are burned. Refused as a recipient everywhere. */

@@ -4,7 +4,7 @@
 
 /** What each type announces, as the dashboard and the endpoint API describe it. */
 const CATALOGUE = {
-  'payment.paid': 'the payer paid; settlement on-chain follows',
+  'payment.paid': 'the payer paid; settlement follows at settlement_due_at',
   'payment.settled': 'the payment settled on-chain',
   'payment.settlement_reverted':
     'a reorg took the settlement transaction off the chain: the payment is settling again; payment.settled follows when it lands again',

@@ -99,6 +99,7 @@ ${pager('/dashboard/payments', { status, reference, starting_after: startingAfte
 <dt>Created</dt><dd>${time(p.created)}</dd>
 <dt>Expires</dt><dd>${time(p.expires_at)}</dd>
 <dt>Paid</dt><dd>${time(p.paid_at)}</dd>
+<dt>Settlement due</dt><dd>${time(p.settlement_due_at)} (${p.settlement_schedule})</dd>
 <dt>Settled</dt><dd>${time(p.settled_at)}</dd>
 </dl>
 <details><summary>Full record (as the API returns it)</summary>${json(p)}</details></div>

@@ -1,3 +1,4 @@
+import { type Compilable, type OperationNodeSource, sql } from 'kysely';
 import type { Db } from '../database.ts';
 
 /**
@@ -22,6 +23,59 @@ export async function insertIdempotencyRecord(
     .onConflict((oc) => oc.columns(['account_id', 'livemode', 'key']).doNothing())
     .executeTakeFirst();
   return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
+}
+
+/**
+ * Runs `insert` (an insert … returning *, one row or none) and, when it wrote its row and a key is
+ * given, claims the idempotency key with `response` already in place: one statement, so one round
+ * trip and its own transaction; both rows commit or neither does. Returns the row written, or
+ * undefined when the insert wrote none (then no key was claimed either). A key that exists
+ * already, or that a concurrent request holds uncommitted (the insert waits on the key's unique
+ * index until that one ends), fails the whole statement with a unique violation
+ * (isUniqueViolation), and nothing is written.
+ */
+export async function insertWithIdempotencyRecord<R>(
+  db: Db,
+  insert: Compilable<R> & OperationNodeSource,
+  claim:
+    | { accountId: string; livemode: boolean; key: string; tool: string; requestHash: string; response: string }
+    | undefined,
+): Promise<R | undefined> {
+  const claimed = claim
+    ? sql`, claimed as (
+        insert into idempotency_keys (account_id, livemode, key, tool, request_hash, response)
+        select ${claim.accountId}, ${claim.livemode}, ${claim.key}, ${claim.tool}, ${claim.requestHash}, ${claim.response}
+        from created
+      )`
+    : sql``;
+  const { rows } = await sql<R>`with created as (${insert})${claimed} select * from created`.execute(db);
+  return rows[0];
+}
+
+/** A unique index refused a row (SQLSTATE 23505), on Postgres and PGlite alike. */
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '23505';
+}
+
+/** Postgres ended the statement to break a lock cycle: nothing it wrote remains. */
+export function isDeadlock(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '40P01';
+}
+
+/** Stores the result of the call that claimed the key. */
+export async function updateIdempotencyResponse(
+  db: Db,
+  owner: { accountId: string; livemode: boolean },
+  key: string,
+  response: string,
+): Promise<void> {
+  await db
+    .updateTable('idempotency_keys')
+    .set({ response })
+    .where('account_id', '=', owner.accountId)
+    .where('livemode', '=', owner.livemode)
+    .where('key', '=', key)
+    .execute();
 }
 
 export async function findIdempotencyRecord(

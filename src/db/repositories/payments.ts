@@ -1,6 +1,6 @@
 import { canTransition, type PaymentStatus } from '../../domain/payment-status.ts';
-import type { Db, NewPayment, PaymentRow, PaymentsTable } from '../database.ts';
-import type { Updateable } from 'kysely';
+import type { Db, NewPayment, PaymentRow, PaymentsTable, SettlementSchedule } from '../database.ts';
+import { sql, type Updateable } from 'kysely';
 import { FIRST_PAGE, type Keyset, keysetOrder, keysetWhere } from '../pagination.ts';
 
 export async function insertPayment(db: Db, payment: NewPayment): Promise<PaymentRow | undefined> {
@@ -14,6 +14,59 @@ export async function insertPayment(db: Db, payment: NewPayment): Promise<Paymen
     )
     .returningAll()
     .executeTakeFirst();
+}
+
+/**
+ * What a new payment takes from its account at creation: the fee for its quote and the settlement
+ * schedule of its mode (null when the account has none: instant).
+ */
+export interface CreationSettings {
+  feeBps: number;
+  schedule: SettlementSchedule | null;
+  thresholdMinor: bigint | null;
+}
+
+export async function findCreationSettings(
+  db: Db,
+  scope: { accountId: string; livemode: boolean },
+): Promise<CreationSettings | undefined> {
+  const row = await db
+    .selectFrom('accounts as a')
+    .leftJoin('settlement_schedules as s', (join) =>
+      join.onRef('s.account_id', '=', 'a.id').on('s.livemode', '=', scope.livemode),
+    )
+    .select(['a.fee_bps', 's.schedule', 's.threshold_minor'])
+    .where('a.id', '=', scope.accountId)
+    .executeTakeFirst();
+  return row && { feeBps: row.fee_bps, schedule: row.schedule, thresholdMinor: row.threshold_minor };
+}
+
+/**
+ * insertPayment as a query to compose (the one-statement create, pipeline.ts), which writes the
+ * row only while its account's settings are still `settings`, the ones it was made from: changed
+ * settings, like a taken reference, write no row.
+ */
+export function insertPaymentWithSettings(db: Db, payment: NewPayment, settings: CreationSettings) {
+  const columns = Object.keys(payment) as Array<keyof NewPayment & string>;
+  return db
+    .insertInto('payments')
+    .columns(columns)
+    .expression(
+      db
+        .selectFrom('accounts as a')
+        .leftJoin('settlement_schedules as s', (join) =>
+          join.onRef('s.account_id', '=', 'a.id').on('s.livemode', '=', payment.livemode),
+        )
+        .select(columns.map((column) => sql.val(payment[column]).as(column)))
+        .where('a.id', '=', payment.account_id)
+        .where('a.fee_bps', '=', settings.feeBps)
+        .where(sql<boolean>`s.schedule is not distinct from ${settings.schedule}`)
+        .where(sql<boolean>`s.threshold_minor is not distinct from ${settings.thresholdMinor}`),
+    )
+    .onConflict((oc) =>
+      oc.columns(['account_id', 'livemode', 'reference']).where('reference', 'is not', null).doNothing(),
+    )
+    .returningAll();
 }
 
 /** A payment as its owner sees it: account and mode must match, else it does not exist. */

@@ -82,6 +82,10 @@ export interface TransfersTable {
   confirmed_at: NullableTimestamp;
   /** Migration 017: confirmations of this transfer undone by a reorg. */
   reversals: Generated<number>;
+  /** Migration 020: a queued transfer waits until then (null: instant, sent by the batch window). */
+  due_at: NullableTimestamp;
+  /** Migration 020: due at once when the transfers waiting for its recipient add up to this. */
+  threshold_minor: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
 }
 
 export type SettlementBatchStatus = 'planned' | 'sent' | 'confirmed' | 'failed';

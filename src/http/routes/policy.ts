@@ -3,9 +3,27 @@ import { z } from 'zod';
 import type { AnyTool } from '../../core/tool.ts';
 import { parsePolicy, PolicySchema } from '../../policy/policy-schema.ts';
 import { loadPolicy, savePolicy, type StoredPolicy } from '../../policy/store.ts';
+import {
+  loadSettlementSchedule,
+  parseSettlementSchedule,
+  presentSettlementSchedule,
+  SETTLEMENT_SCHEDULES,
+  SettlementScheduleSchema,
+  saveSettlementSchedule,
+} from '../../settlement/schedules.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
+
+const settlementScheduleResponse = z
+  .object({
+    object: z.literal('settlement_schedule'),
+    livemode: z.boolean().describe("The mode this schedule applies to (the key's)."),
+    schedule: z.enum(SETTLEMENT_SCHEDULES).describe('instant (the default), hourly, daily or threshold.'),
+    threshold: z.string().nullable().describe('For threshold: the amount owed to one address that sends it, in USDC.'),
+    updated_at: z.string().nullable().describe('When it was last set; null on the default.'),
+  })
+  .describe("The account's settlement schedule for one mode.");
 
 const policyResponse = z.object({
   object: z.literal('policy'),
@@ -35,6 +53,27 @@ export const policyOperations: ApiOperation[] = [
     scope: 'policy',
     body: PolicySchema,
     response: policyResponse,
+  },
+  {
+    method: 'GET',
+    path: '/v1/settlement_schedule',
+    operationId: 'get_settlement_schedule',
+    summary: 'Read the settlement schedule',
+    tag: 'policy',
+    scope: 'policy',
+    response: settlementScheduleResponse,
+  },
+  {
+    method: 'PUT',
+    path: '/v1/settlement_schedule',
+    operationId: 'put_settlement_schedule',
+    summary: 'Set the settlement schedule',
+    description:
+      "Sets when paid payments created from now on settle on-chain, for the key's mode: instant (default), hourly, daily or threshold. See docs/settlement.md.",
+    tag: 'policy',
+    scope: 'policy',
+    body: SettlementScheduleSchema,
+    response: settlementScheduleResponse,
   },
 ];
 
@@ -69,6 +108,17 @@ export function policyRoutes(runtime: Runtime, tools: readonly AnyTool[]): Fasti
           ),
         );
       return present(saved);
+    });
+    app.get('/v1/settlement_schedule', { config: { auth: { scope: 'policy' } } }, async (request) => {
+      const { accountId, livemode } = requestAuth(request);
+      return presentSettlementSchedule(await loadSettlementSchedule(runtime.db, { accountId, livemode }), livemode);
+    });
+    app.put('/v1/settlement_schedule', { config: { auth: { scope: 'policy' } } }, async (request) => {
+      const auth = requestAuth(request);
+      const value = parseSettlementSchedule(request.body);
+      const owner = { accountId: auth.accountId, livemode: auth.livemode };
+      const saved = await saveSettlementSchedule(runtime.db, owner, value, auth.keyId, runtime.clock.now());
+      return presentSettlementSchedule(saved, auth.livemode);
     });
   };
 }

@@ -1,0 +1,155 @@
+// Settlement schedules (docs/settlement.md, "Schedules"): when a paid payment's on-chain transfer
+// goes out. `instant` sends it with the next batch (the adaptive window in batches.ts); `hourly` and
+// `daily` hold it to the next window boundary after it was paid (UTC, epoch-aligned), so that
+// everything owed to one address in the window nets into one line of one batch; `threshold` holds
+// it until the transfers waiting for its address add up to the threshold, at the latest to the next
+// daily boundary, so money is never held longer than a day.
+
+import { z } from 'zod';
+import type { Config } from '../config/config.ts';
+import { AppError } from '../core/errors.ts';
+import { zodIssueToAppError } from '../core/validation.ts';
+import type { Db, ModeScope, PaymentRow, SettlementSchedule } from '../db/database.ts';
+import { formatMinor, SETTLEMENT_CURRENCY } from '../domain/money.ts';
+import { POLICY_AMOUNT_PATTERN, POLICY_AMOUNT_RULE, policyAmountToMinor } from '../policy/amounts.ts';
+
+export const SETTLEMENT_SCHEDULES = [
+  'instant',
+  'hourly',
+  'daily',
+  'threshold',
+] as const satisfies readonly SettlementSchedule[];
+
+/** What a payment may ask for itself; `threshold` is about many payments, so it is the account's. */
+export const PAYMENT_SETTLEMENT_SCHEDULES = ['instant', 'hourly', 'daily'] as const;
+
+const HOURS_PER_DAY = 24;
+
+/**
+ * The end of the window a payment paid at `paidAt` waits for: the next boundary strictly after it
+ * (hourly: a multiple of hourMs since the epoch, i.e. the next UTC hour; daily and threshold's cap:
+ * the next UTC midnight). null for instant: no window.
+ */
+export function windowEnd(schedule: SettlementSchedule, paidAt: Date, hourMs: number): Date | null {
+  if (schedule === 'instant') return null;
+  const length = schedule === 'hourly' ? hourMs : hourMs * HOURS_PER_DAY;
+  return new Date((Math.floor(paidAt.getTime() / length) + 1) * length);
+}
+
+/**
+ * When a payment's settlement is due, as reads show it (`settlement_due_at`): what the worker
+ * recorded when it took the payment; before that, for a paid payment, the end of its window (for
+ * instant: when it was paid, i.e. at once). A threshold payment shows its daily cap until the
+ * threshold is reached. null while unpaid.
+ */
+export function paymentSettlementDueAt(
+  config: Config,
+  row: Pick<PaymentRow, 'settlement_due_at' | 'settlement_schedule' | 'paid_at' | 'status'>,
+): Date | null {
+  if (row.settlement_due_at) return row.settlement_due_at;
+  if (row.status !== 'paid' || !row.paid_at) return null;
+  return windowEnd(row.settlement_schedule, row.paid_at, config.settlement.hourMs) ?? row.paid_at;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The account's schedule per mode: GET/PUT /v1/settlement_schedule.
+
+export const SettlementScheduleSchema = z
+  .strictObject({
+    schedule: z
+      .enum(SETTLEMENT_SCHEDULES, { error: `must be one of ${SETTLEMENT_SCHEDULES.join(', ')}` })
+      .describe(
+        'instant: settle with the next batch (seconds); hourly / daily: at the next UTC hour / midnight after the payment was paid; threshold: once what waits for a payout address reaches `threshold`, at the latest at the next UTC midnight.',
+      ),
+    threshold: z
+      .string({ error: POLICY_AMOUNT_RULE })
+      .regex(POLICY_AMOUNT_PATTERN, POLICY_AMOUNT_RULE)
+      .nullish()
+      .describe(
+        `For threshold only (and required there): the amount of ${SETTLEMENT_CURRENCY.code} owed to one address, as a decimal string in major units, e.g. "250", that sends everything waiting for it.`,
+      ),
+  })
+  .describe(
+    "The account's settlement schedule for the key's mode: when a paid payment's on-chain transfer goes out. Applies to payments created from now on; a payment may choose its own at creation.",
+  );
+
+export interface StoredSettlementSchedule {
+  schedule: SettlementSchedule;
+  /** USDC minor units, for threshold. */
+  thresholdMinor: bigint | null;
+  updatedAt: Date | null;
+}
+
+/** Validates a PUT body. Throws an invalid_request AppError naming the field. */
+export function parseSettlementSchedule(raw: unknown): { schedule: SettlementSchedule; thresholdMinor: bigint | null } {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new AppError('invalid_request', 'The request body must be a JSON object with `schedule`.');
+  }
+  const result = SettlementScheduleSchema.safeParse(raw, { reportInput: true });
+  if (!result.success) throw zodIssueToAppError(result.error.issues[0]!);
+  const { schedule, threshold } = result.data;
+  if (schedule !== 'threshold') {
+    if (threshold != null) {
+      throw new AppError('invalid_request', 'Invalid threshold: only the threshold schedule takes one.', {
+        param: 'threshold',
+      });
+    }
+    return { schedule, thresholdMinor: null };
+  }
+  const minor = threshold == null ? 0n : policyAmountToMinor(threshold);
+  if (minor <= 0n) {
+    throw new AppError(
+      'invalid_request',
+      `Invalid threshold: the threshold schedule needs an amount above 0, e.g. "250" (${SETTLEMENT_CURRENCY.code}).`,
+      { param: 'threshold' },
+    );
+  }
+  return { schedule, thresholdMinor: minor };
+}
+
+export async function loadSettlementSchedule(db: Db, owner: ModeScope): Promise<StoredSettlementSchedule> {
+  const row = await db
+    .selectFrom('settlement_schedules')
+    .selectAll()
+    .where('account_id', '=', owner.accountId)
+    .where('livemode', '=', owner.livemode)
+    .executeTakeFirst();
+  if (!row) return { schedule: 'instant', thresholdMinor: null, updatedAt: null };
+  return { schedule: row.schedule, thresholdMinor: row.threshold_minor, updatedAt: row.updated_at };
+}
+
+export async function saveSettlementSchedule(
+  db: Db,
+  owner: ModeScope,
+  value: { schedule: SettlementSchedule; thresholdMinor: bigint | null },
+  keyId: string | null,
+  at: Date,
+): Promise<StoredSettlementSchedule> {
+  const row = {
+    schedule: value.schedule,
+    threshold_minor: value.thresholdMinor,
+    updated_by_key: keyId,
+    updated_at: at,
+  };
+  await db
+    .insertInto('settlement_schedules')
+    .values({ account_id: owner.accountId, livemode: owner.livemode, ...row })
+    .onConflict((oc) => oc.columns(['account_id', 'livemode']).doUpdateSet(row))
+    .execute();
+  return { schedule: value.schedule, thresholdMinor: value.thresholdMinor, updatedAt: at };
+}
+
+export function presentSettlementSchedule(stored: StoredSettlementSchedule, livemode: boolean) {
+  return {
+    object: 'settlement_schedule' as const,
+    livemode,
+    schedule: stored.schedule,
+    threshold: stored.thresholdMinor === null ? null : thresholdText(stored.thresholdMinor),
+    updated_at: stored.updatedAt?.toISOString() ?? null,
+  };
+}
+
+/** 250000000n → "250", 1000500000n → "1000.5": the PUT form, which a GET can send back unchanged. */
+function thresholdText(minor: bigint): string {
+  return formatMinor(minor, SETTLEMENT_CURRENCY).replace(/\.?0+$/, '');
+}
