@@ -10,25 +10,40 @@
 // reaches: the benchmark measures the cost of counting, not of refusing.
 
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Request } from 'autocannon';
 import { sql } from 'kysely';
+import { createAccount } from '../src/accounts/create-account.ts';
+import { createSecretBox } from '../src/core/secret-box.ts';
 import { connectDatabase } from '../src/db/connect.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
 import type { BenchResult, BenchRow } from './run.ts';
 import {
+  CLI,
+  childEnv,
   compareLoad,
+  freePort,
   HELLO_SERVER,
   LOAD,
   type LoadResult,
   machineNote,
   type Started,
   setUpDatabase,
+  spawnServer,
   startInline,
   startPlainpay,
+  waitReady,
 } from './support.ts';
 
-/** Issue 10 targets: throughput as a share of the bare baseline's. */
-const PING_TARGET = 0.5;
-const PAYMENTS_TARGET = 0.6;
+/** Issue 15 targets: throughput as a share of the bare baseline's (and p99 on the embedded database). */
+const PING_TARGET = 0.75;
+const PAYMENTS_TARGET = 0.8;
+const EMBEDDED_PAYMENTS_TARGET = 0.5;
+const EMBEDDED_P99_TARGET_MS = 200;
+/** The embedded database is one session: measured at the connections of a small shop, not 50. */
+const EMBEDDED_CONNECTIONS = 8;
 
 /**
  * The POST baseline: fastify parses the JSON body and one pg insert (autocommit) writes a row with
@@ -61,6 +76,36 @@ app.post('/v1/payments', async (request) => {
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
 `;
 
+/**
+ * The embedded baseline: the same route and insert on PGlite, on a data dir migrated like the
+ * service's with bench_baseline added (prepared by the bench before the server starts).
+ */
+const PGLITE_INSERT_SERVER = `
+import { randomBytes } from 'node:crypto';
+import Fastify from 'fastify';
+import { PGlite } from '@electric-sql/pglite';
+const db = await PGlite.create({ dataDir: process.env.BENCH_DATA_DIR });
+const account = process.env.BENCH_ACCOUNT;
+const columns = ['id', 'account_id', 'livemode', 'status', 'amount_minor', 'currency', 'redirect_url', 'reference',
+  'merchant_name', 'description', 'webhook_url', 'payout_address', 'metadata', 'creation_hash', 'expires_at',
+  'quote_rate', 'quote_source', 'fee_bps', 'settlement_asset', 'gross_settlement_minor', 'fee_minor',
+  'settlement_minor', 'created_at', 'updated_at'];
+const text = 'insert into bench_baseline (' + columns.join(', ') + ') values (' +
+  columns.map((_, i) => '$' + (i + 1)).join(', ') + ') returning *';
+const app = Fastify({ logger: false });
+app.get('/healthz', async () => ({ ok: true }));
+app.post('/v1/payments', async (request) => {
+  const b = request.body;
+  const now = new Date();
+  const { rows } = await db.query(text, ['pay_' + randomBytes(12).toString('hex'), account, false, 'pending',
+    Math.round(b.amount * 100), b.currency, b.redirect_url, b.reference ?? null, null, b.description ?? null, null,
+    null, JSON.stringify(b.metadata ?? null), 'hash', new Date(now.getTime() + 3_600_000), '0.00065', 'sandbox',
+    100, 'USDC', 3250000, 32500, 3217500, now, now]);
+  return rows[0];
+});
+await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
+`;
+
 const PAYMENT_BODY = JSON.stringify({
   amount: 5000,
   currency: 'NGN',
@@ -70,11 +115,15 @@ const PAYMENT_BODY = JSON.stringify({
 });
 
 /** Starts the servers one by one, loads them in turns, and stops them all whatever happens. */
-async function measure(starts: Array<() => Promise<Started>>, requests: Request[][]): Promise<LoadResult[]> {
+async function measure(
+  starts: Array<() => Promise<Started>>,
+  requests: Request[][],
+  connections?: number,
+): Promise<LoadResult[]> {
   const started: Started[] = [];
   try {
     for (const start of starts) started.push(await start());
-    return await compareLoad(started.map((s, i) => ({ url: s.url, requests: requests[i]! })));
+    return await compareLoad(started.map((s, i) => ({ url: s.url, requests: requests[i]!, connections })));
   } finally {
     for (const s of started) await s.server.stop();
   }
@@ -161,6 +210,8 @@ export async function paymentsBench(): Promise<BenchResult> {
     try {
       await sql`create table bench_baseline (like payments including all)`.execute(admin.db);
       await sql`alter table bench_baseline add foreign key (account_id) references accounts (id)`.execute(admin.db);
+      // The payments trigger that fills in the schedule (migration 020) is not copied: its default.
+      await sql`alter table bench_baseline alter column settlement_schedule set default 'instant'`.execute(admin.db);
     } finally {
       await admin.close();
     }
@@ -194,12 +245,21 @@ export async function paymentsBench(): Promise<BenchResult> {
       [requests, requests, withoutKeyRequests],
     )) as [LoadResult, LoadResult, LoadResult];
 
+    const embedded = await measureEmbedded(requests);
+
     const baseline: BenchRow = { label: 'fastify + one pg insert', value: bare.rps, unit: 'req/s' };
     const [bareP50, bareP99] = latencyRows('bare insert', bare);
     const ratio = service.rps / bare.rps;
+    const pgliteBare: BenchRow = {
+      label: `fastify + one PGlite insert (${EMBEDDED_CONNECTIONS} connections)`,
+      value: embedded.bare.rps,
+      unit: 'req/s',
+    };
+    const [pgliteP50, pgliteP99] = latencyRows('PGlite insert', embedded.bare);
+    const embeddedRatio = embedded.service.rps / embedded.bare.rps;
     return {
       title:
-        'POST /v1/payments (auth, rate limit, Idempotency-Key, validation, quote, insert, in one transaction) vs a bare fastify route with one pg insert',
+        'POST /v1/payments (auth, rate limit, Idempotency-Key, validation, quote, insert) vs a bare fastify route with one pg insert; the same on the embedded database (PGlite)',
       baseline,
       rows: [
         bareP50!,
@@ -207,6 +267,16 @@ export async function paymentsBench(): Promise<BenchResult> {
         { label: 'POST /v1/payments', value: service.rps, unit: 'req/s', ratio: true },
         ...latencyRows('POST /v1/payments', service, { p50: bareP50!, p99: bareP99! }),
         { label: 'POST /v1/payments without Idempotency-Key', value: withoutKey.rps, unit: 'req/s', ratio: true },
+        pgliteBare,
+        pgliteP50!,
+        pgliteP99!,
+        {
+          label: `POST /v1/payments, embedded (× ${pgliteBare.label})`,
+          value: embedded.service.rps,
+          unit: 'req/s',
+          against: pgliteBare,
+        },
+        ...latencyRows('POST /v1/payments, embedded', embedded.service, { p50: pgliteP50!, p99: pgliteP99! }),
       ],
       notes: [
         machine,
@@ -215,19 +285,116 @@ export async function paymentsBench(): Promise<BenchResult> {
         loadNote('bare insert', bare),
         loadNote('POST /v1/payments', service),
         loadNote('POST /v1/payments without Idempotency-Key', withoutKey),
+        `embedded: plainpay serve --role api on PGlite (no DATABASE_URL) and the PGlite baseline, each on its own migrated data dir, loaded in turns like the others with ${EMBEDDED_CONNECTIONS} connections`,
+        loadNote('PGlite insert', embedded.bare),
+        loadNote('POST /v1/payments, embedded', embedded.service),
       ],
       checks: [
         {
           label: 'every request answered 2xx',
-          pass: bare.failed === 0 && service.failed === 0 && withoutKey.failed === 0,
+          pass:
+            bare.failed === 0 &&
+            service.failed === 0 &&
+            withoutKey.failed === 0 &&
+            embedded.bare.failed === 0 &&
+            embedded.service.failed === 0,
         },
         {
           label: `POST /v1/payments throughput ≥ ${PAYMENTS_TARGET * 100}% of the bare insert (${(ratio * 100).toFixed(1)}%)`,
           pass: ratio >= PAYMENTS_TARGET,
+        },
+        {
+          label: `embedded: POST /v1/payments throughput ≥ ${EMBEDDED_PAYMENTS_TARGET * 100}% of the bare PGlite insert (${(embeddedRatio * 100).toFixed(1)}%)`,
+          pass: embeddedRatio >= EMBEDDED_PAYMENTS_TARGET,
+        },
+        {
+          label: `embedded: POST /v1/payments p99 < ${EMBEDDED_P99_TARGET_MS} ms at ${EMBEDDED_CONNECTIONS} connections (${embedded.service.p99} ms)`,
+          pass: embedded.service.p99 < EMBEDDED_P99_TARGET_MS,
         },
       ],
     };
   } finally {
     await setup.database.drop();
   }
+}
+
+/**
+ * The embedded variant: `plainpay serve --role api` on PGlite (the default without DATABASE_URL)
+ * against the same bare route with one PGlite insert, each on its own data dir prepared here
+ * (migrated, one account; the baseline's with bench_baseline), loaded in turns with
+ * EMBEDDED_CONNECTIONS connections. PGlite is one session per data dir, so the dirs are separate.
+ */
+async function measureEmbedded(requests: Request[]): Promise<{ bare: LoadResult; service: LoadResult }> {
+  const root = mkdtempSync(join(tmpdir(), 'plainpay-bench-embedded-'));
+  try {
+    const masterKey = randomBytes(32).toString('base64');
+    const prepare = async (dir: string, baseline: boolean): Promise<{ accountId: string; apiKey: string }> => {
+      const handle = await connectDatabase({ kind: 'pglite', dataDir: dir });
+      try {
+        await migrateToLatest(handle.db);
+        const account = await createAccount(handle.db, createSecretBox(Buffer.from(masterKey, 'base64')), {
+          name: 'Bench merchant',
+          livemode: false,
+        });
+        if (baseline) {
+          await sql`create table bench_baseline (like payments including all)`.execute(handle.db);
+          await sql`alter table bench_baseline add foreign key (account_id) references accounts (id)`.execute(
+            handle.db,
+          );
+          await sql`alter table bench_baseline alter column settlement_schedule set default 'instant'`.execute(
+            handle.db,
+          );
+        }
+        return { accountId: account.account, apiKey: account.api_key };
+      } finally {
+        await handle.close();
+      }
+    };
+    const serviceDir = join(root, 'service');
+    const bareDir = join(root, 'bare');
+    // plainpay keeps its database in <PLAINPAY_DATA_DIR>/pgdata (config.ts).
+    const service = await prepare(join(serviceDir, 'pgdata'), false);
+    const bare = await prepare(bareDir, true);
+    const serviceRequests = requests.map((r) => ({
+      ...r,
+      headers: { ...r.headers, authorization: `Bearer ${service.apiKey}` },
+    }));
+    const [bareResult, serviceResult] = (await measure(
+      [
+        () => startInline(PGLITE_INSERT_SERVER, '/healthz', { BENCH_DATA_DIR: bareDir, BENCH_ACCOUNT: bare.accountId }),
+        () => startEmbedded(serviceDir, masterKey),
+      ],
+      [requests, serviceRequests],
+      EMBEDDED_CONNECTIONS,
+    )) as [LoadResult, LoadResult];
+    return { bare: bareResult, service: serviceResult };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** `plainpay serve --role api` on the embedded database in `dataDir`, ready when /readyz answers 200. */
+async function startEmbedded(dataDir: string, masterKey: string): Promise<Started> {
+  const [port, checkoutPort] = [await freePort(), await freePort()];
+  const server = spawnServer(
+    [CLI, 'serve', '--role', 'api'],
+    childEnv({
+      PLAINPAY_DATA_DIR: dataDir,
+      PLAINPAY_MASTER_KEY: masterKey,
+      DEMO_ACCOUNT: '0',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      CHECKOUT_PORT: String(checkoutPort),
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: '1000000',
+    }),
+  );
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitReady(`${url}/readyz`, server);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return { url, server };
 }

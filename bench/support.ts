@@ -164,6 +164,8 @@ export interface LoadResult {
 export interface LoadTarget {
   url: string;
   requests: Request[];
+  /** Concurrent connections; LOAD.connections unless given. */
+  connections?: number;
 }
 
 /**
@@ -172,7 +174,12 @@ export interface LoadTarget {
  * milliseconds, too coarse for a hello-world); only 2xx responses count, as in autocannon.
  */
 export async function compareLoad(targets: readonly LoadTarget[]): Promise<LoadResult[]> {
-  const options = (t: LoadTarget) => ({ url: t.url, connections: LOAD.connections, requests: t.requests, timeout: 10 });
+  const options = (t: LoadTarget) => ({
+    url: t.url,
+    connections: t.connections ?? LOAD.connections,
+    requests: t.requests,
+    timeout: 10,
+  });
   for (const target of targets) await autocannon({ ...options(target), duration: LOAD.warmupS });
   const acc = targets.map(() => ({ times: new Float64Array(1 << 20), count: 0, total: 0, failed: 0 }));
   for (let round = 0; round < LOAD.rounds; round++) {

@@ -11,8 +11,14 @@ import type { Database } from './database.ts';
  * 018) in the transaction that made the change, so it is delivered only if that change committed.
  */
 export const NOTIFICATION_CHANNELS = {
-  /** Every events row inserted; payload `<type> <object_id>` (payment.paid, payout.created, …). */
+  /** Every events row inserted; payload `<type> <object_id>` (payment.paid, payout.settled, …). */
   events: 'plainpay_events',
+  /** An API key changed in a way that matters to auth (migration 021); payload the key's id. */
+  apiKeys: 'plainpay_api_keys',
+  /** A transfer was queued (migration 022): the settlement worker has work. Payload ''. */
+  settlement: 'plainpay_settlement',
+  /** A webhook delivery became due sooner (new, redelivered, retry brought forward; migration 022). Payload ''. */
+  deliveries: 'plainpay_deliveries',
 } as const;
 
 export type NotificationChannel = (typeof NOTIFICATION_CHANNELS)[keyof typeof NOTIFICATION_CHANNELS];

@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { AppError } from '../core/errors.ts';
 import type { AgentModel } from '../agent/model.ts';
 import type { Runtime } from '../runtime.ts';
-import { authenticate, type KeyLookups, requireScope } from './plugins/auth.ts';
+import { authenticate, requireScope } from './plugins/auth.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from './plugins/errors.ts';
 import { installGracefulStop } from './graceful-stop.ts';
 import { TOOLS } from '../../tools/registry.ts';
@@ -88,12 +88,11 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   });
 
   const touched = new Map<string, number>();
-  const lookups: KeyLookups = new Map();
   app.addHook('onRequest', async (request, reply) => {
     reply.header('Request-Id', request.id);
     const authConfig = request.routeOptions.config.auth;
     if (!authConfig) return;
-    const auth = await authenticate(runtime, request.headers.authorization, touched, lookups);
+    const auth = await authenticate(runtime, request.headers.authorization, touched);
     request.auth = auth;
     const decision = await runtime.rateLimiter.hit(auth.keyId, runtime.clock.now().getTime());
     reply.header('RateLimit-Policy', `"per-key";q=${decision.limit};w=1`);

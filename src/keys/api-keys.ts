@@ -98,6 +98,21 @@ export async function issueApiKey(
   return { ...presentApiKey(row), secret: generated.secret };
 }
 
+const keyChangeListeners = new Set<(keyId: string) => void>();
+
+/**
+ * Calls `listener` with a key's id when this process revokes it or shortens its life (a rotation),
+ * once the change is written: the key cache (http/plugins/auth.ts) drops it at once, without
+ * waiting for the notification that tells every process (migration 021).
+ */
+export function onApiKeyChanged(listener: (keyId: string) => void): void {
+  keyChangeListeners.add(listener);
+}
+
+function announceKeyChange(keyId: string): void {
+  for (const listener of keyChangeListeners) listener(keyId);
+}
+
 /** The key doing the managing (an API key on POST /keys…, or the key signed in on the dashboard). */
 export interface KeyManager {
   accountId: string;
@@ -202,6 +217,7 @@ export async function revokeAccountApiKey(
   if (manager) assertCanManage(manager, await getAccountApiKey(db, accountId, keyId, manager));
   const row = await revokeApiKey(db, ownerOf(accountId, manager), keyId, now);
   if (!row) throw new AppError('not_found', `No API key with id '${keyId}'.`, { param: 'id' });
+  announceKeyChange(row.id);
   return presentApiKey(row);
 }
 
@@ -231,6 +247,7 @@ export async function rotateAccountApiKey(
     createdByKey: manager.keyId,
   });
   await expireApiKeyAt(db, old.id, new Date(input.now.getTime() + input.oldKeyExpiresInMinutes * 60_000));
+  announceKeyChange(old.id);
   const refreshed = await getAccountApiKey(db, manager.accountId, old.id, manager);
   return { new_key: issued, old_key: presentApiKey(refreshed) };
 }

@@ -3,6 +3,8 @@ import { AppError } from '../../core/errors.ts';
 import type { ApiKeyRow } from '../../db/database.ts';
 import { findApiKeyByHash, touchApiKey } from '../../db/repositories/api-keys.ts';
 import { type ApiKeyScope, hashApiKey, parseApiKey } from '../../domain/api-key-secret.ts';
+import { NOTIFICATION_CHANNELS, noNotifications } from '../../db/notifications.ts';
+import { onApiKeyChanged } from '../../keys/api-keys.ts';
 import type { Runtime } from '../../runtime.ts';
 
 /** Who is calling: the key's account, mode and scopes. Every tool call carries one. */
@@ -21,23 +23,129 @@ const INVALID_KEY_MESSAGE =
   'Invalid API key provided. Check the key, or create a new one with POST /keys or on the dashboard.';
 /** last_used_at is a hint for humans: writing it at most once a minute keeps auth read-only. */
 const TOUCH_INTERVAL_MS = 60_000;
-
 /**
- * Key lookups in flight, by key hash. Requests with the same key that arrive while its lookup is
- * running share that lookup instead of queueing one query each (bench/http.ts: with one query per
- * request, GET /v1/ping reached 12% of a hello-world's throughput). Nothing is kept once the query
- * returns: a revoked or changed key is seen by every lookup started after the change committed, so
- * the most a request can miss is a change that commits while the lookup it joined is running (a
- * millisecond or so, the same race as a request whose own query is in flight). No cache, no TTL.
+ * How long a key row read from the database is used without reading it again. Changes reach the
+ * cache sooner, by notification (KeyCache); this bounds what a lost notification can cost.
  */
+export const KEY_CACHE_TTL_MS = 1_000;
+/** Past this many keys the cache starts over: memory stays bounded whatever keys are presented. */
+const KEY_CACHE_MAX = 10_000;
+
+interface CachedKey {
+  row: ApiKeyRow;
+  /** performance.now() when it was read: the TTL is real time, whatever clock the runtime runs on. */
+  readAt: number;
+}
+
+/** Key lookups in flight, by key hash: requests that miss while one runs share its query. */
 export type KeyLookups = Map<string, Promise<ApiKeyRow | undefined>>;
 
-/** Starts the lookup of a key, shared with the requests that arrive while it runs. */
-function sharedLookup(runtime: Runtime, lookups: KeyLookups | undefined, hash: string): Promise<ApiKeyRow | undefined> {
-  if (!lookups) return findApiKeyByHash(runtime.db, hash);
-  const lookup = findApiKeyByHash(runtime.db, hash).finally(() => lookups.delete(hash));
-  lookups.set(hash, lookup);
-  return lookup;
+/**
+ * API key rows by key hash, so that a request with a known key makes no query (bench/http.ts
+ * `ping`); on the embedded database only (see the constructor). A change to a key reaches the
+ * cache at once: the trigger of
+ * migration 021 notifies `plainpay_api_keys` with the key's id when anything but last_used_at
+ * changes (a revoke, a rotation's expiry, new scopes), and the entry is dropped when the
+ * notification arrives; a process whose listening connection was lost drops everything when it is
+ * back (payload ''). Revokes and rotations made in this process drop it before they return
+ * (onApiKeyChanged). Nothing is cached until the LISTEN is in place, and a row read while a change
+ * was announced is not kept. KEY_CACHE_TTL_MS is the safety net. Unknown keys are not cached (a
+ * key created a moment later must work at once); revoked and expired ones may be, since neither
+ * comes back. Requests that miss while a lookup of the same key runs share that query.
+ */
+export class KeyCache {
+  private readonly rows = new Map<string, CachedKey>();
+  private readonly hashById = new Map<string, string>();
+  private readonly inFlight: KeyLookups = new Map();
+  /** Counts announced changes: a lookup that saw one while it ran does not keep its row. */
+  private changes = 0;
+  private listening = false;
+
+  constructor(private readonly runtime: Runtime) {
+    // A database opened without notifications (a stub) is read on every request. So is Postgres
+    // for now: its notification arrives on another connection than the write's reply, so a request
+    // right after a change this process committed could still be answered from the cache
+    // (test/auth.test.ts, an expiry written straight to the table). PGlite hears its notifications
+    // before the write returns.
+    if (!runtime.notifications || runtime.notifications === noNotifications || runtime.dbKind !== 'pglite') return;
+    runtime.notifications
+      .listen(NOTIFICATION_CHANNELS.apiKeys, (keyId) => this.changed(keyId))
+      .then(() => {
+        this.listening = true;
+      })
+      .catch((error: unknown) => runtime.logger.warn({ err: error }, 'API keys are not cached: no notifications'));
+    liveCaches.add(new WeakRef(this));
+  }
+
+  /** The row of a key by its hash: cached, joined to the running lookup, or read. */
+  find(hash: string, inFlight: KeyLookups = this.inFlight): Promise<ApiKeyRow | undefined> {
+    const cached = this.rows.get(hash);
+    if (cached && performance.now() - cached.readAt < KEY_CACHE_TTL_MS) {
+      return Promise.resolve(cached.row);
+    }
+    return inFlight.get(hash) ?? this.read(hash, inFlight);
+  }
+
+  /** Whether this hash is cached or being looked up (whoever started that checked the key's format). */
+  knows(hash: string, inFlight: KeyLookups = this.inFlight): boolean {
+    return this.rows.has(hash) || inFlight.has(hash);
+  }
+
+  private read(hash: string, inFlight: KeyLookups): Promise<ApiKeyRow | undefined> {
+    const changesBefore = this.changes;
+    const lookup = findApiKeyByHash(this.runtime.db, hash)
+      .then((row) => {
+        if (row && this.listening && this.changes === changesBefore) this.keep(hash, row);
+        return row;
+      })
+      .finally(() => inFlight.delete(hash));
+    inFlight.set(hash, lookup);
+    return lookup;
+  }
+
+  private keep(hash: string, row: ApiKeyRow): void {
+    if (this.rows.size >= KEY_CACHE_MAX && !this.rows.has(hash)) this.forgetAll();
+    this.rows.set(hash, { row, readAt: performance.now() });
+    this.hashById.set(row.id, hash);
+  }
+
+  changed(keyId: string): void {
+    this.changes += 1;
+    if (keyId === '') {
+      this.forgetAll();
+      return;
+    }
+    const hash = this.hashById.get(keyId);
+    if (hash === undefined) return;
+    this.hashById.delete(keyId);
+    this.rows.delete(hash);
+  }
+
+  private forgetAll(): void {
+    this.rows.clear();
+    this.hashById.clear();
+  }
+}
+
+const keyCaches = new WeakMap<Runtime, KeyCache>();
+/** Every cache of this process, told of the revokes and rotations made here before they return. */
+const liveCaches = new Set<WeakRef<KeyCache>>();
+onApiKeyChanged((keyId) => {
+  for (const ref of liveCaches) {
+    const cache = ref.deref();
+    if (cache) cache.changed(keyId);
+    else liveCaches.delete(ref);
+  }
+});
+
+/** One key cache per runtime: the API host, the dashboard's sign-in and MCP share it. */
+export function keyCacheOf(runtime: Runtime): KeyCache {
+  let cache = keyCaches.get(runtime);
+  if (!cache) {
+    cache = new KeyCache(runtime);
+    keyCaches.set(runtime, cache);
+  }
+  return cache;
 }
 
 /**
@@ -49,6 +157,7 @@ export async function authenticate(
   runtime: Runtime,
   header: string | undefined,
   touched: Map<string, number>,
+  /** Lookups in flight to share instead of the cache's own (tests watch them). */
   lookups?: KeyLookups,
 ): Promise<AuthContext> {
   const presented = extractBearer(header);
@@ -60,11 +169,11 @@ export async function authenticate(
       headers: { 'WWW-Authenticate': 'Bearer realm="plainpay", error="invalid_token"' },
     });
   const hash = hashApiKey(presented);
-  // Joining a lookup in flight skips the format check (a second SHA-256): the request that started
-  // it passed that check with the same key, since it has the same hash.
-  const running = lookups?.get(hash);
-  if (!running && !parseApiKey(presented).ok) throw invalid();
-  const key = await (running ?? sharedLookup(runtime, lookups, hash));
+  const keys = keyCacheOf(runtime);
+  // A key cached or being looked up skips the format check (a second SHA-256): whoever read it
+  // passed that check with the same key, since it has the same hash.
+  if (!keys.knows(hash, lookups) && !parseApiKey(presented).ok) throw invalid();
+  const key = await keys.find(hash, lookups);
   const now = runtime.clock.now();
   if (!key || key.revoked_at || (key.expires_at && key.expires_at <= now)) throw invalid();
 
