@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from './core/logger.ts';
 import type { Runtime } from './runtime.ts';
-import { MAX_BACKOFF_MS, passFailures, pollingJob } from './worker-job.ts';
+import { MAX_BACKOFF_MS, passFailures, pollingJob, wakeOnNotifications, wakeup } from './worker-job.ts';
 
 function capturedLogger() {
   const lines: Array<{ level: number; msg: string; retryInMs?: number }> = [];
@@ -80,5 +80,76 @@ describe('passFailures: the wait after each failure in a row', () => {
     const { logger } = capturedLogger();
     const failures = passFailures('test', 30_000, logger);
     expect(failures.failed(refused())).toBe(30_000);
+  });
+});
+
+describe('waking a sleeping job', () => {
+  /** A runtime whose notifications are delivered by hand. */
+  function notifyingRuntime() {
+    const listeners = new Map<string, Array<(payload: string) => void>>();
+    const runtime = {
+      logger: capturedLogger().logger,
+      notifications: {
+        async listen(channel: string, onNotify: (payload: string) => void) {
+          listeners.set(channel, [...(listeners.get(channel) ?? []), onNotify]);
+          return async () => {};
+        },
+        async close() {},
+      },
+    } as unknown as Runtime;
+    const notify = (channel: string, payload: string): void => {
+      for (const onNotify of listeners.get(channel) ?? []) onNotify(payload);
+    };
+    return { runtime, notify, listening: () => listeners.size > 0 };
+  }
+
+  it('a 10-minute sleep ends at once on a matching notification, and on the reconnect payload', async () => {
+    const { runtime, notify, listening } = notifyingRuntime();
+    const sleeper = wakeup();
+    const woken: string[] = [];
+    const unlisten = wakeOnNotifications(
+      runtime,
+      'test',
+      [{ channel: 'plainpay_events', accepts: (payload) => payload.startsWith('payment.paid ') }],
+      () => {
+        woken.push('wake');
+        sleeper.wake();
+      },
+    );
+    await until(listening);
+    notify('plainpay_events', 'payment.expired pay_1');
+    expect(woken).toEqual([]);
+    let slept = false;
+    const sleeping = sleeper.sleep(600_000).then(() => {
+      slept = true;
+    });
+    notify('plainpay_events', 'payment.paid pay_2');
+    await until(() => slept);
+    await sleeping;
+    // After a lost LISTEN connection comes back ('') a job always looks: notifications were missed.
+    notify('plainpay_events', '');
+    expect(woken).toEqual(['wake', 'wake']);
+    await unlisten();
+  });
+
+  it('a wake while no one sleeps is kept: the next sleep returns at once', async () => {
+    const sleeper = wakeup();
+    sleeper.wake();
+    let slept = false;
+    void sleeper.sleep(600_000).then(() => {
+      slept = true;
+    });
+    await until(() => slept);
+  });
+
+  it('the wait a pass returns replaces the poll interval', async () => {
+    let passes = 0;
+    const job = pollingJob('test', 600_000, async () => {
+      passes += 1;
+      return 1;
+    });
+    const stop = job({ logger: capturedLogger().logger } as unknown as Runtime);
+    await until(() => passes >= 3);
+    await stop();
   });
 });

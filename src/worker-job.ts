@@ -1,5 +1,6 @@
 import { isConnectionFailure } from './core/errors.ts';
 import type { Logger } from './core/logger.ts';
+import type { NotificationChannel } from './db/notifications.ts';
 import type { Runtime } from './runtime.ts';
 
 /**
@@ -12,34 +13,119 @@ export type WorkerJob = (runtime: Runtime) => () => Promise<void>;
 export const MAX_BACKOFF_MS = 10_000;
 
 /**
- * A job that runs `pass` every `pollMs`, one pass at a time; `pass` is told when the job is
- * stopping (to end a loop of full batches early). A failed pass is retried after a back-off that
+ * How long an idle job that is woken by notifications waits before it looks for work anyway. A
+ * notification is a hint and can be lost (a dropped LISTEN connection, a runtime without
+ * notifications, a row written behind the service's back): this is the most that costs.
+ */
+export const SAFETY_POLL_MS = 10_000;
+
+/**
+ * A job's sleep between passes that a notification can cut short. A wake that comes while no one
+ * sleeps (the job is in a pass, which may have read the database before the change) is kept: the
+ * next sleep returns at once, so a change is never left waiting for the safety poll.
+ */
+export interface Wakeup {
+  sleep(ms: number): Promise<void>;
+  wake(): void;
+}
+
+export function wakeup(): Wakeup {
+  let pending = false;
+  let cut: (() => void) | undefined;
+  return {
+    wake() {
+      pending = true;
+      cut?.();
+    },
+    sleep(ms) {
+      if (pending) {
+        pending = false;
+        return Promise.resolve();
+      }
+      return new Promise((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          cut = undefined;
+          pending = false;
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        cut = done;
+      });
+    },
+  };
+}
+
+/** A notification that means a job may have work: a channel, and optionally which payloads count. */
+export interface WakeSource {
+  channel: NotificationChannel;
+  /** Only payloads it accepts wake the job; '' (sent after a lost LISTEN connection came back) always does. */
+  accepts?: (payload: string) => boolean;
+}
+
+/**
+ * LISTENs on each source and calls wake on a matching notification; returns the unsubscribe. A
+ * LISTEN that cannot be set up is logged and left to the job's safety poll.
+ */
+export function wakeOnNotifications(
+  runtime: Pick<Runtime, 'notifications' | 'logger'>,
+  name: string,
+  sources: readonly WakeSource[],
+  wake: () => void,
+): () => Promise<void> {
+  const subscriptions = sources.map(({ channel, accepts }) =>
+    runtime.notifications
+      .listen(channel, (payload) => {
+        if (payload === '' || accepts === undefined || accepts(payload)) wake();
+      })
+      .catch((error: unknown) => {
+        runtime.logger.warn({ err: error, channel }, `${name} job cannot listen for notifications; it polls instead`);
+        return async () => {};
+      }),
+  );
+  return async () => {
+    await Promise.all(subscriptions.map(async (subscribed) => (await subscribed)()));
+  };
+}
+
+/** How long a job waits before its next pass: until `dueAt` (read against `now`), at most `capMs`. */
+export function untilDue(dueAt: Date | null | undefined, now: Date, capMs: number): number {
+  if (!dueAt) return capMs;
+  return Math.max(0, Math.min(capMs, dueAt.getTime() - now.getTime()));
+}
+
+/**
+ * A job that runs `pass` one at a time: the next pass comes `pollMs` after one ends, or after the
+ * wait the pass returns (in ms: until the next thing it knows is due). `pass` is told when the job
+ * is stopping (to end a loop of full batches early). A failed pass is retried after a back-off that
  * doubles with each failure in a row (passFailures). Stopping waits for the pass under way.
  */
 export function pollingJob(
   name: string,
   pollMs: number,
-  pass: (runtime: Runtime, stopping: () => boolean) => Promise<void>,
+  /** Resolves to the wait before the next pass in ms; anything else (nothing) means pollMs. */
+  pass: (runtime: Runtime, stopping: () => boolean) => Promise<unknown>,
 ): WorkerJob {
   return (runtime) => {
     let stopped = false;
-    let timer: NodeJS.Timeout | undefined;
-    let running: Promise<void> = Promise.resolve();
+    const sleeper = wakeup();
     const failures = passFailures(name, pollMs, runtime.logger);
-    const tick = async (): Promise<void> => {
-      let delay = pollMs;
-      try {
-        await pass(runtime, () => stopped);
-        failures.succeeded();
-      } catch (error) {
-        delay = failures.failed(error);
+    const running = (async () => {
+      while (!stopped) {
+        let delay = pollMs;
+        try {
+          const wait = await pass(runtime, () => stopped);
+          delay = typeof wait === 'number' ? wait : pollMs;
+          failures.succeeded();
+        } catch (error) {
+          delay = failures.failed(error);
+        }
+        if (!stopped) await sleeper.sleep(delay);
       }
-      if (!stopped) timer = setTimeout(() => (running = tick()), delay);
-    };
-    running = tick();
+    })();
     return async () => {
       stopped = true;
-      clearTimeout(timer);
+      sleeper.wake();
       await running;
     };
   };

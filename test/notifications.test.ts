@@ -40,7 +40,7 @@ describe('database notifications', () => {
         await insertEvent(trx, {
           accountId,
           livemode: false,
-          type: 'payment.created',
+          type: 'payment.paid',
           objectId: rolledBack,
           data: {},
           webhookUrl: null,
@@ -54,13 +54,13 @@ describe('database notifications', () => {
       insertEvent(trx, {
         accountId,
         livemode: false,
-        type: 'payment.created',
+        type: 'payment.paid',
         objectId: committed,
         data: {},
         webhookUrl: null,
         createdAt: runtime.clock.now(),
       }),
     );
-    expect(await heard).toEqual([`payment.created ${committed}`]);
+    expect(await heard).toEqual([`payment.paid ${committed}`]);
   });
 });

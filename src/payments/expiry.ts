@@ -3,11 +3,19 @@ import { pruneIdempotencyRecords } from '../db/repositories/idempotency.ts';
 import { transitionPayment } from '../db/repositories/payments.ts';
 import { CONFIRMATION_EXPIRY_BATCH, expireDueConfirmations } from '../policy/confirmations.ts';
 import type { Runtime } from '../runtime.ts';
-import { pollingJob, type WorkerJob } from '../worker-job.ts';
+import { pollingJob, SAFETY_POLL_MS, untilDue, type WorkerJob } from '../worker-job.ts';
 import { presentPayment } from './present.ts';
 
 const BATCH = 100;
-const POLL_MS = 1000;
+/**
+ * The longest the job sleeps. It sleeps until the next pending payment or held action lapses, so
+ * this only bounds how late it notices one created meanwhile: shorter than the shortest ttl (1
+ * minute for payments, 15 for held actions), so each still expires on time.
+ */
+const MAX_SLEEP_MS = SAFETY_POLL_MS;
+const MIN_SLEEP_MS = 100;
+/** Pruning is housekeeping: at most this often, not on every pass. */
+const PRUNE_EVERY_MS = 10 * 60_000;
 /** Idempotency keys are promised for 24 h; we keep them 48 h before pruning. */
 const IDEMPOTENCY_RETENTION_MS = 48 * 3600_000;
 
@@ -49,15 +57,47 @@ export async function expireDuePayments(runtime: Runtime, now: Date = runtime.cl
   });
 }
 
-export const expiryJob: WorkerJob = pollingJob('expiry', POLL_MS, async (runtime, stopping) => {
-  while (!stopping() && (await expireDuePayments(runtime)) === BATCH) {
-    // A full batch: more are due, keep going.
-  }
-  while (
-    !stopping() &&
-    (await expireDueConfirmations(runtime.db, runtime.config, runtime.clock.now())) === CONFIRMATION_EXPIRY_BATCH
-  ) {
-    // Likewise for held actions that lapsed (action.expired).
-  }
-  await pruneIdempotencyRecords(runtime.db, new Date(runtime.clock.now().getTime() - IDEMPOTENCY_RETENTION_MS));
-});
+/** When the next pending payment or held action lapses; null when none is pending. */
+async function nextLapse(runtime: Runtime): Promise<Date | null> {
+  const [payment, confirmation] = await Promise.all([
+    runtime.db
+      .selectFrom('payments')
+      .select('expires_at')
+      .where('status', '=', 'pending')
+      .orderBy('expires_at')
+      .limit(1)
+      .executeTakeFirst(),
+    runtime.db
+      .selectFrom('confirmations')
+      .select('expires_at')
+      .where('status', '=', 'pending')
+      .orderBy('expires_at')
+      .limit(1)
+      .executeTakeFirst(),
+  ]);
+  const times = [payment?.expires_at, confirmation?.expires_at].filter((t): t is Date => t !== undefined);
+  return times.length === 0 ? null : new Date(Math.min(...times.map((t) => t.getTime())));
+}
+
+/** Sleeps until the next lapse (at most MAX_SLEEP_MS); nothing else wakes it. */
+export const expiryJob: WorkerJob = (runtime) => {
+  let prunedAt = Number.NEGATIVE_INFINITY;
+  return pollingJob('expiry', MAX_SLEEP_MS, async (rt, stopping) => {
+    while (!stopping() && (await expireDuePayments(rt)) === BATCH) {
+      // A full batch: more are due, keep going.
+    }
+    while (
+      !stopping() &&
+      (await expireDueConfirmations(rt.db, rt.config, rt.clock.now())) === CONFIRMATION_EXPIRY_BATCH
+    ) {
+      // Likewise for held actions that lapsed (action.expired).
+    }
+    const now = rt.clock.now();
+    if (now.getTime() - prunedAt >= PRUNE_EVERY_MS) {
+      await pruneIdempotencyRecords(rt.db, new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS));
+      prunedAt = now.getTime();
+    }
+    // At least a moment: a lapsed row another worker holds (SKIP LOCKED) must not make this one spin.
+    return Math.max(MIN_SLEEP_MS, untilDue(await nextLapse(rt), rt.clock.now(), MAX_SLEEP_MS));
+  })(runtime);
+};

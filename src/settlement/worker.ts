@@ -5,14 +5,18 @@
 //      for the chain: re-check confirmed batches for reorgs (reorgs.ts), repair nonce gaps
 //      (nonces.ts), follow sent batches (confirm / fail / re-broadcast / fee bump), plan batches
 //      from queued transfers (netted), sign-store-broadcast planned batches.
+// While on-chain work is in flight the loop turns every pollIntervalMs (a busy turn goes again at
+// once); with none it sleeps until a paid payment or a queued transfer is announced (notifications),
+// the next held transfer falls due, or idlePollMs passes (a lost notification costs no more).
 // Beside the loop, a timer raises the stuck-batch alarm from the database alone.
 // Coordination is only row locks, compare-and-set and unique constraints in Postgres; a worker
 // killed at any point leaves nothing another worker cannot finish.
 
 import { sql } from 'kysely';
 import type { Runtime } from '../runtime.ts';
-import { passFailures, type WorkerJob } from '../worker-job.ts';
-import { planBatches, replanBatchesFromGoneChains } from './batches.ts';
+import { NOTIFICATION_CHANNELS } from '../db/notifications.ts';
+import { passFailures, SAFETY_POLL_MS, untilDue, wakeOnNotifications, wakeup, type WorkerJob } from '../worker-job.ts';
+import { nextSettlementDueAt, planBatches, replanBatchesFromGoneChains } from './batches.ts';
 import { checkStuckBatches, verifyChainIdentity } from './chain-health.ts';
 import {
   type ChainIdentity,
@@ -33,6 +37,11 @@ export interface SettlementWorkerOptions extends Partial<SettlementOptions> {
   handlers?: TransferHandlers;
   /** Lease holder id; default host:pid:random. */
   holder?: string;
+  /**
+   * The longest the loop sleeps with no on-chain work in flight (it is woken by a payment.paid event
+   * or a queued transfer, and at the next held transfer's due time). Default SAFETY_POLL_MS.
+   */
+  idlePollMs?: number;
 }
 
 export interface SettlementWorker {
@@ -41,7 +50,7 @@ export interface SettlementWorker {
 }
 
 export function startSettlementWorker(runtime: Runtime, options: SettlementWorkerOptions = {}): SettlementWorker {
-  const { handlers, holder, ...tunables } = options;
+  const { handlers, holder, idlePollMs = SAFETY_POLL_MS, ...tunables } = options;
   const ctx: SettlementContext = {
     db: runtime.db,
     config: runtime.config,
@@ -55,7 +64,8 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
   let session: ChainSession | undefined;
   let testModeOnChain: boolean | undefined;
 
-  const turn = async (): Promise<boolean> => {
+  /** One turn; resolves to how long to wait before the next (0: it did something, go again). */
+  const turn = async (): Promise<number> => {
     const taken = await settlePaidPayments({
       db: ctx.db,
       config: ctx.config,
@@ -67,7 +77,12 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
         return testModeOnChain;
       },
     });
-    if (!(await hasChainWork(ctx))) return taken > 0;
+    const work = await chainWork(ctx);
+    // For a turn that did nothing: in-flight work is looked at again soon; otherwise the loop sleeps
+    // until the next held transfer is due, or idles.
+    const idle = (): number =>
+      taken > 0 ? 0 : work.active ? ctx.options.pollIntervalMs : untilDue(work.nextDueAt, ctx.clock.now(), idlePollMs);
+    if (!work.active) return idle();
 
     const conn = await runtime.chain();
     const head = await readHead(conn);
@@ -94,7 +109,7 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
               'chain identity: the node serves another chain; settlement refuses to sign or broadcast',
             );
           }
-          return taken > 0;
+          return idle();
         }
         lastRefusal = undefined;
         identity = observed;
@@ -102,7 +117,7 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
       }
       session = await openChainSession(ctx.db, conn, identity);
     }
-    if (!(await acquireRelayerLease(ctx, session))) return taken > 0;
+    if (!(await acquireRelayerLease(ctx, session))) return idle();
     await replanBatchesFromGoneChains(ctx, session);
     let reverted = 0;
     if (head.hash !== watchedHead.get(session.key)) {
@@ -116,7 +131,7 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
     const ended = await trackSentBatches(ctx, session);
     const planned = await planBatches(ctx, session);
     const sent = await sendPlannedBatches(ctx, session);
-    return taken > 0 || reverted > 0 || repaired > 0 || ended > 0 || planned > 0 || sent > 0;
+    return reverted > 0 || repaired > 0 || ended > 0 || planned > 0 || sent > 0 ? 0 : idle();
   };
 
   let identity: ChainIdentity | undefined;
@@ -148,55 +163,71 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
   stuckTimer.unref();
 
   let stopping = false;
-  let wake: (() => void) | undefined;
+  const sleeper = wakeup();
+  const unlisten = wakeOnNotifications(
+    runtime,
+    'settlement',
+    [
+      // A payment to take in. Its intake queues the transfer, so settling it never waits a poll.
+      { channel: NOTIFICATION_CHANNELS.events, accepts: (payload) => payload.startsWith('payment.paid ') },
+      // A transfer queued by anyone else (a payout, a split leg).
+      { channel: NOTIFICATION_CHANNELS.settlement },
+    ],
+    sleeper.wake,
+  );
   const loop = (async () => {
     // Back-off, and one line per outage of the database or the node rather than one per turn.
     const failures = passFailures('settlement', ctx.options.pollIntervalMs, ctx.logger);
     while (!stopping) {
       let delay: number;
       try {
-        const busy = await turn();
+        delay = await turn();
         failures.succeeded();
-        delay = busy ? 0 : ctx.options.pollIntervalMs;
       } catch (error) {
         delay = failures.failed(error);
       }
       if (stopping) break;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, delay);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      wake = undefined;
+      await sleeper.sleep(delay);
     }
     clearInterval(stuckTimer);
+    await unlisten();
     if (session) await releaseRelayerLease(ctx, session).catch(() => {});
   })();
 
   return {
     async stop() {
       stopping = true;
-      wake?.();
+      sleeper.wake();
       await loop;
     },
   };
 }
 
-async function hasChainWork(ctx: SettlementContext): Promise<boolean> {
-  // Confirmed batches inside their finality window are work too: the reorg watch re-checks them.
-  // Only those of the chain settlement signs for (a chain adopted away is no longer watched), and of
-  // in-process devnets (finalized at confirmation; an older one's are closed out by the first turn).
-  const row = await sql<{ work: boolean }>`
-    select exists (select 1 from transfers where status in ('queued', 'batched', 'sent'))
-        or exists (select 1 from settlement_batches b
-                    where b.status = 'confirmed' and b.finalized_at is null
-                      and (b.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current')
-                           or exists (select 1 from chains c where c.chain_key = b.chain_key and c.ephemeral))) as work`.execute(
-    ctx.db,
-  );
-  return row.rows[0]?.work === true;
+/**
+ * What the chain side has to do. Active: instant transfers to plan, batches to send or follow,
+ * confirmed batches inside their finality window (the reorg watch re-checks them): the loop keeps
+ * turning. Transfers held by a schedule (hourly, daily, threshold) are not: the loop sleeps until
+ * the first falls due (nextDueAt).
+ */
+async function chainWork(ctx: SettlementContext): Promise<{ active: boolean; nextDueAt: Date | null }> {
+  // Confirmed batches: only those of the chain settlement signs for (a chain adopted away is no longer
+  // watched), and of in-process devnets (finalized at confirmation; an older one's are closed out by
+  // the first turn).
+  const [row, nextDueAt] = await Promise.all([
+    sql<{ active: boolean }>`
+      select exists (select 1 from transfers where status in ('batched', 'sent'))
+          or exists (select 1 from transfers where status = 'queued' and due_at is null)
+          or exists (select 1 from settlement_batches b
+                      where b.status = 'confirmed' and b.finalized_at is null
+                        and (b.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current')
+                             or exists (select 1 from chains c where c.chain_key = b.chain_key and c.ephemeral))) as active`.execute(
+      ctx.db,
+    ),
+    nextSettlementDueAt(ctx.db),
+  ]);
+  // A held transfer due now is active work (compared on the runtime clock, which computed due_at).
+  const heldDue = nextDueAt !== null && nextDueAt.getTime() <= ctx.clock.now().getTime();
+  return { active: row.rows[0]?.active === true || heldDue, nextDueAt };
 }
 
 /** The worker job for `plainpay serve` (all roles, or --role worker). */

@@ -11,7 +11,8 @@ import {
   recordAttemptResult,
 } from '../db/repositories/webhook-deliveries.ts';
 import type { Runtime } from '../runtime.ts';
-import { passFailures } from '../worker-job.ts';
+import { NOTIFICATION_CHANNELS } from '../db/notifications.ts';
+import { passFailures, SAFETY_POLL_MS, untilDue, wakeOnNotifications, wakeup } from '../worker-job.ts';
 import { type DeliveryResult, postWebhook, WEBHOOK_TIMEOUT_MS } from './deliver.ts';
 import { serializeEventBody } from './events.ts';
 import { deliverySecrets } from './secrets.ts';
@@ -62,7 +63,11 @@ export function nextRetryDelayMs(
 }
 
 export interface DeliveryWorkerOptions {
-  /** How often an idle worker looks for due deliveries. */
+  /**
+   * The longest an idle worker sleeps. It wakes when a delivery is written or brought forward
+   * (NOTIFICATION_CHANNELS.deliveries) and when the next one it knows of falls due; this bounds
+   * how late a delivery is if a notification is lost. Default SAFETY_POLL_MS.
+   */
   pollIntervalMs?: number;
   /** Attempts in flight at once, per worker. */
   concurrency?: number;
@@ -97,7 +102,7 @@ interface Settings {
 function settings(runtime: Runtime, options: DeliveryWorkerOptions): Settings {
   const timeoutMs = options.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
   return {
-    pollIntervalMs: options.pollIntervalMs ?? 200,
+    pollIntervalMs: options.pollIntervalMs ?? SAFETY_POLL_MS,
     concurrency: options.concurrency ?? 16,
     timeoutMs,
     leaseMs: options.leaseMs ?? timeoutMs + 5 * SECOND,
@@ -228,30 +233,42 @@ export async function runDeliveryBatch(runtime: Runtime, options: DeliveryWorker
   return jobs.length;
 }
 
+const MIN_IDLE_MS = 50;
+
+/** When the next pending delivery (of these accounts) falls due, leases included; null when none. */
+async function nextDue(runtime: Runtime, s: Settings): Promise<Date | null> {
+  if (s.accountIds !== undefined && s.accountIds.length === 0) return null;
+  let query = runtime.db
+    .selectFrom('event_deliveries')
+    .select('next_attempt_at')
+    .where('status', '=', 'pending')
+    .orderBy('next_attempt_at')
+    .limit(1);
+  if (s.accountIds !== undefined) query = query.where('account_id', 'in', s.accountIds);
+  return (await query.executeTakeFirst())?.next_attempt_at ?? null;
+}
+
 /**
  * Runs the worker until the returned stop() is called: keeps up to `concurrency` attempts in
- * flight, claims more as slots free, and polls every pollIntervalMs when idle. stop() lets the
- * attempts in flight finish and record (at most the timeout).
+ * flight and claims more as slots free. With nothing due it sleeps until the next delivery falls
+ * due (a retry, a lapsed lease), a notification says one was written, or pollIntervalMs passes.
+ * stop() lets the attempts in flight finish and record (at most the timeout).
  */
 export function startDeliveryWorker(runtime: Runtime, options: DeliveryWorkerOptions = {}): () => Promise<void> {
   const s = settings(runtime, options);
   const inFlight = new Set<Promise<void>>();
   let stopping = false;
-  let wake: (() => void) | undefined;
+  const sleeper = wakeup();
+  const unlisten = wakeOnNotifications(
+    runtime,
+    'webhook-delivery',
+    [{ channel: NOTIFICATION_CHANNELS.deliveries }],
+    sleeper.wake,
+  );
 
-  const pause = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      wake = done;
-    });
-
-  // A claim that fails (the database down) backs off, doubling up to 10 s, logged once per outage.
-  const claimFailures = passFailures('webhook-delivery', s.pollIntervalMs, runtime.logger);
+  // A claim that fails (the database down) backs off, doubling from 2 × MIN_IDLE_MS up to 10 s,
+  // logged once per outage.
+  const claimFailures = passFailures('webhook-delivery', Math.min(MIN_IDLE_MS, s.pollIntervalMs), runtime.logger);
   const loop = (async () => {
     while (!stopping) {
       const free = s.concurrency - inFlight.size;
@@ -270,23 +287,30 @@ export function startDeliveryWorker(runtime: Runtime, options: DeliveryWorkerOpt
               )
               .finally(() => {
                 inFlight.delete(running);
-                wake?.();
+                sleeper.wake();
               });
             inFlight.add(running);
+          }
+          // Nothing due now: sleep until the next one is (an attempt ending wakes it too); at least a
+          // moment, so that a due row another worker holds locked does not make this one spin.
+          if (claimed === 0) {
+            const due = untilDue(await nextDue(runtime, s), runtime.clock.now(), s.pollIntervalMs);
+            idleMs = Math.max(Math.min(MIN_IDLE_MS, s.pollIntervalMs), due);
           }
         } catch (error) {
           idleMs = claimFailures.failed(error);
         }
       }
       if (stopping) break;
-      if (claimed === 0 || inFlight.size >= s.concurrency) await pause(idleMs);
+      if (claimed === 0 || inFlight.size >= s.concurrency) await sleeper.sleep(idleMs);
     }
     await Promise.allSettled([...inFlight]);
+    await unlisten();
   })();
 
   return async () => {
     stopping = true;
-    wake?.();
+    sleeper.wake();
     await loop;
   };
 }

@@ -1,0 +1,168 @@
+// Footprint at rest (issue 15, "small at rest"): the resident memory (VmRSS) and the CPU time of an
+// idle embedded `plainpay serve` (PGlite in PLAINPAY_DATA_DIR, the in-process devnet, every role),
+// against a node fastify hello-world sampled in the same window. Each server is left alone for
+// SETTLE_MS after it answers ready (the devnet boots right after the banner), then its utime+stime
+// (/proc/<pid>/stat) is read across WINDOW_MS and its VmRSS at the end. Serve is measured twice: on
+// a fresh data dir, and restarted on that existing dir (the usual restart). Linux only (/proc).
+
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BenchResult, BenchRow } from './run.ts';
+import {
+  CLI,
+  type ChildServer,
+  childEnv,
+  freePort,
+  HELLO_SERVER,
+  machineNote,
+  spawnInlineServer,
+  spawnServer,
+  waitReady,
+} from './support.ts';
+
+const SETTLE_MS = 10_000;
+const WINDOW_MS = 30_000;
+/** Linux's USER_HZ: the unit of utime and stime in /proc/<pid>/stat. */
+const TICKS_PER_S = 100;
+/** Issue 15's targets. */
+const MAX_IDLE_RSS_MB = 250;
+const MAX_IDLE_CPU_PERCENT = 1;
+
+/** utime + stime of the process so far, in seconds. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
+}
+
+function rssMb(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  if (kb === undefined) throw new Error(`no VmRSS for ${pid}`);
+  return Number(kb) / 1024;
+}
+
+interface Idle {
+  rssMb: number;
+  /** CPU time over the window, as a percentage of one core. */
+  cpuPercent: number;
+}
+
+/** Samples every server over the same window: utime+stime at both ends, VmRSS at the end. */
+async function sampleIdle(servers: readonly ChildServer[]): Promise<Idle[]> {
+  const pids = servers.map((s) => s.child.pid!);
+  const before = pids.map(cpuSeconds);
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, WINDOW_MS));
+  const seconds = (performance.now() - started) / 1000;
+  return pids.map((pid, i) => ({
+    rssMb: rssMb(pid),
+    cpuPercent: ((cpuSeconds(pid) - before[i]!) / seconds) * 100,
+  }));
+}
+
+async function startServe(dataDir: string): Promise<ChildServer> {
+  const [port, checkoutPort] = [await freePort(), await freePort()];
+  const server = spawnServer(
+    [CLI, 'serve'],
+    childEnv({
+      PLAINPAY_DATA_DIR: dataDir,
+      PORT: String(port),
+      CHECKOUT_PORT: String(checkoutPort),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    }),
+  );
+  try {
+    await waitReady(`http://127.0.0.1:${port}/readyz`, server, { timeoutMs: 180_000, intervalMs: 50 });
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return server;
+}
+
+async function startHello(): Promise<ChildServer> {
+  const port = await freePort();
+  const server = spawnInlineServer(HELLO_SERVER, childEnv({ PORT: String(port) }));
+  await waitReady(`http://127.0.0.1:${port}/`, server);
+  return server;
+}
+
+const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+
+export async function footprintBench(): Promise<BenchResult> {
+  const machine = machineNote();
+  const dataDir = mkdtempSync(join(tmpdir(), 'plainpay-bench-footprint-'));
+  const running: ChildServer[] = [];
+  try {
+    const hello = await startHello();
+    running.push(hello);
+    let serve = await startServe(dataDir);
+    running.push(serve);
+    await settle();
+    const [helloIdle, freshIdle] = await sampleIdle([hello, serve]);
+    await serve.stop();
+    running.pop();
+
+    serve = await startServe(dataDir);
+    running.push(serve);
+    await settle();
+    const [, existingIdle] = await sampleIdle([hello, serve]);
+    const fromSources = serve.output().includes('Running from the TypeScript sources');
+
+    const baseline: BenchRow = { label: 'fastify hello-world, idle RSS', value: round(helloIdle!.rssMb), unit: 'MB' };
+    const rows: BenchRow[] = [
+      {
+        label: 'plainpay serve, existing data dir, idle RSS',
+        value: round(existingIdle!.rssMb),
+        unit: 'MB',
+        ratio: true,
+      },
+      { label: 'plainpay serve, fresh data dir, idle RSS', value: round(freshIdle!.rssMb), unit: 'MB', ratio: true },
+      { label: 'fastify hello-world, idle CPU', value: round(helloIdle!.cpuPercent, 2), unit: '% of a core' },
+      {
+        label: 'plainpay serve, existing data dir, idle CPU',
+        value: round(existingIdle!.cpuPercent, 2),
+        unit: '% of a core',
+      },
+      {
+        label: 'plainpay serve, fresh data dir, idle CPU',
+        value: round(freshIdle!.cpuPercent, 2),
+        unit: '% of a core',
+      },
+    ];
+    return {
+      title: `footprint: an idle embedded plainpay serve (PGlite + in-process devnet, every role) vs a fastify hello-world, sampled together over ${WINDOW_MS / 1000} s`,
+      baseline,
+      rows,
+      notes: [
+        machine,
+        `each server idle ${SETTLE_MS / 1000} s after ready, then CPU = utime+stime over ${WINDOW_MS / 1000} s (/proc/<pid>/stat), RSS = VmRSS at the end`,
+        'existing data dir: the same dir restarted after the fresh run (the usual restart)',
+        fromSources
+          ? 'plainpay ran the TypeScript sources through tsx (dist/ missing or older than the sources: npm run build)'
+          : 'plainpay ran the build in dist/ (bin/plainpay.mjs)',
+      ],
+      checks: [
+        {
+          label: `idle RSS ≤ ${MAX_IDLE_RSS_MB} MB (existing data dir)`,
+          pass: existingIdle!.rssMb <= MAX_IDLE_RSS_MB,
+        },
+        {
+          label: `idle CPU < ${MAX_IDLE_CPU_PERCENT}% of a core (fresh and existing)`,
+          pass: existingIdle!.cpuPercent < MAX_IDLE_CPU_PERCENT && freshIdle!.cpuPercent < MAX_IDLE_CPU_PERCENT,
+        },
+      ],
+    };
+  } finally {
+    await Promise.allSettled(running.map((s) => s.stop()));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function round(value: number, digits = 0): number {
+  const scale = 10 ** digits;
+  return Math.round(value * scale) / scale;
+}
