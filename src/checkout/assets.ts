@@ -1,36 +1,81 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { type ContentCoding, compressStatic } from './encoding.ts';
 
 /**
  * The checkout page's static files, read once at start-up and served from the checkout host
  * itself (the CSP allows 'self' only). Each is addressed by a hash of its content, so it can be
- * cached for a year and a new release is never mixed with an old stylesheet or script.
+ * cached for a year and a new release is never mixed with an old stylesheet or script. Comments
+ * and indentation are stripped and each encoding compressed once, here: a payer's phone receives
+ * about a third of the source's bytes.
  */
 export interface StaticAsset {
   /** URL path on the checkout host, e.g. /assets/checkout.3f9a0c1d2e.js */
   path: string;
   contentType: string;
+  /** The bytes as served without Content-Encoding. */
   body: Buffer;
 }
 
-function load(file: string, contentType: string): StaticAsset {
-  const body = readFileSync(new URL(`./assets/${file}`, import.meta.url));
+export interface CompressedAsset extends StaticAsset {
+  /** The same bytes compressed, by coding. */
+  encoded: Record<ContentCoding, Buffer>;
+  /** Strong validator of each representation (the content hash, and the coding). */
+  etags: Record<ContentCoding | 'identity', string>;
+}
+
+/**
+ * Stylesheet without its comments and the whitespace around punctuation. Safe for this file: no
+ * string in it holds a brace, a semicolon or a comment marker, and no selector has a space before
+ * a colon.
+ */
+export function minifyCss(source: string): string {
+  return source
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/\s+/g, ' ')
+    .replace(/\s*([{};,>])\s*/g, '$1')
+    .replace(/:\s+/g, ':')
+    .replace(/;}/g, '}')
+    .trim();
+}
+
+/**
+ * Script without its whole-line comments and indentation. Safe for this file: no string or
+ * template literal spans lines, so trimming a line never changes a value, and comments after code
+ * stay (a `//` may sit inside a string or a regular expression).
+ */
+export function minifyJs(source: string): string {
+  return source
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('//'))
+    .join('\n');
+}
+
+function load(file: string, contentType: string, minify: (source: string) => string): CompressedAsset {
+  const body = Buffer.from(minify(readFileSync(new URL(`./assets/${file}`, import.meta.url), 'utf8')));
   const hash = createHash('sha256').update(body).digest('hex').slice(0, 10);
   const dot = file.lastIndexOf('.');
-  return { path: `/assets/${file.slice(0, dot)}.${hash}${file.slice(dot)}`, contentType, body };
+  return {
+    path: `/assets/${file.slice(0, dot)}.${hash}${file.slice(dot)}`,
+    contentType,
+    body,
+    encoded: compressStatic(body),
+    etags: { identity: `"${hash}"`, br: `"${hash}-br"`, gzip: `"${hash}-gz"` },
+  };
 }
 
 export interface CheckoutAssets {
-  css: StaticAsset;
-  js: StaticAsset;
+  css: CompressedAsset;
+  js: CompressedAsset;
 }
 
 let loaded: CheckoutAssets | undefined;
 
 export function checkoutAssets(): CheckoutAssets {
   loaded ??= {
-    css: load('checkout.css', 'text/css; charset=utf-8'),
-    js: load('checkout.js', 'text/javascript; charset=utf-8'),
+    css: load('checkout.css', 'text/css; charset=utf-8', minifyCss),
+    js: load('checkout.js', 'text/javascript; charset=utf-8', minifyJs),
   };
   return loaded;
 }

@@ -7,7 +7,8 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { randomBytes } from 'node:crypto';
-import { checkoutAssets, type StaticAsset } from '../checkout/assets.ts';
+import { type CompressedAsset, checkoutAssets } from '../checkout/assets.ts';
+import { compressPage, negotiateEncoding } from '../checkout/encoding.ts';
 import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt } from '../checkout/attempts.ts';
 import { isSameOriginPost } from '../checkout/csrf.ts';
 import {
@@ -17,7 +18,8 @@ import {
   type MessagePage,
   messagePage,
 } from '../checkout/pages.ts';
-import { checkoutView, payPath, presentCheckoutStatus } from '../checkout/view.ts';
+import { STATUS_STREAM_LIMITS, type StatusStreamLimits, statusStreams } from '../checkout/status-stream.ts';
+import { type CheckoutStatusBody, checkoutView, payPath, presentCheckoutStatus } from '../checkout/view.ts';
 import { AppError, isAppError } from '../core/errors.ts';
 import type { PaymentRow } from '../db/database.ts';
 import { findPaymentById } from '../db/repositories/payments.ts';
@@ -94,11 +96,18 @@ const SANDBOX_OUTCOMES = ['succeeded', 'declined'] as const;
  *                          succeeded|declined pays on the sandbox rail (test mode), then 303 to the page
  *   GET  /pay/:id/return/:attempt   where Paystack sends the payer back: asks Paystack, 303 to the page
  *   POST /pay/:id/abandon  "Pay another way": ends the open attempt if the provider says it is not paid
- *   GET  /pay/:id/status   JSON for the page's polling script
- *   GET  /assets/…         the stylesheet and the script, content-hashed
+ *   GET  /pay/:id/status   the status as JSON; with `Accept: text/event-stream`, its live stream (status-stream.ts)
+ *   GET  /assets/…         the stylesheet and the script, content-hashed, compressed, cached for good
  *   GET  /healthz
+ *
+ * Pages and assets are compressed (brotli or gzip) for a browser that accepts it.
  */
-export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstance> {
+export interface CheckoutAppOptions {
+  /** The live status stream's limits (tests shorten them). */
+  statusStreams?: Partial<StatusStreamLimits>;
+}
+
+export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOptions = {}): Promise<FastifyInstance> {
   const { config } = runtime;
   const SECURITY_HEADERS = securityHeaders(config);
   const assets = checkoutAssets();
@@ -152,6 +161,19 @@ export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstanc
     );
   });
 
+  // Every page, compressed for the browser that takes it (the status JSON is a few hundred bytes,
+  // the event stream must not wait for a compressor's buffer, the assets come compressed).
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (typeof payload !== 'string' || !String(reply.getHeader('content-type')).startsWith('text/html')) {
+      return payload;
+    }
+    reply.header('Vary', 'Accept-Encoding');
+    const coding = negotiateEncoding(request.headers['accept-encoding']);
+    if (coding === undefined) return payload;
+    reply.header('Content-Encoding', coding);
+    return compressPage(payload, coding);
+  });
+
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     done(null, new URLSearchParams(body as string));
@@ -199,7 +221,7 @@ export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstanc
   app.get('/healthz', async () => ({ ok: true }));
 
   for (const asset of [assets.css, assets.js]) {
-    app.get(asset.path, async (_request, reply) => serveAsset(reply, asset));
+    app.get(asset.path, async (request, reply) => serveAsset(request, reply, asset));
   }
 
   const load = async (id: string): Promise<PaymentRow | undefined> =>
@@ -331,18 +353,79 @@ export async function buildCheckoutApp(runtime: Runtime): Promise<FastifyInstanc
     return reply.redirect(`${payPath(row.id)}?attempt=${open.id}${stillOpen}`, 303);
   });
 
-  app.get<{ Params: { id: string } }>('/pay/:id/status', async (request) => {
-    const row = await load(request.params.id);
-    if (!row) throw new AppError('not_found', `No such checkout session: '${request.params.id}'.`, { param: 'id' });
-    return presentCheckoutStatus(await viewOf(row));
+  /** The one projection of the status: the JSON read, and every event of the stream. */
+  const statusOf = async (id: string): Promise<CheckoutStatusBody | undefined> => {
+    const row = await load(id);
+    return row && presentCheckoutStatus(await viewOf(row));
+  };
+  const noSuchSession = (id: string): AppError =>
+    new AppError('not_found', `No such checkout session: '${id}'.`, { param: 'id' });
+
+  const streams = statusStreams(statusOf, runtime.notifications, runtime.logger, {
+    ...STATUS_STREAM_LIMITS,
+    ...options.statusStreams,
+  });
+  // Streams never end by themselves: closing them lets the host stop (the browsers reconnect elsewhere).
+  app.addHook('preClose', async () => {
+    await streams.close();
+  });
+
+  app.get<{ Params: { id: string } }>('/pay/:id/status', async (request, reply) => {
+    if (request.method !== 'GET' || !String(request.headers.accept).includes('text/event-stream')) {
+      const body = await statusOf(request.params.id);
+      if (!body) throw noSuchSession(request.params.id);
+      return body;
+    }
+    const place = streams.reserve();
+    if (!place) {
+      // A designed limit, not a failure (so not logged as one). EventSource gives up on an error
+      // status: the page then reads the JSON status, slowly.
+      return sendError(
+        reply,
+        new AppError('unavailable', 'Too many live status streams on this instance; read the status as JSON.', {
+          headers: { 'Retry-After': '30' },
+        }),
+      );
+    }
+    try {
+      // Listening before the first read: a change that commits after the read wakes the stream.
+      await streams.listening();
+      const first = await statusOf(request.params.id);
+      if (!first) throw noSuchSession(request.params.id);
+      return reply
+        .type('text/event-stream; charset=utf-8')
+        .header('X-Accel-Buffering', 'no')
+        .send(place.open(request.params.id, first));
+    } finally {
+      place.release();
+    }
   });
 
   return app;
 }
 
-function serveAsset(reply: FastifyReply, asset: StaticAsset): FastifyReply {
-  // Content-hashed paths never change meaning, so they may be cached for good.
-  return reply.header('Cache-Control', 'public, max-age=31536000, immutable').type(asset.contentType).send(asset.body);
+function serveAsset(request: FastifyRequest, reply: FastifyReply, asset: CompressedAsset): FastifyReply {
+  const coding = negotiateEncoding(request.headers['accept-encoding']);
+  const etag = asset.etags[coding ?? 'identity'];
+  // Content-hashed paths never change meaning, so they may be cached for good. A file cannot fail
+  // in a way a request id would help trace, and its bytes count against the page's 5 KB.
+  reply
+    .removeHeader('Request-Id')
+    .header('Cache-Control', 'public, max-age=31536000, immutable')
+    .header('Vary', 'Accept-Encoding')
+    .header('ETag', etag);
+  if (matchesEtag(request.headers['if-none-match'], etag)) return reply.code(304).send();
+  if (coding !== undefined) reply.header('Content-Encoding', coding);
+  return reply.type(asset.contentType).send(coding === undefined ? asset.body : asset.encoded[coding]);
+}
+
+/** If-None-Match (RFC 9110 13.1.2): weak comparison, `*` matches any. */
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim();
+    return t === '*' || t.replace(/^W\//, '') === etag;
+  });
 }
 
 function pathOf(request: FastifyRequest): string {

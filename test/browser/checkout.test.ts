@@ -128,7 +128,7 @@ describe.skipIf(skip)('hosted checkout in a browser', () => {
     await context.close();
   }, 90_000);
 
-  it('transfers under 30 KB in all and loads nothing from another origin', async () => {
+  it('transfers about 5 KB in all, loads nothing from another origin, and follows the status by one event stream', async () => {
     const payment = await createPayment({
       merchant_name: 'Mama Put Kitchen',
       description: 'Two plates of jollof rice, one zobo',
@@ -137,23 +137,29 @@ describe.skipIf(skip)('hosted checkout in a browser', () => {
     const context = await browser.newContext({ viewport: PHONE });
     const page = await context.newPage();
     const transfers = await recordTransfers(page);
-    await page.goto(payment.checkout_url, { waitUntil: 'networkidle' });
+    const streams: string[] = [];
+    page.on('request', (r) => {
+      if (r.resourceType() === 'eventsource') streams.push(new URL(r.url()).pathname);
+    });
+    // Not 'networkidle': the status stream stays open for as long as the page does.
+    await page.goto(payment.checkout_url, { waitUntil: 'load' });
     await expect.poll(() => page.locator('#amount').textContent()).toBe('₦5,000.00');
+    await expect.poll(() => transfers.perUrl().length).toBe(3);
+    await expect.poll(() => streams).toEqual([`/pay/${payment.id}/status`]);
 
     const checkoutOrigin = new URL(payment.checkout_url).origin;
     const foreign = transfers.urls.filter((u) => !u.startsWith('data:') && new URL(u).origin !== checkoutOrigin);
     expect(foreign).toEqual([]);
-    // The document, its stylesheet and its script, and nothing else.
-    expect(
-      transfers
-        .perUrl()
-        .map((t) => new URL(t.url).pathname)
-        .sort(),
-    ).toEqual([
-      expect.stringMatching(/^\/assets\/checkout\.[0-9a-f]{10}\.css$/),
-      expect.stringMatching(/^\/assets\/checkout\.[0-9a-f]{10}\.js$/),
-      `/pay/${payment.id}`,
-    ]);
+    // The document, its stylesheet and its script, and nothing else (the stream never finishes loading).
+    const loaded = transfers.perUrl().map((t) => new URL(t.url).pathname);
+    expect(loaded).toHaveLength(3);
+    expect(loaded).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^\/assets\/checkout\.[0-9a-f]{10}\.css$/),
+        expect.stringMatching(/^\/assets\/checkout\.[0-9a-f]{10}\.js$/),
+        `/pay/${payment.id}`,
+      ]),
+    );
     const total = transfers.totalBytes();
     writeFileSync(
       join(shots, 'transfer-size.json'),
@@ -161,7 +167,9 @@ describe.skipIf(skip)('hosted checkout in a browser', () => {
     );
     console.log(`checkout page transfer: ${total} bytes`, transfers.perUrl());
     expect(total).toBeGreaterThan(1000);
-    expect(total).toBeLessThan(30 * 1024);
+    // Compressed: brotli over HTTPS (≤ 5 KB, test/checkout.page-size.test.ts), gzip where a browser
+    // keeps brotli for HTTPS, as it may on this plain-HTTP host (about 5.4 KB); about 10 KB uncompressed.
+    expect(total).toBeLessThan(6 * 1024);
     await context.close();
   }, 60_000);
 });

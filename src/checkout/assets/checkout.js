@@ -1,7 +1,8 @@
 // The checkout page's only script, served from the checkout host itself (CSP: script-src 'self').
 // The page works without it: the form posts, the server answers with the page in its new state.
 // With it: the time left counts down, a double tap cannot pay twice, and the status is followed
-// live (paid → settled) until the payer is sent back to the merchant. Text is only ever set with
+// live (paid → settled) until the payer is sent back to the merchant: by server-sent events from
+// the status URL, or, where those fail, by reading it every 15 s. Text is only ever set with
 // textContent; nothing from the server is parsed as HTML.
 (() => {
   const root = document.getElementById('checkout');
@@ -40,29 +41,46 @@
   // One submission only, whichever way to pay was chosen. The buttons are disabled after the
   // browser has read the clicked one.
   let sent = false;
-  for (const form of document.querySelectorAll('form.pay-form')) {
+  // The live status, below: an EventSource, or the fallback poll's timer.
+  let following = true;
+  let events;
+  let polling;
+  const stopFollowing = () => {
+    following = false;
+    events?.close();
+    clearTimeout(polling);
+  };
+  for (const form of document.forms) {
     form.addEventListener('submit', (event) => {
-      if (sent) {
-        event.preventDefault();
-        return;
+      if (form.classList.contains('pay-form')) {
+        if (sent) {
+          event.preventDefault();
+          return;
+        }
+        sent = true;
+        form.setAttribute('aria-busy', 'true');
+        say('Processing your payment…');
+        setTimeout(() => {
+          for (const b of document.querySelectorAll('form.pay-form button')) b.disabled = true;
+        }, 0);
       }
-      sent = true;
-      form.setAttribute('aria-busy', 'true');
-      say('Processing your payment…');
-      setTimeout(() => {
-        for (const b of document.querySelectorAll('form.pay-form button')) b.disabled = true;
-      }, 0);
+      // A form on its way: the status it causes must not make the page reload over the answer.
+      stopFollowing();
     });
   }
 
   if (!statusUrl) return;
   const SETTLE_PATIENCE_MS = 20000;
+  const SLOW_POLL_MS = 15000;
+  const STREAM_WATCHDOG_MS = 10000;
   const receivedSince = Date.now();
   let leaving = false;
+  let patience;
 
   const leave = (url, delay, text) => {
     if (leaving || !/^https?:\/\//.test(url)) return;
     leaving = true;
+    stopFollowing();
     say(text);
     setTimeout(() => location.assign(url), delay);
   };
@@ -99,16 +117,19 @@
     }
     if (state === 'received') {
       showReturn(s.return_url);
-      if (autoReturn && Date.now() - receivedSince > SETTLE_PATIENCE_MS) {
+      if (autoReturn && patience === undefined) {
         // Settlement is the service's job, not the payer's: do not keep them waiting for it.
-        leave(s.return_url, 0, `Payment received. Returning you to ${merchant}…`);
-        return false;
+        patience = setTimeout(
+          () => leave(s.return_url, 0, `Payment received. Returning you to ${merchant}…`),
+          Math.max(0, SETTLE_PATIENCE_MS - (Date.now() - receivedSince)),
+        );
       }
       say('Payment received. Settling…');
     }
     return true;
   };
 
+  // The fallback: no EventSource, or the host refused the stream (busy, or an old proxy).
   const poll = async () => {
     let again = true;
     try {
@@ -117,9 +138,32 @@
     } catch {
       // Offline for a moment: keep trying.
     }
-    if (again && !leaving) setTimeout(poll, state === 'payable' ? 5000 : 1000);
+    if (again && following) polling = setTimeout(poll, SLOW_POLL_MS);
   };
+
   if (state === 'payable' || state === 'processing' || state === 'received' || (state === 'settled' && autoReturn)) {
-    setTimeout(poll, state === 'payable' ? 5000 : 500);
+    if (typeof EventSource !== 'function') {
+      polling = setTimeout(poll, SLOW_POLL_MS);
+    } else {
+      // The first event is the status as it is now, on every (re)connect; then one per change.
+      events = new EventSource(statusUrl);
+      // A proxy that buffers the stream delivers nothing: without a first event soon, read it ourselves.
+      const watchdog = setTimeout(() => {
+        events.close();
+        if (following) polling = setTimeout(poll, 0);
+      }, STREAM_WATCHDOG_MS);
+      events.onmessage = (message) => {
+        clearTimeout(watchdog);
+        if (!apply(JSON.parse(message.data))) stopFollowing();
+      };
+      events.onerror = () => {
+        // CONNECTING: the browser reconnects by itself (a blip, or the stream's lifetime ran out).
+        // CLOSED (refused: the host is busy, or a proxy does not pass streams): the page reads it itself.
+        if (events.readyState === 2 && following) {
+          clearTimeout(watchdog);
+          polling = setTimeout(poll, SLOW_POLL_MS);
+        }
+      };
+    }
   }
 })();
