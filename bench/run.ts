@@ -3,7 +3,10 @@
 // Adding a benchmark is one file and one line in BENCHMARKS. Exit code 1 when a benchmark's check
 // fails, 2 for an unknown name.
 
+import { checkoutBench } from './checkout.ts';
+import { footprintBench } from './footprint.ts';
 import { paymentsBench, pingBench } from './http.ts';
+import { listsBench } from './lists.ts';
 import { settlementBench } from './settlement.ts';
 import { startupBench } from './startup.ts';
 import { webhooksBench } from './webhooks.ts';
@@ -33,6 +36,7 @@ const BENCHMARKS: Readonly<Record<string, { description: string; run: () => Prom
     run: paymentsBench,
   },
   ping: { description: 'GET /v1/ping vs a bare fastify hello-world', run: pingBench },
+  checkout: { description: 'GET /checkout/:id vs fastify + one pg select; the page on the wire', run: checkoutBench },
   settlement: {
     description: 'gas per settled payment (500 payments, 20 addresses) vs one plain ERC-20 transfer',
     run: settlementBench,
@@ -41,6 +45,8 @@ const BENCHMARKS: Readonly<Record<string, { description: string; run: () => Prom
     description: 'delay from payment.settled commit to the first delivery attempt vs a direct POST',
     run: webhooksBench,
   },
+  lists: { description: 'list and filter latency at 100k payments in the account vs at 1k', run: listsBench },
+  footprint: { description: 'idle RSS and CPU of embedded serve vs a fastify hello-world', run: footprintBench },
   startup: {
     description: 'embedded default (fresh / existing data dir) to ready vs node -e hello-world',
     run: startupBench,
