@@ -46,45 +46,16 @@ const EMBEDDED_P99_TARGET_MS = 200;
 const EMBEDDED_CONNECTIONS = 8;
 
 /**
- * The POST baseline: fastify parses the JSON body and one pg insert (autocommit) writes a row with
+ * The POST baseline: fastify parses the JSON body and one insert (autocommit) writes a row with
  * the payment's columns into a copy of the payments table (same columns, checks, indexes and the
  * foreign key to accounts), returning the row. No auth, no validation, no idempotency, no quote.
+ * `open` connects to the database as `db`, whose `query(text, values)` answers `{ rows }`.
  */
-const INSERT_SERVER = `
+function baselineInsertServer(open: string): string {
+  return `
 import { randomBytes } from 'node:crypto';
 import Fastify from 'fastify';
-import pg from 'pg';
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-const account = process.env.BENCH_ACCOUNT;
-const columns = ['id', 'account_id', 'livemode', 'status', 'amount_minor', 'currency', 'redirect_url', 'reference',
-  'merchant_name', 'description', 'webhook_url', 'payout_address', 'metadata', 'creation_hash', 'expires_at',
-  'quote_rate', 'quote_source', 'fee_bps', 'settlement_asset', 'gross_settlement_minor', 'fee_minor',
-  'settlement_minor', 'created_at', 'updated_at'];
-const text = 'insert into bench_baseline (' + columns.join(', ') + ') values (' +
-  columns.map((_, i) => '$' + (i + 1)).join(', ') + ') returning *';
-const app = Fastify({ logger: false });
-app.get('/healthz', async () => ({ ok: true }));
-app.post('/v1/payments', async (request) => {
-  const b = request.body;
-  const now = new Date();
-  const { rows } = await pool.query(text, ['pay_' + randomBytes(12).toString('hex'), account, false, 'pending',
-    Math.round(b.amount * 100), b.currency, b.redirect_url, b.reference ?? null, null, b.description ?? null, null,
-    null, JSON.stringify(b.metadata ?? null), 'hash', new Date(now.getTime() + 3_600_000), '0.00065', 'sandbox',
-    100, 'USDC', 3250000, 32500, 3217500, now, now]);
-  return rows[0];
-});
-await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
-`;
-
-/**
- * The embedded baseline: the same route and insert on PGlite, on a data dir migrated like the
- * service's with bench_baseline added (prepared by the bench before the server starts).
- */
-const PGLITE_INSERT_SERVER = `
-import { randomBytes } from 'node:crypto';
-import Fastify from 'fastify';
-import { PGlite } from '@electric-sql/pglite';
-const db = await PGlite.create({ dataDir: process.env.BENCH_DATA_DIR });
+${open}
 const account = process.env.BENCH_ACCOUNT;
 const columns = ['id', 'account_id', 'livemode', 'status', 'amount_minor', 'currency', 'redirect_url', 'reference',
   'merchant_name', 'description', 'webhook_url', 'payout_address', 'metadata', 'creation_hash', 'expires_at',
@@ -105,6 +76,18 @@ app.post('/v1/payments', async (request) => {
 });
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
 `;
+}
+
+/** On Postgres, with a pool of 10 like the service's. */
+const INSERT_SERVER = baselineInsertServer(`import pg from 'pg';
+const db = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });`);
+
+/**
+ * The embedded baseline: the same route and insert on PGlite, on a data dir migrated like the
+ * service's with bench_baseline added (prepared by the bench before the server starts).
+ */
+const PGLITE_INSERT_SERVER = baselineInsertServer(`import { PGlite } from '@electric-sql/pglite';
+const db = await PGlite.create({ dataDir: process.env.BENCH_DATA_DIR });`);
 
 const PAYMENT_BODY = JSON.stringify({
   amount: 5000,
