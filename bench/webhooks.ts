@@ -201,7 +201,7 @@ export async function webhooksBench(): Promise<BenchResult> {
       notes: [
         machine,
         'setup: plainpay serve (all roles, LOG_LEVEL=warn) in a child process on a scratch Postgres database; receiver on 127.0.0.1 in the bench process',
-        'the delivery worker polls for due deliveries every 200 ms when idle (pollIntervalMs): on average half of that is waited before a new event is seen',
+        'the delivery worker wakes on the NOTIFY a new delivery row sends at commit (migration 022), with a 10 s safety poll: no poll interval is waited',
         `paid → settled (settlement worker, polls every 50 ms): p50 ${round(percentile(settleLag, 50))} ms, p99 ${round(percentile(settleLag, 99))} ms`,
         `receiver: ${attempts} requests for ${first.size} events (${settled.length} payment.settled, ${paid.length} payment.paid)`,
       ],
