@@ -10,14 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchResult, BenchRow } from './run.ts';
 import {
-  CLI,
   type ChildServer,
   childEnv,
   freePort,
   HELLO_SERVER,
   machineNote,
   spawnInlineServer,
-  spawnServer,
+  spawnEmbeddedServe,
   waitReady,
 } from './support.ts';
 
@@ -71,16 +70,7 @@ async function sampleIdle(servers: readonly ChildServer[]): Promise<Idle[]> {
 
 async function startServe(dataDir: string): Promise<ChildServer> {
   const [port, checkoutPort] = [await freePort(), await freePort()];
-  const server = spawnServer(
-    [CLI, 'serve'],
-    childEnv({
-      PLAINPAY_DATA_DIR: dataDir,
-      PORT: String(port),
-      CHECKOUT_PORT: String(checkoutPort),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-    }),
-  );
+  const server = spawnEmbeddedServe(dataDir, { port, checkoutPort });
   try {
     await waitReady(`http://127.0.0.1:${port}/readyz`, server, { timeoutMs: 180_000, intervalMs: 50 });
   } catch (error) {

@@ -21,8 +21,6 @@ import { connectDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import type { BenchResult, BenchRow } from './run.ts';
 import {
-  CLI,
-  childEnv,
   compareLoad,
   freePort,
   HELLO_SERVER,
@@ -31,7 +29,7 @@ import {
   machineNote,
   type Started,
   setUpDatabase,
-  spawnServer,
+  spawnEmbeddedServe,
   startInline,
   startPlainpay,
   waitReady,
@@ -359,19 +357,11 @@ async function measureEmbedded(requests: Request[]): Promise<{ bare: LoadResult;
 /** `plainpay serve --role api` on the embedded database in `dataDir`, ready when /readyz answers 200. */
 async function startEmbedded(dataDir: string, masterKey: string): Promise<Started> {
   const [port, checkoutPort] = [await freePort(), await freePort()];
-  const server = spawnServer(
-    [CLI, 'serve', '--role', 'api'],
-    childEnv({
-      PLAINPAY_DATA_DIR: dataDir,
-      PLAINPAY_MASTER_KEY: masterKey,
-      DEMO_ACCOUNT: '0',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      CHECKOUT_PORT: String(checkoutPort),
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_SECOND: '1000000',
-    }),
-  );
+  const server = spawnEmbeddedServe(dataDir, { port, checkoutPort }, ['--role', 'api'], {
+    PLAINPAY_MASTER_KEY: masterKey,
+    DEMO_ACCOUNT: '0',
+    RATE_LIMIT_PER_SECOND: '1000000',
+  });
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitReady(`${url}/readyz`, server);

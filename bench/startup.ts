@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchResult, BenchRow } from './run.ts';
 import {
-  CLI,
   type ChildServer,
   childEnv,
   freePort,
@@ -21,7 +20,7 @@ import {
   percentile,
   sortedNumbers,
   spawnInlineServer,
-  spawnServer,
+  spawnEmbeddedServe,
   waitReady,
 } from './support.ts';
 
@@ -69,20 +68,7 @@ async function start(spawnIt: (port: number) => ChildServer, readyPath: string):
 
 async function serveEmbedded(dataDir: string): Promise<Start> {
   const checkoutPort = await freePort();
-  return start(
-    (port) =>
-      spawnServer(
-        [CLI, 'serve'],
-        childEnv({
-          PLAINPAY_DATA_DIR: dataDir,
-          PORT: String(port),
-          CHECKOUT_PORT: String(checkoutPort),
-          HOST: '127.0.0.1',
-          LOG_LEVEL: 'warn',
-        }),
-      ),
-    '/readyz',
-  );
+  return start((port) => spawnEmbeddedServe(dataDir, { port, checkoutPort }), '/readyz');
 }
 
 export async function startupBench(): Promise<BenchResult> {

@@ -117,6 +117,29 @@ export function spawnServer(args: string[], env: NodeJS.ProcessEnv): ChildServer
 }
 
 /** A plain-JavaScript ESM server run with `node -e` (the baselines): no tsx, no build. */
+/**
+ * `plainpay serve` on the embedded database in `dataDir` (no DATABASE_URL) on the two ports, at
+ * LOG_LEVEL=warn; `extra` adds to or overrides that environment.
+ */
+export function spawnEmbeddedServe(
+  dataDir: string,
+  ports: { port: number; checkoutPort: number },
+  args: readonly string[] = [],
+  extra: Record<string, string> = {},
+): ChildServer {
+  return spawnServer(
+    [CLI, 'serve', ...args],
+    childEnv({
+      PLAINPAY_DATA_DIR: dataDir,
+      PORT: String(ports.port),
+      CHECKOUT_PORT: String(ports.checkoutPort),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ...extra,
+    }),
+  );
+}
+
 export function spawnInlineServer(code: string, env: NodeJS.ProcessEnv): ChildServer {
   return spawnServer(['--input-type=module', '-e', code], env);
 }
