@@ -170,7 +170,7 @@ export async function settlementBench(): Promise<BenchResult> {
     const batchesPerRealHour = Math.ceil(REAL_HOUR_PAYMENTS / defaultSettlementOptions(config).batchMaxTransfers);
     const hourlyPerPayment = hourly.batches === 1 ? (hourly.gas * batchesPerRealHour) / REAL_HOUR_PAYMENTS : Number.NaN;
 
-    const invariants = await checkSettlementInvariants(runtime.db, chain);
+    const invariants = await checkSettlementInvariants(runtime, chain);
     await runtime.close();
 
     const perPayment = Number(totalGas) / PAYMENTS;

@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain, readTokenBalance } from '../src/chain/chain.ts';
-import { TRANSFER_HANDLERS } from '../src/settlement/handlers.ts';
 import { type SettlementWorker, startSettlementWorker } from '../src/settlement/worker.ts';
-import { payoutTransferHandler } from '../src/payouts/transfer-handlers.ts';
 import { verifyActionLog } from '../src/audit/action-log.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { bearer, extraKey, testAccount, testApp, type TestAccount } from './support/harness.ts';
@@ -23,9 +21,7 @@ beforeAll(async () => {
   chain = await connectChain({ confirmations: 1 });
   runtime = await settlementRuntime(chain);
   app = await testApp(runtime);
-  worker = startSettlementWorker(runtime, {
-    handlers: { ...TRANSFER_HANDLERS, payout: payoutTransferHandler, split_leg: payoutTransferHandler },
-  });
+  worker = startSettlementWorker(runtime);
   merchant = await testAccount(runtime);
   await fund(app, merchant.apiKey, 20_000);
   // The supplier was paid before through the API, so the agent's payouts to it are not "first payouts".

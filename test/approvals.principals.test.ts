@@ -1,7 +1,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
-import { executeTool } from '../src/core/pipeline.ts';
+import { executeTool } from '../src/pipeline/execute-tool.ts';
 import { createPayout } from '../tools/create-payout.ts';
 import { bearer, extraKey, testAccount, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
 import { availableBalance, editPolicy, fund, post } from './support/money.ts';

@@ -11,8 +11,6 @@ import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { connectDatabase } from '../src/db/connect.ts';
 import type { Db } from '../src/db/database.ts';
 import { issueApiKey } from '../src/keys/api-keys.ts';
-import { payoutTransferHandler } from '../src/payouts/transfer-handlers.ts';
-import { TRANSFER_HANDLERS } from '../src/settlement/handlers.ts';
 import { type SettlementWorker, startSettlementWorker } from '../src/settlement/worker.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { bearer, testAccount, testApp, type TestAccount } from './support/harness.ts';
@@ -55,9 +53,7 @@ beforeAll(async () => {
   chain = await connectChain({ confirmations: 1 });
   runtime = await settlementRuntime(chain);
   app = await testApp(runtime);
-  worker = startSettlementWorker(runtime, {
-    handlers: { ...TRANSFER_HANDLERS, payout: payoutTransferHandler, split_leg: payoutTransferHandler },
-  });
+  worker = startSettlementWorker(runtime);
   merchant = await testAccount(runtime);
   await fund(app, merchant.apiKey, 100);
 

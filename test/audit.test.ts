@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { appendActionLog, describeBroken, lockAccountActions, verifyActionLog } from '../src/audit/action-log.ts';
-import { executeTool } from '../src/core/pipeline.ts';
+import { executeTool } from '../src/pipeline/execute-tool.ts';
 import { connectDatabase } from '../src/db/connect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createAccount } from '../src/accounts/create-account.ts';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { negotiateEncoding } from '../src/checkout/encoding.ts';
-import { buildCheckoutApp } from '../src/http/checkout-app.ts';
+import { buildCheckoutApp } from '../src/checkout/app.ts';
 import { testAccount, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
 import { createPayment } from './support/payments.ts';
 

@@ -3,7 +3,7 @@ import { type IncomingMessage, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/connect.ts';
-import { buildCheckoutApp, type CheckoutAppOptions } from '../src/http/checkout-app.ts';
+import { buildCheckoutApp, type CheckoutAppOptions } from '../src/checkout/app.ts';
 import { createRuntime, type Runtime } from '../src/runtime.ts';
 import {
   fileDatabaseUrl,

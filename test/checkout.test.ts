@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildCheckoutApp, checkoutCsp } from '../src/http/checkout-app.ts';
+import { buildCheckoutApp, checkoutCsp } from '../src/checkout/app.ts';
 import { bearer, testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './support/harness.ts';
 import { createPayment } from './support/payments.ts';
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
-import { buildCheckoutApp } from '../src/http/checkout-app.ts';
+import { buildCheckoutApp } from '../src/checkout/app.ts';
 import { mcpToolDefinition } from '../src/mcp/server.ts';
 import { TOOLS } from '../tools/registry.ts';
 import { buildTenant, issueKey, objectKindOf, type Tenant } from './support/fuzz-fixtures.ts';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildCheckoutApp } from '../src/http/checkout-app.ts';
+import { buildCheckoutApp } from '../src/checkout/app.ts';
 import { errorObjectProblems } from './support/fuzz.ts';
 import { bearer, testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './support/harness.ts';
 import { createPayment, createPaymentRequest, VALID_PAYMENT } from './support/payments.ts';

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../src/http/app.ts';
-import { buildCheckoutApp } from '../src/http/checkout-app.ts';
+import { buildCheckoutApp } from '../src/checkout/app.ts';
 import { gracefulStopOf, isStopping } from '../src/http/graceful-stop.ts';
 import { testRuntime } from './support/harness.ts';
 

@@ -74,6 +74,8 @@ describe('buildMcpServer (in memory)', () => {
       .selectFrom('agent_actions')
       .select(['tool', 'status', 'channel'])
       .where('account_id', '=', m.accountId)
+      // Funding the test balance is the service's own step (channel system), not the client's.
+      .where('channel', '<>', 'system')
       .execute();
     expect(actions).toEqual([{ tool: 'create_payout', status: 'held', channel: 'mcp' }]);
     await client.close();

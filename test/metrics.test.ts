@@ -388,11 +388,7 @@ describe('agent runs and held confirmations', () => {
 
 /** One intake turn of the settlement worker, run here so that the test decides when. */
 function settleNow(): Promise<number> {
-  return settlePaidPayments({
-    db: runtime.db,
-    config: runtime.config,
-    logger: runtime.logger,
-    clock: runtime.clock,
+  return settlePaidPayments(runtime, {
     chunk: 100,
     testModeOnChain: async () => true,
   });

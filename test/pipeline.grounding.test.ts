@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolResult } from '../src/agent/models/claude.ts';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { AppError, toAppError } from '../src/core/errors.ts';
-import { executeTool } from '../src/core/pipeline.ts';
+import { executeTool } from '../src/pipeline/execute-tool.ts';
 import type { Actor } from '../src/core/tool.ts';
 import { createPayout } from '../tools/create-payout.ts';
 import { testAccount, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
@@ -43,8 +43,14 @@ function payoutsOf(accountId: string) {
   return runtime.db.selectFrom('payouts').select('id').where('account_id', '=', accountId).execute();
 }
 
+/** The account's own calls; funding its test balance is the service's step (channel system). */
 function actionsOf(accountId: string) {
-  return runtime.db.selectFrom('agent_actions').selectAll().where('account_id', '=', accountId).execute();
+  return runtime.db
+    .selectFrom('agent_actions')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('channel', '<>', 'system')
+    .execute();
 }
 
 describe('the grounding hook', () => {

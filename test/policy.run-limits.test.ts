@@ -4,11 +4,11 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
-import { executeTool, type ToolResult } from '../src/core/pipeline.ts';
+import { executeTool, type ToolResult } from '../src/pipeline/execute-tool.ts';
 import type { Actor } from '../src/core/tool.ts';
 import { newId } from '../src/domain/ids.ts';
 import { issueApiKey } from '../src/keys/api-keys.ts';
-import { approveConfirmation } from '../src/policy/approvals.ts';
+import { approveConfirmation } from '../src/pipeline/approvals.ts';
 import type { DeclaredCall } from '../src/policy/run-plan.ts';
 import { createPayout } from '../tools/create-payout.ts';
 import { getBalance } from '../tools/get-balance.ts';

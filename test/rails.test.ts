@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { paystackRail } from '../src/payments/rails/paystack.ts';
 import { reconcileRailAttempts } from '../src/payments/rails/reconcile.ts';
 import { processRailRefunds } from '../src/payments/rails/refunds.ts';
+import type { EventType } from '../src/webhooks/event-types.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import { paystackSignature } from './fakes/paystack.ts';
 import { bearer, testAccount } from './support/harness.ts';
@@ -57,7 +58,7 @@ const railEventsOf = (paymentId: string) =>
     .orderBy('created_at')
     .execute();
 
-const eventsOf = (paymentId: string, type: string) =>
+const eventsOf = (paymentId: string, type: EventType) =>
   w.runtime.db.selectFrom('events').select('id').where('object_id', '=', paymentId).where('type', '=', type).execute();
 
 /** Starts a Paystack attempt as the payer's form does; returns the Paystack reference. */
@@ -568,11 +569,7 @@ describe('one attempt at a time', () => {
 describe('refunds go back through the rail the payer paid on', () => {
   /** The settlement worker's intake: every paid payment settles into its account's balance. */
   const settleIntoBalance = () =>
-    settlePaidPayments({
-      db: w.runtime.db,
-      config: w.runtime.config,
-      logger: w.runtime.logger,
-      clock: w.runtime.clock,
+    settlePaidPayments(w.runtime, {
       chunk: 50,
       testModeOnChain: async () => false,
     });

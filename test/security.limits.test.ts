@@ -1,8 +1,8 @@
 import { connect } from 'node:net';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildCheckoutApp } from '../src/http/checkout-app.ts';
-import { executeTool } from '../src/core/pipeline.ts';
+import { buildCheckoutApp } from '../src/checkout/app.ts';
+import { executeTool } from '../src/pipeline/execute-tool.ts';
 import { isAppError } from '../src/core/errors.ts';
 import { API_KEY_SCOPES } from '../src/domain/api-key-secret.ts';
 import { METADATA_MAX_BYTES } from '../tools/schemas.ts';

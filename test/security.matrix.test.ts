@@ -5,7 +5,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { isAppError } from '../src/core/errors.ts';
-import { executeTool } from '../src/core/pipeline.ts';
+import { executeTool } from '../src/pipeline/execute-tool.ts';
 import type { AnyTool, Channel } from '../src/core/tool.ts';
 import { API_KEY_SCOPES, type ApiKeyScope, hashApiKey } from '../src/domain/api-key-secret.ts';
 import type { AuthContext } from '../src/http/plugins/auth.ts';

@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { createLogger } from '../src/core/logger.ts';
-import { buildCheckoutApp } from '../src/http/checkout-app.ts';
+import { buildCheckoutApp } from '../src/checkout/app.ts';
 import { bearer, testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './support/harness.ts';
 import { ADDRESS_B, ADDRESS_C, fund, post } from './support/money.ts';
 import { createPayment, payPayment } from './support/payments.ts';

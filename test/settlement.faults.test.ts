@@ -57,20 +57,23 @@ it('20% of RPC calls fail or time out: every payment still settles exactly once 
 
   // A restart in the middle, under the same faults.
   const first = startSettlementWorker(runtime, options);
-  await waitUntil(
-    'some settlements',
-    async () => {
-      const settled = await runtime.db
-        .selectFrom('payments')
-        .select('id')
-        .where('account_id', '=', merchant.accountId)
-        .where('status', '=', 'settled')
-        .execute();
-      return settled.length >= 20;
-    },
-    60_000,
-  );
-  await first.stop();
+  try {
+    await waitUntil(
+      'some settlements',
+      async () => {
+        const settled = await runtime.db
+          .selectFrom('payments')
+          .select('id')
+          .where('account_id', '=', merchant.accountId)
+          .where('status', '=', 'settled')
+          .execute();
+        return settled.length >= 20;
+      },
+      60_000,
+    );
+  } finally {
+    await first.stop();
+  }
   payments.push(...(await createPaidPayments(runtime, merchant.accountId, spreadOver(payoutAddresses(6), 40))));
   const second = startSettlementWorker(runtime, options);
   try {

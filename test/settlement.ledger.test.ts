@@ -20,12 +20,9 @@ import {
 import type { Runtime } from '../src/runtime.ts';
 import { openChainSession } from '../src/settlement/chain-session.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
-import {
-  DuplicateTransferError,
-  enqueueTransfer,
-  netTransfers,
-  TransferRefusedError,
-} from '../src/settlement/transfers.ts';
+import { TransferRefusedError } from '../src/domain/recipients.ts';
+import { netTransfers } from '../src/settlement/transfers.ts';
+import { DuplicateTransferError, enqueueTransfer } from '../tools/transfer-queue.ts';
 import { testAccount } from './support/harness.ts';
 import { payoutAddresses, settlementRuntime } from './support/settlement.ts';
 import { createPaidPayments } from './support/settlement-fixtures.ts';
@@ -140,7 +137,7 @@ describe('chain sessions', () => {
     // account shared by all of them left the int8 range at the tenth start (a 500 on every
     // later test funding), so each chain has its own.
     const sessions = [];
-    for (let i = 0; i < 12; i += 1) sessions.push(await openChainSession(runtime.db, { ...chain }));
+    for (let i = 0; i < 12; i += 1) sessions.push(await openChainSession(runtime, { ...chain }));
     expect(new Set(sessions.map((s) => s.key)).size).toBe(12);
     for (const session of sessions) {
       const treasury = await getLedgerBalance(runtime.db, session.treasury);
@@ -231,11 +228,7 @@ describe('payment intake', () => {
       .where('id', '=', bad!.id)
       .execute();
     const intake = () =>
-      settlePaidPayments({
-        db: runtime.db,
-        config: runtime.config,
-        logger: runtime.logger,
-        clock: runtime.clock,
+      settlePaidPayments(runtime, {
         chunk: 100,
         testModeOnChain: async () => true,
       });
@@ -253,11 +246,7 @@ describe('payment intake', () => {
     ]);
     let taken = 0;
     do {
-      taken = await settlePaidPayments({
-        db: runtime.db,
-        config: runtime.config,
-        logger: runtime.logger,
-        clock: runtime.clock,
+      taken = await settlePaidPayments(runtime, {
         chunk: 100,
         testModeOnChain: async () => false,
       });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain, readTokenBalance } from '../src/chain/chain.ts';
 import { DEV_ACCOUNTS, type DevnetRpcServer, startDevnetRpcServer } from '../src/chain/devnet.ts';
 import { credit, debit, getLedgerBalance, ledgerAccount, postLedger } from '../src/ledger/ledger.ts';
-import { createPayoutRecord } from '../src/payouts/payouts.ts';
+import { createPayoutRecord } from '../tools/payout-record.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { type SettlementWorker, startSettlementWorker } from '../src/settlement/worker.ts';
 import { bearer, type TestAccount, testAccount, testApp } from './support/harness.ts';

@@ -405,8 +405,11 @@ describe('leases and crashes', () => {
     const receiver = await startReceiver((_req, res) => setTimeout(() => res.writeHead(200).end(), 200));
     const event = await writeEvent(runtime, { accountId: merchant.accountId, webhookUrl: receiver.url });
     const stop = startDeliveryWorker(runtime, { pollIntervalMs: 20, accountIds: [merchant.accountId] });
-    await receiver.waitFor(1);
-    await stop();
+    try {
+      await receiver.waitFor(1);
+    } finally {
+      await stop();
+    }
     expect((await deliveryRow(event.id)).status).toBe('delivered');
   });
 });

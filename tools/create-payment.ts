@@ -98,16 +98,16 @@ export const createPayment = defineTool({
       summary: `Create a payment of ${value.amount} ${value.currency}${value.payout_address ? ` settling to ${value.payout_address}` : ''}`,
     };
   },
-  async precheck(value, { runtime }) {
+  async precheck(value, { config }) {
     if (!value.webhook_url) return;
-    const verdict = await validateWebhookUrl(value.webhook_url, { allowPrivate: runtime.config.webhookAllowPrivate });
+    const verdict = await validateWebhookUrl(value.webhook_url, { allowPrivate: config.webhookAllowPrivate });
     if (!verdict.ok) {
       const message = verdict.message.startsWith('webhook') ? verdict.message : `webhook_url ${verdict.message}`;
       throw new AppError('invalid_request', `${message}.`, { param: 'webhook_url' });
     }
   },
   async handler(value, ctx) {
-    const { runtime, db, actor } = ctx;
+    const { config, db, actor } = ctx;
     const scope = { accountId: actor.accountId, livemode: actor.livemode };
     const settings = await findCreationSettings(db, scope);
     if (!settings) throw new AppError('not_found', 'The account of this key no longer exists.');
@@ -115,11 +115,11 @@ export const createPayment = defineTool({
     const row = paymentRow(value, ctx, settings);
     const creationHash = row.creation_hash;
     const inserted = await insertPayment(db, newPayment(row));
-    if (inserted) return presentPayment(runtime.config, inserted);
+    if (inserted) return presentPayment(config, inserted);
 
     // The reference is taken on this account and mode: the same request is the same payment.
     const existing = await findPaymentByReference(db, scope, value.reference!);
-    if (existing && existing.creation_hash === creationHash) return presentPayment(runtime.config, existing);
+    if (existing && existing.creation_hash === creationHash) return presentPayment(config, existing);
     throw new AppError(
       'conflict',
       `A payment with reference '${value.reference}' already exists (${existing?.id ?? 'unknown'}) with different parameters. Use a new reference, or repeat the original parameters to get that payment back.`,
@@ -129,7 +129,7 @@ export const createPayment = defineTool({
   // One statement where the handler takes a transaction of four (pipeline.ts): the account's
   // settings as last read, and the insert writes only while they are still the account's.
   async singleInsert(value, ctx) {
-    const { runtime, actor } = ctx;
+    const { config, actor } = ctx;
     const scope = { accountId: actor.accountId, livemode: actor.livemode };
     const settings = knownSettings.get(settingsKey(scope)) ?? (await findCreationSettings(ctx.db, scope));
     if (!settings) return undefined;
@@ -138,7 +138,7 @@ export const createPayment = defineTool({
     return {
       insert: insertPaymentWithSettings(ctx.db, newPayment(row), settings),
       row,
-      output: (written: PaymentRow) => presentPayment(runtime.config, written),
+      output: (written: PaymentRow) => presentPayment(config, written),
     };
   },
 });
@@ -168,13 +168,13 @@ function rememberSettings(scope: { accountId: string; livemode: boolean }, setti
  */
 function paymentRow(
   value: z.output<typeof input>,
-  { runtime, actor, now }: ToolContext,
+  { rates, actor, now }: ToolContext,
   settings: CreationSettings,
 ): PaymentRow {
   const currency = getCurrency(value.currency)!;
   const parsed = parseMajorAmount(value.amount, currency);
   if (!parsed.ok) throw new AppError('invalid_request', 'amount is not a valid amount', { param: 'amount' });
-  const quote = quoteFromTable(parsed.minor, currency, runtime.rates, settings.feeBps);
+  const quote = quoteFromTable(parsed.minor, currency, rates, settings.feeBps);
   if (!quote)
     throw new AppError('invalid_request', `No FX rate is configured for ${currency.code}.`, { param: 'currency' });
   return {

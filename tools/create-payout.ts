@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
 import { formatDisplay, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
-import { assertModeMayPayOut, assertSafeRecipient, createPayoutRecord } from '../src/payouts/payouts.ts';
+import { assertModeMayPayOut, assertSafeRecipient } from '../src/payouts/payouts.ts';
+import { createPayoutRecord } from './payout-record.ts';
 import { payoutOutput, presentPayout } from '../src/payouts/present.ts';
 import { evmAddress, optionalText, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
 
@@ -24,9 +25,9 @@ export const createPayout = defineTool({
   effect: 'money',
   scope: 'payouts:write',
   http: { method: 'POST', path: '/v1/payouts' },
-  async precheck(input, { runtime, actor }) {
-    await assertModeMayPayOut(runtime, actor.livemode);
-    await assertSafeRecipient(runtime, input.to_address, 'to_address');
+  async precheck(input, ctx) {
+    await assertModeMayPayOut(ctx, ctx.actor.livemode);
+    await assertSafeRecipient(ctx, input.to_address, 'to_address');
   },
   async policy(input) {
     const amount = settlementMinor(input.amount);

@@ -3,6 +3,8 @@ import type { ApprovalAttempt } from '../src/audit/actions.ts';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
 import type { Db } from '../src/db/database.ts';
+import { findConfirmation } from '../src/db/repositories/confirmations.ts';
+import { scopedRow } from '../src/db/repositories/scoped.ts';
 import type { ConfirmationRow } from '../src/db/tables/money.ts';
 import { type ConfirmationView, confirmationOutput, presentConfirmation } from '../src/policy/confirmations.ts';
 
@@ -54,18 +56,12 @@ export const getConfirmation = defineTool({
   effect: 'read',
   scope: 'payments:read',
   http: { method: 'GET', path: '/v1/confirmations/:confirmation_id' },
-  async handler({ confirmation_id }, { runtime, db, actor, now }) {
-    const row = await db
-      .selectFrom('confirmations')
-      .selectAll()
-      .where('id', '=', confirmation_id)
-      .where('account_id', '=', actor.accountId)
-      .where('livemode', '=', actor.livemode)
-      .executeTakeFirst();
+  async handler({ confirmation_id }, { config, db, actor, now }) {
+    const row = await findConfirmation(db, actor, confirmation_id);
     if (!row) {
       throw new AppError('not_found', `No such confirmation: '${confirmation_id}'.`, { param: 'confirmation_id' });
     }
-    const view = presentConfirmation(runtime.config, row, now);
+    const view = presentConfirmation(config, row, now);
     const error = view.status === 'pending' ? await lastRunError(db, row) : null;
     const created = view.status === 'executed' ? await createdBy(db, row) : null;
     return { ...view, outcome: outcomeOf(view, error, created), error, created_object: created };
@@ -113,13 +109,8 @@ async function createdBy(db: Db, row: ConfirmationRow): Promise<Created | null> 
   if (typeof result?.id !== 'string' || typeof result.object !== 'string') return null;
   const table = result.object === 'payout' ? 'payouts' : result.object === 'refund' ? 'refunds' : undefined;
   if (table === undefined) return { id: result.id, object: result.object, status: null };
-  const current = await db
-    .selectFrom(table)
-    .select('status')
-    .where('id', '=', result.id)
-    .where('account_id', '=', row.account_id)
-    .where('livemode', '=', row.livemode)
-    .executeTakeFirst();
+  const scope = { accountId: row.account_id, livemode: row.livemode };
+  const current = await scopedRow(db, table, scope, result.id).select('status').executeTakeFirst();
   return { id: result.id, object: result.object, status: current?.status ?? null };
 }
 

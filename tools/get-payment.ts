@@ -16,10 +16,10 @@ export const getPayment = defineTool({
   effect: 'read',
   scope: 'payments:read',
   http: { method: 'GET', path: '/v1/payments/:payment_id' },
-  async handler({ payment_id }, { runtime, db, actor }) {
+  async handler({ payment_id }, { config, db, actor }) {
     const row = await findPayment(db, actor, payment_id);
     // Another account's or the other mode's payment does not exist for this caller: 404, not 403.
     if (!row) throw new AppError('not_found', `No such payment: '${payment_id}'.`, { param: 'payment_id' });
-    return presentPayment(runtime.config, row);
+    return presentPayment(config, row);
   },
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
+import { findPayout } from '../src/db/repositories/payouts.ts';
 import { payoutOutput, presentPayout } from '../src/payouts/present.ts';
 
 export const getPayout = defineTool({
@@ -16,13 +17,7 @@ export const getPayout = defineTool({
   scope: 'payments:read',
   http: { method: 'GET', path: '/v1/payouts/:payout_id' },
   async handler({ payout_id }, { db, actor }) {
-    const row = await db
-      .selectFrom('payouts')
-      .selectAll()
-      .where('id', '=', payout_id)
-      .where('account_id', '=', actor.accountId)
-      .where('livemode', '=', actor.livemode)
-      .executeTakeFirst();
+    const row = await findPayout(db, actor, payout_id);
     if (!row) throw new AppError('not_found', `No such payout: '${payout_id}'.`, { param: 'payout_id' });
     return presentPayout(row);
   },

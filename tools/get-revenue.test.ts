@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/core/clock.ts';
 import { AppError } from '../src/core/errors.ts';
-import { executedOutput, executeTool } from '../src/core/pipeline.ts';
+import { executedOutput, executeTool } from '../src/pipeline/execute-tool.ts';
 import type { Actor } from '../src/core/tool.ts';
 import { transitionPayment } from '../src/db/repositories/payments.ts';
 import { minorToNumber, parseMajorAmount, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
@@ -75,11 +75,7 @@ async function paid(
 /** The settlement worker's intake: every paid payment settles into its account's balance. */
 async function settleAll(): Promise<void> {
   while (
-    (await settlePaidPayments({
-      db: runtime.db,
-      config: runtime.config,
-      logger: runtime.logger,
-      clock: runtime.clock,
+    (await settlePaidPayments(runtime, {
       chunk: 50,
       testModeOnChain: async () => false,
     })) > 0

@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { defineTool } from '../src/core/tool.ts';
-import { findPayment, listPayments as listPaymentRows } from '../src/db/repositories/payments.ts';
-import { keysetOf, pageFrom, pageParams } from '../src/db/pagination.ts';
+import { createdRange, pageParams } from '../src/db/pagination.ts';
+import { listPaymentsPage } from '../src/db/repositories/payments.ts';
 import { PAYMENT_STATUSES } from '../src/domain/payment-status.ts';
 import { presentPayment } from '../src/payments/present.ts';
 import { paymentOutput } from './payment-output.ts';
-import { createdRange } from '../src/db/pagination.ts';
 
 export const listPayments = defineTool({
   name: 'list_payments',
@@ -33,22 +32,11 @@ export const listPayments = defineTool({
   effect: 'read',
   scope: 'payments:read',
   http: { method: 'GET', path: '/v1/payments' },
-  async handler(input, { runtime, db, actor }) {
-    const keyset = await keysetOf(input, 'payment', (id) => findPayment(db, actor, id));
-    const rows = await listPaymentRows(db, {
-      accountId: actor.accountId,
-      livemode: actor.livemode,
-      status: input.status,
-      reference: input.reference,
-      createdGte: input.created_gte,
-      createdLte: input.created_lte,
-      keyset,
-      limit: input.limit + 1,
-    });
-    const page = pageFrom(rows, input.limit, keyset);
+  async handler(input, { config, db, actor }) {
+    const page = await listPaymentsPage(db, actor, input, input);
     return {
       object: 'list' as const,
-      data: page.data.map((row) => presentPayment(runtime.config, row)),
+      data: page.data.map((row) => presentPayment(config, row)),
       has_more: page.has_more,
     };
   },

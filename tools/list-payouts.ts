@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
-import { listPage, pageParams } from '../src/db/pagination.ts';
+import { createdRange, pageParams } from '../src/db/pagination.ts';
+import { listPayoutsPage } from '../src/db/repositories/payouts.ts';
+import { scopedRow } from '../src/db/repositories/scoped.ts';
 import { PAYOUT_STATUSES, payoutOutput, presentPayout } from '../src/payouts/present.ts';
-import { createdRange } from '../src/db/pagination.ts';
 
 export const listPayouts = defineTool({
   name: 'list_payouts',
@@ -40,24 +41,12 @@ export const listPayouts = defineTool({
   async handler(input, { db, actor }) {
     // An id the caller names must be theirs: another account's share is the same 404 as an unknown one.
     if (input.revenue_share !== undefined) {
-      const share = await db
-        .selectFrom('revenue_shares')
-        .select('id')
-        .where('id', '=', input.revenue_share)
-        .where('account_id', '=', actor.accountId)
-        .where('livemode', '=', actor.livemode)
-        .executeTakeFirst();
+      const share = await scopedRow(db, 'revenue_shares', actor, input.revenue_share).select('id').executeTakeFirst();
       if (!share) {
         throw new AppError('not_found', `No such revenue share: '${input.revenue_share}'.`, { param: 'revenue_share' });
       }
     }
-    const page = await listPage(db, 'payouts', actor, input, 'payout', (query) => {
-      let q = query;
-      if (input.status) q = q.where('status', '=', input.status);
-      if (input.reference) q = q.where('reference', '=', input.reference);
-      if (input.revenue_share) q = q.where('revenue_share_id', '=', input.revenue_share);
-      return q;
-    });
+    const page = await listPayoutsPage(db, actor, { ...input, revenueShareId: input.revenue_share }, input);
     return { object: 'list' as const, data: page.data.map(presentPayout), has_more: page.has_more };
   },
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineTool } from '../src/core/tool.ts';
-import { listPage, pageParams } from '../src/db/pagination.ts';
+import { pageParams } from '../src/db/pagination.ts';
+import { listConfirmationsPage } from '../src/db/repositories/confirmations.ts';
 import { confirmationOutput, presentConfirmation } from '../src/policy/confirmations.ts';
 
 export const listPendingConfirmations = defineTool({
@@ -17,13 +18,11 @@ export const listPendingConfirmations = defineTool({
   effect: 'read',
   scope: 'payments:read',
   http: { method: 'GET', path: '/v1/confirmations' },
-  async handler(input, { runtime, db, actor, now }) {
-    const page = await listPage(db, 'confirmations', actor, input, 'confirmation', (query) =>
-      query.where('status', '=', 'pending').where('expires_at', '>', now),
-    );
+  async handler(input, { config, db, actor, now }) {
+    const page = await listConfirmationsPage(db, actor, 'pending', input, now);
     return {
       object: 'list' as const,
-      data: page.data.map((row) => presentConfirmation(runtime.config, row, now)),
+      data: page.data.map((row) => presentConfirmation(config, row, now)),
       has_more: page.has_more,
     };
   },

@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
 import { findPayment } from '../src/db/repositories/payments.ts';
-import { listPage, pageParams } from '../src/db/pagination.ts';
+import { createdRange, pageParams } from '../src/db/pagination.ts';
+import { listRefundsPage } from '../src/db/repositories/refunds.ts';
 import { presentRefund, REFUND_STATUSES, refundOutput } from '../src/refunds/refunds.ts';
-import { createdRange } from '../src/db/pagination.ts';
 
 export const listRefunds = defineTool({
   name: 'list_refunds',
@@ -37,12 +37,7 @@ export const listRefunds = defineTool({
     if (input.payment_id !== undefined && !(await findPayment(db, actor, input.payment_id))) {
       throw new AppError('not_found', `No such payment: '${input.payment_id}'.`, { param: 'payment_id' });
     }
-    const page = await listPage(db, 'refunds', actor, input, 'refund', (query) => {
-      let q = query;
-      if (input.payment_id) q = q.where('payment_id', '=', input.payment_id);
-      if (input.status) q = q.where('status', '=', input.status);
-      return q;
-    });
+    const page = await listRefundsPage(db, actor, { ...input, paymentId: input.payment_id }, input);
     // A refund shows its payment's state: one query for the payments of the whole page.
     const paymentIds = [...new Set(page.data.map((row) => row.payment_id))];
     const payments =

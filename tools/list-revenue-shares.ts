@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
 import { findPayment } from '../src/db/repositories/payments.ts';
-import { listPage, pageParams } from '../src/db/pagination.ts';
+import { createdRange, pageParams } from '../src/db/pagination.ts';
+import { listRevenueSharesPage } from '../src/db/repositories/revenue-shares.ts';
 import type { PayoutRow } from '../src/db/tables/money.ts';
 import { presentRevenueShare, revenueShareOutput } from '../src/payouts/present.ts';
-import { createdRange } from '../src/db/pagination.ts';
 
 export const listRevenueShares = defineTool({
   name: 'list_revenue_shares',
@@ -39,12 +39,7 @@ export const listRevenueShares = defineTool({
     if (input.payment_id !== undefined && !(await findPayment(db, actor, input.payment_id))) {
       throw new AppError('not_found', `No such payment: '${input.payment_id}'.`, { param: 'payment_id' });
     }
-    const page = await listPage(db, 'revenue_shares', actor, input, 'revenue share', (query) => {
-      let q = query;
-      if (input.payment_id) q = q.where('payment_id', '=', input.payment_id);
-      if (input.reference) q = q.where('reference', '=', input.reference);
-      return q;
-    });
+    const page = await listRevenueSharesPage(db, actor, { ...input, paymentId: input.payment_id }, input);
     // One query for the legs of the whole page.
     const legs =
       page.data.length === 0

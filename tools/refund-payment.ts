@@ -12,6 +12,7 @@ import { currencyOf, presentPayment } from '../src/payments/present.ts';
 import { moneyError } from '../src/payouts/payouts.ts';
 import { presentRefund, refundOutput, refundPosting, refundShares } from '../src/refunds/refunds.ts';
 import { optionalText, paymentId } from './schemas.ts';
+import { scopedRow } from '../src/db/repositories/scoped.ts';
 
 const input = z.strictObject({
   payment_id: paymentId,
@@ -53,14 +54,7 @@ function refundAmount(payment: PaymentRow, requested: number | undefined): bigin
 
 async function loadRefundable(ctx: ToolContext, id: string, lock: boolean): Promise<PaymentRow> {
   const payment = lock
-    ? await ctx.db
-        .selectFrom('payments')
-        .selectAll()
-        .where('id', '=', id)
-        .where('account_id', '=', ctx.actor.accountId)
-        .where('livemode', '=', ctx.actor.livemode)
-        .forUpdate()
-        .executeTakeFirst()
+    ? await scopedRow(ctx.db, 'payments', ctx.actor, id).selectAll().forUpdate().executeTakeFirst()
     : await findPayment(ctx.db, ctx.actor, id);
   if (!payment) throw new AppError('not_found', `No such payment: '${id}'.`, { param: 'payment_id' });
   if (payment.status === 'paid' || payment.status === 'settling') {
@@ -139,7 +133,7 @@ export const refundPayment = defineTool({
     };
   },
   async handler(value, ctx) {
-    const { db, actor, now, runtime } = ctx;
+    const { db, actor, now, config } = ctx;
     const payment = await loadRefundable(ctx, value.payment_id, true);
     const rail = await refundRail(ctx, payment);
     const amount = refundAmount(payment, value.amount);
@@ -181,7 +175,7 @@ export const refundPayment = defineTool({
       now,
     );
     if (!updated) throw new AppError('conflict', `Payment ${payment.id} changed while refunding; retry.`);
-    const view = presentPayment(runtime.config, updated);
+    const view = presentPayment(config, updated);
     const output = presentRefund(refund, updated);
     await insertEvent(db, {
       accountId: updated.account_id,

@@ -13,10 +13,24 @@ import { listRefunds } from './list-refunds.ts';
 import { listRevenueShares } from './list-revenue-shares.ts';
 import { refundPayment } from './refund-payment.ts';
 import { splitRevenue } from './split-revenue.ts';
+import { expirePayments } from './system/expire-payments.ts';
+import { fundTestBalance } from './system/fund-test-balance.ts';
+import { recordPaymentAttempt } from './system/record-payment-attempt.ts';
+import { recordRefundOutcome } from './system/record-refund-outcome.ts';
+import { recordRefundSubmission } from './system/record-refund-submission.ts';
+import { recordTreasuryOpening } from './system/record-treasury-opening.ts';
+import {
+  confirmSettlementBatch,
+  failQueuedTransfers,
+  failSettlementBatch,
+  revertSettlementBatch,
+} from './system/settlement-batches.ts';
+import { startPaymentAttempt } from './system/start-payment-attempt.ts';
+import { startPaymentSettlements } from './system/start-payment-settlements.ts';
 
 /**
  * The catalogue: every tool, in one explicit list (no autoloading). The REST routes, the agent,
- * the MCP server and the workers all take their tools from here. Adding a tool is one file and
+ * the MCP server and the dashboard take their tools from here. Adding a tool is one file and
  * one line below. Approving a held action is deliberately not a tool (policy/approvals.ts).
  */
 export const TOOLS: readonly AnyTool[] = [
@@ -39,3 +53,23 @@ export const TOOLS: readonly AnyTool[] = [
 export function findTool(name: string): AnyTool | undefined {
   return TOOLS.find((tool) => tool.name === name);
 }
+
+/**
+ * The service's own money steps (tools/system/, ToolDefinition.system): run on the `system` channel
+ * by the workers, the payer's page and the test helpers; not offered to REST, MCP or the agent. With
+ * TOOLS they are every way money moves (docs/architecture.md; `npm run check:money-path`).
+ */
+export const SYSTEM_TOOLS: readonly AnyTool[] = [
+  startPaymentAttempt,
+  recordPaymentAttempt,
+  startPaymentSettlements,
+  confirmSettlementBatch,
+  failSettlementBatch,
+  revertSettlementBatch,
+  failQueuedTransfers,
+  recordRefundSubmission,
+  recordRefundOutcome,
+  expirePayments,
+  fundTestBalance,
+  recordTreasuryOpening,
+];

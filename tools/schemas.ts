@@ -2,7 +2,7 @@ import { isAddress } from 'viem';
 import { z } from 'zod';
 import { nestsDeeperThan, stringifyJson } from '../src/core/json-text.ts';
 import { PAYMENT_SETTLEMENT_SCHEDULES } from '../src/settlement/schedules.ts';
-import { isBurnAddress } from '../src/settlement/transfers.ts';
+import { isBurnAddress } from '../src/domain/recipients.ts';
 import {
   getCurrency,
   normaliseCurrencyCode,

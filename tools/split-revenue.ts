@@ -5,7 +5,8 @@ import { findPayment } from '../src/db/repositories/payments.ts';
 import type { RevenueShareRow } from '../src/db/tables/money.ts';
 import { newId } from '../src/domain/ids.ts';
 import { formatDisplay, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
-import { assertModeMayPayOut, assertSafeRecipient, createPayoutRecord } from '../src/payouts/payouts.ts';
+import { assertModeMayPayOut, assertSafeRecipient } from '../src/payouts/payouts.ts';
+import { createPayoutRecord } from './payout-record.ts';
 import { presentRevenueShare, revenueShareOutput } from '../src/payouts/present.ts';
 import { evmAddress, optionalText, paymentId, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
 
@@ -136,10 +137,11 @@ export const splitRevenue = defineTool({
     }
     return presentRevenueShare(row, legs);
   },
-  async precheck(value, { runtime, actor }) {
-    await assertModeMayPayOut(runtime, actor.livemode);
+  async precheck(value, ctx) {
+    const { actor } = ctx;
+    await assertModeMayPayOut(ctx, actor.livemode);
     for (const [i, split] of value.splits.entries()) {
-      await assertSafeRecipient(runtime, split.to_address, `splits[${i}].to_address`);
+      await assertSafeRecipient(ctx, split.to_address, `splits[${i}].to_address`);
     }
   },
   async policy(value, ctx) {

@@ -1,10 +1,10 @@
 import { stringify } from 'csv-stringify/sync';
-import type { ExpressionBuilder } from 'kysely';
 import { z } from 'zod';
 import { ACTION_STATUSES, type ActionRow, loadActionRows } from '../audit/action-rows.ts';
 import { parseInput } from '../core/validation.ts';
-import type { Database, Db } from '../db/database.ts';
-import { createdRange, listPage, pageParams } from '../db/pagination.ts';
+import type { Db } from '../db/database.ts';
+import { createdRange, pageParams } from '../db/pagination.ts';
+import { listActionsPage } from '../db/repositories/agent-actions.ts';
 
 /**
  * The action log as a list: the filters of GET /agent/actions and its CSV form. The API and the
@@ -20,7 +20,10 @@ export const actionsQuery = z.strictObject({
     .enum(['allow', 'require_confirmation', 'deny', 'not_checked'])
     .optional()
     .describe('Only this policy decision.'),
-  channel: z.enum(['api', 'agent', 'mcp']).optional().describe('Only calls from this channel.'),
+  channel: z
+    .enum(['api', 'agent', 'mcp', 'system'])
+    .optional()
+    .describe("Only calls from this channel ('system': the service's own steps, e.g. settling a payment)."),
   ...createdRange('action'),
   ...pageParams('action', 'act_…', { default: 50, max: 500 }),
 });
@@ -38,29 +41,7 @@ export interface ActionPage {
 /** One page of the account's actions, newest first, filtered by `raw` (validated by actionsQuery). */
 export async function listActions(db: Db, scope: ActionScope, raw: unknown, now: Date): Promise<ActionPage> {
   const query = parseInput(actionsQuery, raw);
-  const page = await listPage(db, 'agent_actions', scope, query, 'action', (q) => {
-    let narrowed = q;
-    if (query.status) {
-      // A held action whose confirmation lapsed reads as expired (action-rows.ts finalStatus).
-      const lapsed = (eb: ExpressionBuilder<Database, 'agent_actions'>) =>
-        eb.exists(
-          eb
-            .selectFrom('confirmations as c')
-            .select('c.id')
-            .whereRef('c.id', '=', 'agent_actions.confirmation_id')
-            .where('c.status', 'in', ['pending', 'expired'])
-            .where('c.expires_at', '<=', now),
-        );
-      const stored = query.status === 'expired' ? 'held' : query.status;
-      narrowed = narrowed.where('status', '=', stored);
-      if (query.status === 'expired') narrowed = narrowed.where(lapsed);
-      else if (query.status === 'held') narrowed = narrowed.where((eb) => eb.not(lapsed(eb)));
-    }
-    if (query.tool) narrowed = narrowed.where('tool', '=', query.tool);
-    if (query.decision) narrowed = narrowed.where('decision', '=', query.decision);
-    if (query.channel) narrowed = narrowed.where('channel', '=', query.channel);
-    return narrowed;
-  });
+  const page = await listActionsPage(db, scope, query, query, now);
   return {
     rows: await loadActionRows(
       db,

@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { appendActionLog, lockAccountActions } from '../audit/action-log.ts';
 import { AppError, toAppError } from '../core/errors.ts';
-import { executeTool } from '../core/pipeline.ts';
+import { executeTool } from '../pipeline/execute-tool.ts';
 import type { Actor, AnyTool } from '../core/tool.ts';
 import type { AgentActionRow, AgentRunRow, AgentRunStatus } from '../db/tables/money.ts';
 import { newId } from '../domain/ids.ts';
@@ -13,6 +13,7 @@ import { checkGrounding, evidenceFromInstruction, type RunEvidence, withToolResu
 import type { AgentModel, AgentModelResult, ModelUsage, PlannedCall, ToolCallOutcome } from './model.ts';
 import { systemPrompt } from './prompts.ts';
 import { recordAgentRunFinished } from '../metrics/metrics.ts';
+import { findAgentRun } from '../db/repositories/agent-runs.ts';
 
 export interface AgentRequest {
   instruction: string;
@@ -584,13 +585,7 @@ export async function loadRunView(
   scope: { accountId: string; livemode: boolean },
   runId: string,
 ): Promise<AgentRunView> {
-  const run = await runtime.db
-    .selectFrom('agent_runs')
-    .selectAll()
-    .where('id', '=', runId)
-    .where('account_id', '=', scope.accountId)
-    .where('livemode', '=', scope.livemode)
-    .executeTakeFirst();
+  const run = await findAgentRun(runtime.db, scope, runId);
   if (!run) throw new AppError('not_found', `No such agent run: '${runId}'.`, { param: 'id' });
   const actions = await runtime.db
     .selectFrom('agent_actions')

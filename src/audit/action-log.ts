@@ -31,16 +31,44 @@ export interface ActionLogEntry {
  * appends of one account then run one at a time. Every append's transaction takes it first.
  */
 export async function lockAccountActions(db: Db, accountId: string): Promise<void> {
-  await db
-    .insertInto('action_log_heads')
-    .values({ account_id: accountId, last_seq: 0n, last_hash: GENESIS_HASH })
-    .onConflict((oc) => oc.column('account_id').doNothing())
-    .execute();
-  await db
+  await lockActionLogs(db, [accountId]);
+}
+
+/**
+ * lockAccountActions for several accounts at once (a system run that acts for many merchants),
+ * taken in account-id order so that two such runs never wait on each other in a circle. With
+ * skipBusy it waits for no lock a transaction holds on an existing head: it takes the free ones
+ * (SKIP LOCKED) and returns which. Creating a missing head can still wait, for another transaction
+ * creating the same one; a caller that must never wait makes the heads first (ensureActionLogHeads),
+ * holding nothing, as the settlement intake and the expiry job do.
+ */
+export async function lockActionLogs(
+  db: Db,
+  accountIds: readonly string[],
+  options: { skipBusy?: boolean } = {},
+): Promise<Set<string>> {
+  const ids = [...new Set(accountIds)].sort();
+  if (ids.length === 0) return new Set();
+  await ensureActionLogHeads(db, ids);
+  // ORDER BY under FOR UPDATE: rows are locked as the sort returns them, in id order.
+  const query = db
     .selectFrom('action_log_heads')
     .select('account_id')
-    .where('account_id', '=', accountId)
-    .forUpdate()
+    .where('account_id', 'in', ids)
+    .orderBy('account_id')
+    .forUpdate();
+  const locked = await (options.skipBusy ? query.skipLocked() : query).execute();
+  return new Set(locked.map((row) => row.account_id));
+}
+
+/** Creates the action-log heads these accounts do not have yet (an account's log starts empty). */
+export async function ensureActionLogHeads(db: Db, accountIds: readonly string[]): Promise<void> {
+  const ids = [...new Set(accountIds)].sort();
+  if (ids.length === 0) return;
+  await db
+    .insertInto('action_log_heads')
+    .values(ids.map((id) => ({ account_id: id, last_seq: 0n, last_hash: GENESIS_HASH })))
+    .onConflict((oc) => oc.column('account_id').doNothing())
     .execute();
 }
 

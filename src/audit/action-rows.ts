@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../core/errors.ts';
-import { loadKeyLabels } from '../dashboard/key-labels.ts';
+import { loadKeyLabels } from '../keys/labels.ts';
 import type { Db, ModeScope } from '../db/database.ts';
 import { formatMinor, getCurrency, parseMajorAmount, SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { type ActionSnapshot, loadActionSnapshots } from './action-snapshot.ts';

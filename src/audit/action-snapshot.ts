@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from '../core/canonical-json.ts';
-import { loadKeyLabels } from '../dashboard/key-labels.ts';
+import { loadKeyLabels } from '../keys/labels.ts';
 import type { Db } from '../db/database.ts';
 
 /**

@@ -69,7 +69,7 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
       servers.push(api);
     }
     if (role === 'all' || role === 'checkout') {
-      const { buildCheckoutApp } = await import('../http/checkout-app.ts');
+      const { buildCheckoutApp } = await import('../checkout/app.ts');
       const checkout = await buildCheckoutApp(runtime);
       await checkout.listen({ port: config.checkoutPort, host: config.host });
       servers.push(checkout);

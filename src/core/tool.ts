@@ -1,13 +1,18 @@
-import type { Compilable, OperationNodeSource } from 'kysely';
+import type { Compilable, Kysely, OperationNodeSource } from 'kysely';
 import type { z } from 'zod';
-import type { Db } from '../db/database.ts';
-import type { ErrorCode } from './errors.ts';
+import type { ChainConnection } from '../chain/chain.ts';
+import type { Config } from '../config/config.ts';
+import type { Database, Db, ModeScope } from '../db/database.ts';
 import type { ApiKeyScope } from '../domain/api-key-secret.ts';
-import type { Runtime } from '../runtime.ts';
+import type { RateTable } from '../domain/fx.ts';
+import type { Clock } from './clock.ts';
+import type { ErrorCode } from './errors.ts';
+import type { Logger } from './logger.ts';
 
 /**
- * A tool is the one definition of an operation (DESIGN.md §4). The REST routes, the agent,
- * the MCP server and the workers all run it through executeTool (pipeline.ts).
+ * A tool is the one definition of an operation (DESIGN.md §4). The REST routes, the agent, the MCP
+ * server, the payer's page and the workers all run it through executeTool (pipeline.ts): every
+ * ledger posting and every money status change is made by a tool (docs/architecture.md).
  */
 export type ToolEffect = 'read' | 'write' | 'money';
 
@@ -23,12 +28,36 @@ export interface Actor {
   channel: Channel;
 }
 
-export interface ToolContext {
-  runtime: Runtime;
+/**
+ * What a tool may use besides its transaction, and nothing more: its settings, a logger, the FX
+ * rates that price a quote, and the chain (a payout's guardrails ask it who the contracts are).
+ * Not the runtime: no tool reaches the rate limiter, the secret box or the notifications.
+ */
+export interface ToolServices {
+  config: Config;
+  logger: Logger;
+  rates: RateTable;
+  /** The chain, connected on first use. */
+  chain(): Promise<ChainConnection>;
+}
+
+/** What the pipeline runs tools with: the database and the clock, and the tools' services. */
+export interface ToolEnvironment extends ToolServices {
+  db: Kysely<Database>;
+  clock: Clock;
+}
+
+export interface ToolContext extends ToolServices {
   /** A transaction for write and money tools (everything commits together), the database for reads. */
   db: Db;
   actor: Actor;
+  /** Business time of the call (the environment's clock, read once per call). */
   now: Date;
+  /**
+   * For a system run that names its accounts (SystemToolSpec.accounts): those whose action-log
+   * locks it holds. It acts for no other account.
+   */
+  scopes?: readonly ModeScope[];
 }
 
 export interface HttpBinding {
@@ -86,10 +115,51 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
    */
   singleInsert?(input: z.output<I>, ctx: ToolContext): Promise<SingleInsert<z.output<O>> | undefined>;
   /**
+   * Marks a system tool (tools/system/): the service's own money steps (a payment paid, settled,
+   * expired; a settlement batch confirmed, failed or undone by a reorg; a test balance funded). Run
+   * only on the `system` channel, by the workers, the payer's page and the test helpers; never
+   * offered to REST, MCP or the agent, never judged by the policy, and every run that executes is in
+   * the action log of each account it acts for.
+   */
+  system?: SystemToolSpec<z.output<I>, z.output<O>>;
+  /**
    * Errors the handler raises that its shape does not imply, for the OpenAPI document (which
    * infers the rest: a path id or an `…_id` field can be not found, a money tool held or short).
    */
   errors?: readonly ErrorCode[];
+}
+
+/** See ToolDefinition.system. */
+export interface SystemToolSpec<I, O> {
+  /**
+   * The accounts (and modes) a run acts for, when it acts for several at once (a settlement batch
+   * carries many merchants' transfers); absent: the actor's account. Called in the run's
+   * transaction before the handler. Each account's action-log lock is taken next, in account order
+   * (lockActionLogs), and the handler acts for those accounts only (ToolContext.scopes).
+   */
+  accounts?(input: I, ctx: ToolContext): Promise<ModeScope[]>;
+  /**
+   * `wait` (the default): accounts() locks nothing, and the run waits for every account's
+   * action-log lock before it touches a row, as every money call does. `skip`: accounts() has
+   * already locked the run's rows (FOR UPDATE SKIP LOCKED), so the run must not wait for an
+   * action-log lock a merchant's call holds while that call waits for one of those rows: it takes
+   * only the locks that are free and leaves the other accounts' rows for its next run.
+   */
+  busyAccounts?: 'wait' | 'skip';
+  /**
+   * What one account's action-log row records of a run that acts for several: its own part of the
+   * input and of the output, and of the money moved (never another merchant's ids), or undefined
+   * when the run did nothing for it (no row is written then).
+   */
+  recordFor?(input: I, output: O, scope: ModeScope): SystemRecord | undefined;
+}
+
+/** One account's record of a many-account system run (SystemToolSpec.recordFor). */
+export interface SystemRecord {
+  input: unknown;
+  result: unknown;
+  /** What the run moved for this account, in settlement-asset minor units, as finance's views show it. */
+  amountSettlementMinor?: bigint;
 }
 
 /** See ToolDefinition.singleInsert. */

@@ -1,5 +1,7 @@
 import { html, type SafeHtml } from '../checkout/html.ts';
 import type { Db } from '../db/database.ts';
+import { listPaymentSummaries } from '../db/repositories/payments.ts';
+import { listPayoutSummaries } from '../db/repositories/payouts.ts';
 import { isId } from '../domain/ids.ts';
 import { currencyOf } from '../payments/present.ts';
 import { formatDisplay } from '../domain/money.ts';
@@ -45,41 +47,23 @@ export async function loadLinkedObjects(
 ): Promise<Map<string, LinkedObject>> {
   const ids = collectMoneyIds(values);
   const found = new Map<string, LinkedObject>();
-  if (ids.payouts.length > 0) {
-    const rows = await db
-      .selectFrom('payouts')
-      .select(['id', 'status', 'amount_minor', 'tx_hash'])
-      .where('id', 'in', ids.payouts)
-      .where('account_id', '=', scope.accountId)
-      .where('livemode', '=', scope.livemode)
-      .execute();
-    for (const row of rows) {
-      found.set(row.id, {
-        kind: 'payout',
-        id: row.id,
-        status: row.status,
-        amount: usdc(row.amount_minor),
-        txHash: row.tx_hash,
-      });
-    }
+  for (const row of await listPayoutSummaries(db, scope, ids.payouts)) {
+    found.set(row.id, {
+      kind: 'payout',
+      id: row.id,
+      status: row.status,
+      amount: usdc(row.amount_minor),
+      txHash: row.tx_hash,
+    });
   }
-  if (ids.payments.length > 0) {
-    const rows = await db
-      .selectFrom('payments')
-      .select(['id', 'status', 'amount_minor', 'currency', 'settlement_tx_hash'])
-      .where('id', 'in', ids.payments)
-      .where('account_id', '=', scope.accountId)
-      .where('livemode', '=', scope.livemode)
-      .execute();
-    for (const row of rows) {
-      found.set(row.id, {
-        kind: 'payment',
-        id: row.id,
-        status: row.status,
-        amount: formatDisplay(row.amount_minor, currencyOf(row)),
-        txHash: row.settlement_tx_hash,
-      });
-    }
+  for (const row of await listPaymentSummaries(db, scope, ids.payments)) {
+    found.set(row.id, {
+      kind: 'payment',
+      id: row.id,
+      status: row.status,
+      amount: formatDisplay(row.amount_minor, currencyOf(row)),
+      txHash: row.settlement_tx_hash,
+    });
   }
   return found;
 }

@@ -1,5 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from '../db/database.ts';
+import {
+  findLiveDashboardSession,
+  insertDashboardSession,
+  revokeDashboardSession,
+  revokeKeyDashboardSessions,
+  touchDashboardSession,
+} from '../db/repositories/dashboard-sessions.ts';
 import type { AuthContext } from '../http/plugins/auth.ts';
 
 /**
@@ -43,25 +50,15 @@ export function hashSessionId(id: string): string {
 export async function createSession(db: Db, auth: AuthContext, now: Date): Promise<{ id: string; expiresAt: Date }> {
   const id = randomBytes(32).toString('base64url');
   const expiresAt = new Date(now.getTime() + SESSION_MAX_MS);
-  // Old sessions of this key are of no use to anyone: drop them while we are here.
-  await db
-    .deleteFrom('dashboard_sessions')
-    .where('key_id', '=', auth.keyId)
-    .where((eb) => eb.or([eb('expires_at', '<=', now), eb('revoked_at', 'is not', null)]))
-    .execute();
-  await db
-    .insertInto('dashboard_sessions')
-    .values({
-      id_hash: hashSessionId(id),
-      account_id: auth.accountId,
-      key_id: auth.keyId,
-      livemode: auth.livemode,
-      csrf_token: randomBytes(32).toString('base64url'),
-      created_at: now,
-      last_seen_at: now,
-      expires_at: expiresAt,
-    })
-    .execute();
+  await insertDashboardSession(db, {
+    id_hash: hashSessionId(id),
+    account_id: auth.accountId,
+    key_id: auth.keyId,
+    livemode: auth.livemode,
+    csrf_token: randomBytes(32).toString('base64url'),
+    now,
+    expiresAt,
+  });
   return { id, expiresAt };
 }
 
@@ -72,33 +69,10 @@ export async function createSession(db: Db, auth: AuthContext, now: Date): Promi
 export async function loadSession(db: Db, id: string | undefined, now: Date): Promise<DashboardSession | undefined> {
   if (id === undefined || !SESSION_ID_PATTERN.test(id)) return undefined;
   const idHash = hashSessionId(id);
-  const row = await db
-    .selectFrom('dashboard_sessions as s')
-    .innerJoin('api_keys as k', (join) =>
-      join.onRef('k.id', '=', 's.key_id').onRef('k.account_id', '=', 's.account_id'),
-    )
-    .select([
-      's.account_id',
-      's.key_id',
-      's.livemode',
-      's.csrf_token',
-      's.last_seen_at',
-      's.expires_at',
-      'k.scopes',
-      'k.name',
-      'k.display_prefix',
-      'k.last4',
-    ])
-    .where('s.id_hash', '=', idHash)
-    .where('s.revoked_at', 'is', null)
-    .where('s.expires_at', '>', now)
-    .where('s.last_seen_at', '>', new Date(now.getTime() - SESSION_IDLE_MS))
-    .where('k.revoked_at', 'is', null)
-    .where((eb) => eb.or([eb('k.expires_at', 'is', null), eb('k.expires_at', '>', now)]))
-    .executeTakeFirst();
+  const row = await findLiveDashboardSession(db, idHash, now, new Date(now.getTime() - SESSION_IDLE_MS));
   if (!row) return undefined;
   if (now.getTime() - row.last_seen_at.getTime() > SEEN_INTERVAL_MS) {
-    await db.updateTable('dashboard_sessions').set({ last_seen_at: now }).where('id_hash', '=', idHash).execute();
+    await touchDashboardSession(db, idHash, now);
   }
   return {
     idHash,
@@ -114,12 +88,7 @@ export async function loadSession(db: Db, id: string | undefined, now: Date): Pr
 
 /** Sign-out: the session can never be used again. */
 export async function endSession(db: Db, idHash: string, now: Date): Promise<void> {
-  await db
-    .updateTable('dashboard_sessions')
-    .set({ revoked_at: now })
-    .where('id_hash', '=', idHash)
-    .where('revoked_at', 'is', null)
-    .execute();
+  await revokeDashboardSession(db, idHash, now);
 }
 
 /**
@@ -127,13 +96,7 @@ export async function endSession(db: Db, idHash: string, now: Date): Promise<voi
  * revoked key's sessions; ending them as well keeps that true if the key check ever changes.
  */
 export async function endKeySessions(db: Db, accountId: string, keyId: string, now: Date): Promise<void> {
-  await db
-    .updateTable('dashboard_sessions')
-    .set({ revoked_at: now })
-    .where('account_id', '=', accountId)
-    .where('key_id', '=', keyId)
-    .where('revoked_at', 'is', null)
-    .execute();
+  await revokeKeyDashboardSessions(db, accountId, keyId, now);
 }
 
 /** The session cookie: unreadable by scripts, never sent cross-site, only to /dashboard. */

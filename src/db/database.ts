@@ -5,6 +5,7 @@ import type { MoneyTables } from './tables/money.ts';
 import type { SettlementTables } from './tables/settlement.ts';
 import type { WebhookTables } from './tables/webhooks.ts';
 import type { RailTables } from './tables/rails.ts';
+import type { EventType } from '../webhooks/event-types.ts';
 
 /**
  * Table types, one interface per table in migrations/. Repositories derive their row types
@@ -149,7 +150,8 @@ export interface EventsTable {
   id: string;
   account_id: string;
   livemode: boolean;
-  type: string;
+  /** One of the closed catalogue (src/webhooks/event-types.ts): every writer names one. */
+  type: EventType;
   object_id: string | null;
   data: ColumnType<unknown, string, never>;
   webhook_url: string | null;

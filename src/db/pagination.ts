@@ -1,8 +1,9 @@
-import { type RawBuilder, type Selectable, type SelectQueryBuilder, sql } from 'kysely';
+import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import { z } from 'zod';
 import { AppError } from '../core/errors.ts';
 import { isoTime } from '../core/validation.ts';
-import type { Database, Db, ModeScope } from './database.ts';
+import type { Db, ModeScope } from './database.ts';
+import { scopedRow } from './repositories/scoped.ts';
 
 /**
  * Keyset pagination for every list, all ordered newest first, `(created_at desc, id desc)`, as
@@ -11,6 +12,11 @@ import type { Database, Db, ModeScope } from './database.ts';
  * newest first). `has_more` says whether more objects lie further in the direction you paged.
  * A row comparison, so one expression serves every table with those two columns, and the
  * (account_id, livemode, [filter,] created_at desc, id desc) indexes answer it in both directions.
+ *
+ * A list is a function in its table's repository (src/db/repositories/): it finds the page's keyset
+ * (keysetIn: the cursor among the caller's own rows), builds the query of the caller's rows and
+ * filters, and reads it with readPage, which adds the cursor, the order and the limit and returns
+ * the page newest first with has_more.
  */
 
 /** The query fields of every list: the same names, rules and words everywhere. */
@@ -95,7 +101,7 @@ export async function keysetOf(
 export const FIRST_PAGE: Keyset = { cursor: undefined, direction: 'older' };
 
 /** The condition for rows beyond the cursor (none on a first page). */
-export function keysetWhere(keyset: Keyset): RawBuilder<boolean> {
+function keysetWhere(keyset: Keyset): RawBuilder<boolean> {
   if (!keyset.cursor) return sql<boolean>`true`;
   const cursor = sql`(${keyset.cursor.createdAt}, ${keyset.cursor.id})`;
   return keyset.direction === 'older'
@@ -112,10 +118,43 @@ export function keysetOrder(keyset: Keyset): 'asc' | 'desc' {
  * The page from rows fetched in keyset order with `limit + 1`: newest first whichever way it ran,
  * and has_more from the extra row.
  */
-export function pageFrom<R>(rows: R[], limit: number, keyset: Keyset): { data: R[]; has_more: boolean } {
+export function pageFrom<R>(rows: R[], limit: number, keyset: Keyset): Page<R> {
   const data = rows.slice(0, limit);
   if (keyset.direction === 'newer') data.reverse();
   return { data, has_more: rows.length > limit };
+}
+
+/** One page of a list, newest first; has_more: more rows lie further in the direction paged. */
+export interface Page<R> {
+  data: R[];
+  has_more: boolean;
+}
+
+/**
+ * A list query read from the keyset's cursor: the rows beyond it, in the order that reaches the
+ * nearest first (created_at, id), `fetch` of them. The query names the caller's rows and filters
+ * (its table must have created_at and id); this adds the cursor, the order and the limit, so the
+ * (account_id, livemode, [filter,] created_at desc, id desc) index answers it in both directions.
+ * Use readPage for a page; this is for callers that take the rows and page them themselves.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: any list query over a table with created_at and id.
+export function fromCursor<Q extends SelectQueryBuilder<any, any, any>>(query: Q, keyset: Keyset, fetch: number): Q {
+  const order = keysetOrder(keyset);
+  return query
+    .where(keysetWhere(keyset))
+    .orderBy(sql.ref('created_at'), order)
+    .orderBy(sql.ref('id'), order)
+    .limit(fetch) as Q;
+}
+
+/** One page of a list query: `limit + 1` rows from the cursor (fromCursor), then pageFrom. */
+export async function readPage<R>(
+  // biome-ignore lint/suspicious/noExplicitAny: any list query over a table with created_at and id.
+  query: SelectQueryBuilder<any, any, R>,
+  keyset: Keyset,
+  limit: number,
+): Promise<Page<R>> {
+  return pageFrom(await fromCursor(query, keyset, limit + 1).execute(), limit, keyset);
 }
 
 /** Tables listed newest first whose rows belong to one account and one mode. */
@@ -126,18 +165,14 @@ export type ListedTable =
   | 'revenue_shares'
   | 'agent_runs'
   | 'agent_actions'
-  | 'confirmations';
+  | 'confirmations'
+  | 'events';
 
 /** The cursor row of a listed table, among the caller's own rows in the caller's mode. */
-export function locateIn(db: Db, table: ListedTable, scope: ModeScope) {
+function locateIn(db: Db, table: ListedTable, scope: ModeScope) {
   return (id: string) =>
-    // Every listed table has these columns; kysely needs one concrete name to type the query.
-    db
-      .selectFrom(table as 'payouts')
+    scopedRow(db, table as 'payouts', scope, id)
       .select(['created_at', 'id'])
-      .where('id', '=', id)
-      .where('account_id', '=', scope.accountId)
-      .where('livemode', '=', scope.livemode)
       .executeTakeFirst();
 }
 
@@ -156,41 +191,4 @@ export function keysetIn(
 export interface CreatedRange {
   created_gte?: Date | undefined;
   created_lte?: Date | undefined;
-}
-
-type ListQuery<T extends ListedTable> = SelectQueryBuilder<Database, T, Selectable<Database[T]>>;
-
-/**
- * One page of one of the caller's lists: the rows of `table` in the caller's account and mode,
- * narrowed by `filter` and the creation range, from the page's cursor, newest first. The lists of
- * payouts, refunds, revenue shares, confirmations, runs and actions read through here; payments,
- * events and keys have repositories of their own that use the same keyset pieces.
- */
-export async function listPage<T extends ListedTable>(
-  db: Db,
-  table: T,
-  scope: ModeScope,
-  input: PageRequest & CreatedRange,
-  noun: string,
-  filter: (query: ListQuery<T>) => ListQuery<T> = (query) => query,
-): Promise<{ data: Selectable<Database[T]>[]; has_more: boolean }> {
-  const keyset = await keysetIn(db, table, scope, input, noun);
-  const order = keysetOrder(keyset);
-  // Every listed table has these columns; kysely cannot type them for a table named by a parameter.
-  let query = filter(
-    db
-      .selectFrom(table as 'payouts')
-      .selectAll()
-      .where('account_id', '=', scope.accountId)
-      .where('livemode', '=', scope.livemode) as unknown as ListQuery<T>,
-  ) as unknown as ListQuery<'payouts'>;
-  if (input.created_gte) query = query.where('created_at', '>=', input.created_gte);
-  if (input.created_lte) query = query.where('created_at', '<=', input.created_lte);
-  const rows = await query
-    .where(keysetWhere(keyset))
-    .orderBy('created_at', order)
-    .orderBy('id', order)
-    .limit(input.limit + 1)
-    .execute();
-  return pageFrom(rows as unknown as Selectable<Database[T]>[], input.limit, keyset);
 }

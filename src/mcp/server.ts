@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { stringifyJson } from '../core/json-text.ts';
 import { presentAction } from '../agent/runtime.ts';
 import { AppError, toAppError } from '../core/errors.ts';
-import { executeTool } from '../core/pipeline.ts';
+import { executeTool } from '../pipeline/execute-tool.ts';
 import { IDEMPOTENCY_KEY_PATTERN } from '../core/validation.ts';
 import type { Actor, AnyTool, ToolEffect } from '../core/tool.ts';
 import { findPayment, listPayments } from '../db/repositories/payments.ts';

@@ -1,10 +1,10 @@
-import { insertEvent } from '../db/repositories/events.ts';
+import { ensureActionLogHeads } from '../audit/action-log.ts';
+import { runSystemTool } from '../pipeline/system-runs.ts';
 import { pruneIdempotencyRecords } from '../db/repositories/idempotency.ts';
-import { transitionPayment } from '../db/repositories/payments.ts';
 import { CONFIRMATION_EXPIRY_BATCH, expireDueConfirmations } from '../policy/confirmations.ts';
 import type { Runtime } from '../runtime.ts';
 import { pollingJob, SAFETY_POLL_MS, untilDue, type WorkerJob } from '../worker-job.ts';
-import { presentPayment } from './present.ts';
+import { expirePayments, MAX_OFFERED_SESSIONS } from '../../tools/system/expire-payments.ts';
 
 const BATCH = 100;
 /**
@@ -20,41 +20,27 @@ const PRUNE_EVERY_MS = 10 * 60_000;
 const IDEMPOTENCY_RETENTION_MS = 48 * 3600_000;
 
 /**
- * Moves pending sessions whose ttl has lapsed to `expired`, each with its payment.expired event
- * in the same transaction. SKIP LOCKED lets several workers share the work; the
- * compare-and-set means a payment paid at the last moment is never expired.
- * Returns how many payments expired.
+ * Offers the pending sessions whose ttl has lapsed, oldest first and a few batches deep (a second
+ * worker whose first batch another holds takes the next), to one run of expire_payments
+ * (tools/system/), which expires up to BATCH of them. Returns how many payments expired.
  */
-export async function expireDuePayments(runtime: Runtime, now: Date = runtime.clock.now()): Promise<number> {
-  return runtime.db.transaction().execute(async (trx) => {
-    const due = await trx
-      .selectFrom('payments')
-      .select('id')
-      .where('status', '=', 'pending')
-      .where('expires_at', '<=', now)
-      .orderBy('expires_at')
-      .limit(BATCH)
-      .forUpdate()
-      .skipLocked()
-      .execute();
-    let expired = 0;
-    for (const { id } of due) {
-      const row = await transitionPayment(trx, id, 'pending', 'expired', { expired_at: now }, now);
-      if (!row) continue;
-      const view = presentPayment(runtime.config, row);
-      await insertEvent(trx, {
-        accountId: row.account_id,
-        livemode: row.livemode,
-        type: 'payment.expired',
-        objectId: row.id,
-        data: { object: view, reference: view.reference, metadata: view.metadata },
-        webhookUrl: row.webhook_url,
-        createdAt: now,
-      });
-      expired++;
-    }
-    return expired;
-  });
+export async function expireDuePayments(runtime: Runtime): Promise<number> {
+  const offered = await runtime.db
+    .selectFrom('payments')
+    .select(['id', 'account_id'])
+    .where('status', '=', 'pending')
+    .where('expires_at', '<=', runtime.clock.now())
+    .orderBy('expires_at')
+    .limit(Math.min(BATCH * 4, MAX_OFFERED_SESSIONS))
+    .execute();
+  if (offered.length === 0) return 0;
+  // As for settlement: the heads exist before the run locks any session (settlePaidPayments).
+  await ensureActionLogHeads(
+    runtime.db,
+    offered.map((p) => p.account_id),
+  );
+  const result = await runSystemTool(runtime, expirePayments, { payment_ids: offered.map((p) => p.id), limit: BATCH });
+  return result.expired.length;
 }
 
 /** When the next pending payment or held action lapses; null when none is pending. */

@@ -1,7 +1,7 @@
 import type { ModeScope } from '../db/database.ts';
 import type { Runtime } from '../runtime.ts';
 import { recordPaymentAttempt } from '../../tools/system/record-payment-attempt.ts';
-import { runSystemTool } from './rails/attempts.ts';
+import { runSystemTool } from '../pipeline/system-runs.ts';
 
 export type SandboxOutcome = 'succeeded' | 'declined';
 

@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Config } from '../config/config.ts';
+import { AppError } from '../core/errors.ts';
+import { stringifyJson } from '../core/json-text.ts';
 import type { Channel } from '../core/tool.ts';
 import type { Database, Db } from '../db/database.ts';
 import { insertEvent } from '../db/repositories/events.ts';
@@ -153,6 +155,49 @@ export async function createConfirmation(
     .executeTakeFirstOrThrow();
   await announceConfirmation(db, config, row, 'action.confirmation_required', held.at);
   return row;
+}
+
+/**
+ * Uses up a held action a human approved, as it runs: single use, and only while it is still
+ * pending and unexpired (a second approval, a rejection or the lapse that came first wins).
+ */
+export async function consumeConfirmation(
+  db: Db,
+  confirmation: { id: string; approverKeyId: string },
+  scope: { accountId: string },
+  now: Date,
+): Promise<void> {
+  const consumed = await db
+    .updateTable('confirmations')
+    .set({ status: 'executed', decided_by_key: confirmation.approverKeyId, decided_at: now })
+    .where('id', '=', confirmation.id)
+    .where('account_id', '=', scope.accountId)
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', now)
+    .returning('id')
+    .executeTakeFirst();
+  if (!consumed)
+    throw new AppError(
+      'conflict',
+      `Confirmation ${confirmation.id} is no longer pending (already used, rejected or expired).`,
+    );
+}
+
+/** What the approved action produced, kept on its confirmation, and action.approved announcing it. */
+export async function recordConfirmationResult(
+  db: Db,
+  config: Config,
+  id: string,
+  result: unknown,
+  now: Date,
+): Promise<void> {
+  const approved = await db
+    .updateTable('confirmations')
+    .set({ result: stringifyJson(result) })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await announceConfirmation(db, config, approved, 'action.approved', now);
 }
 
 /**

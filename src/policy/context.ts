@@ -1,7 +1,7 @@
 import type { Channel } from '../core/tool.ts';
 import type { Db } from '../db/database.ts';
 import type { PolicyContext, RunSpend } from './action.ts';
-import { normaliseRecipient } from './policy-schema.ts';
+import { normaliseRecipient } from '../domain/recipients.ts';
 import type { DeclaredSpend } from './run-plan.ts';
 
 const DAY_MS = 24 * 3600_000;
@@ -16,6 +16,34 @@ export interface RunScope {
    * for the run and must not count a second time.
    */
   approvedConfirmationId: string | null;
+}
+
+/**
+ * Counts a money action the policy let through (or a human approved) towards the rolling 24-hour
+ * cap of its channel: the history loadPolicyContext reads. In the action's transaction.
+ */
+export async function recordPolicySpend(
+  db: Db,
+  spend: {
+    actor: { accountId: string; livemode: boolean; channel: Channel };
+    tool: string;
+    objectId: string | null;
+    amountSettlementMinor: bigint;
+    at: Date;
+  },
+): Promise<void> {
+  await db
+    .insertInto('policy_spend')
+    .values({
+      account_id: spend.actor.accountId,
+      livemode: spend.actor.livemode,
+      channel: spend.actor.channel,
+      tool: spend.tool,
+      object_id: spend.objectId ?? '',
+      amount_settlement_minor: spend.amountSettlementMinor,
+      created_at: spend.at,
+    })
+    .execute();
 }
 
 /**

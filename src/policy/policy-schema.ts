@@ -10,6 +10,7 @@
 // policy-checked, because it only carries out what a policy-checked action, or the service itself,
 // already committed to. See evaluatePolicy.
 
+import { normaliseRecipient } from '../domain/recipients.ts';
 import { z } from 'zod';
 import { AppError } from '../core/errors.ts';
 import type { Channel } from '../core/tool.ts';
@@ -36,11 +37,6 @@ function policyAmount(description: string) {
     .regex(POLICY_AMOUNT_PATTERN, POLICY_AMOUNT_RULE)
     .nullable()
     .describe(description);
-}
-
-/** Addresses are compared case-insensitively (EIP-55 casing is a checksum, not part of the address). */
-export function normaliseRecipient(address: string): string {
-  return address.toLowerCase();
 }
 
 /** A list in which the same entry twice is a mistake worth pointing at, not silently merging. */

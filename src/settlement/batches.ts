@@ -1,28 +1,36 @@
-// Settlement batches: planning (queued transfers → one netted BatchPayout call), and the two ways a
-// batch ends, each one database transaction: confirmed (transfers confirmed, ledger in-flight →
-// treasury, per-kind handlers: payment settled + event) or failed (transfers released for a new
-// attempt, or failed for good with their money returned).
+// Settlement batches: planning (queued transfers → one netted BatchPayout call), and the ways a
+// batch ends, each one run of a system tool (tools/system/settlement-batches.ts), which makes the
+// money moves: confirmed (transfers confirmed, ledger in-flight → treasury, per-kind outcomes:
+// payment settled + event), failed (transfers released for a new attempt, or failed for good with
+// their money returned) or undone by a reorg. This file keeps the batch rows and their chain
+// transactions.
 
 import { sql } from 'kysely';
 import { getAddress, type Hex } from 'viem';
 import { batchIdFromKey, encodeBatchPayout } from '../chain/chain.ts';
+import { runSystemTool } from '../pipeline/system-runs.ts';
 import type { Db } from '../db/database.ts';
-import type { SettlementBatchRow, TransferKind, TransferRow } from '../db/tables/settlement.ts';
+import type { SettlementBatchRow, TransferRow } from '../db/tables/settlement.ts';
 import { newId } from '../domain/ids.ts';
-import {
-  credit,
-  debit,
-  type LedgerAccountRef,
-  type LedgerPosting,
-  ledgerAccount,
-  postLedger,
-} from '../ledger/ledger.ts';
 import { testMoneyMayMoveOn, testMoneyRefusal } from '../chain/test-networks.ts';
 import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
-import { holdsLease } from './relayer.ts';
-import type { ConfirmedTransfer, FailedTransfer, RevertedTransfer, TransferOutcomeContext } from './handlers.ts';
+import { isServiceContract } from '../domain/recipients.ts';
 import { type BatchLine, netTransfers } from './transfers.ts';
+import { type BatchFailure, type BatchReceipt, receiptInput } from './batch-rows.ts';
+import {
+  type BatchChainFacts,
+  confirmSettlementBatch,
+  failQueuedTransfers,
+  failSettlementBatch,
+  revertSettlementBatch,
+} from '../../tools/system/settlement-batches.ts';
+
+/**
+ * The longest reason a batch's outcome records (a node's error text can be long; a reason the
+ * outcome tool refuses would keep the batch from ever ending).
+ */
+const MAX_REASON_LENGTH = 2000;
 
 interface StoredLine {
   recipient: string;
@@ -55,7 +63,16 @@ export async function planBatches(ctx: SettlementContext, session: ChainSession)
   let planned = 0;
   while (planned < ctx.options.maxBatchesPerTurn) {
     const made = await ctx.db.transaction().execute((trx) => planOneBatch(trx, ctx, session));
-    if (!made) break;
+    if (made === false) break;
+    if (made !== true) {
+      // Transfers that must never be signed fail for good, in their own run (money back, objects
+      // told). They are unlocked in between; every planner refuses the same transfers, and the run
+      // fails only those still queued, so a second planner or a crash here only repeats the refusal.
+      await runSystemTool(ctx.runtime, failQueuedTransfers, {
+        transfer_ids: made.refuse,
+        reason: made.reason.slice(0, MAX_REASON_LENGTH),
+      });
+    }
     planned += 1;
   }
   return planned;
@@ -100,7 +117,13 @@ export async function nextSettlementDueAt(db: Db): Promise<Date | null> {
   return row?.due ?? null;
 }
 
-async function planOneBatch(trx: Db, ctx: SettlementContext, session: ChainSession): Promise<boolean> {
+/** Queued transfers the planner found it must never sign, and why (failed by fail_queued_transfers). */
+interface Refusal {
+  refuse: string[];
+  reason: string;
+}
+
+async function planOneBatch(trx: Db, ctx: SettlementContext, session: ChainSession): Promise<boolean | Refusal> {
   const { batchMax, batchMaxTransfers, isolateAfterAttempts } = ctx.options;
   const now = ctx.clock.now();
   if (!(await batchIsDue(trx, ctx, now))) return false;
@@ -121,25 +144,18 @@ async function planOneBatch(trx: Db, ctx: SettlementContext, session: ChainSessi
 
   // Guardrail at the side effect: tokens sent to the token or batch contract would be lost or land
   // back in the treasury behind the ledger's back. Such a transfer fails for good, before any signing.
-  const forbidden = new Set([session.conn.tokenAddress.toLowerCase(), session.conn.batchAddress.toLowerCase()]);
-  const refused = candidates.filter((t) => forbidden.has(t.recipient.toLowerCase()));
+  const refused = candidates.filter((t) => isServiceContract(t.recipient, session.conn));
   if (refused.length > 0) {
-    await failTransfersForGood(
-      trx,
-      ctx,
-      refused,
-      'recipient is a contract of the settlement service (token or batch contract)',
-    );
-    return true;
+    return {
+      refuse: refused.map((t) => t.id),
+      reason: 'recipient is a contract of the settlement service (token or batch contract)',
+    };
   }
   // And test-mode money never becomes tokens off a test network, whatever queued it (the tools
   // refuse it first; this is the last place before signing).
   if (!testMoneyMayMoveOn(session.conn)) {
     const testMoney = candidates.filter((t) => !t.livemode);
-    if (testMoney.length > 0) {
-      await failTransfersForGood(trx, ctx, testMoney, testMoneyRefusal(session.conn));
-      return true;
-    }
+    if (testMoney.length > 0) return { refuse: testMoney.map((t) => t.id), reason: testMoneyRefusal(session.conn) };
   }
 
   // A transfer that already sank batches goes alone, so that one bad recipient cannot keep failing
@@ -189,49 +205,23 @@ async function planOneBatch(trx: Db, ctx: SettlementContext, session: ChainSessi
   return true;
 }
 
-export interface BatchReceipt {
-  /** The chain it was mined on: a hash alone names a transaction on one chain only. */
-  chainKey: string;
-  hash: Hex;
-  blockNumber: bigint;
-  /** The block's hash: a settlement is final only while this is still the chain's block at blockNumber. */
-  blockHash: Hex;
-  gasUsed: bigint;
-  effectiveGasPrice: bigint;
-}
-
-/** What a receipt says about the mined transaction, as the batch row records it. */
-function batchReceiptColumns(receipt: BatchReceipt) {
+/** The chain facts a settlement batch's outcome tools need (tools/system/transfer-outcomes.ts). */
+export function chainFacts(session: ChainSession): BatchChainFacts {
   return {
-    tx_hash: receipt.hash,
-    block_number: receipt.blockNumber,
-    block_hash: receipt.blockHash,
-    gas_used: receipt.gasUsed,
-    effective_gas_price: receipt.effectiveGasPrice,
-    gas_cost_wei: (receipt.gasUsed * receipt.effectiveGasPrice).toString(),
+    key: session.key,
+    chain_id: session.chainId,
+    ephemeral: session.ephemeral,
+    confirmations: session.conn.confirmations,
+    batch_address: session.conn.batchAddress,
+    asset: session.asset,
+    relayer: session.relayer,
   };
 }
 
-/** Marks the mined transaction of a receipt (mined, or mined and reverted) on its chain_transactions row. */
-async function recordMinedTransaction(trx: Db, receipt: BatchReceipt, status: 'mined' | 'reverted'): Promise<void> {
-  await trx
-    .updateTable('chain_transactions')
-    .set({
-      status,
-      block_number: receipt.blockNumber,
-      block_hash: receipt.blockHash,
-      gas_used: receipt.gasUsed,
-      effective_gas_price: receipt.effectiveGasPrice,
-    })
-    .where('chain_key', '=', receipt.chainKey)
-    .where('hash', '=', receipt.hash)
-    .execute();
-}
-
 /**
- * The batch's transaction is mined, succeeded and has the configured confirmations: one transaction
- * records everything. A batch no longer `sent` (another worker did it) is left alone. Returns whether
- * this call confirmed it.
+ * The batch's transaction is mined, succeeded and has the configured confirmations: one run of
+ * confirm_settlement_batch records everything (tools/system/). A batch no longer `sent` (another
+ * worker did it) is left alone. Returns whether this call confirmed it.
  */
 export async function confirmBatch(
   ctx: SettlementContext,
@@ -239,107 +229,26 @@ export async function confirmBatch(
   batchId: string,
   receipt: BatchReceipt,
 ): Promise<boolean> {
-  return ctx.db.transaction().execute(async (trx) => {
-    const batch = await trx
-      .selectFrom('settlement_batches')
-      .selectAll()
-      .where('id', '=', batchId)
-      .forUpdate()
-      .executeTakeFirst();
-    if (batch?.status !== 'sent') return false;
-    const transfers = await trx
-      .selectFrom('transfers')
-      .selectAll()
-      .where('batch_id', '=', batchId)
-      .where('status', '=', 'sent')
-      .orderBy('id')
-      .forUpdate()
-      .execute();
-    const total = transfers.reduce((sum, t) => sum + t.amount_minor, 0n);
-    if (transfers.length !== batch.transfer_count || total !== batch.total_minor) {
-      // Paid on chain, but the rows disagree with what was signed: stop and shout rather than guess.
-      throw new Error(`batch ${batchId} was paid but its transfers do not add up to the signed batch`);
-    }
-    const now = ctx.clock.now();
-    await trx
-      .updateTable('settlement_batches')
-      .set({
-        status: 'confirmed',
-        ...batchReceiptColumns(receipt),
-        finished_at: sql`now()`,
-        // The in-process devnet does not reorganise (and makes no blocks when quiet, so a finality
-        // depth would never be reached): final at once, nothing for the reorg watch.
-        finalized_at: session.ephemeral ? sql`now()` : null,
-        nonce_used_at: null,
-        updated_at: sql`now()`,
-      })
-      .where('id', '=', batchId)
-      .execute();
-    await recordMinedTransaction(trx, receipt, 'mined');
-    await trx
-      .updateTable('chain_transactions')
-      .set({ status: 'replaced' })
-      .where('batch_id', '=', batchId)
-      .where('hash', '!=', receipt.hash)
-      .where('status', 'in', ['signed', 'broadcast'])
-      .execute();
-
-    await postLedger(
-      trx,
-      transfers.map((t) => ({
-        kind: 'transfer_confirmed',
-        // A confirmation a reorg undid was reversed by its own posting; each later one is a new
-        // posting (the ledger is append-only, and (kind, reference) is unique).
-        reference: t.reversals === 0 ? t.id : `${t.id}:${t.reversals}`,
-        at: now,
-        entries: [debit(ledgerAccount.inFlight(t.asset), t.amount_minor), credit(session.treasury, t.amount_minor)],
-      })),
-    );
-    await trx
-      .updateTable('transfers')
-      .set({ status: 'confirmed', confirmed_at: sql`now()`, updated_at: sql`now()` })
-      .where('batch_id', '=', batchId)
-      .where('status', '=', 'sent')
-      .execute();
-
-    // Each transfer's share of the gas: an even split, the remainder to the first ones, so that the
-    // shares add up to exactly what the transaction used.
-    const n = BigInt(transfers.length);
-    const base = receipt.gasUsed / n;
-    const remainder = receipt.gasUsed % n;
-    const confirmed: ConfirmedTransfer[] = transfers.map((t, i) => {
-      const gasUsed = base + (BigInt(i) < remainder ? 1n : 0n);
-      return {
-        transfer: { ...t, status: 'confirmed' },
-        batchId,
-        chainId: session.chainId,
-        txHash: receipt.hash,
-        blockNumber: receipt.blockNumber,
-        gasUsed,
-        gasCostWei: gasUsed * receipt.effectiveGasPrice,
-        confirmations: session.conn.confirmations,
-      };
-    });
-    const outcome: TransferOutcomeContext = { config: ctx.config, logger: ctx.logger, now };
-    for (const [kind, items] of groupByKind(confirmed, (c) => c.transfer.kind)) {
-      await ctx.handlers[kind].onConfirmed(trx, items, outcome);
-    }
+  const result = await runSystemTool(ctx.runtime, confirmSettlementBatch, {
+    batch_id: batchId,
+    chain: chainFacts(session),
+    receipt: receiptInput(receipt),
+  });
+  if (result.confirmed) {
     ctx.logger.info(
-      { batch: batchId, tx: receipt.hash, transfers: transfers.length, gasUsed: receipt.gasUsed },
+      { batch: batchId, tx: receipt.hash, transfers: result.transfers.length, gasUsed: receipt.gasUsed },
       'settlement batch confirmed',
     );
-    return true;
-  });
+  }
+  return result.confirmed;
 }
 
 /**
  * A confirmed batch whose transaction a reorg took off the chain (its block is no longer the
- * chain's, and its transaction is not mined deep enough anywhere else): back in flight, in one
- * transaction. The batch is `sent` again with its stored signed transactions live again (the
- * tracker re-broadcasts the same bytes; the contract pays a batch id once, so whichever lands pays
- * once). The ledger is corrected by a reversing posting per transfer (treasury → in-flight), never
- * by removing the confirmation's posting; the transfers are `sent` again and each kind's handler
- * moves its object back and announces the correction. Returns whether this call reverted it.
+ * chain's, and its transaction is not mined deep enough anywhere else): back in flight, in one run
+ * of revert_settlement_batch (tools/system/). The batch is `sent` again with its stored signed
+ * transactions live again (the tracker re-broadcasts the same bytes; the contract pays a batch id
+ * once, so whichever lands pays once). Returns whether this call reverted it.
  */
 export async function revertConfirmedBatch(
   ctx: SettlementContext,
@@ -347,107 +256,23 @@ export async function revertConfirmedBatch(
   batchId: string,
   reason: string,
 ): Promise<boolean> {
-  const reverted = await ctx.db.transaction().execute(async (trx) => {
-    const batch = await trx
-      .selectFrom('settlement_batches')
-      .selectAll()
-      .where('id', '=', batchId)
-      .forUpdate()
-      .executeTakeFirst();
-    if (batch?.status !== 'confirmed' || batch.chain_key !== session.key || batch.finalized_at !== null) return null;
-    // Fencing as for signing: a worker whose relayer lease lapsed changes nothing on this chain.
-    if (!(await holdsLease(trx, ctx, session))) return null;
-    const transfers = await trx
-      .selectFrom('transfers')
-      .selectAll()
-      .where('batch_id', '=', batchId)
-      .where('status', '=', 'confirmed')
-      .orderBy('id')
-      .forUpdate()
-      .execute();
-    const now = ctx.clock.now();
-    await postLedger(
-      trx,
-      transfers.map((t) => ({
-        kind: 'transfer_confirmation_reversed',
-        reference: `${t.id}:${t.reversals + 1}`,
-        at: now,
-        entries: [debit(session.treasury, t.amount_minor), credit(ledgerAccount.inFlight(t.asset), t.amount_minor)],
-      })),
-    );
-    await trx
-      .updateTable('transfers')
-      .set((eb) => ({
-        status: 'sent',
-        confirmed_at: null,
-        reversals: eb('reversals', '+', 1),
-        last_error: reason.slice(0, 500),
-        updated_at: sql`now()`,
-      }))
-      .where('batch_id', '=', batchId)
-      .where('status', '=', 'confirmed')
-      .execute();
-    await trx
-      .updateTable('settlement_batches')
-      .set((eb) => ({
-        status: 'sent',
-        tx_hash: null,
-        block_number: null,
-        block_hash: null,
-        gas_used: null,
-        effective_gas_price: null,
-        gas_cost_wei: null,
-        finished_at: null,
-        // In flight again from now: the stuck-batch alarm counts from here.
-        sent_at: sql`now()`,
-        nonce_used_at: null,
-        reorg_count: eb('reorg_count', '+', 1),
-        updated_at: sql`now()`,
-      }))
-      .where('id', '=', batchId)
-      .execute();
-    // Every signed transaction of the batch may land again (same nonce, same calldata; siblings
-    // differ only in fees). None is re-signed.
-    const live = await trx
-      .updateTable('chain_transactions')
-      .set({
-        status: 'broadcast',
-        block_number: null,
-        block_hash: null,
-        gas_used: null,
-        effective_gas_price: null,
-        last_error: reason.slice(0, 500),
-      })
-      .where('batch_id', '=', batchId)
-      .where('chain_key', '=', session.key)
-      .where('status', 'in', ['mined', 'replaced'])
-      .returning(['chain_key', 'hash'])
-      .execute();
-    const items: RevertedTransfer[] = transfers.map((t) => ({
-      transfer: { ...t, status: 'sent' },
-      batchId,
-      chainId: session.chainId,
-      txHash: batch.tx_hash as Hex,
-      blockNumber: batch.block_number,
-      reason,
-    }));
-    const outcome: TransferOutcomeContext = { config: ctx.config, logger: ctx.logger, now };
-    for (const [kind, group] of groupByKind(items, (r) => r.transfer.kind)) {
-      await ctx.handlers[kind].onReverted(trx, group, outcome);
-    }
-    return { batch, transfers: transfers.length, live };
+  const result = await runSystemTool(ctx.runtime, revertSettlementBatch, {
+    batch_id: batchId,
+    chain: chainFacts(session),
+    holder: ctx.holder,
+    reason: reason.slice(0, MAX_REASON_LENGTH),
   });
-  if (!reverted) return false;
+  if (!result.reverted) return false;
   // Broadcast again at once, not after rebroadcastAfterMs: this process's memory of having sent
   // them is about a chain that no longer has them.
-  for (const tx of reverted.live) ctx.broadcastHere.delete(`${tx.chain_key}/${tx.hash}`);
+  for (const tx of result.live) ctx.broadcastHere.delete(`${tx.chain_key}/${tx.hash}`);
   ctx.logger.error(
     {
       batch: batchId,
-      tx: reverted.batch.tx_hash,
-      block: reverted.batch.block_number,
-      blockHash: reverted.batch.block_hash,
-      transfers: reverted.transfers,
+      tx: result.tx_hash,
+      block: result.block_number,
+      blockHash: result.block_hash,
+      transfers: result.transfers.length,
       reason,
     },
     'reorg: a confirmed settlement batch is back in flight; its signed transaction will be broadcast again',
@@ -455,17 +280,12 @@ export async function revertConfirmedBatch(
   return true;
 }
 
-export interface BatchFailure {
-  reason: string;
-  /** The transaction whose receipt shows the revert, if one was mined. */
-  reverted?: BatchReceipt;
-}
-
 /**
  * The batch can never pay: its transaction reverted, or its nonce was used by a transaction that is
  * not one of its own, or it would revert before anything was signed. `expected` is the status the
- * caller saw (planned or sent). Its transfers go back to the queue for a new batch (a new batch id),
- * or fail for good after maxTransferAttempts. Returns whether this call recorded the failure.
+ * caller saw (planned or sent). One run of fail_settlement_batch (tools/system/) puts its transfers
+ * back in the queue for a new batch (a new batch id), or fails them for good after
+ * maxTransferAttempts. Returns whether this call recorded the failure.
  */
 export async function failBatch(
   ctx: SettlementContext,
@@ -473,127 +293,20 @@ export async function failBatch(
   expected: 'planned' | 'sent',
   failure: BatchFailure,
 ): Promise<boolean> {
-  return ctx.db.transaction().execute(async (trx) => {
-    const batch = await trx
-      .selectFrom('settlement_batches')
-      .select(['status'])
-      .where('id', '=', batchId)
-      .forUpdate()
-      .executeTakeFirst();
-    if (batch?.status !== expected) return false;
-    const { reverted } = failure;
-    await trx
-      .updateTable('settlement_batches')
-      .set({
-        status: 'failed',
-        failure_reason: failure.reason,
-        finished_at: sql`now()`,
-        updated_at: sql`now()`,
-        ...(reverted ? batchReceiptColumns(reverted) : {}),
-      })
-      .where('id', '=', batchId)
-      .execute();
-    if (reverted) await recordMinedTransaction(trx, reverted, 'reverted');
-    await trx
-      .updateTable('chain_transactions')
-      .set({ status: 'dropped', last_error: failure.reason })
-      .where('batch_id', '=', batchId)
-      .where('status', 'in', ['signed', 'broadcast'])
-      .execute();
-
-    const transfers = await trx
-      .selectFrom('transfers')
-      .selectAll()
-      .where('batch_id', '=', batchId)
-      .where('status', 'in', ['batched', 'sent'])
-      .orderBy('id')
-      .forUpdate()
-      .execute();
-    const exhausted = transfers.filter((t) => t.attempts + 1 >= ctx.options.maxTransferAttempts);
-    const retry = transfers.filter((t) => t.attempts + 1 < ctx.options.maxTransferAttempts);
-    if (retry.length > 0) {
-      await trx
-        .updateTable('transfers')
-        .set((eb) => ({
-          status: 'queued',
-          batch_id: null,
-          attempts: eb('attempts', '+', 1),
-          last_error: failure.reason,
-          updated_at: sql`now()`,
-        }))
-        .where(
-          'id',
-          'in',
-          retry.map((t) => t.id),
-        )
-        .execute();
-    }
-    if (exhausted.length > 0) await failTransfersForGood(trx, ctx, exhausted, failure.reason);
+  const result = await runSystemTool(ctx.runtime, failSettlementBatch, {
+    batch_id: batchId,
+    expected,
+    reason: failure.reason.slice(0, MAX_REASON_LENGTH),
+    ...(failure.reverted ? { reverted: receiptInput(failure.reverted) } : {}),
+    max_transfer_attempts: ctx.options.maxTransferAttempts,
+  });
+  if (result.failed) {
     ctx.logger.warn(
-      { batch: batchId, reason: failure.reason, released: retry.length, failed: exhausted.length },
+      { batch: batchId, reason: failure.reason, released: result.released.length, failed: result.transfers.length },
       'settlement batch failed',
     );
-    return true;
-  });
-}
-
-/** Ends transfers for good: money back from in-flight to where it came from, handlers told. */
-async function failTransfersForGood(
-  trx: Db,
-  ctx: SettlementContext,
-  transfers: readonly TransferRow[],
-  reason: string,
-): Promise<void> {
-  const now = ctx.clock.now();
-  const sources = await trx
-    .selectFrom('ledger_accounts')
-    .selectAll()
-    .where(
-      'id',
-      'in',
-      transfers.map((t) => t.from_ledger_account),
-    )
-    .execute();
-  const byId = new Map(sources.map((a) => [a.id, a]));
-  const postings: LedgerPosting[] = transfers.map((t) => {
-    const source = byId.get(t.from_ledger_account);
-    if (!source) throw new Error(`ledger account ${t.from_ledger_account} of transfer ${t.id} is missing`);
-    const back: LedgerAccountRef = {
-      id: source.id,
-      kind: source.kind,
-      asset: source.asset,
-      ...(source.account_id ? { accountId: source.account_id } : {}),
-      ...(source.livemode !== null ? { livemode: source.livemode } : {}),
-      ...(source.chain_key ? { chainKey: source.chain_key } : {}),
-    };
-    return {
-      kind: 'transfer_failed',
-      reference: t.id,
-      at: now,
-      entries: [debit(ledgerAccount.inFlight(t.asset), t.amount_minor), credit(back, t.amount_minor)],
-    };
-  });
-  await postLedger(trx, postings);
-  await trx
-    .updateTable('transfers')
-    .set((eb) => ({
-      status: 'failed',
-      batch_id: null,
-      attempts: eb('attempts', '+', 1),
-      last_error: reason,
-      updated_at: sql`now()`,
-    }))
-    .where(
-      'id',
-      'in',
-      transfers.map((t) => t.id),
-    )
-    .execute();
-  const failed: FailedTransfer[] = transfers.map((t) => ({ transfer: { ...t, status: 'failed' }, reason }));
-  const outcome: TransferOutcomeContext = { config: ctx.config, logger: ctx.logger, now };
-  for (const [kind, items] of groupByKind(failed, (f) => f.transfer.kind)) {
-    await ctx.handlers[kind].onFailed(trx, items, outcome);
   }
+  return result.failed;
 }
 
 /**
@@ -677,15 +390,4 @@ function firstRecipients(transfers: readonly TransferRow[], max: number): Transf
     recipients.add(key);
     return true;
   });
-}
-
-function groupByKind<T>(items: readonly T[], kindOf: (item: T) => TransferKind): Map<TransferKind, T[]> {
-  const groups = new Map<TransferKind, T[]>();
-  for (const item of items) {
-    const kind = kindOf(item);
-    const list = groups.get(kind);
-    if (list) list.push(item);
-    else groups.set(kind, [item]);
-  }
-  return groups;
 }

@@ -5,17 +5,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Address } from 'viem';
 import { type ChainConnection, readTreasuryBalance } from '../chain/chain.ts';
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/database.ts';
+import { runSystemTool } from '../pipeline/system-runs.ts';
 import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
-import {
-  credit,
-  debit,
-  DuplicatePostingError,
-  type LedgerAccountRef,
-  ledgerAccount,
-  postLedger,
-} from '../ledger/ledger.ts';
+import { DuplicatePostingError, type LedgerAccountRef, ledgerAccount } from '../ledger/ledger.ts';
+import type { Runtime } from '../runtime.ts';
+import { recordTreasuryOpening } from '../../tools/system/record-treasury-opening.ts';
 
 export interface ChainSession {
   conn: ChainConnection;
@@ -67,7 +61,7 @@ const EPHEMERAL = 'ephemeral';
  * chain; a failure is not cached, so the next call tries again.
  */
 export async function openChainSession(
-  db: Kysely<Database>,
+  runtime: Runtime,
   conn: ChainConnection,
   identity?: ChainIdentity,
 ): Promise<ChainSession> {
@@ -81,7 +75,7 @@ export async function openChainSession(
   }
   let session = byChain.get(cacheKey);
   if (!session) {
-    const opening = registerChain(db, conn, chain);
+    const opening = registerChain(runtime, conn, chain);
     session = opening;
     byChain.set(cacheKey, opening);
     opening.catch(() => {
@@ -92,7 +86,7 @@ export async function openChainSession(
 }
 
 async function registerChain(
-  db: Kysely<Database>,
+  runtime: Runtime,
   conn: ChainConnection,
   identity: ChainIdentity | undefined,
 ): Promise<ChainSession> {
@@ -111,6 +105,7 @@ async function registerChain(
     treasury,
   };
 
+  const { db } = runtime;
   await db
     .insertInto('chains')
     .values({ chain_key: key, chain_id: identity?.chainId ?? conn.chainId, genesis_hash: genesisHash, ephemeral })
@@ -128,13 +123,12 @@ async function registerChain(
     // sent after this), so its balance now is what the operator funded it with.
     const balance = await readTreasuryBalance(conn);
     try {
-      await db.transaction().execute((trx) =>
-        postLedger(trx, {
-          kind: 'treasury_opening',
-          reference: treasury.id,
-          entries: [debit(treasury, balance), credit(ledgerAccount.funding(key, asset), balance)],
-        }),
-      );
+      await runSystemTool(runtime, recordTreasuryOpening, {
+        chain_key: key,
+        batch_address: conn.batchAddress,
+        asset,
+        balance_minor: balance.toString(),
+      });
     } catch (error) {
       // Another worker recorded it first: same treasury, same opening balance.
       if (!(error instanceof DuplicatePostingError)) throw error;

@@ -5,7 +5,7 @@ import type { Config } from '../config/config.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Database } from '../db/database.ts';
-import type { TransferHandlers } from './handlers.ts';
+import type { Runtime } from '../runtime.ts';
 
 /** Tunables of the settlement worker. Batch size and window come from config; the rest are defaults. */
 export interface SettlementOptions {
@@ -81,11 +81,12 @@ export function defaultSettlementOptions(config: Config): SettlementOptions {
 }
 
 export interface SettlementContext {
+  /** What the system tools run with (each batch outcome is a run of one: tools/system/). */
+  runtime: Runtime;
   db: Kysely<Database>;
   config: Config;
   logger: Logger;
   clock: Clock;
-  handlers: TransferHandlers;
   options: SettlementOptions;
   /** This worker's lease holder id: `host:pid:random`. */
   holder: string;

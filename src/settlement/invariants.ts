@@ -5,10 +5,9 @@
 // are paid on chain but not yet booked.
 
 import { sql } from 'kysely';
-import type { Kysely } from 'kysely';
 import type { Hex } from 'viem';
 import { type ChainConnection, isBatchPaid, readTreasuryBalance } from '../chain/chain.ts';
-import type { Database } from '../db/database.ts';
+import type { Runtime } from '../runtime.ts';
 import {
   checkLedgerInvariants,
   getLedgerBalance,
@@ -29,12 +28,13 @@ export interface SettlementInvariantReport extends LedgerInvariantReport {
 }
 
 export async function checkSettlementInvariants(
-  db: Kysely<Database>,
+  runtime: Runtime,
   conn: ChainConnection,
 ): Promise<SettlementInvariantReport> {
+  const { db } = runtime;
   const ledger = await checkLedgerInvariants(db);
   const problems = [...ledger.problems];
-  const session = await openChainSession(db, conn);
+  const session = await openChainSession(runtime, conn);
 
   const sent = await db
     .selectFrom('settlement_batches')

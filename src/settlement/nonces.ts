@@ -18,7 +18,8 @@ import { BroadcastError, broadcastRawTransaction, estimateFees, signRelayerTrans
 import { recordNonceRepair } from '../metrics/metrics.ts';
 import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
-import { broadcastStored, holdsLease } from './relayer.ts';
+import { broadcastStored } from './relayer.ts';
+import { holdsLease } from './relayer-lease.ts';
 
 /** Most nonces repaired in one turn (each one is one broadcast). */
 const MAX_REPAIRS_PER_TURN = 16;

@@ -6,17 +6,16 @@ import { BlockNotFoundError, type Hex, TransactionReceiptNotFoundError } from 'v
 import { describe, expect, it } from 'vitest';
 import type { ChainConnection } from '../chain/chain.ts';
 import { createLogger } from '../core/logger.ts';
-import { testConfig, testDatabase } from '../../test/support/harness.ts';
+import { testRuntime } from '../../test/support/harness.ts';
 import type { ChainSession } from './chain-session.ts';
 import { defaultSettlementOptions, type SettlementContext } from './context.ts';
-import { TRANSFER_HANDLERS } from './handlers.ts';
 import { watchConfirmedBatches } from './reorgs.ts';
 
 const hash = (n: number): Hex => `0x${n.toString(16).padStart(64, '0')}`;
 
 async function setup(chainHashes: Map<bigint, Hex | 'missing'>) {
-  const { db } = await testDatabase();
-  const config = testConfig();
+  const runtime = await testRuntime();
+  const { db, config } = runtime;
   const key = `31337:${hash(Math.floor(Math.random() * 1e9))}`;
   await db
     .insertInto('chains')
@@ -32,14 +31,26 @@ async function setup(chainHashes: Map<bigint, Hex | 'missing'>) {
       throw new TransactionReceiptNotFoundError({ hash: tx });
     },
   };
-  const conn = { confirmations: 1, finalityDepth: 3, publicClient } as unknown as ChainConnection;
-  const session = { conn, key, chainId: 31337, ephemeral: false, relayer: hash(2).slice(0, 42) } as ChainSession;
+  const conn = {
+    confirmations: 1,
+    finalityDepth: 3,
+    publicClient,
+    batchAddress: hash(3).slice(0, 42),
+  } as unknown as ChainConnection;
+  const session = {
+    conn,
+    key,
+    chainId: 31337,
+    ephemeral: false,
+    relayer: hash(2).slice(0, 42),
+    asset: 'USDC',
+  } as ChainSession;
   const ctx: SettlementContext = {
+    runtime,
     db,
     config,
     logger: createLogger('silent'),
     clock: { now: () => new Date() } as SettlementContext['clock'],
-    handlers: TRANSFER_HANDLERS,
     options: defaultSettlementOptions(config),
     holder: 'test:1:watch',
     broadcastHere: new Set(),

@@ -28,13 +28,12 @@ import {
 import { repairNonceGaps } from './nonces.ts';
 import { readHead, watchConfirmedBatches } from './reorgs.ts';
 import { defaultSettlementOptions, newHolderId, type SettlementContext, type SettlementOptions } from './context.ts';
-import { TRANSFER_HANDLERS, type TransferHandlers } from './handlers.ts';
 import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
 import { settlePaidPayments } from './payment-settlement.ts';
-import { acquireRelayerLease, releaseRelayerLease, sendPlannedBatches, trackSentBatches } from './relayer.ts';
+import { sendPlannedBatches, trackSentBatches } from './relayer.ts';
+import { acquireRelayerLease, releaseRelayerLease } from './relayer-lease.ts';
 
 export interface SettlementWorkerOptions extends Partial<SettlementOptions> {
-  handlers?: TransferHandlers;
   /** Lease holder id; default host:pid:random. */
   holder?: string;
   /**
@@ -50,13 +49,13 @@ export interface SettlementWorker {
 }
 
 export function startSettlementWorker(runtime: Runtime, options: SettlementWorkerOptions = {}): SettlementWorker {
-  const { handlers, holder, idlePollMs = SAFETY_POLL_MS, ...tunables } = options;
+  const { holder, idlePollMs = SAFETY_POLL_MS, ...tunables } = options;
   const ctx: SettlementContext = {
+    runtime,
     db: runtime.db,
     config: runtime.config,
     logger: runtime.logger.child({ job: 'settlement' }),
     clock: runtime.clock,
-    handlers: handlers ?? TRANSFER_HANDLERS,
     options: { ...defaultSettlementOptions(runtime.config), ...tunables },
     holder: holder ?? newHolderId(),
     broadcastHere: new Set(),
@@ -66,11 +65,7 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
 
   /** One turn; resolves to how long to wait before the next (0: it did something, go again). */
   const turn = async (): Promise<number> => {
-    const taken = await settlePaidPayments({
-      db: ctx.db,
-      config: ctx.config,
-      logger: ctx.logger,
-      clock: ctx.clock,
+    const taken = await settlePaidPayments(runtime, {
       chunk: ctx.options.intakeChunk,
       testModeOnChain: async () => {
         testModeOnChain ??= testMoneyMayMoveOn(await runtime.chain());
@@ -87,7 +82,7 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
     const conn = await runtime.chain();
     const head = await readHead(conn);
     if (isEphemeralChain(conn)) {
-      session = await openChainSession(ctx.db, conn);
+      session = await openChainSession(runtime, conn);
     } else {
       // Asked again on every new head (a node serving another chain has another head) and at least
       // every identityCheckIntervalMs; always before anything is signed or broadcast in this turn.
@@ -115,7 +110,7 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
         identity = observed;
         identityHead = head.hash;
       }
-      session = await openChainSession(ctx.db, conn, identity);
+      session = await openChainSession(runtime, conn, identity);
     }
     if (!(await acquireRelayerLease(ctx, session))) return idle();
     await replanBatchesFromGoneChains(ctx, session);
@@ -148,7 +143,7 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
   if (runtime.config.chain.rpcUrl === undefined && runtime.dbKind === 'pglite') {
     void runtime
       .chain()
-      .then((conn) => openChainSession(ctx.db, conn))
+      .then((conn) => openChainSession(runtime, conn))
       .catch((error: unknown) =>
         ctx.logger.debug({ err: error }, 'chain warm-up failed; the first turn that needs it retries'),
       );

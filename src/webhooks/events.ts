@@ -5,10 +5,11 @@
 import { parseStoredJson, stringifyJson } from '../core/json-text.ts';
 import type { EventRow } from '../db/database.ts';
 import type { EventDeliveryRow, WebhookAttemptRow } from '../db/repositories/webhook-deliveries.ts';
+import type { EventType } from './event-types.ts';
 
 export interface EventEnvelope {
   id: string;
-  type: string;
+  type: EventType;
   /** ISO 8601, when the event was written (the state change), not when it was sent. */
   created: string;
   livemode: boolean;
@@ -17,7 +18,7 @@ export interface EventEnvelope {
 
 export interface EventSource {
   id: string;
-  type: string;
+  type: EventType;
   createdAt: Date;
   livemode: boolean;
   /** The stored json text of the event's data. */

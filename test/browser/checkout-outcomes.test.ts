@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildCheckoutApp } from '../../src/http/checkout-app.ts';
+import { buildCheckoutApp } from '../../src/checkout/app.ts';
 import { artifactsDir, browserSkipReason, launchBrowser } from '../support/browser.ts';
 import { bearer, testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from '../support/harness.ts';
 import { createPayment } from '../support/payments.ts';

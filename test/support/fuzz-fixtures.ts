@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { canonicalHash } from '../../src/core/canonical-json.ts';
-import { executeTool } from '../../src/core/pipeline.ts';
+import { executeTool } from '../../src/pipeline/execute-tool.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
 import { newId } from '../../src/domain/ids.ts';
 import { type ApiKeyScope, API_KEY_SCOPES } from '../../src/domain/api-key-secret.ts';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { inject } from 'vitest';
@@ -68,15 +68,20 @@ export function testDatabase(): Promise<DatabaseHandle> {
     } else {
       const template = inject('pgliteTemplateDir');
       if (!template) throw new Error('global setup did not provide a database');
-      sharedDir = mkdtempSync(join(tmpdir(), 'plainpay-test-'));
+      // Beside the template, in the run's directory (test/global-setup.ts): in memory where the
+      // machine allows, and removed with the run's even if this file never reaches its clean-up.
+      sharedDir = mkdtempSync(join(dirname(template), 'file-'));
       const dataDir = join(sharedDir, 'pgdata');
       cpSync(template, dataDir, { recursive: true });
       shared = connectDatabase({ kind: 'pglite', dataDir });
     }
     afterFile(async () => {
-      await (await shared)?.close();
-      shared = undefined;
-      if (sharedDir) rmSync(sharedDir, { recursive: true, force: true });
+      try {
+        await (await shared)?.close();
+      } finally {
+        shared = undefined;
+        if (sharedDir) rmSync(sharedDir, { recursive: true, force: true });
+      }
     });
   }
   return shared;

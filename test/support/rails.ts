@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { buildCheckoutApp } from '../../src/http/checkout-app.ts';
+import { buildCheckoutApp } from '../../src/checkout/app.ts';
 import { type FakeDaraja, startFakeDaraja } from '../fakes/daraja.ts';
 import { type FakePaystack, startFakePaystack } from '../fakes/paystack.ts';
 import { afterFile } from './after-file.ts';

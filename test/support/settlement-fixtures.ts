@@ -4,7 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { createPayment } from '../../tools/create-payment.ts';
-import { executedOutput, executeTool } from '../../src/core/pipeline.ts';
+import { executedOutput, executeTool } from '../../src/pipeline/execute-tool.ts';
 import type { PaymentRow } from '../../src/db/database.ts';
 import { findPaymentById } from '../../src/db/repositories/payments.ts';
 import { paySandbox } from '../../src/payments/sandbox-rail.ts';

@@ -54,7 +54,7 @@ export async function expectSettlementInvariants(
   runtime: Runtime,
   chain: ChainConnection,
 ): Promise<SettlementInvariantReport> {
-  const report = await checkSettlementInvariants(runtime.db, chain);
+  const report = await checkSettlementInvariants(runtime, chain);
   expect(report.problems).toEqual([]);
   expect(report.ok).toBe(true);
   return report;

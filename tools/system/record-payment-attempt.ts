@@ -66,6 +66,7 @@ export const recordPaymentAttempt = defineTool({
   output: recordOutput,
   effect: 'write',
   scope: 'payments:write',
+  system: {},
   async handler(input, ctx): Promise<RecordOutput> {
     const payment = await lockOwnedPayment(ctx.db, ctx.actor, input.payment_id);
     if (input.attempt_id === undefined) return recordSynchronous(input, payment, ctx);
@@ -84,7 +85,7 @@ export const recordPaymentAttempt = defineTool({
       result,
       attempt_id: attempt.id,
       outcome,
-      payment: presentPayment(ctx.runtime.config, row),
+      payment: presentPayment(ctx.config, row),
     });
     const reopen = async (): Promise<PaymentRow> =>
       payment.status === 'processing'
@@ -114,7 +115,7 @@ export const recordPaymentAttempt = defineTool({
         })
         .where('id', '=', attempt.id)
         .execute();
-      ctx.runtime.logger.warn({ attemptId: attempt.id, paymentId: payment.id, mismatch }, 'payment attempt flagged');
+      ctx.logger.warn({ attemptId: attempt.id, paymentId: payment.id, mismatch }, 'payment attempt flagged');
       return answer('flagged', ended ? payment : await reopen(), 'flagged');
     }
 
@@ -153,7 +154,7 @@ export const recordPaymentAttempt = defineTool({
         refund: input.rail === 'paystack' ? 'automatic' : 'manual',
       },
     });
-    ctx.runtime.logger.warn({ attemptId: attempt.id, paymentId: payment.id }, 'late success on a payment attempt');
+    ctx.logger.warn({ attemptId: attempt.id, paymentId: payment.id }, 'late success on a payment attempt');
     return answer('late', payment, 'succeeded');
   },
 });
@@ -192,7 +193,7 @@ async function recordSynchronous(input: RecordInput, payment: PaymentRow, ctx: T
     result: succeeded ? ('paid' as const) : ('ended' as const),
     attempt_id: attemptId,
     outcome: succeeded ? 'succeeded' : 'declined',
-    payment: presentPayment(ctx.runtime.config, row),
+    payment: presentPayment(ctx.config, row),
   };
 }
 
@@ -225,7 +226,7 @@ function confirmationMismatch(
 }
 
 async function announce(ctx: ToolContext, row: PaymentRow, type: EventType, extra: Record<string, unknown> = {}) {
-  const view = presentPayment(ctx.runtime.config, row);
+  const view = presentPayment(ctx.config, row);
   await insertEvent(ctx.db, {
     accountId: row.account_id,
     livemode: row.livemode,

@@ -27,6 +27,7 @@ export const recordRefundOutcome = defineTool({
   output: z.object({ result: z.enum(['recorded', 'duplicate']), refund_id: z.string(), status: z.string() }),
   effect: 'write',
   scope: 'refunds:write',
+  system: {},
   async handler(input, ctx) {
     const { db, actor, now } = ctx;
     const refund = await db
@@ -95,7 +96,7 @@ export const recordRefundOutcome = defineTool({
       .where('id', '=', refund.id)
       .returningAll()
       .executeTakeFirstOrThrow();
-    const view = presentPayment(ctx.runtime.config, undone);
+    const view = presentPayment(ctx.config, undone);
     await insertEvent(db, {
       accountId: undone.account_id,
       livemode: undone.livemode,

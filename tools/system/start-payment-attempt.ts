@@ -36,6 +36,7 @@ export const startPaymentAttempt = defineTool({
   }),
   effect: 'write',
   scope: 'payments:write',
+  system: {},
   async handler(input, { db, actor, now }) {
     const payment = await lockOwnedPayment(db, actor, input.payment_id);
     if (payment.status !== 'pending') throw notPayable(payment.status);

@@ -11,6 +11,7 @@ import { html, type SafeHtml } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
 import type { Db } from '../../db/database.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
+import { SYSTEM_TOOLS } from '../../../tools/registry.ts';
 import {
   badge,
   csrfField,
@@ -31,7 +32,7 @@ import {
 } from '../view.ts';
 
 const DECISIONS = ['allow', 'require_confirmation', 'deny', 'not_checked'];
-const CHANNELS = ['api', 'agent', 'mcp'];
+const CHANNELS = ['api', 'agent', 'mcp', 'system'];
 const PAGE_SIZE = 50;
 /** The CSV export reads the whole filtered log in pages of the API's largest size, up to this many rows. */
 const CSV_MAX_ROWS = 10_000;
@@ -121,7 +122,7 @@ function verificationLine(stored: StoredVerification | undefined, livemode: bool
 export function registerActions(app: FastifyInstance, deps: DashboardDeps): void {
   const { runtime } = deps;
   const access = { dashboard: { scopes: screen('actions').scopes } };
-  const toolNames = deps.tools.map((t) => t.name);
+  const toolNames = [...deps.tools, ...SYSTEM_TOOLS].map((t) => t.name);
 
   app.get('/actions', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
@@ -136,7 +137,7 @@ export function registerActions(app: FastifyInstance, deps: DashboardDeps): void
     const verified = await lastVerification(runtime.db, session.accountId);
     const query = { ...filters };
     const body = html`<h1>Actions</h1>
-<p class="muted">Every money tool call from any channel, and every agent and MCP tool call, newest first, each in its final state. Times are UTC; amounts are in the asset shown, with all its decimals.</p>
+<p class="muted">Every money tool call from any channel, every agent and MCP tool call, and every money step the service took itself (channel system: a payment paid, settled or expired, a settlement batch confirmed), newest first, each in its final state. Times are UTC; amounts are in the asset shown, with all its decimals.</p>
 ${verificationLine(verified, session.livemode, csrfField(session))}
 <form class="filters" method="get" action="/dashboard/actions">
 ${select('status', 'Status', ACTION_STATUSES, filters.status)}

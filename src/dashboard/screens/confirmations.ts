@@ -1,15 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { sql } from 'kysely';
 import { html, type SafeHtml } from '../../checkout/html.ts';
 import { AppError, ERROR_CODES, type ErrorCode, isAppError } from '../../core/errors.ts';
 import type { Db } from '../../db/database.ts';
-import { keysetIn, keysetWhere } from '../../db/pagination.ts';
+import { findActionHeldBy } from '../../db/repositories/agent-actions.ts';
+import { findApiKey } from '../../db/repositories/api-keys.ts';
+import { findConfirmation, listConfirmationsPage } from '../../db/repositories/confirmations.ts';
 import type { ConfirmationRow } from '../../db/tables/money.ts';
 import { custodialBalance } from '../../payouts/payouts.ts';
-import { approveConfirmation, refusedDecider, rejectConfirmation } from '../../policy/approvals.ts';
+import { approveConfirmation, refusedDecider, rejectConfirmation } from '../../pipeline/approvals.ts';
 import { effectiveStatus, presentConfirmation } from '../../policy/confirmations.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
-import { loadKeyLabels } from '../key-labels.ts';
+import { loadKeyLabels } from '../../keys/labels.ts';
 import { type LinkedObject, linkedList, loadLinkedObjects } from '../linked.ts';
 import type { DashboardSession } from '../sessions.ts';
 import {
@@ -46,40 +47,13 @@ export function registerConfirmations(app: FastifyInstance, deps: DashboardDeps)
     const filter = requested as Filter;
     const startingAfter = param(request.query, 'starting_after');
     const now = runtime.clock.now();
-    const keyset = await keysetIn(
+    const { data: shown, has_more } = await listConfirmationsPage(
       runtime.db,
-      'confirmations',
       session,
+      filter,
       { limit: PAGE_SIZE, starting_after: startingAfter },
-      'confirmation',
+      now,
     );
-    // A page in list order from the cursor: a range of confirmations_pending (account, mode, status,
-    // created_at, id), or of confirmations_list for all of them.
-    const page = (status?: ConfirmationRow['status']) => {
-      let q = runtime.db
-        .selectFrom('confirmations')
-        .selectAll()
-        .where('account_id', '=', session.accountId)
-        .where('livemode', '=', session.livemode);
-      if (status) q = q.where('status', '=', status);
-      return q
-        .where(keysetWhere(keyset))
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(PAGE_SIZE + 1);
-    };
-    // Expired reads two ranges, marked expired and still pending past their expiry, merged in list
-    // order (Merge Append): an OR of the two in one WHERE would read and sort all such of the account.
-    const rows =
-      filter === 'expired'
-        ? (
-            await sql<ConfirmationRow>`select * from ((${page('expired')}) union all (${page('pending').where('expires_at', '<=', now)})) as c
-              order by created_at desc, id desc limit ${PAGE_SIZE + 1}`.execute(runtime.db)
-          ).rows
-        : filter === 'pending'
-          ? await page('pending').where('expires_at', '>', now).execute()
-          : await page(filter === 'all' ? undefined : filter).execute();
-    const shown = rows.slice(0, PAGE_SIZE);
     const labels = await loadKeyLabels(
       runtime.db,
       session.accountId,
@@ -115,7 +89,7 @@ ${table(
 ${pager(
   '/dashboard/confirmations',
   { status: filter === 'pending' ? undefined : filter, starting_after: startingAfter },
-  rows.length > PAGE_SIZE ? shown.at(-1)?.id : undefined,
+  has_more ? shown.at(-1)?.id : undefined,
 )}`;
     return sendPage(
       reply,
@@ -125,13 +99,7 @@ ${pager(
   });
 
   const load = async (session: DashboardSession, id: string): Promise<ConfirmationRow> => {
-    const row = await runtime.db
-      .selectFrom('confirmations')
-      .selectAll()
-      .where('id', '=', id)
-      .where('account_id', '=', session.accountId)
-      .where('livemode', '=', session.livemode)
-      .executeTakeFirst();
+    const row = await findConfirmation(runtime.db, session, id);
     if (!row) throw new AppError('not_found', `No such confirmation: '${id}'.`, { param: 'id' });
     return row;
   };
@@ -143,13 +111,7 @@ ${pager(
     const c = presentConfirmation(runtime.config, row, now);
     const labels = await loadKeyLabels(runtime.db, session.accountId, [c.requested_by_key, c.decided_by_key]);
     const linked = await loadLinkedObjects(runtime.db, session, [c.result]);
-    const action = await runtime.db
-      .selectFrom('agent_actions')
-      .select(['id', 'run_id', 'amount_settlement_minor'])
-      .where('confirmation_id', '=', c.id)
-      .where('account_id', '=', session.accountId)
-      .orderBy('created_at')
-      .executeTakeFirst();
+    const action = await findActionHeldBy(runtime.db, session.accountId, c.id);
     const money = deps.tools.find((t) => t.name === c.tool)?.effect === 'money';
     const funds =
       c.status === 'pending' && money
@@ -426,12 +388,8 @@ function createdObjects(linked: Map<string, LinkedObject>, result: unknown): Saf
 /** Who asked, as a person reads it: the key's name, else its redacted secret. */
 async function askerName(db: Db, accountId: string, keyId: string | null): Promise<string> {
   if (keyId === null) return 'no recorded requester';
-  const key = await db
-    .selectFrom('api_keys')
-    .select(['name', 'display_prefix', 'last4'])
-    .where('id', '=', keyId)
-    .where('account_id', '=', accountId)
-    .executeTakeFirst();
+  // Either mode's key: the confirmation names the key that asked, whichever it was.
+  const key = await findApiKey(db, { accountId }, keyId);
   if (!key) return keyId;
   return key.name ?? `${key.display_prefix}…${key.last4}`;
 }

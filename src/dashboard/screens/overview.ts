@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { html, type SafeHtml } from '../../checkout/html.ts';
+import { listRecentRuns } from '../../db/repositories/agent-runs.ts';
+import { countPendingConfirmations } from '../../db/repositories/confirmations.ts';
 import { custodialBalance } from '../../payouts/payouts.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
 import { allows, badge, renderPage, SCREENS, screen, table, time, usdc } from '../view.ts';
@@ -14,16 +16,9 @@ export function registerOverview(app: FastifyInstance, deps: DashboardDeps): voi
     const now = runtime.clock.now();
     const cards: SafeHtml[] = [];
     if (allows(session, screen('confirmations').scopes)) {
-      const pending = await runtime.db
-        .selectFrom('confirmations')
-        .select((eb) => eb.fn.countAll<string>().as('n'))
-        .where('account_id', '=', session.accountId)
-        .where('livemode', '=', session.livemode)
-        .where('status', '=', 'pending')
-        .where('expires_at', '>', now)
-        .executeTakeFirstOrThrow();
+      const pending = await countPendingConfirmations(runtime.db, session, now);
       cards.push(
-        html`<div class="card"><p class="muted">Waiting for approval</p><p class="stat" id="pending-count">${Number(pending.n)}</p><p><a href="/dashboard/confirmations">Review held actions</a></p></div>`,
+        html`<div class="card"><p class="muted">Waiting for approval</p><p class="stat" id="pending-count">${pending}</p><p><a href="/dashboard/confirmations">Review held actions</a></p></div>`,
       );
     }
     if (session.scopes.has('payments:read')) {
@@ -35,15 +30,7 @@ export function registerOverview(app: FastifyInstance, deps: DashboardDeps): voi
 
     let recent = html``;
     if (allows(session, screen('runs').scopes)) {
-      const runs = await runtime.db
-        .selectFrom('agent_runs')
-        .select(['id', 'status', 'instruction', 'created_at'])
-        .where('account_id', '=', session.accountId)
-        .where('livemode', '=', session.livemode)
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(RECENT_RUNS)
-        .execute();
+      const runs = await listRecentRuns(runtime.db, session, RECENT_RUNS);
       recent = html`<h2>Recent agent runs</h2>
 ${table(
   ['Run', 'Created', 'Status', 'Instruction'],

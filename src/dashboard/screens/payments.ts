@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { html } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
-import { keysetOf } from '../../db/pagination.ts';
-import { findPayment, listPayments } from '../../db/repositories/payments.ts';
+import { listPaymentAttempts, listRailEvents } from '../../db/repositories/payment-attempts.ts';
+import { findPayment, listPaymentsPage } from '../../db/repositories/payments.ts';
 import { formatDisplay } from '../../domain/money.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../../domain/payment-status.ts';
 import { checkoutUrl, currencyOf, presentPayment } from '../../payments/present.ts';
@@ -25,18 +25,12 @@ export function registerPayments(app: FastifyInstance, deps: DashboardDeps): voi
         param: 'status',
       });
     }
-    const keyset = await keysetOf({ limit: PAGE_SIZE, starting_after: startingAfter }, 'payment', (id) =>
-      findPayment(runtime.db, session, id),
+    const { data: shown, has_more } = await listPaymentsPage(
+      runtime.db,
+      session,
+      { status: status as PaymentStatus | undefined, reference },
+      { limit: PAGE_SIZE, starting_after: startingAfter },
     );
-    const rows = await listPayments(runtime.db, {
-      accountId: session.accountId,
-      livemode: session.livemode,
-      status: status as PaymentStatus | undefined,
-      reference,
-      keyset,
-      limit: PAGE_SIZE + 1,
-    });
-    const shown = rows.slice(0, PAGE_SIZE);
     const body = html`<h1>Payments</h1>
 <form class="filters" method="get" action="/dashboard/payments">
 ${select('status', 'Status', PAYMENT_STATUSES, status)}
@@ -60,7 +54,7 @@ ${table(
   'No payments match.',
   'payments',
 )}
-${pager('/dashboard/payments', { status, reference, starting_after: startingAfter }, rows.length > PAGE_SIZE ? shown.at(-1)?.id : undefined)}`;
+${pager('/dashboard/payments', { status, reference, starting_after: startingAfter }, has_more ? shown.at(-1)?.id : undefined)}`;
     return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Payments', body, { section: 'payments' }));
   });
 
@@ -70,19 +64,8 @@ ${pager('/dashboard/payments', { status, reference, starting_after: startingAfte
     if (!row) throw new AppError('not_found', `No such payment: '${request.params.id}'.`, { param: 'id' });
     const p = presentPayment(runtime.config, row);
     // What finance needs to answer "did this payer pay?": every attempt and every provider message.
-    const attempts = await runtime.db
-      .selectFrom('payment_attempts')
-      .selectAll()
-      .where('payment_id', '=', row.id)
-      .orderBy('created_at')
-      .execute();
-    const railEvents = await runtime.db
-      .selectFrom('rail_events')
-      .selectAll()
-      .where('payment_id', '=', row.id)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
+    const attempts = await listPaymentAttempts(runtime.db, row.id);
+    const railEvents = await listRailEvents(runtime.db, row.id);
     const body = html`<h1>Payment <code>${p.id}</code></h1>
 <div class="card"><dl class="facts">
 <dt>Status</dt><dd>${badge(p.status)}</dd>

@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { html } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
+import { findPayout, listPayoutsPage } from '../../db/repositories/payouts.ts';
 import { PAYOUT_STATUSES, presentPayout } from '../../payouts/present.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
 import { badge, json, maybe, pager, param, renderPage, screen, select, table, time, usdc } from '../view.ts';
-import { keysetIn, keysetWhere } from '../../db/pagination.ts';
 
 const PAGE_SIZE = 50;
+type PayoutStatus = (typeof PAYOUT_STATUSES)[number];
 
 export function registerPayouts(app: FastifyInstance, deps: DashboardDeps): void {
   const { runtime } = deps;
@@ -16,28 +17,17 @@ export function registerPayouts(app: FastifyInstance, deps: DashboardDeps): void
     const session = sessionOf(request);
     const status = param(request.query, 'status');
     const startingAfter = param(request.query, 'starting_after');
-    if (status !== undefined && !PAYOUT_STATUSES.includes(status as (typeof PAYOUT_STATUSES)[number])) {
+    if (status !== undefined && !PAYOUT_STATUSES.includes(status as PayoutStatus)) {
       throw new AppError('invalid_request', `status must be one of ${PAYOUT_STATUSES.join(', ')}.`, {
         param: 'status',
       });
     }
-    let q = runtime.db
-      .selectFrom('payouts')
-      .selectAll()
-      .where('account_id', '=', session.accountId)
-      .where('livemode', '=', session.livemode);
-    if (status) q = q.where('status', '=', status as (typeof PAYOUT_STATUSES)[number]);
-    q = q.where(
-      keysetWhere(
-        await keysetIn(runtime.db, 'payouts', session, { limit: PAGE_SIZE, starting_after: startingAfter }, 'payout'),
-      ),
+    const { data: shown, has_more } = await listPayoutsPage(
+      runtime.db,
+      session,
+      { status: status as PayoutStatus | undefined },
+      { limit: PAGE_SIZE, starting_after: startingAfter },
     );
-    const rows = await q
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(PAGE_SIZE + 1)
-      .execute();
-    const shown = rows.slice(0, PAGE_SIZE);
     const body = html`<h1>Payouts</h1>
 <form class="filters" method="get" action="/dashboard/payouts">
 ${select('status', 'Status', PAYOUT_STATUSES, status)}
@@ -60,19 +50,13 @@ ${table(
   'No payouts match.',
   'payouts',
 )}
-${pager('/dashboard/payouts', { status, starting_after: startingAfter }, rows.length > PAGE_SIZE ? shown.at(-1)?.id : undefined)}`;
+${pager('/dashboard/payouts', { status, starting_after: startingAfter }, has_more ? shown.at(-1)?.id : undefined)}`;
     return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Payouts', body, { section: 'payouts' }));
   });
 
   app.get<{ Params: { id: string } }>('/payouts/:id', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
-    const row = await runtime.db
-      .selectFrom('payouts')
-      .selectAll()
-      .where('id', '=', request.params.id)
-      .where('account_id', '=', session.accountId)
-      .where('livemode', '=', session.livemode)
-      .executeTakeFirst();
+    const row = await findPayout(runtime.db, session, request.params.id);
     if (!row) throw new AppError('not_found', `No such payout: '${request.params.id}'.`, { param: 'id' });
     const p = presentPayout(row);
     const body = html`<h1>Payout <code>${p.id}</code></h1>

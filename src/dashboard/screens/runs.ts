@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { loadRunView } from '../../agent/runtime.ts';
 import { html } from '../../checkout/html.ts';
 import { parseInput } from '../../core/validation.ts';
+import { findAgentRun, listRunsPage } from '../../db/repositories/agent-runs.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
-import { loadKeyLabels } from '../key-labels.ts';
+import { loadKeyLabels } from '../../keys/labels.ts';
 import { linkedList, loadLinkedObjects } from '../linked.ts';
 import {
   badge,
@@ -20,7 +21,6 @@ import {
   table,
   time,
 } from '../view.ts';
-import { keysetIn, keysetWhere } from '../../db/pagination.ts';
 
 const RUN_STATUSES = ['running', 'completed', 'confirmation_required', 'rejected', 'failed'] as const;
 const PAGE_SIZE = 25;
@@ -42,19 +42,12 @@ export function registerRuns(app: FastifyInstance, deps: DashboardDeps): void {
     const session = sessionOf(request);
     const filters = { status: param(request.query, 'status'), starting_after: param(request.query, 'starting_after') };
     const query = parseInput(runsFilter, filters);
-    let q = runtime.db
-      .selectFrom('agent_runs')
-      .selectAll()
-      .where('account_id', '=', session.accountId)
-      .where('livemode', '=', session.livemode);
-    if (query.status) q = q.where('status', '=', query.status);
-    q = q.where(keysetWhere(await keysetIn(runtime.db, 'agent_runs', session, { limit: PAGE_SIZE, ...query }, 'run')));
-    const rows = await q
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(PAGE_SIZE + 1)
-      .execute();
-    const shown = rows.slice(0, PAGE_SIZE);
+    const { data: shown, has_more } = await listRunsPage(
+      runtime.db,
+      session,
+      { status: query.status },
+      { limit: PAGE_SIZE, starting_after: query.starting_after },
+    );
     const labels = await loadKeyLabels(
       runtime.db,
       session.accountId,
@@ -80,18 +73,15 @@ ${table(
   'No agent runs match.',
   'runs',
 )}
-${pager('/dashboard/runs', filters, rows.length > PAGE_SIZE ? shown.at(-1)?.id : undefined)}`;
+${pager('/dashboard/runs', filters, has_more ? shown.at(-1)?.id : undefined)}`;
     return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Agent runs', body, { section: 'runs' }));
   });
 
   app.get<{ Params: { id: string } }>('/runs/:id', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
     const view = await loadRunView(runtime, session, request.params.id);
-    const row = await runtime.db
-      .selectFrom('agent_runs')
-      .select(['key_id', 'channel', 'steps', 'finished_at'])
-      .where('id', '=', view.run_id)
-      .executeTakeFirstOrThrow();
+    // loadRunView has found the run among the session's own: it is there.
+    const row = (await findAgentRun(runtime.db, session, view.run_id))!;
     const labels = await loadKeyLabels(runtime.db, session.accountId, [
       row.key_id,
       ...view.actions.map((a) => a.approved_by_key),

@@ -2,11 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import { html, type SafeHtml } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
 import { parseInput } from '../../core/validation.ts';
-import { keysetOf } from '../../db/pagination.ts';
 import {
   findEventWithDeliveries,
   listAttempts,
-  listEventsWithDeliveries,
+  listEventsWithDeliveriesPage,
   requestRedelivery,
 } from '../../db/repositories/webhook-deliveries.ts';
 import {
@@ -103,21 +102,13 @@ export function registerWebhooks(app: FastifyInstance, deps: DashboardDeps): voi
     const type = param(request.query, 'type');
     const objectId = param(request.query, 'object_id');
     const startingAfter = param(request.query, 'starting_after');
-    const keyset = await keysetOf(
+    const { data: shown, has_more } = await listEventsWithDeliveriesPage(
+      runtime.db,
+      session,
+      { type, objectId },
       { limit: PAGE_SIZE, starting_after: startingAfter },
-      'event',
-      async (id) => (await findEventWithDeliveries(runtime.db, session, id))?.event,
     );
     const endpoints = await listWebhookEndpoints(runtime.db, session, { limit: MAX_WEBHOOK_ENDPOINTS });
-    const rows = await listEventsWithDeliveries(runtime.db, {
-      accountId: session.accountId,
-      livemode: session.livemode,
-      type,
-      objectId,
-      keyset,
-      limit: PAGE_SIZE + 1,
-    });
-    const shown = rows.slice(0, PAGE_SIZE);
     const done = param(request.query, 'done');
     const body = html`<h1>Webhooks</h1>
 ${done && DONE[done] && notice('ok', DONE[done])}
@@ -148,7 +139,7 @@ ${table(
   'No events match.',
   'events',
 )}
-${pager('/dashboard/webhooks', { type, object_id: objectId, starting_after: startingAfter }, rows.length > PAGE_SIZE ? shown.at(-1)?.event.id : undefined)}`;
+${pager('/dashboard/webhooks', { type, object_id: objectId, starting_after: startingAfter }, has_more ? shown.at(-1)?.event.id : undefined)}`;
     return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Webhooks', body, { section: 'webhooks' }));
   });
 

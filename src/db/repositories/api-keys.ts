@@ -1,4 +1,4 @@
-import { type Keyset, keysetOrder, keysetWhere } from '../pagination.ts';
+import { fromCursor, type Keyset } from '../pagination.ts';
 import type { ApiKeyRow, Db, NewApiKey } from '../database.ts';
 
 export async function insertApiKey(db: Db, key: NewApiKey): Promise<ApiKeyRow> {
@@ -33,12 +33,21 @@ export async function listApiKeys(
   let query = db.selectFrom('api_keys').selectAll().where('account_id', '=', owner.accountId);
   if (owner.livemode !== undefined) query = query.where('livemode', '=', owner.livemode);
   if (!page) return query.orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
-  const order = keysetOrder(page.keyset);
-  return query
-    .where(keysetWhere(page.keyset))
-    .orderBy('created_at', order)
-    .orderBy('id', order)
-    .limit(page.limit + 1)
+  return fromCursor(query, page.keyset, page.limit + 1).execute();
+}
+
+/** What names the account's keys among `ids` on a page (unknown ids and other accounts' are left out). */
+export async function listApiKeyLabels(
+  db: Db,
+  accountId: string,
+  ids: readonly string[],
+): Promise<Pick<ApiKeyRow, 'id' | 'name' | 'display_prefix' | 'last4'>[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'name', 'display_prefix', 'last4'])
+    .where('account_id', '=', accountId)
+    .where('id', 'in', ids)
     .execute();
 }
 

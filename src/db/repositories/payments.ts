@@ -1,7 +1,17 @@
 import { canTransition, type PaymentStatus } from '../../domain/payment-status.ts';
 import type { Db, NewPayment, PaymentRow, PaymentsTable, SettlementSchedule } from '../database.ts';
 import { sql, type Updateable } from 'kysely';
-import { FIRST_PAGE, type Keyset, keysetOrder, keysetWhere } from '../pagination.ts';
+import {
+  type CreatedRange,
+  FIRST_PAGE,
+  fromCursor,
+  type Keyset,
+  keysetIn,
+  type Page,
+  type PageRequest,
+  readPage,
+} from '../pagination.ts';
+import { findScoped } from './scoped.ts';
 
 export async function insertPayment(db: Db, payment: NewPayment): Promise<PaymentRow | undefined> {
   // A repeated reference on the same account and mode is not an error here: the caller
@@ -75,13 +85,7 @@ export async function findPayment(
   scope: { accountId: string; livemode: boolean },
   id: string,
 ): Promise<PaymentRow | undefined> {
-  return db
-    .selectFrom('payments')
-    .selectAll()
-    .where('id', '=', id)
-    .where('account_id', '=', scope.accountId)
-    .where('livemode', '=', scope.livemode)
-    .executeTakeFirst();
+  return findScoped(db, 'payments', scope, id);
 }
 
 /** Public read by id alone (the id is unguessable): the checkout page and status polling. */
@@ -126,6 +130,35 @@ export async function transitionPayment(
     .executeTakeFirst();
 }
 
+export interface PaymentFilter extends CreatedRange {
+  status?: PaymentStatus | undefined;
+  reference?: string | undefined;
+}
+
+function paymentsOf(db: Db, scope: { accountId: string; livemode: boolean }, f: PaymentFilter) {
+  let query = db
+    .selectFrom('payments')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode);
+  if (f.status) query = query.where('status', '=', f.status);
+  if (f.reference) query = query.where('reference', '=', f.reference);
+  if (f.created_gte) query = query.where('created_at', '>=', f.created_gte);
+  if (f.created_lte) query = query.where('created_at', '<=', f.created_lte);
+  return query;
+}
+
+/** One page of the caller's payments, newest first: GET /v1/payments and the dashboard's Payments screen. */
+export async function listPaymentsPage(
+  db: Db,
+  scope: { accountId: string; livemode: boolean },
+  filter: PaymentFilter,
+  page: PageRequest,
+): Promise<Page<PaymentRow>> {
+  const keyset = await keysetIn(db, 'payments', scope, page, 'payment');
+  return readPage(paymentsOf(db, scope, filter), keyset, page.limit);
+}
+
 export interface PaymentListFilter {
   accountId: string;
   livemode: boolean;
@@ -138,17 +171,29 @@ export interface PaymentListFilter {
   limit: number;
 }
 
+/** `limit` of the caller's payments from the keyset's cursor, in keyset order (the MCP resource list). */
 export async function listPayments(db: Db, f: PaymentListFilter): Promise<PaymentRow[]> {
-  let query = db
+  const query = paymentsOf(db, f, {
+    status: f.status,
+    reference: f.reference,
+    created_gte: f.createdGte,
+    created_lte: f.createdLte,
+  });
+  return fromCursor(query, f.keyset ?? FIRST_PAGE, f.limit).execute();
+}
+
+/** The caller's payments among `ids`, as a summary (state, amount, transaction); unknown ids are left out. */
+export async function listPaymentSummaries(
+  db: Db,
+  scope: { accountId: string; livemode: boolean },
+  ids: readonly string[],
+): Promise<Pick<PaymentRow, 'id' | 'status' | 'amount_minor' | 'currency' | 'settlement_tx_hash'>[]> {
+  if (ids.length === 0) return [];
+  return db
     .selectFrom('payments')
-    .selectAll()
-    .where('account_id', '=', f.accountId)
-    .where('livemode', '=', f.livemode);
-  if (f.status) query = query.where('status', '=', f.status);
-  if (f.reference) query = query.where('reference', '=', f.reference);
-  if (f.createdGte) query = query.where('created_at', '>=', f.createdGte);
-  if (f.createdLte) query = query.where('created_at', '<=', f.createdLte);
-  const keyset = f.keyset ?? FIRST_PAGE;
-  const order = keysetOrder(keyset);
-  return query.where(keysetWhere(keyset)).orderBy('created_at', order).orderBy('id', order).limit(f.limit).execute();
+    .select(['id', 'status', 'amount_minor', 'currency', 'settlement_tx_hash'])
+    .where('id', 'in', ids)
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .execute();
 }

@@ -2,7 +2,9 @@ import { type Selectable, sql } from 'kysely';
 import { newId } from '../../domain/ids.ts';
 import type { Db, EventRow } from '../database.ts';
 import type { AttemptTrigger, EventDeliveriesTable, WebhookAttemptsTable } from '../tables/webhooks.ts';
-import { FIRST_PAGE, type Keyset, keysetOrder, keysetWhere } from '../pagination.ts';
+import { FIRST_PAGE, fromCursor, type Keyset, keysetIn, type Page, type PageRequest, readPage } from '../pagination.ts';
+import { findScoped } from './scoped.ts';
+import type { EventType } from '../../webhooks/event-types.ts';
 
 export type EventDeliveryRow = Selectable<EventDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
@@ -55,7 +57,7 @@ export interface ClaimedDelivery {
   endpointSecretCiphertext: string | null;
   accountId: string;
   livemode: boolean;
-  type: string;
+  type: EventType;
   eventCreatedAt: Date;
   /** The event's data exactly as stored (json text). */
   dataText: string;
@@ -278,46 +280,57 @@ export async function findEventWithDeliveries(
   scope: EventScope,
   id: string,
 ): Promise<EventWithDeliveries | undefined> {
-  const event = await db
-    .selectFrom('events')
-    .selectAll()
-    .where('id', '=', id)
-    .where('account_id', '=', scope.accountId)
-    .where('livemode', '=', scope.livemode)
-    .executeTakeFirst();
+  const event = await findScoped(db, 'events', scope, id);
   if (!event) return undefined;
   return { event, deliveries: await deliveriesOf(db, [id]) };
 }
 
-export interface EventListFilter extends EventScope {
+export interface EventFilter {
   type?: string | undefined;
   objectId?: string | undefined;
+}
+
+export interface EventListFilter extends EventScope, EventFilter {
   /** Where the page starts and which way it runs (db/pagination.ts); the first page by default. */
   keyset?: Keyset | undefined;
   limit: number;
 }
 
-export async function listEventsWithDeliveries(db: Db, f: EventListFilter): Promise<EventWithDeliveries[]> {
+function eventsOf(db: Db, scope: EventScope, f: EventFilter) {
   let query = db
     .selectFrom('events')
     .selectAll()
-    .where('account_id', '=', f.accountId)
-    .where('livemode', '=', f.livemode);
-  if (f.type) query = query.where('type', '=', f.type);
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode);
+  // A filter is any text (an unknown type matches nothing); stored types are the catalogue's.
+  if (f.type) query = query.where('type', '=', f.type as EventType);
   if (f.objectId) query = query.where('object_id', '=', f.objectId);
-  const keyset = f.keyset ?? FIRST_PAGE;
-  const order = keysetOrder(keyset);
-  const events = await query
-    .where(keysetWhere(keyset))
-    .orderBy('created_at', order)
-    .orderBy('id', order)
-    .limit(f.limit)
-    .execute();
+  return query;
+}
+
+async function withDeliveries(db: Db, events: EventRow[]): Promise<EventWithDeliveries[]> {
   const deliveries = await deliveriesOf(
     db,
     events.map((e) => e.id),
   );
   return events.map((event) => ({ event, deliveries: deliveries.filter((d) => d.event_id === event.id) }));
+}
+
+/** `limit` of the caller's events from the keyset's cursor, in keyset order, each with its deliveries. */
+export async function listEventsWithDeliveries(db: Db, f: EventListFilter): Promise<EventWithDeliveries[]> {
+  return withDeliveries(db, await fromCursor(eventsOf(db, f, f), f.keyset ?? FIRST_PAGE, f.limit).execute());
+}
+
+/** One page of the caller's events, newest first, each with its deliveries (the dashboard's Webhooks screen). */
+export async function listEventsWithDeliveriesPage(
+  db: Db,
+  scope: EventScope,
+  filter: EventFilter,
+  page: PageRequest,
+): Promise<Page<EventWithDeliveries>> {
+  const keyset = await keysetIn(db, 'events', scope, page, 'event');
+  const events = await readPage(eventsOf(db, scope, filter), keyset, page.limit);
+  return { data: await withDeliveries(db, events.data), has_more: events.has_more };
 }
 
 /** Every attempt at an event, to every target, in the order they were made. */

@@ -1,7 +1,8 @@
 import { type Selectable, sql } from 'kysely';
 import type { Db, ModeScope } from '../database.ts';
-import { FIRST_PAGE, type Keyset, keysetOrder, keysetWhere } from '../pagination.ts';
+import { FIRST_PAGE, fromCursor, type Keyset } from '../pagination.ts';
 import type { WebhookEndpointsTable } from '../tables/webhooks.ts';
+import { scopedRow } from './scoped.ts';
 
 // An account's webhook endpoints, per mode. A deleted endpoint keeps its row (its deliveries and
 // attempts refer to it) but is gone for every read here.
@@ -43,14 +44,7 @@ export async function findWebhookEndpoint(
   scope: ModeScope,
   id: string,
 ): Promise<WebhookEndpointRow | undefined> {
-  return db
-    .selectFrom('webhook_endpoints')
-    .selectAll()
-    .where('id', '=', id)
-    .where('account_id', '=', scope.accountId)
-    .where('livemode', '=', scope.livemode)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  return scopedRow(db, 'webhook_endpoints', scope, id).selectAll().where('deleted_at', 'is', null).executeTakeFirst();
 }
 
 /** The page of endpoints the keyset names, fetched `limit` at a time in keyset order (db/pagination.ts). */
@@ -59,19 +53,13 @@ export async function listWebhookEndpoints(
   scope: ModeScope,
   page: { keyset?: Keyset | undefined; limit: number },
 ): Promise<WebhookEndpointRow[]> {
-  const keyset = page.keyset ?? FIRST_PAGE;
-  const order = keysetOrder(keyset);
-  return db
+  const query = db
     .selectFrom('webhook_endpoints')
     .selectAll()
     .where('account_id', '=', scope.accountId)
     .where('livemode', '=', scope.livemode)
-    .where('deleted_at', 'is', null)
-    .where(keysetWhere(keyset))
-    .orderBy('created_at', order)
-    .orderBy('id', order)
-    .limit(page.limit)
-    .execute();
+    .where('deleted_at', 'is', null);
+  return fromCursor(query, page.keyset ?? FIRST_PAGE, page.limit).execute();
 }
 
 export async function countWebhookEndpoints(db: Db, scope: ModeScope): Promise<number> {

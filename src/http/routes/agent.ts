@@ -9,7 +9,8 @@ import { parseInput } from '../../core/validation.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
-import { listPage, pageParams } from '../../db/pagination.ts';
+import { pageParams } from '../../db/pagination.ts';
+import { listRunsPage } from '../../db/repositories/agent-runs.ts';
 
 export const settleBody = z.strictObject({
   instruction: z
@@ -168,7 +169,7 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
     app.get('/agent/runs', { config: { auth: { scope: 'agent' } } }, async (request) => {
       const auth = requestAuth(request);
       const query = parseInput(runsQuery, request.query);
-      const page = await listPage(runtime.db, 'agent_runs', auth, query, 'run');
+      const page = await listRunsPage(runtime.db, auth, {}, query);
       // The list shows runs without their actions and confirmations: one query for the page.
       const views = page.data.map((row) => {
         const { actions: _a, confirmations: _c, ...run } = presentRun(runtime, row, [], []);

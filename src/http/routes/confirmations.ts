@@ -2,11 +2,12 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
 import type { AnyTool } from '../../core/tool.ts';
-import { approveConfirmation, rejectConfirmation } from '../../policy/approvals.ts';
+import { approveConfirmation, rejectConfirmation } from '../../pipeline/approvals.ts';
 import { confirmationOutput, presentConfirmation } from '../../policy/confirmations.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
+import { findConfirmation } from '../../db/repositories/confirmations.ts';
 
 /**
  * Deciding a held action. Reading one is the get_confirmation tool (GET
@@ -45,13 +46,7 @@ export const confirmationOperations: ApiOperation[] = [
 
 export function confirmationRoutes(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAsync {
   const view = async (accountId: string, livemode: boolean, id: string) => {
-    const row = await runtime.db
-      .selectFrom('confirmations')
-      .selectAll()
-      .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .where('livemode', '=', livemode)
-      .executeTakeFirst();
+    const row = await findConfirmation(runtime.db, { accountId, livemode }, id);
     if (!row) throw new AppError('not_found', `No such confirmation: '${id}'.`, { param: 'id' });
     return presentConfirmation(runtime.config, row, runtime.clock.now());
   };

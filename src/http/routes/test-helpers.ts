@@ -5,20 +5,13 @@ import { parseInput } from '../../core/validation.ts';
 import { findPayment } from '../../db/repositories/payments.ts';
 import { paySandbox } from '../../payments/sandbox-rail.ts';
 import type { Runtime } from '../../runtime.ts';
-import { newId } from '../../domain/ids.ts';
+import { runSystemTool } from '../../pipeline/system-runs.ts';
 import { minorToNumber, SETTLEMENT_CURRENCY } from '../../domain/money.ts';
-import {
-  credit,
-  debit,
-  getLedgerBalance,
-  ledgerAccount,
-  postLedger,
-  InsufficientBalanceError,
-} from '../../ledger/ledger.ts';
 import { testMoneyMayMoveOn, testMoneyRefusal } from '../../chain/test-networks.ts';
 import { openChainSession } from '../../settlement/chain-session.ts';
 import { settlementAmount, settlementAsset, settlementMinor } from '../../../tools/schemas.ts';
 import { paymentOutput } from '../../../tools/payment-output.ts';
+import { fundTestBalance } from '../../../tools/system/fund-test-balance.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 
@@ -106,31 +99,19 @@ export function testHelperRoutes(runtime: Runtime): FastifyPluginAsync {
       // Test funding hands out the treasury's tokens: play money only where the chain's tokens are.
       if (!testMoneyMayMoveOn(chain))
         throw new AppError('invalid_request', `Test funding is not available: ${testMoneyRefusal(chain)}.`);
-      const session = await openChainSession(runtime.db, chain);
-      const id = newId('fund');
-      const merchant = ledgerAccount.merchant(auth.accountId, false, SETTLEMENT_CURRENCY.code);
-      try {
-        await runtime.db.transaction().execute((trx) =>
-          postLedger(trx, {
-            kind: 'test_funding',
-            reference: id,
-            at: runtime.clock.now(),
-            entries: [debit(ledgerAccount.funding(session.key, session.asset), amount), credit(merchant, amount)],
-          }),
-        );
-      } catch (error) {
-        if (error instanceof InsufficientBalanceError) {
-          throw new AppError('insufficient_funds', 'The test treasury cannot cover this amount.', { param: 'amount' });
-        }
-        throw error;
-      }
-      const available = await getLedgerBalance(runtime.db, merchant);
+      const session = await openChainSession(runtime, chain);
+      const funded = await runSystemTool(
+        runtime,
+        fundTestBalance,
+        { amount_minor: amount.toString(), chain_key: session.key },
+        { accountId: auth.accountId, livemode: false },
+      );
       return {
         object: 'balance_funding',
-        id,
+        id: funded.id,
         amount: body.amount,
         asset: SETTLEMENT_CURRENCY.code,
-        available: minorToNumber(available, SETTLEMENT_CURRENCY),
+        available: minorToNumber(BigInt(funded.available_minor), SETTLEMENT_CURRENCY),
       };
     });
   };

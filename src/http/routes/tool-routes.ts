@@ -2,7 +2,7 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../../core/validation.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
-import { executeTool } from '../../core/pipeline.ts';
+import { executeTool } from '../../pipeline/execute-tool.ts';
 import type { AnyTool } from '../../core/tool.ts';
 import type { Runtime } from '../../runtime.ts';
 import { type ApiOperation, pathParamsOf } from '../openapi.ts';

@@ -1,10 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { AppError } from '../../core/errors.ts';
-import { executedOutput, executeTool } from '../../core/pipeline.ts';
-import type { Actor, AnyTool } from '../../core/tool.ts';
+import { runSystemTool } from '../../pipeline/system-runs.ts';
 import type { Db, ModeScope, PaymentRow } from '../../db/database.ts';
 import type { ProviderRail, RailEventKind, RailName } from '../../db/tables/rails.ts';
-import { API_KEY_SCOPES } from '../../domain/api-key-secret.ts';
 import { newId } from '../../domain/ids.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
@@ -25,26 +23,6 @@ export const PROVIDER_RAILS: Readonly<Record<ProviderRail, ProviderRailAdapter<a
   paystack: paystackRail,
   mpesa: mpesaRail,
 };
-
-/** The service's own actor for one account and mode: no key, every scope, never policy-checked. */
-export function systemActor(scope: ModeScope): Actor {
-  return {
-    accountId: scope.accountId,
-    livemode: scope.livemode,
-    keyId: null,
-    scopes: new Set(API_KEY_SCOPES),
-    channel: 'system',
-  };
-}
-
-export async function runSystemTool<T extends AnyTool>(
-  runtime: Runtime,
-  tool: T,
-  input: unknown,
-  scope: ModeScope,
-): Promise<Awaited<ReturnType<T['handler']>>> {
-  return executedOutput(await executeTool(tool, input, { runtime, actor: systemActor(scope) }));
-}
 
 const scopeOf = (payment: PaymentRow): ModeScope => ({ accountId: payment.account_id, livemode: payment.livemode });
 

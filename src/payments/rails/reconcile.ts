@@ -2,7 +2,8 @@ import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../../db/tables/rails.ts
 import type { Runtime } from '../../runtime.ts';
 import { pollingJob, type WorkerJob } from '../../worker-job.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
-import { checkAttempt, PROVIDER_RAILS, recordRailEvent, runSystemTool } from './attempts.ts';
+import { runSystemTool } from '../../pipeline/system-runs.ts';
+import { checkAttempt, PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
 import { loadRailCredentials } from './credentials.ts';
 import { RailUnavailableError } from './rail.ts';
 import { processRailRefunds } from './refunds.ts';

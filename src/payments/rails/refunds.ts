@@ -2,7 +2,9 @@ import type { ProviderRail } from '../../db/tables/rails.ts';
 import type { RefundRow } from '../../db/tables/money.ts';
 import type { Runtime } from '../../runtime.ts';
 import { recordRefundOutcome } from '../../../tools/system/record-refund-outcome.ts';
-import { PROVIDER_RAILS, recordRailEvent, runSystemTool } from './attempts.ts';
+import { recordRefundSubmission } from '../../../tools/system/record-refund-submission.ts';
+import { runSystemTool } from '../../pipeline/system-runs.ts';
+import { PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
 import { loadRailCredentials } from './credentials.ts';
 import { leaseLapsed, takeLease } from './lease.ts';
 import { RailUnavailableError } from './rail.ts';
@@ -87,16 +89,13 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
   if (providerId === undefined) {
     const firstSend = refund.submitted_at === null;
     // Compare-and-set: of two workers that read the same row, only one sends.
-    const marked = await runtime.db
-      .updateTable('refunds')
-      .set({ submitted_at: runtime.clock.now() })
-      .where('id', '=', refund.id)
-      .where('status', '=', 'pending')
-      .where((eb) =>
-        refund.submitted_at === null ? eb('submitted_at', 'is', null) : eb('submitted_at', '=', refund.submitted_at),
-      )
-      .executeTakeFirst();
-    if (marked.numUpdatedRows === 0n) return;
+    const marked = await runSystemTool(
+      runtime,
+      recordRefundSubmission,
+      { refund_id: refund.id, step: 'sending', last_sent_at: refund.submitted_at?.toISOString() ?? null },
+      scope,
+    );
+    if (!marked.recorded) return;
     try {
       providerId = await adapter.refund({ ...args, amountMinor: refund.amount_minor, note: refund.id });
     } catch (error) {
@@ -114,11 +113,12 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
     }
   }
   if (refund.provider_reference !== providerId) {
-    await runtime.db
-      .updateTable('refunds')
-      .set({ provider_reference: providerId })
-      .where('id', '=', refund.id)
-      .execute();
+    await runSystemTool(
+      runtime,
+      recordRefundSubmission,
+      { refund_id: refund.id, step: 'accepted', provider_reference: providerId },
+      scope,
+    );
     await event('accepted', `${rail} refund ${providerId}`);
   }
   const state = await adapter.refundStatus({ ...args, refundId: providerId });

@@ -1,5 +1,6 @@
 import type { PolicyAction, PolicyContext, RuleVerdict } from '../action.ts';
-import { limitsFor, normaliseRecipient, type Policy } from '../policy-schema.ts';
+import { normaliseRecipient } from '../../domain/recipients.ts';
+import { limitsFor, type Policy } from '../policy-schema.ts';
 
 /**
  * Holds a money action that pays any address this account has never paid before, when the

@@ -1,5 +1,6 @@
 import type { PolicyAction, PolicyContext, RuleVerdict } from '../action.ts';
-import { normaliseRecipient, type Policy } from '../policy-schema.ts';
+import { normaliseRecipient } from '../../domain/recipients.ts';
+import type { Policy } from '../policy-schema.ts';
 
 /**
  * The account's address lists, on every channel: an address on the denylist is refused, and when

@@ -144,7 +144,7 @@ export async function expectPaidExactlyOnce(
     expect(await readTokenBalance(chain, address as Address), address).toBe(amount);
   }
   for (const [key, n] of await paidBatchIds(chain)) expect(n, `batch id ${key} paid`).toBe(1);
-  const report = await checkSettlementInvariants(runtime.db, chain);
+  const report = await checkSettlementInvariants(runtime, chain);
   expect(report.problems).toEqual([]);
 }
 

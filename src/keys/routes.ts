@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { parseInput } from '../../core/validation.ts';
-import { pageParams } from '../../db/pagination.ts';
-import { API_KEY_SCOPES } from '../../domain/api-key-secret.ts';
+import { parseInput } from '../core/validation.ts';
+import { pageParams } from '../db/pagination.ts';
+import { API_KEY_SCOPES } from '../domain/api-key-secret.ts';
 import {
   apiKeyOutput,
   assertCanGrant,
@@ -10,10 +10,10 @@ import {
   pageAccountApiKeys,
   revokeAccountApiKey,
   rotateAccountApiKey,
-} from '../../keys/api-keys.ts';
-import type { Runtime } from '../../runtime.ts';
-import type { ApiOperation } from '../openapi.ts';
-import { requestAuth } from '../plugins/auth.ts';
+} from './api-keys.ts';
+import type { Runtime } from '../runtime.ts';
+import type { ApiOperation } from '../http/openapi.ts';
+import { requestAuth } from '../http/plugins/auth.ts';
 
 export const createKeyBody = z.strictObject({
   live: z

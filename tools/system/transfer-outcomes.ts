@@ -1,14 +1,15 @@
 // What happens to the object behind a transfer when the transfer ends. One handler per transfer kind,
-// listed in one map (no registration at a distance). Each runs inside the transaction that records
-// the outcome, after the transfer row and the ledger have been updated, so the object's state change
-// and its outbox event commit together with them or not at all.
+// listed in one map (no registration at a distance). Each runs inside the system tool that records
+// the outcome (confirm_settlement_batch, fail_settlement_batch, revert_settlement_batch), after the
+// transfer row and the ledger have been updated, so the object's state change and its outbox event
+// commit together with them or not at all.
 
-import type { Config } from '../config/config.ts';
-import type { Logger } from '../core/logger.ts';
-import type { Db } from '../db/database.ts';
-import type { TransferKind, TransferRow } from '../db/tables/settlement.ts';
-import { payoutTransferHandler } from '../payouts/transfer-handlers.ts';
-import { paymentSettlementHandler } from './payment-settlement.ts';
+import type { Config } from '../../src/config/config.ts';
+import type { Logger } from '../../src/core/logger.ts';
+import type { Db } from '../../src/db/database.ts';
+import type { TransferKind, TransferRow } from '../../src/db/tables/settlement.ts';
+import { paymentSettlementHandler } from './payment-settlement-outcomes.ts';
+import { payoutTransferHandler } from './payout-outcomes.ts';
 
 export interface TransferOutcomeContext {
   config: Config;

@@ -7,19 +7,13 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import { randomBytes } from 'node:crypto';
-import { type CompressedAsset, checkoutAssets } from '../checkout/assets.ts';
-import { compressPage, negotiateEncoding } from '../checkout/encoding.ts';
-import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt } from '../checkout/attempts.ts';
-import { isSameOriginPost } from '../checkout/csrf.ts';
-import {
-  ATTEMPT_NOTICES,
-  type CheckoutPageOptions,
-  checkoutPage,
-  type MessagePage,
-  messagePage,
-} from '../checkout/pages.ts';
-import { STATUS_STREAM_LIMITS, type StatusStreamLimits, statusStreams } from '../checkout/status-stream.ts';
-import { type CheckoutStatusBody, checkoutView, payPath, presentCheckoutStatus } from '../checkout/view.ts';
+import { type CompressedAsset, checkoutAssets } from './assets.ts';
+import { compressPage, negotiateEncoding } from './encoding.ts';
+import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt } from './attempts.ts';
+import { isSameOriginPost } from './csrf.ts';
+import { ATTEMPT_NOTICES, type CheckoutPageOptions, checkoutPage, type MessagePage, messagePage } from './pages.ts';
+import { STATUS_STREAM_LIMITS, type StatusStreamLimits, statusStreams } from './status-stream.ts';
+import { type CheckoutStatusBody, checkoutView, payPath, presentCheckoutStatus } from './view.ts';
 import { AppError, isAppError } from '../core/errors.ts';
 import type { PaymentRow } from '../db/database.ts';
 import { findPaymentById } from '../db/repositories/payments.ts';
@@ -29,8 +23,8 @@ import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
 import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
-import { installGracefulStop } from './graceful-stop.ts';
-import { sendError } from './plugins/errors.ts';
+import { installGracefulStop } from '../http/graceful-stop.ts';
+import { sendError } from '../http/plugins/errors.ts';
 
 /**
  * Every checkout response carries this policy. Nothing inline, nothing from another origin: the

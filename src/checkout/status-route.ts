@@ -1,14 +1,14 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { CompiledQuery } from 'kysely';
 import { z } from 'zod';
-import type { Config } from '../../config/config.ts';
-import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
-import type { ApiOperation } from '../openapi.ts';
-import { AppError } from '../../core/errors.ts';
-import { parseStoredJson, stringifyJson } from '../../core/json-text.ts';
-import type { PaymentRow } from '../../db/database.ts';
-import { PUBLIC_PAYMENT_COLUMNS, type PublicPaymentColumn, presentPublicPayment } from '../../payments/present.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { Config } from '../config/config.ts';
+import { PAYMENT_STATUSES } from '../domain/payment-status.ts';
+import type { ApiOperation } from '../http/openapi.ts';
+import { AppError } from '../core/errors.ts';
+import { parseStoredJson, stringifyJson } from '../core/json-text.ts';
+import type { PaymentRow } from '../db/database.ts';
+import { PUBLIC_PAYMENT_COLUMNS, type PublicPaymentColumn, presentPublicPayment } from '../payments/present.ts';
+import type { Runtime } from '../runtime.ts';
 
 export const checkoutStatusOperations: ApiOperation[] = [
   {

@@ -1,10 +1,10 @@
 import type { Updateable } from 'kysely';
-import type { Db } from '../db/database.ts';
-import { insertEvent } from '../db/repositories/events.ts';
-import type { PayoutsTable } from '../db/tables/money.ts';
-import type { EventType } from '../webhooks/event-types.ts';
-import type { TransferHandler } from '../settlement/handlers.ts';
-import { presentPayout } from './present.ts';
+import type { Db } from '../../src/db/database.ts';
+import { insertEvent } from '../../src/db/repositories/events.ts';
+import type { PayoutsTable } from '../../src/db/tables/money.ts';
+import { presentPayout } from '../../src/payouts/present.ts';
+import type { EventType } from '../../src/webhooks/event-types.ts';
+import type { TransferHandler } from './transfer-outcomes.ts';
 
 /**
  * Finishes payouts (and revenue-share legs, which are payouts) when their transfer ends: settled

@@ -2,13 +2,13 @@ import { advanceHeldAction } from '../audit/actions.ts';
 import { lockAccountActions } from '../audit/action-log.ts';
 import { canonicalHash } from '../core/canonical-json.ts';
 import { AppError } from '../core/errors.ts';
-import { executeTool, type ToolResult } from '../core/pipeline.ts';
-import type { AnyTool, Channel } from '../core/tool.ts';
+import { executeTool, type ToolResult } from './execute-tool.ts';
+import type { AnyTool, Channel, ToolEnvironment } from '../core/tool.ts';
 import type { Db } from '../db/database.ts';
 import type { ConfirmationRow } from '../db/tables/money.ts';
 import { isSamePrincipal } from '../keys/lineage.ts';
-import type { Runtime } from '../runtime.ts';
-import { announceConfirmation, effectiveStatus } from './confirmations.ts';
+import { announceConfirmation, effectiveStatus } from '../policy/confirmations.ts';
+import { findConfirmation } from '../db/repositories/confirmations.ts';
 
 /**
  * A human's answer to a held action. Not a tool, on purpose: no model and no MCP client can
@@ -56,20 +56,14 @@ export async function refusedDecider(
   );
 }
 
-async function loadForDecision(runtime: Runtime, approver: Approver, id: string): Promise<ConfirmationRow> {
+async function loadForDecision(runtime: ToolEnvironment, approver: Approver, id: string): Promise<ConfirmationRow> {
   if (!approver.scopes.has('approvals')) {
     throw new AppError(
       'permission_denied',
       "Approving or rejecting a held action needs a key with the 'approvals' scope.",
     );
   }
-  const row = await runtime.db
-    .selectFrom('confirmations')
-    .selectAll()
-    .where('id', '=', id)
-    .where('account_id', '=', approver.accountId)
-    .where('livemode', '=', approver.livemode)
-    .executeTakeFirst();
+  const row = await findConfirmation(runtime.db, approver, id);
   if (!row) throw new AppError('not_found', `No such confirmation: '${id}'.`, { param: 'id' });
   const refused = await refusedDecider(runtime.db, row, approver);
   if (refused) throw refused;
@@ -80,7 +74,7 @@ async function loadForDecision(runtime: Runtime, approver: Approver, id: string)
 }
 
 export async function approveConfirmation(
-  runtime: Runtime,
+  runtime: ToolEnvironment,
   tools: readonly AnyTool[],
   approver: Approver,
   id: string,
@@ -108,7 +102,7 @@ export async function approveConfirmation(
   });
 }
 
-export async function rejectConfirmation(runtime: Runtime, approver: Approver, id: string): Promise<void> {
+export async function rejectConfirmation(runtime: ToolEnvironment, approver: Approver, id: string): Promise<void> {
   await loadForDecision(runtime, approver, id);
   const now = runtime.clock.now();
   await runtime.db.transaction().execute(async (trx) => {

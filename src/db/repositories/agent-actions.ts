@@ -1,0 +1,68 @@
+import type { ExpressionBuilder } from 'kysely';
+import type { Database, Db, ModeScope } from '../database.ts';
+import { type CreatedRange, keysetIn, type Page, type PageRequest, readPage } from '../pagination.ts';
+import type { ActionDecision, ActionStatus, AgentActionRow } from '../tables/money.ts';
+
+// Reads of the action log's actions for the lists. src/audit/ writes them and reads them as rows
+// with their history (audit/action-rows.ts).
+
+export interface ActionFilter extends CreatedRange {
+  /** A final status: `expired` is a held action whose confirmation lapsed undecided. */
+  status?: ActionStatus | 'expired' | undefined;
+  tool?: string | undefined;
+  decision?: ActionDecision | undefined;
+  channel?: AgentActionRow['channel'] | undefined;
+}
+
+/** One page of the caller's actions, newest first: GET /agent/actions, its CSV and the Actions screen. */
+export async function listActionsPage(
+  db: Db,
+  scope: ModeScope,
+  filter: ActionFilter,
+  page: PageRequest,
+  now: Date,
+): Promise<Page<AgentActionRow>> {
+  const keyset = await keysetIn(db, 'agent_actions', scope, page, 'action');
+  let query = db
+    .selectFrom('agent_actions')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode);
+  if (filter.status) {
+    // A held action whose confirmation lapsed reads as expired (audit/action-rows.ts finalStatus).
+    const lapsed = (eb: ExpressionBuilder<Database, 'agent_actions'>) =>
+      eb.exists(
+        eb
+          .selectFrom('confirmations as c')
+          .select('c.id')
+          .whereRef('c.id', '=', 'agent_actions.confirmation_id')
+          .where('c.status', 'in', ['pending', 'expired'])
+          .where('c.expires_at', '<=', now),
+      );
+    const stored = filter.status === 'expired' ? 'held' : filter.status;
+    query = query.where('status', '=', stored);
+    if (filter.status === 'expired') query = query.where(lapsed);
+    else if (filter.status === 'held') query = query.where((eb) => eb.not(lapsed(eb)));
+  }
+  if (filter.tool) query = query.where('tool', '=', filter.tool);
+  if (filter.decision) query = query.where('decision', '=', filter.decision);
+  if (filter.channel) query = query.where('channel', '=', filter.channel);
+  if (filter.created_gte) query = query.where('created_at', '>=', filter.created_gte);
+  if (filter.created_lte) query = query.where('created_at', '<=', filter.created_lte);
+  return readPage(query, keyset, page.limit);
+}
+
+/** The action a confirmation held, in brief (the first one, should a retry have recorded another). */
+export async function findActionHeldBy(
+  db: Db,
+  accountId: string,
+  confirmationId: string,
+): Promise<Pick<AgentActionRow, 'id' | 'run_id' | 'amount_settlement_minor'> | undefined> {
+  return db
+    .selectFrom('agent_actions')
+    .select(['id', 'run_id', 'amount_settlement_minor'])
+    .where('confirmation_id', '=', confirmationId)
+    .where('account_id', '=', accountId)
+    .orderBy('created_at')
+    .executeTakeFirst();
+}

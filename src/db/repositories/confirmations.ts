@@ -1,0 +1,68 @@
+import { sql } from 'kysely';
+import type { Db, ModeScope } from '../database.ts';
+import { fromCursor, keysetIn, keysetOrder, type Page, type PageRequest, pageFrom, readPage } from '../pagination.ts';
+import type { ConfirmationRow, ConfirmationStatus } from '../tables/money.ts';
+import { findScoped } from './scoped.ts';
+
+// Reads of confirmations (the actions the policy held for a person). src/policy/confirmations.ts
+// creates, consumes and expires them.
+
+/** A confirmation as its owner sees it: another account's or the other mode's does not exist. */
+export function findConfirmation(db: Db, scope: ModeScope, id: string): Promise<ConfirmationRow | undefined> {
+  return findScoped(db, 'confirmations', scope, id);
+}
+
+/**
+ * Which confirmations a list shows, as a person reads their state at `now`: pending (still
+ * waiting: a lapsed one is expired even before the expiry job marks it), expired (marked, or
+ * lapsed), executed, rejected, or all of them.
+ */
+export type ConfirmationFilter = ConfirmationStatus | 'all';
+
+/**
+ * One page of the caller's confirmations in `filter`, newest first: GET /v1/confirmations
+ * (pending) and the dashboard's Approvals screen. Each status is a range of confirmations_pending
+ * (account, mode, status, created_at, id); all of them a range of confirmations_list.
+ */
+export async function listConfirmationsPage(
+  db: Db,
+  scope: ModeScope,
+  filter: ConfirmationFilter,
+  page: PageRequest,
+  now: Date,
+): Promise<Page<ConfirmationRow>> {
+  const keyset = await keysetIn(db, 'confirmations', scope, page, 'confirmation');
+  const inStatus = (status?: ConfirmationStatus) => {
+    let query = db
+      .selectFrom('confirmations')
+      .selectAll()
+      .where('account_id', '=', scope.accountId)
+      .where('livemode', '=', scope.livemode);
+    if (status) query = query.where('status', '=', status);
+    return query;
+  };
+  if (filter === 'pending') return readPage(inStatus('pending').where('expires_at', '>', now), keyset, page.limit);
+  if (filter !== 'expired') return readPage(inStatus(filter === 'all' ? undefined : filter), keyset, page.limit);
+  // Expired reads two ranges, marked expired and still pending past their expiry, merged in list
+  // order (Merge Append): an OR of the two in one WHERE would read and sort all such of the account.
+  const fetch = page.limit + 1;
+  const marked = fromCursor(inStatus('expired'), keyset, fetch);
+  const lapsed = fromCursor(inStatus('pending').where('expires_at', '<=', now), keyset, fetch);
+  const order = sql.raw(keysetOrder(keyset));
+  const { rows } = await sql<ConfirmationRow>`select * from ((${marked}) union all (${lapsed})) as c
+    order by created_at ${order}, id ${order} limit ${fetch}`.execute(db);
+  return pageFrom(rows, page.limit, keyset);
+}
+
+/** How many of the caller's confirmations wait for a person at `now` (the Overview's count). */
+export async function countPendingConfirmations(db: Db, scope: ModeScope, now: Date): Promise<number> {
+  const row = await db
+    .selectFrom('confirmations')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', now)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -1,0 +1,55 @@
+import type { Db, ModeScope } from '../database.ts';
+import { type CreatedRange, keysetIn, type Page, type PageRequest, readPage } from '../pagination.ts';
+import type { PayoutRow } from '../tables/money.ts';
+import { findScoped } from './scoped.ts';
+
+// Reads of payouts. Payouts are written by the paying tools only (tools/payout-record.ts and the
+// system tools): nothing here changes one.
+
+/** A payout as its owner sees it: another account's or the other mode's payout does not exist. */
+export function findPayout(db: Db, scope: ModeScope, id: string): Promise<PayoutRow | undefined> {
+  return findScoped(db, 'payouts', scope, id);
+}
+
+export interface PayoutFilter extends CreatedRange {
+  status?: PayoutRow['status'] | undefined;
+  reference?: string | undefined;
+  revenueShareId?: string | undefined;
+}
+
+/** One page of the caller's payouts, newest first: GET /v1/payouts and the dashboard's Payouts screen. */
+export async function listPayoutsPage(
+  db: Db,
+  scope: ModeScope,
+  filter: PayoutFilter,
+  page: PageRequest,
+): Promise<Page<PayoutRow>> {
+  const keyset = await keysetIn(db, 'payouts', scope, page, 'payout');
+  let query = db
+    .selectFrom('payouts')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.reference) query = query.where('reference', '=', filter.reference);
+  if (filter.revenueShareId) query = query.where('revenue_share_id', '=', filter.revenueShareId);
+  if (filter.created_gte) query = query.where('created_at', '>=', filter.created_gte);
+  if (filter.created_lte) query = query.where('created_at', '<=', filter.created_lte);
+  return readPage(query, keyset, page.limit);
+}
+
+/** The caller's payouts among `ids`, as a summary (state, amount, transaction); unknown ids are left out. */
+export async function listPayoutSummaries(
+  db: Db,
+  scope: ModeScope,
+  ids: readonly string[],
+): Promise<Pick<PayoutRow, 'id' | 'status' | 'amount_minor' | 'tx_hash'>[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('payouts')
+    .select(['id', 'status', 'amount_minor', 'tx_hash'])
+    .where('id', 'in', ids)
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .execute();
+}

@@ -1,0 +1,30 @@
+import type { Db, ModeScope } from '../database.ts';
+import { type CreatedRange, keysetIn, type Page, type PageRequest, readPage } from '../pagination.ts';
+import type { RefundRow } from '../tables/money.ts';
+
+// Reads of refunds. tools/refund-payment.ts and the rail refunds' system tools write them.
+
+export interface RefundFilter extends CreatedRange {
+  paymentId?: string | undefined;
+  status?: RefundRow['status'] | undefined;
+}
+
+/** One page of the caller's refunds, newest first (GET /v1/refunds). */
+export async function listRefundsPage(
+  db: Db,
+  scope: ModeScope,
+  filter: RefundFilter,
+  page: PageRequest,
+): Promise<Page<RefundRow>> {
+  const keyset = await keysetIn(db, 'refunds', scope, page, 'refund');
+  let query = db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode);
+  if (filter.paymentId) query = query.where('payment_id', '=', filter.paymentId);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.created_gte) query = query.where('created_at', '>=', filter.created_gte);
+  if (filter.created_lte) query = query.where('created_at', '<=', filter.created_lte);
+  return readPage(query, keyset, page.limit);
+}

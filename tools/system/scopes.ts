@@ -1,0 +1,21 @@
+import { type RawBuilder, sql } from 'kysely';
+import type { ModeScope } from '../../src/db/database.ts';
+
+/** The distinct (account, mode) pairs of some rows, as a many-account system run names them. */
+export function uniqueScopes(rows: readonly { account_id: string; livemode: boolean }[]): ModeScope[] {
+  const seen = new Map<string, ModeScope>();
+  for (const row of rows)
+    seen.set(`${row.account_id}:${row.livemode}`, { accountId: row.account_id, livemode: row.livemode });
+  return [...seen.values()];
+}
+
+/** Whether a row belongs to this account and mode. */
+export function inScope(row: { account_id: string; livemode: boolean }, scope: ModeScope): boolean {
+  return row.account_id === scope.accountId && row.livemode === scope.livemode;
+}
+
+/** A condition: the row's (account_id, livemode) is one of these scopes (false for none). */
+export function inScopes(scopes: readonly ModeScope[]): RawBuilder<boolean> {
+  if (scopes.length === 0) return sql<boolean>`false`;
+  return sql<boolean>`(account_id, livemode) in (${sql.join(scopes.map((s) => sql`(${s.accountId}, ${s.livemode})`))})`;
+}
