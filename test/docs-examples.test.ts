@@ -23,7 +23,10 @@ function curlBlocks(): Array<{ file: string; index: number; script: string }> {
 let server: RunningServer;
 
 beforeAll(async () => {
-  server = await startServer({ WEBHOOK_ALLOW_PRIVATE: '1' });
+  // A reader runs one example at a time; this file runs every example back to back with its own set-up calls
+  // (a payment, a key, sometimes a settled payment) on the same demo key, which on a fast machine is
+  // more than the default 100 requests a second. The limit is tested in test/rate-limit.test.ts.
+  server = await startServer({ WEBHOOK_ALLOW_PRIVATE: '1', RATE_LIMIT_PER_SECOND: '100000' });
   // The reader funded the test balance (docs/api.md shows how) before trying payouts.
   await api('POST', '/v1/test_helpers/balance/fund', { amount: 100_000 });
 }, 90_000);
