@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/connect.ts';
+import { hashApiKey } from '../src/domain/api-key-secret.ts';
+import { keyCacheOf } from '../src/http/plugins/auth.ts';
 import { issueApiKey } from '../src/keys/api-keys.ts';
 import { afterFile } from './support/after-file.ts';
 import {
@@ -57,6 +60,13 @@ beforeAll(async () => {
 });
 
 describe('the key cache', () => {
+  it('keeps the row of a key in use, on either database, once changes are heard', async () => {
+    const key = await issueApiKey(api.db, { accountId: merchant.accountId, livemode: false });
+    expect(keyCacheOf(api).knows(hashApiKey(key.secret))).toBe(false);
+    // The listener may still be connecting just after start: nothing is kept until it hears.
+    await waitFor(async () => (await ping(key.secret)) === 200 && keyCacheOf(api).knows(hashApiKey(key.secret)));
+  });
+
   it('a key revoked by another process is refused once its change is announced', async () => {
     const key = await issueApiKey(other.db, { accountId: merchant.accountId, livemode: false });
     // Twice: the second answer comes from the cache.
@@ -95,3 +105,31 @@ describe('the key cache', () => {
     expect(await ping(key.secret)).toBe(401);
   });
 });
+
+describe.runIf(isPostgres)('the key cache while Postgres notifications are not heard', () => {
+  it('serves nothing from the cache while the listening connection is down, and forgets all when it is back', async () => {
+    const key = await issueApiKey(api.db, { accountId: merchant.accountId, livemode: false });
+    await waitFor(async () => (await ping(key.secret)) === 200 && keyCacheOf(api).knows(hashApiKey(key.secret)));
+
+    // A database restart, as far as this process can tell: its listening session is killed.
+    await sql`select pg_terminate_backend(pid) from pg_stat_activity
+              where datname = current_database() and query ilike 'listen %'`.execute(other.db);
+    await waitFor(async () => !api.notifications.hearing());
+    // Revoked meanwhile: its notification is lost, and the cached row must not answer for it.
+    await other.db.updateTable('api_keys').set({ revoked_at: other.clock.now() }).where('id', '=', key.id).execute();
+    expect(await ping(key.secret)).toBe(401);
+
+    // Listening again (after its backoff), and the row of before is not used.
+    await waitFor(async () => api.notifications.hearing());
+    expect(await ping(key.secret)).toBe(401);
+  });
+});
+
+/** Polls until `holds` is true; the 20 s ceiling is reached only by a hang (no timing is asserted). */
+async function waitFor(holds: () => Promise<boolean>): Promise<void> {
+  const until = Date.now() + 20_000;
+  while (!(await holds())) {
+    if (Date.now() > until) throw new Error('the awaited state never came');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

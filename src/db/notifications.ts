@@ -30,6 +30,11 @@ export interface Notifications {
    * meanwhile are gone, so the listener should look for work). Resolves to an unsubscribe.
    */
   listen(channel: NotificationChannel, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Whether notifications are being heard right now. False while the Postgres listening connection
+   * is down (those sent meanwhile are lost): a cache kept fresh by notifications must not be trusted then.
+   */
+  hearing(): boolean;
   close(): Promise<void>;
 }
 
@@ -38,6 +43,7 @@ export const noNotifications: Notifications = {
   async listen() {
     return async () => {};
   },
+  hearing: () => false,
   async close() {},
 };
 
@@ -61,6 +67,8 @@ export function pgliteNotifications(pglite: PGlite, db: Kysely<Database>): Notif
       unsubscribes.add(unsubscribe);
       return unsubscribe;
     },
+    // One session in this process: a NOTIFY is heard before the write that sent it returns.
+    hearing: () => true,
     async close() {
       await Promise.all([...unsubscribes].map((u) => u()));
     },
@@ -159,6 +167,7 @@ export function postgresNotifications(
         await client?.query(`unlisten ${quote(channel)}`).catch(() => {});
       };
     },
+    hearing: () => client !== undefined && !closed,
     async close() {
       closed = true;
       if (retryTimer) clearTimeout(retryTimer);

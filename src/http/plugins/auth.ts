@@ -42,16 +42,19 @@ export type KeyLookups = Map<string, Promise<ApiKeyRow | undefined>>;
 
 /**
  * API key rows by key hash, so that a request with a known key makes no query (bench/http.ts
- * `ping`); on the embedded database only (see the constructor). A change to a key reaches the
- * cache at once: the trigger of
- * migration 021 notifies `plainpay_api_keys` with the key's id when anything but last_used_at
- * changes (a revoke, a rotation's expiry, new scopes), and the entry is dropped when the
- * notification arrives; a process whose listening connection was lost drops everything when it is
- * back (payload ''). Revokes and rotations made in this process drop it before they return
- * (onApiKeyChanged). Nothing is cached until the LISTEN is in place, and a row read while a change
- * was announced is not kept. KEY_CACHE_TTL_MS is the safety net. Unknown keys are not cached (a
- * key created a moment later must work at once); revoked and expired ones may be, since neither
- * comes back. Requests that miss while a lookup of the same key runs share that query.
+ * `ping`). A change to a key reaches the cache at once: the trigger of migration 021 notifies
+ * `plainpay_api_keys` with the key's id when anything but last_used_at changes (a revoke, a
+ * rotation's expiry, new scopes), and the entry is dropped when the notification arrives; a
+ * process whose listening connection was lost drops everything when it is back (payload '').
+ * Revokes and rotations made in this process drop it before they return (onApiKeyChanged), so the
+ * next request here is refused; another process (another instance, the operator's CLI) hears of
+ * them by the notification, which Postgres sends at commit, before the writer's reply. An expiry is
+ * judged on every request against the runtime's clock, cached row or not. Nothing is cached, and
+ * nothing cached is used, while changes are not being heard (before the LISTEN is in place, while
+ * Postgres's listening connection is down), and a row read while a change was announced is not
+ * kept. KEY_CACHE_TTL_MS is the safety net. Unknown keys are not cached (a key created a moment
+ * later must work at once); revoked and expired ones may be, since neither comes back. Requests
+ * that miss while a lookup of the same key runs share that query.
  */
 export class KeyCache {
   private readonly rows = new Map<string, CachedKey>();
@@ -62,12 +65,8 @@ export class KeyCache {
   private listening = false;
 
   constructor(private readonly runtime: Runtime) {
-    // A database opened without notifications (a stub) is read on every request. So is Postgres
-    // for now: its notification arrives on another connection than the write's reply, so a request
-    // right after a change this process committed could still be answered from the cache
-    // (test/auth.test.ts, an expiry written straight to the table). PGlite hears its notifications
-    // before the write returns.
-    if (!runtime.notifications || runtime.notifications === noNotifications || runtime.dbKind !== 'pglite') return;
+    // A database opened without notifications (a stub) is read on every request.
+    if (!runtime.notifications || runtime.notifications === noNotifications) return;
     runtime.notifications
       .listen(NOTIFICATION_CHANNELS.apiKeys, (keyId) => this.changed(keyId))
       .then(() => {
@@ -80,7 +79,7 @@ export class KeyCache {
   /** The row of a key by its hash: cached, joined to the running lookup, or read. */
   find(hash: string, inFlight: KeyLookups = this.inFlight): Promise<ApiKeyRow | undefined> {
     const cached = this.rows.get(hash);
-    if (cached && performance.now() - cached.readAt < KEY_CACHE_TTL_MS) {
+    if (cached && performance.now() - cached.readAt < KEY_CACHE_TTL_MS && this.hearing()) {
       return Promise.resolve(cached.row);
     }
     return inFlight.get(hash) ?? this.read(hash, inFlight);
@@ -95,12 +94,17 @@ export class KeyCache {
     const changesBefore = this.changes;
     const lookup = findApiKeyByHash(this.runtime.db, hash)
       .then((row) => {
-        if (row && this.listening && this.changes === changesBefore) this.keep(hash, row);
+        if (row && this.hearing() && this.changes === changesBefore) this.keep(hash, row);
         return row;
       })
       .finally(() => inFlight.delete(hash));
     inFlight.set(hash, lookup);
     return lookup;
+  }
+
+  /** Changes are being heard: the LISTEN is in place and (on Postgres) its connection is up. */
+  private hearing(): boolean {
+    return this.listening && this.runtime.notifications.hearing();
   }
 
   private keep(hash: string, row: ApiKeyRow): void {
