@@ -76,8 +76,11 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
   let stopping = false;
   /** Open connections, each with the number of requests under way on it. */
   const connections = new Map<Socket, number>();
-  /** Requests received and not yet answered (for the drain deadline). */
-  const running = new Set<FastifyReply>();
+  /**
+   * Requests received and not yet answered (for the drain deadline), with their fastify reply once
+   * routing gave one. One map and one close listener per request: this is on every request's path.
+   */
+  const running = new Map<ServerResponse, FastifyReply | undefined>();
 
   let idleGraceMs = IDLE_CLOSE_GRACE_MS;
   /** Closes a connection that has had no request for the grace, with a FIN rather than a reset. */
@@ -100,7 +103,9 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
     const socket = req.socket;
     connections.set(socket, (connections.get(socket) ?? 0) + 1);
     if (stopping) res.setHeader('Connection', 'close');
+    else running.set(res, undefined);
     res.once('close', () => {
+      running.delete(res);
       const left = (connections.get(socket) ?? 1) - 1;
       if (!connections.has(socket)) return;
       connections.set(socket, left);
@@ -109,10 +114,14 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
     });
   });
 
-  app.addHook('onRequest', async (request, reply) => {
-    if (stopping) return options.refuse(request, reply, refusedWhileStopping());
-    running.add(reply);
-    reply.raw.once('close', () => running.delete(reply));
+  // A callback hook, not an async one: no promise on every request.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (stopping) {
+      options.refuse(request, reply, refusedWhileStopping());
+      return;
+    }
+    running.set(reply.raw, reply);
+    done();
   });
   // A plain app.close() (tests, a failed start) refuses new requests the same way.
   app.addHook('preClose', async () => {
@@ -122,20 +131,20 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
   const beginStopping = (): void => {
     if (stopping) return;
     stopping = true;
-    for (const reply of running) {
-      if (!reply.raw.headersSent) reply.raw.setHeader('Connection', 'close');
+    for (const res of running.keys()) {
+      if (!res.headersSent) res.setHeader('Connection', 'close');
     }
   };
 
   const cutOff = (): void => {
     let answered = 0;
-    for (const reply of running) {
-      if (!reply.sent && !reply.raw.headersSent) {
+    for (const [res, reply] of running) {
+      if (reply && !reply.sent && !res.headersSent) {
         options.refuse(reply.request, reply, cutOffByStop());
         answered += 1;
-      } else if (!reply.raw.writableEnded) {
-        // A stream under way (an MCP event stream): ended where it is.
-        reply.raw.end();
+      } else if (!res.writableEnded) {
+        // A stream under way (an MCP event stream), or a request not routed yet: ended where it is.
+        res.end();
       }
     }
     if (answered > 0) {
