@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { AppError } from '../core/errors.ts';
 import type { AgentModel } from '../agent/model.ts';
 import type { Runtime } from '../runtime.ts';
-import { authenticate, requireScope } from './plugins/auth.ts';
+import { type AuthContext, authenticateNow, requireScope } from './plugins/auth.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from './plugins/errors.ts';
 import { installGracefulStop } from './graceful-stop.ts';
 import { TOOLS } from '../../tools/registry.ts';
@@ -88,26 +88,41 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   });
 
   const touched = new Map<string, number>();
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback style, and without a promise while the key is cached and the limit counted in-process
+  // (authenticateNow, the memory rate limiter): every API request passes here.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('Request-Id', request.id);
     const authConfig = request.routeOptions.config.auth;
-    if (!authConfig) return;
-    const auth = await authenticate(runtime, request.headers.authorization, touched);
-    request.auth = auth;
-    const decision = await runtime.rateLimiter.hit(auth.keyId, runtime.clock.now().getTime());
-    reply.header('RateLimit-Policy', `"per-key";q=${decision.limit};w=1`);
-    reply.header('RateLimit', `"per-key";r=${decision.remaining};t=${decision.resetSeconds}`);
-    if (!decision.allowed) {
-      reply.header('Retry-After', String(decision.resetSeconds));
-      return sendError(
-        reply,
-        new AppError(
-          'rate_limited',
-          `Too many requests with this API key: the limit is ${decision.limit} per second. Retry after ${decision.resetSeconds} s.`,
-        ),
+    if (!authConfig) return done();
+    const admit = (auth: AuthContext): void => {
+      request.auth = auth;
+      whenReady(
+        runtime.rateLimiter.hit(auth.keyId, runtime.clock.now().getTime()),
+        (decision) => {
+          reply.header('RateLimit-Policy', `"per-key";q=${decision.limit};w=1`);
+          reply.header('RateLimit', `"per-key";r=${decision.remaining};t=${decision.resetSeconds}`);
+          if (!decision.allowed) {
+            reply.header('Retry-After', String(decision.resetSeconds));
+            sendError(
+              reply,
+              new AppError(
+                'rate_limited',
+                `Too many requests with this API key: the limit is ${decision.limit} per second. Retry after ${decision.resetSeconds} s.`,
+              ),
+            );
+            return;
+          }
+          if (authConfig.scope) requireScope(auth, authConfig.scope);
+          done();
+        },
+        done,
       );
+    };
+    try {
+      whenReady(authenticateNow(runtime, request.headers.authorization, touched), admit, done);
+    } catch (error) {
+      done(error as Error);
     }
-    if (authConfig.scope) requireScope(auth, authConfig.scope);
   });
 
   // Callback style, and the line built only when it is written: at the default `warn` level (and
@@ -175,6 +190,24 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
  */
 let idPool = Buffer.alloc(0);
 let idOffset = 0;
+/**
+ * Calls `next` with the value now, or once the promise resolves; what either throws or rejects with
+ * goes to `fail` (a sync throw from `next` on the first path is the caller's to catch).
+ */
+function whenReady<T>(value: T | Promise<T>, next: (value: T) => void, fail: (error: Error) => void): void {
+  if (!(value instanceof Promise)) {
+    next(value);
+    return;
+  }
+  value.then((resolved) => {
+    try {
+      next(resolved);
+    } catch (error) {
+      fail(error as Error);
+    }
+  }, fail);
+}
+
 function randomRequestIdHex(): string {
   if (idOffset + 12 > idPool.length) {
     idPool = randomBytes(12 * 512);

@@ -15,7 +15,8 @@ export interface RateLimitDecision {
 }
 
 export interface RateLimiter {
-  hit(bucket: string, now: number): Promise<RateLimitDecision>;
+  /** Counts one request of `bucket`; in-process the decision comes at once, without a promise. */
+  hit(bucket: string, now: number): RateLimitDecision | Promise<RateLimitDecision>;
   close(): Promise<void>;
 }
 
@@ -35,7 +36,7 @@ export function createMemoryRateLimiter(limit: number): RateLimiter {
   let window = -1;
   let counts = new Map<string, number>();
   return {
-    async hit(bucket, now) {
+    hit(bucket, now) {
       const current = Math.floor(now / WINDOW_MS);
       if (current !== window) {
         // A new window: dropping the old map keeps memory bounded by the keys active in one second.

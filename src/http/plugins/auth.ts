@@ -9,10 +9,10 @@ import type { Runtime } from '../../runtime.ts';
 
 /** Who is calling: the key's account, mode and scopes. Every tool call carries one. */
 export interface AuthContext {
-  accountId: string;
-  keyId: string;
-  livemode: boolean;
-  scopes: ReadonlySet<string>;
+  readonly accountId: string;
+  readonly keyId: string;
+  readonly livemode: boolean;
+  readonly scopes: ReadonlySet<string>;
 }
 
 const WWW_AUTHENTICATE = { 'WWW-Authenticate': 'Bearer realm="plainpay"' };
@@ -76,12 +76,17 @@ export class KeyCache {
     liveCaches.add(new WeakRef(this));
   }
 
+  /** The cached row of a key by its hash, if it may be used now. */
+  fresh(hash: string): ApiKeyRow | undefined {
+    const cached = this.rows.get(hash);
+    if (cached && performance.now() - cached.readAt < KEY_CACHE_TTL_MS && this.hearing()) return cached.row;
+    return undefined;
+  }
+
   /** The row of a key by its hash: cached, joined to the running lookup, or read. */
   find(hash: string, inFlight: KeyLookups = this.inFlight): Promise<ApiKeyRow | undefined> {
-    const cached = this.rows.get(hash);
-    if (cached && performance.now() - cached.readAt < KEY_CACHE_TTL_MS && this.hearing()) {
-      return Promise.resolve(cached.row);
-    }
+    const cached = this.fresh(hash);
+    if (cached) return Promise.resolve(cached);
     return inFlight.get(hash) ?? this.read(hash, inFlight);
   }
 
@@ -164,22 +169,43 @@ export async function authenticate(
   /** Lookups in flight to share instead of the cache's own (tests watch them). */
   lookups?: KeyLookups,
 ): Promise<AuthContext> {
+  return authenticateNow(runtime, header, touched, lookups);
+}
+
+/**
+ * authenticate() for the API's hot path: with the key's row cached, it answers (or throws) at once,
+ * without a promise; otherwise it returns the lookup's promise.
+ */
+export function authenticateNow(
+  runtime: Runtime,
+  header: string | undefined,
+  touched: Map<string, number>,
+  lookups?: KeyLookups,
+): AuthContext | Promise<AuthContext> {
   const presented = extractBearer(header);
   if (presented === undefined) {
     throw new AppError('authentication_required', MISSING_KEY_MESSAGE, { headers: WWW_AUTHENTICATE });
   }
-  const invalid = (): AppError =>
-    new AppError('authentication_failed', INVALID_KEY_MESSAGE, {
-      headers: { 'WWW-Authenticate': 'Bearer realm="plainpay", error="invalid_token"' },
-    });
   const hash = hashApiKey(presented);
   const keys = keyCacheOf(runtime);
   // A key cached or being looked up skips the format check (a second SHA-256): whoever read it
   // passed that check with the same key, since it has the same hash.
-  if (!keys.knows(hash, lookups) && !parseApiKey(presented).ok) throw invalid();
-  const key = await keys.find(hash, lookups);
+  if (!keys.knows(hash, lookups) && !parseApiKey(presented).ok) throw invalidKey();
+  const cached = keys.fresh(hash);
+  if (cached) return admitKey(runtime, cached, touched);
+  return keys.find(hash, lookups).then((row) => admitKey(runtime, row, touched));
+}
+
+function invalidKey(): AppError {
+  return new AppError('authentication_failed', INVALID_KEY_MESSAGE, {
+    headers: { 'WWW-Authenticate': 'Bearer realm="plainpay", error="invalid_token"' },
+  });
+}
+
+/** The caller of a key row found (or not) for the presented secret; the row's use is recorded. */
+function admitKey(runtime: Runtime, key: ApiKeyRow | undefined, touched: Map<string, number>): AuthContext {
   const now = runtime.clock.now();
-  if (!key || key.revoked_at || (key.expires_at && key.expires_at <= now)) throw invalid();
+  if (!key || key.revoked_at || (key.expires_at && key.expires_at <= now)) throw invalidKey();
 
   const last = touched.get(key.id) ?? key.last_used_at?.getTime() ?? 0;
   if (now.getTime() - last > TOUCH_INTERVAL_MS) {
@@ -189,7 +215,18 @@ export async function authenticate(
       runtime.logger.warn({ err: error }, 'could not record key use'),
     );
   }
-  return { accountId: key.account_id, keyId: key.id, livemode: key.livemode, scopes: new Set(key.scopes) };
+  return authContextOf(key);
+}
+
+/** One context per row read: a cached key's requests share it instead of building a scope set each. */
+const authContexts = new WeakMap<ApiKeyRow, AuthContext>();
+function authContextOf(key: ApiKeyRow): AuthContext {
+  let context = authContexts.get(key);
+  if (!context) {
+    context = { accountId: key.account_id, keyId: key.id, livemode: key.livemode, scopes: new Set(key.scopes) };
+    authContexts.set(key, context);
+  }
+  return context;
 }
 
 function extractBearer(header: string | undefined): string | undefined {
