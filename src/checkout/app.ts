@@ -103,7 +103,7 @@ export interface CheckoutAppOptions {
 
 export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOptions = {}): Promise<FastifyInstance> {
   const { config } = runtime;
-  const SECURITY_HEADERS = securityHeaders(config);
+  const SECURITY_HEADER_ENTRIES = Object.entries(securityHeaders(config));
   const assets = checkoutAssets();
   const checkoutOrigin = new URL(config.checkoutBaseUrl).origin;
   const app = Fastify({
@@ -119,7 +119,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     frameworkErrors: (error, request, raw) => {
       const reply = raw as FastifyReply;
       reply.header('Request-Id', request.id).header('Cache-Control', 'no-store');
-      for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
+      for (const [name, value] of SECURITY_HEADER_ENTRIES) reply.header(name, value);
       if (wantsJson(request)) return sendError(reply, translate(error));
       return reply.code(404).type('text/html; charset=utf-8').send(messagePage(assets, UNKNOWN_SESSION));
     },
@@ -130,29 +130,35 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
   installGracefulStop(app, {
     refuse: (request, reply, error) => {
       reply.header('Request-Id', request.id).header('Cache-Control', 'no-store');
-      for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
+      for (const [name, value] of SECURITY_HEADER_ENTRIES) reply.header(name, value);
       if (wantsJson(request)) return sendError(reply, error);
       for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
       return reply.code(error.status).type('text/html; charset=utf-8').send(messagePage(assets, STOPPING_PAGE));
     },
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks (no promise per request), the line built only when it is written.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('Request-Id', request.id);
-    for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
+    for (const [name, value] of SECURITY_HEADER_ENTRIES) reply.header(name, value);
     reply.header('Cache-Control', 'no-store');
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
-    // The route pattern, never the URL: the payment id is the session's capability.
-    request.log.info(
-      {
-        method: request.method,
-        url: request.routeOptions.url ?? 'unmatched',
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      },
-      'checkout request',
-    );
+  const logRequests = runtime.logger.isLevelEnabled('info');
+  app.addHook('onResponse', (request, reply, done) => {
+    if (logRequests) {
+      // The route pattern, never the URL: the payment id is the session's capability.
+      request.log.info(
+        {
+          method: request.method,
+          url: request.routeOptions.url ?? 'unmatched',
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime),
+        },
+        'checkout request',
+      );
+    }
+    done();
   });
 
   // Every page, compressed for the browser that takes it (the status JSON is a few hundred bytes,
