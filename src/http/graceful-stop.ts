@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
@@ -74,13 +74,18 @@ function stoppingHeaders(): Record<string, string> {
  */
 export function installGracefulStop(app: FastifyInstance, options: GracefulStopOptions): GracefulStop {
   let stopping = false;
-  /** Open connections, each with the number of requests under way on it. */
-  const connections = new Map<Socket, number>();
+  /** Open connections. */
+  const connections = new Set<Socket>();
   /**
-   * Requests received and not yet answered (for the drain deadline), with their fastify reply once
-   * routing gave one. One map and one close listener per request: this is on every request's path.
+   * Requests under way (for the drain deadline and to tell a busy connection from an idle one),
+   * each with its fastify reply. This is on every request's path, so it is one map entry and one
+   * shared close listener; which connections are busy is worked out only while stopping.
    */
-  const running = new Map<ServerResponse, FastifyReply | undefined>();
+  const running = new Map<ServerResponse, FastifyReply>();
+  const busy = (socket: Socket): boolean => {
+    for (const res of running.keys()) if (res.req.socket === socket) return true;
+    return false;
+  };
 
   let idleGraceMs = IDLE_CLOSE_GRACE_MS;
   /** Closes a connection that has had no request for the grace, with a FIN rather than a reset. */
@@ -90,37 +95,31 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
       // end(), not destroy(): a reset would also lose the answers still being written. A request
       // that crosses the FIN is not started (the onRequest hook refuses it) and cannot be answered
       // either (our side is closed): the grace narrows that race, it cannot remove it.
-      if (connections.get(socket) === 0 && !socket.destroyed && !socket.writableEnded) socket.end();
+      if (!busy(socket) && !socket.destroyed && !socket.writableEnded) socket.end();
     }, idleGraceMs).unref();
   };
 
   app.server.on('connection', (socket: Socket) => {
-    connections.set(socket, 0);
+    connections.add(socket);
     socket.once('close', () => connections.delete(socket));
   });
-  // Before fastify's own listener, so the header is set before any hook can answer.
-  app.server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
-    const socket = req.socket;
-    connections.set(socket, (connections.get(socket) ?? 0) + 1);
-    if (stopping) res.setHeader('Connection', 'close');
-    else running.set(res, undefined);
-    res.once('close', () => {
-      running.delete(res);
-      const left = (connections.get(socket) ?? 1) - 1;
-      if (!connections.has(socket)) return;
-      connections.set(socket, left);
-      // Node ends a socket itself after a `Connection: close` response; this is for the others.
-      if (stopping && left === 0) closeWhenIdle(socket);
-    });
-  });
 
-  // A callback hook, not an async one: no promise on every request.
+  /** A response's 'close' (shared by all: `this` is the response). */
+  function ended(this: ServerResponse): void {
+    running.delete(this);
+    // Node ends a socket itself after a `Connection: close` response; this is for the others.
+    if (stopping && !busy(this.req.socket)) closeWhenIdle(this.req.socket);
+  }
+
+  // A callback hook, not an async one: no promise on every request. The first onRequest hook of
+  // the host, so a refused request reaches nothing else.
   app.addHook('onRequest', (request, reply, done) => {
+    running.set(reply.raw, reply);
+    reply.raw.on('close', ended);
     if (stopping) {
       options.refuse(request, reply, refusedWhileStopping());
       return;
     }
-    running.set(reply.raw, reply);
     done();
   });
   // A plain app.close() (tests, a failed start) refuses new requests the same way.
@@ -139,11 +138,11 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
   const cutOff = (): void => {
     let answered = 0;
     for (const [res, reply] of running) {
-      if (reply && !reply.sent && !res.headersSent) {
+      if (!reply.sent && !res.headersSent) {
         options.refuse(reply.request, reply, cutOffByStop());
         answered += 1;
       } else if (!res.writableEnded) {
-        // A stream under way (an MCP event stream), or a request not routed yet: ended where it is.
+        // A stream under way (an MCP event stream): ended where it is.
         res.end();
       }
     }
@@ -165,14 +164,14 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
       // Node's close() destroys idle kept-alive connections at once; they are closed here instead.
       app.server.closeIdleConnections = () => {};
       const closed = app.close();
-      for (const [socket, requests] of connections) if (requests === 0) closeWhenIdle(socket);
+      for (const socket of connections) if (!busy(socket)) closeWhenIdle(socket);
       const timers = [
         setTimeout(cutOff, drainMs),
         setTimeout(() => {
           if (connections.size > 0) {
             app.log.warn({ connections: connections.size }, 'connections still open after the drain were cut');
           }
-          for (const socket of connections.keys()) socket.destroy();
+          for (const socket of connections) socket.destroy();
         }, drainMs + forceMs),
       ];
       try {
