@@ -23,6 +23,7 @@ import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
 import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
+import { logEachRequest } from '../http/request-log.ts';
 import { installGracefulStop } from '../http/graceful-stop.ts';
 import { sendError } from '../http/plugins/errors.ts';
 
@@ -137,29 +138,14 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     },
   });
 
-  // Callback-style hooks (no promise per request), the line built only when it is written.
+  // A callback-style hook: no promise per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('Request-Id', request.id);
     for (const [name, value] of SECURITY_HEADER_ENTRIES) reply.header(name, value);
     reply.header('Cache-Control', 'no-store');
     done();
   });
-  const logRequests = runtime.logger.isLevelEnabled('info');
-  app.addHook('onResponse', (request, reply, done) => {
-    if (logRequests) {
-      // The route pattern, never the URL: the payment id is the session's capability.
-      request.log.info(
-        {
-          method: request.method,
-          url: request.routeOptions.url ?? 'unmatched',
-          status: reply.statusCode,
-          ms: Math.round(reply.elapsedTime),
-        },
-        'checkout request',
-      );
-    }
-    done();
-  });
+  logEachRequest(app, runtime.logger, 'checkout request');
 
   // Every page, compressed for the browser that takes it (the status JSON is a few hundred bytes,
   // the event stream must not wait for a compressor's buffer, the assets come compressed).

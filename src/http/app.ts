@@ -5,6 +5,7 @@ import type { AgentModel } from '../agent/model.ts';
 import type { Runtime } from '../runtime.ts';
 import { type AuthContext, authenticateNow, requireScope } from './plugins/auth.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from './plugins/errors.ts';
+import { logEachRequest } from './request-log.ts';
 import { installGracefulStop } from './graceful-stop.ts';
 import { TOOLS } from '../../tools/registry.ts';
 import { stringifyJson } from '../core/json-text.ts';
@@ -125,23 +126,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     }
   });
 
-  // Callback style, and the line built only when it is written: at the default `warn` level (and
-  // in production above `info`) a request pays nothing here.
-  const logRequests = runtime.logger.isLevelEnabled('info');
-  app.addHook('onResponse', (request, reply, done) => {
-    if (logRequests) {
-      request.log.info(
-        {
-          method: request.method,
-          url: request.routeOptions.url ?? 'unmatched',
-          status: reply.statusCode,
-          ms: Math.round(reply.elapsedTime),
-        },
-        'request',
-      );
-    }
-    done();
-  });
+  logEachRequest(app, runtime.logger, 'request');
 
   await app.register(metricsPlugin(runtime));
   await app.register(healthRoutes(runtime));
