@@ -62,7 +62,7 @@ const seed = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
 
 beforeAll(async () => {
   chain = await connectChain({ confirmations: 1 });
-  runtime = await testRuntime({ RATE_LIMIT_PER_SECOND: '1000000' }, { chain });
+  runtime = await testRuntime({}, { chain });
   app = await testApp(runtime);
   a = await buildTenant(runtime, app, 'Fuzzed merchant');
   b = await buildTenant(runtime, app, 'Other merchant');

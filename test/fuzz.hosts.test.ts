@@ -60,7 +60,7 @@ const seed = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
 
 beforeAll(async () => {
   chain = await connectChain({ confirmations: 1 });
-  runtime = await testRuntime({ RATE_LIMIT_PER_SECOND: '1000000' }, { chain });
+  runtime = await testRuntime({}, { chain });
   app = await testApp(runtime);
   checkout = await buildCheckoutApp(runtime);
   a = await buildTenant(runtime, app, 'Fuzzed merchant');

@@ -21,7 +21,7 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   chain = await connectChain({ confirmations: 1 });
-  runtime = await testRuntime({ RATE_LIMIT_PER_SECOND: '100000' }, { chain });
+  runtime = await testRuntime({}, { chain });
   app = await testApp(runtime);
   mcpUrl = new URL('/mcp', await app.listen({ port: 0, host: '127.0.0.1' }));
 }, 60_000);

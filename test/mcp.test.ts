@@ -24,8 +24,7 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   chain = await connectChain({ confirmations: 1 });
-  // Many sessions of one key open within one tick of the test clock: keep the per-second rate limit out of the way.
-  runtime = await testRuntime({ RATE_LIMIT_PER_SECOND: '100000' }, { chain });
+  runtime = await testRuntime({}, { chain });
   app = await testApp(runtime);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   mcpUrl = new URL('/mcp', address);

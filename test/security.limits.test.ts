@@ -24,7 +24,7 @@ let merchant: TestAccount;
 let state: StateWatch;
 
 beforeAll(async () => {
-  runtime = await testRuntime({ RATE_LIMIT_PER_SECOND: '100000' });
+  runtime = await testRuntime();
   app = await testApp(runtime);
   checkout = await buildCheckoutApp(runtime);
   merchant = await testAccount(runtime);

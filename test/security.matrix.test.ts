@@ -53,7 +53,7 @@ let state: StateWatch;
 
 beforeAll(async () => {
   chain = await connectChain({ confirmations: 1 });
-  runtime = await testRuntime({ RATE_LIMIT_PER_SECOND: '1000000' }, { chain });
+  runtime = await testRuntime({}, { chain });
   app = await testApp(runtime);
   a = await buildTenant(runtime, app, 'Merchant A');
   b = await buildTenant(runtime, app, 'Merchant B');

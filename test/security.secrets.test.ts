@@ -206,10 +206,7 @@ async function runMainFlows(): Promise<void> {
 
 beforeAll(async () => {
   chain = await connectChain({ confirmations: 1 });
-  runtime = await testRuntime(
-    { PLAINPAY_MASTER_KEY: MASTER_KEY, RATE_LIMIT_PER_SECOND: '1000000' },
-    { chain, logger: createLogger('trace', capture) },
-  );
+  runtime = await testRuntime({ PLAINPAY_MASTER_KEY: MASTER_KEY }, { chain, logger: createLogger('trace', capture) });
   keep(MASTER_KEY);
   app = await testApp(runtime);
   checkout = await buildCheckoutApp(runtime);

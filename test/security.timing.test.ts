@@ -170,10 +170,7 @@ describe('through the whole app, no query carries a presented secret', () => {
 
   beforeAll(async () => {
     const { db, kind } = await testDatabase();
-    runtime = await testRuntime(
-      { RATE_LIMIT_PER_SECOND: '100000' },
-      { database: { db: db.withPlugin(recorder), kind } },
-    );
+    runtime = await testRuntime({}, { database: { db: db.withPlugin(recorder), kind } });
   });
 
   afterAll(() => {
