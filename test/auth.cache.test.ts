@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../src/db/connect.ts';
 import { hashApiKey } from '../src/domain/api-key-secret.ts';
 import { keyCacheOf } from '../src/http/plugins/auth.ts';
-import { issueApiKey } from '../src/keys/api-keys.ts';
+import { issueApiKey, revokeAccountApiKey } from '../src/keys/api-keys.ts';
 import { afterFile } from './support/after-file.ts';
 import {
   bearer,
@@ -106,6 +106,21 @@ describe('the key cache', () => {
   });
 });
 
+describe.runIf(isPostgres)('the key cache and changes not yet committed', () => {
+  it('a key this process revokes in an open transaction is not cached meanwhile, and is refused after the commit', async () => {
+    const key = await issueApiKey(api.db, { accountId: merchant.accountId, livemode: false });
+    await waitFor(async () => (await ping(key.secret)) === 200 && keyCacheOf(api).knows(hashApiKey(key.secret)));
+    await api.db.transaction().execute(async (trx) => {
+      // Announced to the cache here, before the commit (as a rotation through the API does).
+      await revokeAccountApiKey(trx, merchant.accountId, key.id, api.clock.now(), null);
+      // Meanwhile a request reads the committed row, still valid: answered, and not kept.
+      expect(await ping(key.secret)).toBe(200);
+      expect(keyCacheOf(api).knows(hashApiKey(key.secret))).toBe(false);
+    });
+    expect(await ping(key.secret)).toBe(401);
+  });
+});
+
 describe.runIf(isPostgres)('the key cache while Postgres notifications are not heard', () => {
   it('serves nothing from the cache while the listening connection is down, and forgets all when it is back', async () => {
     const key = await issueApiKey(api.db, { accountId: merchant.accountId, livemode: false });
@@ -119,8 +134,9 @@ describe.runIf(isPostgres)('the key cache while Postgres notifications are not h
     await other.db.updateTable('api_keys').set({ revoked_at: other.clock.now() }).where('id', '=', key.id).execute();
     expect(await ping(key.secret)).toBe(401);
 
-    // Listening again (after its backoff), and the row of before is not used.
+    // Listening again (after its backoff): nothing of before is kept, and the key is refused.
     await waitFor(async () => api.notifications.hearing());
+    expect(keyCacheOf(api).knows(hashApiKey(key.secret))).toBe(false);
     expect(await ping(key.secret)).toBe(401);
   });
 });

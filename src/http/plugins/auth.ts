@@ -28,6 +28,11 @@ const TOUCH_INTERVAL_MS = 60_000;
  * cache sooner, by notification (KeyCache); this bounds what a lost notification can cost.
  */
 export const KEY_CACHE_TTL_MS = 1_000;
+/**
+ * How long a key this process changed is not cached again unless its notification comes first: the
+ * change is announced here before its transaction commits, so a read meanwhile sees the old row.
+ */
+const CHANGE_SETTLE_MS = 5_000;
 /** Past this many keys the cache starts over: memory stays bounded whatever keys are presented. */
 const KEY_CACHE_MAX = 10_000;
 
@@ -46,13 +51,15 @@ export type KeyLookups = Map<string, Promise<ApiKeyRow | undefined>>;
  * `plainpay_api_keys` with the key's id when anything but last_used_at changes (a revoke, a
  * rotation's expiry, new scopes), and the entry is dropped when the notification arrives; a
  * process whose listening connection was lost drops everything when it is back (payload '').
- * Revokes and rotations made in this process drop it before they return (onApiKeyChanged), so the
- * next request here is refused; another process (another instance, the operator's CLI) hears of
- * them by the notification, which Postgres sends at commit, before the writer's reply. An expiry is
- * judged on every request against the runtime's clock, cached row or not. Nothing is cached, and
- * nothing cached is used, while changes are not being heard (before the LISTEN is in place, while
- * Postgres's listening connection is down), and a row read while a change was announced is not
- * kept. KEY_CACHE_TTL_MS is the safety net. Unknown keys are not cached (a key created a moment
+ * Revokes and rotations made in this process drop it before they return (onApiKeyChanged), and the
+ * key is not cached again until its notification is heard (the announcement may come before the
+ * change commits, and a read in between sees the old row), so the next request here is refused.
+ * Another process (another instance, the operator's CLI) hears of a change by the notification,
+ * which Postgres sends at commit: within milliseconds as a rule, and within KEY_CACHE_TTL_MS, the
+ * safety net, if a notification is lost on a connection that still looks alive. An expiry is judged
+ * on every request against the runtime's clock, cached row or not. Nothing is cached, and nothing
+ * cached is used, while changes are not being heard (before the LISTEN is in place, while Postgres's
+ * listening connection is down), and a row read while a change was announced is not kept. Unknown keys are not cached (a key created a moment
  * later must work at once); revoked and expired ones may be, since neither comes back. Requests
  * that miss while a lookup of the same key runs share that query.
  */
@@ -62,6 +69,8 @@ export class KeyCache {
   private readonly inFlight: KeyLookups = new Map();
   /** Counts announced changes: a lookup that saw one while it ran does not keep its row. */
   private changes = 0;
+  /** Keys changed by this process whose notification has not been heard yet, with when (performance.now()). */
+  private readonly changing = new Map<string, number>();
   private listening = false;
 
   constructor(private readonly runtime: Runtime) {
@@ -71,6 +80,8 @@ export class KeyCache {
       .listen(NOTIFICATION_CHANNELS.apiKeys, (keyId) => this.changed(keyId))
       .then(() => {
         this.listening = true;
+        // A lookup that began before the LISTEN was in place may have missed a change: not kept.
+        this.changes += 1;
       })
       .catch((error: unknown) => runtime.logger.warn({ err: error }, 'API keys are not cached: no notifications'));
     liveCaches.add(new WeakRef(this));
@@ -113,12 +124,37 @@ export class KeyCache {
   }
 
   private keep(hash: string, row: ApiKeyRow): void {
+    const changedAt = this.changing.get(row.id);
+    if (changedAt !== undefined) {
+      if (performance.now() - changedAt < CHANGE_SETTLE_MS) return;
+      this.changing.delete(row.id);
+    }
     if (this.rows.size >= KEY_CACHE_MAX && !this.rows.has(hash)) this.forgetAll();
     this.rows.set(hash, { row, readAt: performance.now() });
     this.hashById.set(row.id, hash);
   }
 
+  /** This process changed the key (maybe not committed yet): dropped, and not kept until its notification. */
+  announced(keyId: string): void {
+    this.drop(keyId);
+    const now = performance.now();
+    // A change rolled back sends no notification: its mark lapses after CHANGE_SETTLE_MS.
+    if (this.changing.size >= KEY_CACHE_MAX) {
+      for (const [id, at] of this.changing) if (now - at >= CHANGE_SETTLE_MS) this.changing.delete(id);
+    }
+    this.changing.set(keyId, now);
+  }
+
+  /**
+   * A change notification ('' after a lost connection: anything may have changed). A mark of this
+   * process's own change stays on '': that change may not have committed yet.
+   */
   changed(keyId: string): void {
+    if (keyId !== '') this.changing.delete(keyId);
+    this.drop(keyId);
+  }
+
+  private drop(keyId: string): void {
     this.changes += 1;
     if (keyId === '') {
       this.forgetAll();
@@ -142,7 +178,7 @@ const liveCaches = new Set<WeakRef<KeyCache>>();
 onApiKeyChanged((keyId) => {
   for (const ref of liveCaches) {
     const cache = ref.deref();
-    if (cache) cache.changed(keyId);
+    if (cache) cache.announced(keyId);
     else liveCaches.delete(ref);
   }
 });
