@@ -1,6 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import { AppError } from '../core/errors.ts';
+import type { ApiKeyScope } from '../domain/api-key-secret.ts';
+import type { RateLimitDecision } from '../rate-limit/rate-limiter.ts';
 import type { AgentModel } from '../agent/model.ts';
 import type { Runtime } from '../runtime.ts';
 import { type AuthContext, authenticateNow, requireScope } from './plugins/auth.ts';
@@ -89,40 +97,57 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   });
 
   const touched = new Map<string, number>();
-  // Callback style, and without a promise while the key is cached and the limit counted in-process
-  // (authenticateNow, the memory rate limiter): every API request passes here.
+  /**
+   * Authenticates and counts the request: true to go on, false when it was answered (rate limited),
+   * an AppError thrown when refused. A value, not a promise, while the key is cached and the limit
+   * counted in-process (authenticateNow, the memory rate limiter): every API request passes here.
+   */
+  const admit = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    scope: ApiKeyScope | undefined,
+  ): boolean | Promise<boolean> => {
+    const judge = (auth: AuthContext): boolean | Promise<boolean> => {
+      request.auth = auth;
+      const counted = runtime.rateLimiter.hit(auth.keyId, runtime.clock.now().getTime());
+      const decide = (decision: RateLimitDecision): boolean => {
+        reply.header('RateLimit-Policy', `"per-key";q=${decision.limit};w=1`);
+        reply.header('RateLimit', `"per-key";r=${decision.remaining};t=${decision.resetSeconds}`);
+        if (!decision.allowed) {
+          reply.header('Retry-After', String(decision.resetSeconds));
+          sendError(
+            reply,
+            new AppError(
+              'rate_limited',
+              `Too many requests with this API key: the limit is ${decision.limit} per second. Retry after ${decision.resetSeconds} s.`,
+            ),
+          );
+          return false;
+        }
+        if (scope) requireScope(auth, scope);
+        return true;
+      };
+      return counted instanceof Promise ? counted.then(decide) : decide(counted);
+    };
+    const auth = authenticateNow(runtime, request.headers.authorization, touched);
+    return auth instanceof Promise ? auth.then(judge) : judge(auth);
+  };
+  // A callback hook, so that a request decided at once costs no promise; done() is called once,
+  // outside the try (what it runs next must not be mistaken for this hook's failure).
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('Request-Id', request.id);
     const authConfig = request.routeOptions.config.auth;
     if (!authConfig) return done();
-    const admit = (auth: AuthContext): void => {
-      request.auth = auth;
-      whenReady(
-        runtime.rateLimiter.hit(auth.keyId, runtime.clock.now().getTime()),
-        (decision) => {
-          reply.header('RateLimit-Policy', `"per-key";q=${decision.limit};w=1`);
-          reply.header('RateLimit', `"per-key";r=${decision.remaining};t=${decision.resetSeconds}`);
-          if (!decision.allowed) {
-            reply.header('Retry-After', String(decision.resetSeconds));
-            sendError(
-              reply,
-              new AppError(
-                'rate_limited',
-                `Too many requests with this API key: the limit is ${decision.limit} per second. Retry after ${decision.resetSeconds} s.`,
-              ),
-            );
-            return;
-          }
-          if (authConfig.scope) requireScope(auth, authConfig.scope);
-          done();
-        },
-        done,
-      );
-    };
+    let admitted: boolean | Promise<boolean>;
     try {
-      whenReady(authenticateNow(runtime, request.headers.authorization, touched), admit, done);
+      admitted = admit(request, reply, authConfig.scope);
     } catch (error) {
-      done(error as Error);
+      return done(error as Error);
+    }
+    if (admitted instanceof Promise) {
+      admitted.then((goOn) => goOn && done(), done);
+    } else if (admitted) {
+      done();
     }
   });
 
@@ -175,24 +200,6 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
  */
 let idPool = Buffer.alloc(0);
 let idOffset = 0;
-/**
- * Calls `next` with the value now, or once the promise resolves; what either throws or rejects with
- * goes to `fail` (a sync throw from `next` on the first path is the caller's to catch).
- */
-function whenReady<T>(value: T | Promise<T>, next: (value: T) => void, fail: (error: Error) => void): void {
-  if (!(value instanceof Promise)) {
-    next(value);
-    return;
-  }
-  value.then((resolved) => {
-    try {
-      next(resolved);
-    } catch (error) {
-      fail(error as Error);
-    }
-  }, fail);
-}
-
 function randomRequestIdHex(): string {
   if (idOffset + 12 > idPool.length) {
     idPool = randomBytes(12 * 512);
