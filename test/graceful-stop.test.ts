@@ -67,6 +67,13 @@ describe('graceful stop', () => {
     });
   });
 
+  it('a request fastify answers before any hook (a malformed URL) also closes its connection', async () => {
+    const runtime = await testRuntime();
+    const answer = await stopWithKeptAliveRequest(await buildApp(runtime), '/healthz', '/v1/payments/%E0%A4%A');
+    expect(answer.status).toBe(400);
+    expect(answer.headers.connection).toBe('close');
+  });
+
   it('a request still running at the drain deadline is answered with the 503 error object, and the stop ends', async () => {
     const runtime = await testRuntime();
     const app = await buildApp(runtime);

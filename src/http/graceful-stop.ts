@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
@@ -133,6 +133,11 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
     for (const res of running.keys()) {
       if (!res.headersSent) res.setHeader('Connection', 'close');
     }
+    // From now on every response closes its connection, those fastify gives before any hook runs
+    // (a malformed URL) included; before the stop, requests pay nothing for this.
+    app.server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
+      res.setHeader('Connection', 'close');
+    });
   };
 
   const cutOff = (): void => {
