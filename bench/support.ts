@@ -116,10 +116,25 @@ export function spawnServer(args: string[], env: NodeJS.ProcessEnv): ChildServer
   };
 }
 
-/** A plain-JavaScript ESM server run with `node -e` (the baselines): no tsx, no build. */
+/**
+ * The variables `npm start` sets before `node` (the `NAME=value` words that open package.json's
+ * start script: glibc's malloc settings, read only when a process starts), so that what the
+ * benchmarks measure is what `npm start` runs.
+ */
+export function npmStartEnv(): Record<string, string> {
+  const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const env: Record<string, string> = {};
+  for (const word of scripts.start.split(/\s+/)) {
+    const assignment = /^([A-Za-z_][A-Za-z0-9_]*)=(\S*)$/.exec(word);
+    if (!assignment) break;
+    env[assignment[1]!] = assignment[2]!;
+  }
+  return env;
+}
+
 /**
  * `plainpay serve` on the embedded database in `dataDir` (no DATABASE_URL) on the two ports, at
- * LOG_LEVEL=warn; `extra` adds to or overrides that environment.
+ * LOG_LEVEL=warn, in the environment `npm start` gives it; `extra` adds to or overrides that.
  */
 export function spawnEmbeddedServe(
   dataDir: string,
@@ -130,6 +145,7 @@ export function spawnEmbeddedServe(
   return spawnServer(
     [CLI, 'serve', ...args],
     childEnv({
+      ...npmStartEnv(),
       PLAINPAY_DATA_DIR: dataDir,
       PORT: String(ports.port),
       CHECKOUT_PORT: String(ports.checkoutPort),
@@ -140,6 +156,7 @@ export function spawnEmbeddedServe(
   );
 }
 
+/** A plain-JavaScript ESM server run with `node -e` (the baselines): no tsx, no build. */
 export function spawnInlineServer(code: string, env: NodeJS.ProcessEnv): ChildServer {
   return spawnServer(['--input-type=module', '-e', code], env);
 }

@@ -137,17 +137,10 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
   /** The head the reorg watch last looked at, per chain: an unchanged head cannot have reorganised. */
   const watchedHead = new Map<string, string>();
 
-  // The all-in-one setup (`npm start`: PGlite and the in-process devnet) boots the devnet now rather
-  // than on the first payment, so that the first settlement does not wait ~1 s for it. Elsewhere
-  // the chain is reached only when there is chain work (a worker may never need it).
-  if (runtime.config.chain.rpcUrl === undefined && runtime.dbKind === 'pglite') {
-    void runtime
-      .chain()
-      .then((conn) => openChainSession(runtime, conn))
-      .catch((error: unknown) =>
-        ctx.logger.debug({ err: error }, 'chain warm-up failed; the first turn that needs it retries'),
-      );
-  }
+  // The chain is reached only when there is chain work, the embedded devnet included: it is not
+  // started at boot, so an idle `npm start` does not hold Hardhat's EDR (about 25-50 MB resident) for
+  // a chain it may never use. The first settlement or payout after a start waits for it once (about
+  // a second), well inside the instant schedule's 2 s.
 
   const alarmed = new Set<string>();
   const stuckTimer = setInterval(() => {
