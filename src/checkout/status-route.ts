@@ -7,6 +7,7 @@ import type { ApiOperation } from '../http/openapi.ts';
 import { AppError } from '../core/errors.ts';
 import { parseStoredJson, stringifyJson } from '../core/json-text.ts';
 import type { PaymentRow } from '../db/database.ts';
+import { PREPARED } from '../db/prepared-statements.ts';
 import { PUBLIC_PAYMENT_COLUMNS, type PublicPaymentColumn, presentPublicPayment } from '../payments/present.ts';
 import type { Runtime } from '../runtime.ts';
 
@@ -47,11 +48,12 @@ export const checkoutStatusOperations: ApiOperation[] = [
 ];
 
 /**
- * A hot path (pollers, bench/checkout.ts): one statement, its text built once and run as it is (no
- * query builder per request), reading only the columns the public view shows, and metadata as its
- * stored text rather than parsed and written back through the app's serializer.
+ * A hot path (pollers, bench/checkout.ts): one prepared statement (prepared-statements.ts), its
+ * text built once and run as it is (no query builder per request), reading only the columns the
+ * public view shows, and metadata as its stored text rather than parsed and written back through
+ * the app's serializer.
  */
-const SELECT_PUBLIC_PAYMENT = `select ${PUBLIC_PAYMENT_COLUMNS.map((column) =>
+const SELECT_PUBLIC_PAYMENT = `${PREPARED}select ${PUBLIC_PAYMENT_COLUMNS.map((column) =>
   column === 'metadata' ? 'metadata::text as metadata' : column,
 ).join(', ')} from payments where id = $1`;
 

@@ -11,6 +11,7 @@ import type { Database } from './database.ts';
 import { restoreDatabaseImage, usableDatabaseImage } from './database-image.ts';
 import { type Notifications, pgliteNotifications, postgresNotifications } from './notifications.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
+import { prepareMarkedStatements } from './prepared-statements.ts';
 
 export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string };
 
@@ -69,6 +70,7 @@ export async function connectDatabase(target: DatabaseTarget, options: ConnectOp
     pool.on('error', (error) => outage.lost(error));
     pool.on('connect', (client) => {
       client.on('error', (error) => outage.lost(error));
+      prepareMarkedStatements(client);
       outage.regained();
     });
     const db = new Kysely<Database>({

@@ -1,4 +1,4 @@
-import type { PGlite } from '@electric-sql/pglite';
+import { type PGlite, parse, protocol } from '@electric-sql/pglite';
 import {
   type CompiledQuery,
   type DatabaseConnection,
@@ -14,6 +14,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import { forgetPreparedNames, isStalePlan, preparedName } from './prepared-statements.ts';
 
 /**
  * A Kysely dialect over one PGlite instance. PGlite is a single connection, so the driver
@@ -66,13 +67,16 @@ class PGliteDriver implements Driver {
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     const isolation = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : '';
     await (connection as PGliteConnection).run(`begin${isolation}`);
+    (connection as PGliteConnection).inTransaction = true;
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    (connection as PGliteConnection).inTransaction = false;
     await (connection as PGliteConnection).run('commit');
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    (connection as PGliteConnection).inTransaction = false;
     await (connection as PGliteConnection).run('rollback');
   }
 
@@ -88,10 +92,24 @@ class PGliteDriver implements Driver {
   }
 }
 
+const { serialize } = protocol;
+
+/**
+ * The statements prepared in each PGlite instance (its one session), by name, with their parameter
+ * types: per instance rather than per dialect, since two Kysely over one instance share the session.
+ */
+const preparedOn = new WeakMap<PGlite, Map<string, number[]>>();
+
 class PGliteConnection implements DatabaseConnection {
   release: (() => void) | undefined;
+  /** Between BEGIN and COMMIT/ROLLBACK: PGlite writes its files to disk at the end of each. */
+  inTransaction = false;
+  private readonly prepared: Map<string, number[]>;
 
-  constructor(private readonly pglite: PGlite) {}
+  constructor(private readonly pglite: PGlite) {
+    this.prepared = preparedOn.get(pglite) ?? new Map();
+    preparedOn.set(pglite, this.prepared);
+  }
 
   async run(sql: string): Promise<void> {
     await this.pglite.query(sql);
@@ -100,10 +118,13 @@ class PGliteConnection implements DatabaseConnection {
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     // Without parameters we use the simple protocol, which (like pg) accepts several
     // statements in one string: migrations rely on that.
+    const name = compiled.parameters.length === 0 ? undefined : preparedName(compiled.sql);
     const result =
       compiled.parameters.length === 0
         ? ((await this.pglite.exec(compiled.sql, { rowMode: 'object' })).at(-1) ?? { rows: [] as R[] })
-        : await this.pglite.query<R>(compiled.sql, compiled.parameters as unknown[], { rowMode: 'object' });
+        : name !== undefined
+          ? await this.executePrepared<R>(name, compiled.sql, compiled.parameters)
+          : await this.pglite.query<R>(compiled.sql, compiled.parameters as unknown[], { rowMode: 'object' });
     const affected = 'affectedRows' in result ? result.affectedRows : undefined;
     return {
       rows: result.rows as R[],
@@ -111,6 +132,57 @@ class PGliteConnection implements DatabaseConnection {
         ? { numAffectedRows: BigInt(affected) }
         : {}),
     };
+  }
+
+  /**
+   * What PGlite's query() does (Parse, Describe, Bind, Describe, Execute, Sync, then the files to
+   * disk outside a transaction), except that the statement is parsed once under `name` and each
+   * call sends only Bind, Describe, Execute and Sync with the parameters written as query() writes
+   * them. Held under PGlite's own lock, like query(), so a LISTEN cannot interleave.
+   */
+  private async executePrepared<R>(
+    name: string,
+    text: string,
+    parameters: readonly unknown[],
+  ): Promise<{ rows: R[]; affectedRows?: number }> {
+    const run = () =>
+      this.pglite.runExclusive(async () => {
+        const send = (message: Uint8Array) => this.pglite.execProtocolStream(message, { syncToFs: false });
+        const messages = [];
+        try {
+          let types = this.prepared.get(name);
+          if (types === undefined) {
+            await send(serialize.parse({ name, text }));
+            const described = await send(serialize.describe({ type: 'S', name }));
+            const parameterTypes = described.find((m) => m.name === 'parameterDescription') as
+              | { dataTypeIDs: number[] }
+              | undefined;
+            types = parameterTypes?.dataTypeIDs ?? [];
+            this.prepared.set(name, types);
+          }
+          const values = parameters.map((value, i) => {
+            if (value === null || value === undefined) return null;
+            const serializer = this.pglite.serializers[types[i]!];
+            return serializer ? serializer(value) : String(value);
+          });
+          messages.push(...(await send(serialize.bind({ statement: name, values }))));
+          messages.push(...(await send(serialize.describe({ type: 'P' }))));
+          messages.push(...(await send(serialize.execute({}))));
+        } finally {
+          messages.push(...(await send(serialize.sync())));
+        }
+        if (!this.inTransaction) await this.pglite.syncToFs();
+        const [result] = parse.parseResults(messages, this.pglite.parsers, { rowMode: 'object' });
+        return (result ?? { rows: [] }) as { rows: R[]; affectedRows?: number };
+      });
+    try {
+      return await run();
+    } catch (error) {
+      if (!isStalePlan(error)) throw error;
+      this.prepared.clear();
+      forgetPreparedNames();
+      return this.pglite.query<R>(text, parameters as unknown[], { rowMode: 'object' });
+    }
   }
 
   // biome-ignore lint/correctness/useYield: streaming is not offered by PGlite; we refuse loudly.

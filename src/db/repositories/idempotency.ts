@@ -1,5 +1,6 @@
 import { type Compilable, type OperationNodeSource, sql } from 'kysely';
 import type { Db } from '../database.ts';
+import { PREPARED } from '../prepared-statements.ts';
 
 /**
  * Claims an idempotency key. Returns false when the key already exists (committed, or
@@ -32,7 +33,8 @@ export async function insertIdempotencyRecord(
  * undefined when the insert wrote none (then no key was claimed either). A key that exists
  * already, or that a concurrent request holds uncommitted (the insert waits on the key's unique
  * index until that one ends), fails the whole statement with a unique violation
- * (isUniqueViolation), and nothing is written.
+ * (isUniqueViolation), and nothing is written. It runs on its own, never inside a transaction (a
+ * stale prepared plan is retried as text: prepared-statements.ts).
  */
 export async function insertWithIdempotencyRecord<R>(
   db: Db,
@@ -48,7 +50,9 @@ export async function insertWithIdempotencyRecord<R>(
         from created
       )`
     : sql``;
-  const { rows } = await sql<R>`with created as (${insert})${claimed} select * from created`.execute(db);
+  // Prepared: planning this statement costs Postgres more than running it (prepared-statements.ts).
+  const { rows } =
+    await sql<R>`${sql.raw(PREPARED)}with created as (${insert})${claimed} select * from created`.execute(db);
   return rows[0];
 }
 
