@@ -136,7 +136,7 @@ export const createPayment = defineTool({
     rememberSettings(scope, settings);
     const row = paymentRow(value, ctx, settings);
     return {
-      insert: insertPaymentWithSettings(ctx.db, newPayment(row), settings),
+      insert: insertPaymentWithSettings(newPayment(row), settings),
       row,
       output: (written: PaymentRow) => presentPayment(config, written),
     };

@@ -1,5 +1,5 @@
-import { type Compilable, type OperationNodeSource, sql } from 'kysely';
-import type { Db } from '../database.ts';
+import { CompiledQuery } from 'kysely';
+import type { Db, RawStatement } from '../database.ts';
 import { PREPARED } from '../prepared-statements.ts';
 
 /**
@@ -38,23 +38,43 @@ export async function insertIdempotencyRecord(
  */
 export async function insertWithIdempotencyRecord<R>(
   db: Db,
-  insert: Compilable<R> & OperationNodeSource,
+  insert: RawStatement<R>,
   claim:
     | { accountId: string; livemode: boolean; key: string; tool: string; requestHash: string; response: string }
     | undefined,
 ): Promise<R | undefined> {
-  const claimed = claim
-    ? sql`, claimed as (
-        insert into idempotency_keys (account_id, livemode, key, tool, request_hash, response)
-        select ${claim.accountId}, ${claim.livemode}, ${claim.key}, ${claim.tool}, ${claim.requestHash}, ${claim.response}
-        from created
-      )`
-    : sql``;
-  // Prepared: planning this statement costs Postgres more than running it (prepared-statements.ts).
-  const { rows } =
-    await sql<R>`${sql.raw(PREPARED)}with created as (${insert})${claimed} select * from created`.execute(db);
+  let texts = claimTexts.get(insert.text);
+  if (texts === undefined) {
+    const n = insert.parameters.length;
+    // Prepared: planning this statement costs Postgres more than running it (prepared-statements.ts).
+    texts = {
+      alone: `${PREPARED}with created as (${insert.text}) select * from created`,
+      claiming:
+        `${PREPARED}with created as (${insert.text}), claimed as (` +
+        'insert into idempotency_keys (account_id, livemode, key, tool, request_hash, response) ' +
+        `select $${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6} from created` +
+        ') select * from created',
+    };
+    claimTexts.set(insert.text, texts);
+  }
+  const { rows } = await db.executeQuery<R>(
+    claim
+      ? CompiledQuery.raw(texts.claiming, [
+          ...insert.parameters,
+          claim.accountId,
+          claim.livemode,
+          claim.key,
+          claim.tool,
+          claim.requestHash,
+          claim.response,
+        ])
+      : CompiledQuery.raw(texts.alone, [...insert.parameters]),
+  );
   return rows[0];
 }
+
+/** The full statements per insert text: built once, so the prepared statement's text is the same string. */
+const claimTexts = new Map<string, { alone: string; claiming: string }>();
 
 /** A unique index refused a row (SQLSTATE 23505), on Postgres and PGlite alike. */
 export function isUniqueViolation(error: unknown): boolean {
