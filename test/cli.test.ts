@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -41,9 +43,24 @@ describe('plainpay CLI', () => {
 
   it('a second Ctrl-C while stopping does not cut the graceful stop short', async () => {
     const server = await startServer();
+    // A request whose body is still coming holds the stop open (it waits for requests under way),
+    // so the second signal lands while stopping however fast the rest of the stop is.
+    const pending = connect(server.port, '127.0.0.1');
+    await once(pending, 'connect');
+    pending.write(
+      `POST /v1/payments HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${server.demoKey}\r\n` +
+        'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"amount":',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
     // npm forwards SIGINT to the child that the terminal also signalled: two arrive back to back.
-    expect(await server.stop(['SIGINT', 'SIGINT'])).toBe(0);
+    const stopped = server.stop(['SIGINT', 'SIGINT']);
+    const deadline = Date.now() + 60_000;
+    while (!server.output().includes('already stopping') && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     expect(server.output()).toContain('already stopping');
+    pending.destroy();
+    expect(await stopped).toBe(0);
   }, 90_000);
 
   it('a bad variable stops the CLI with a message naming it', async () => {
