@@ -7,7 +7,9 @@ import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/database.ts';
 import { PREPARED } from '../src/db/prepared-statements.ts';
-import { isPostgres, testDatabase } from './support/harness.ts';
+import { connectDatabase } from '../src/db/connect.ts';
+import { loadConfig } from '../src/config/config.ts';
+import { fileDatabaseUrl, isPostgres, testDatabase } from './support/harness.ts';
 
 type Db = Kysely<Database>;
 const backend = isPostgres ? 'Postgres' : 'PGlite';
@@ -80,6 +82,49 @@ describe(`prepared statements (${backend})`, () => {
       // And the next call prepares it afresh under another name, instead of failing each time.
       const next = await conn.executeQuery(CompiledQuery.raw(select, ['a']));
       expect(next.rows).toMatchObject([{ id: 'a', note: 'added' }]);
+      expect(await preparedHere(conn)).toContain(select);
     });
+  });
+
+  it('inside a transaction, gives the stale plan error as it came (the transaction is aborted)', async () => {
+    const select = `${PREPARED}select * from prepared_probe where id = $1 and $2::int = 2`;
+    await db.connection().execute(async (conn) => {
+      await conn.executeQuery(CompiledQuery.raw(select, ['a', 2]));
+      await sql`alter table prepared_probe add column other text`.execute(conn);
+      await sql`begin`.execute(conn);
+      await expect(conn.executeQuery(CompiledQuery.raw(select, ['a', 2]))).rejects.toMatchObject({ code: '0A000' });
+      await sql`rollback`.execute(conn);
+      // Outside it again, the next call prepares it afresh.
+      expect((await conn.executeQuery(CompiledQuery.raw(select, ['a', 2]))).rows).toHaveLength(1);
+    });
+  });
+
+  it('sends a statement again as text when the session lost it (DEALLOCATE ALL)', async () => {
+    const select = `${PREPARED}select id from prepared_probe where id = $1 and $2::int = 3`;
+    await db.connection().execute(async (conn) => {
+      await conn.executeQuery(CompiledQuery.raw(select, ['a', 3]));
+      await sql`deallocate all`.execute(conn);
+      expect((await conn.executeQuery(CompiledQuery.raw(select, ['a', 3]))).rows).toEqual([{ id: 'a' }]);
+      expect((await conn.executeQuery(CompiledQuery.raw(select, ['a', 3]))).rows).toEqual([{ id: 'a' }]);
+      expect(await preparedHere(conn)).toContain(select);
+    });
+  });
+});
+
+describe.skipIf(!isPostgres)('DATABASE_PREPARED_STATEMENTS=false (a pooler in transaction mode)', () => {
+  it('sends marked statements as text', async () => {
+    const url = (await fileDatabaseUrl())!;
+    const config = loadConfig({ DATABASE_URL: url, DATABASE_PREPARED_STATEMENTS: 'false' });
+    expect(config.database).toEqual({ kind: 'postgres', url, preparedStatements: false });
+    const handle = await connectDatabase(config.database);
+    try {
+      await handle.db.connection().execute(async (conn) => {
+        const rows = await conn.executeQuery(CompiledQuery.raw(`${PREPARED}select $1::text as v`, ['x']));
+        expect(rows.rows).toEqual([{ v: 'x' }]);
+        expect(await preparedHere(conn)).toEqual([]);
+      });
+    } finally {
+      await handle.close();
+    }
   });
 });

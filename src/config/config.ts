@@ -24,6 +24,7 @@ const envSchema = z.object({
   PUBLIC_BASE_URL: httpUrl.optional(),
   CHECKOUT_BASE_URL: httpUrl.optional(),
   DATABASE_URL: optionalString.pipe(z.url({ protocol: /^postgres(ql)?$/ }).optional()),
+  DATABASE_PREPARED_STATEMENTS: flag.default(true),
   PLAINPAY_DATA_DIR: z.string().min(1).default('./.plainpay'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(100),
@@ -86,7 +87,9 @@ export type Config = Readonly<{
   publicBaseUrl: string;
   /** The seed's {checkout_host}: where checkout_url points. */
   checkoutBaseUrl: string;
-  database: Readonly<{ kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string }>;
+  database: Readonly<
+    { kind: 'postgres'; url: string; preparedStatements: boolean } | { kind: 'pglite'; dataDir: string }
+  >;
   dataDir: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   rateLimit: Readonly<{ perSecond: number; redisUrl: string | undefined }>;
@@ -173,7 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: stripSlash(e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`),
     checkoutBaseUrl: stripSlash(e.CHECKOUT_BASE_URL ?? `http://localhost:${e.CHECKOUT_PORT}`),
     database: e.DATABASE_URL
-      ? { kind: 'postgres', url: e.DATABASE_URL }
+      ? { kind: 'postgres', url: e.DATABASE_URL, preparedStatements: e.DATABASE_PREPARED_STATEMENTS }
       : { kind: 'pglite', dataDir: `${stripSlash(e.PLAINPAY_DATA_DIR)}/pgdata` },
     dataDir: stripSlash(e.PLAINPAY_DATA_DIR),
     logLevel: e.LOG_LEVEL,

@@ -13,7 +13,9 @@ import { type Notifications, pgliteNotifications, postgresNotifications } from '
 import { PGliteDialect } from './pglite-dialect.ts';
 import { prepareMarkedStatements } from './prepared-statements.ts';
 
-export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string };
+export type DatabaseTarget =
+  /** preparedStatements: off behind a pooler in transaction mode (prepared-statements.ts). Default on. */
+  { kind: 'postgres'; url: string; preparedStatements?: boolean } | { kind: 'pglite'; dataDir: string };
 
 export interface DatabaseHandle {
   db: Kysely<Database>;
@@ -70,7 +72,7 @@ export async function connectDatabase(target: DatabaseTarget, options: ConnectOp
     pool.on('error', (error) => outage.lost(error));
     pool.on('connect', (client) => {
       client.on('error', (error) => outage.lost(error));
-      prepareMarkedStatements(client);
+      if (target.preparedStatements !== false) prepareMarkedStatements(client);
       outage.regained();
     });
     const db = new Kysely<Database>({

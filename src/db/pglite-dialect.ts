@@ -14,7 +14,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
-import { forgetPreparedNames, isStalePlan, preparedName } from './prepared-statements.ts';
+import { forgetPreparedNames, isLostPreparedStatement, preparedName, unmarked } from './prepared-statements.ts';
 
 /**
  * A Kysely dialect over one PGlite instance. PGlite is a single connection, so the driver
@@ -67,16 +67,13 @@ class PGliteDriver implements Driver {
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     const isolation = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : '';
     await (connection as PGliteConnection).run(`begin${isolation}`);
-    (connection as PGliteConnection).inTransaction = true;
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    (connection as PGliteConnection).inTransaction = false;
     await (connection as PGliteConnection).run('commit');
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    (connection as PGliteConnection).inTransaction = false;
     await (connection as PGliteConnection).run('rollback');
   }
 
@@ -102,8 +99,6 @@ const preparedOn = new WeakMap<PGlite, Map<string, number[]>>();
 
 class PGliteConnection implements DatabaseConnection {
   release: (() => void) | undefined;
-  /** Between BEGIN and COMMIT/ROLLBACK: PGlite writes its files to disk at the end of each. */
-  inTransaction = false;
   private readonly prepared: Map<string, number[]>;
 
   constructor(private readonly pglite: PGlite) {
@@ -128,7 +123,7 @@ class PGliteConnection implements DatabaseConnection {
     const affected = 'affectedRows' in result ? result.affectedRows : undefined;
     return {
       rows: result.rows as R[],
-      ...(affected !== undefined && /^\s*(insert|update|delete|merge)/i.test(compiled.sql)
+      ...(affected !== undefined && /^\s*(insert|update|delete|merge)/i.test(unmarked(compiled.sql))
         ? { numAffectedRows: BigInt(affected) }
         : {}),
     };
@@ -138,13 +133,16 @@ class PGliteConnection implements DatabaseConnection {
    * What PGlite's query() does (Parse, Describe, Bind, Describe, Execute, Sync, then the files to
    * disk outside a transaction), except that the statement is parsed once under `name` and each
    * call sends only Bind, Describe, Execute and Sync with the parameters written as query() writes
-   * them. Held under PGlite's own lock, like query(), so a LISTEN cannot interleave.
+   * them. Held under PGlite's query lock, like query(), so no other protocol exchange (a LISTEN)
+   * interleaves with its messages; PGlite's transaction lock, which query() also takes, guards only
+   * its transaction() API, which nothing here uses (the driver's own mutex holds the session).
    */
   private async executePrepared<R>(
     name: string,
     text: string,
     parameters: readonly unknown[],
   ): Promise<{ rows: R[]; affectedRows?: number }> {
+    if (this.pglite.closed) throw new Error('PGlite is closed');
     const run = () =>
       this.pglite.runExclusive(async () => {
         const send = (message: Uint8Array) => this.pglite.execProtocolStream(message, { syncToFs: false });
@@ -171,16 +169,18 @@ class PGliteConnection implements DatabaseConnection {
         } finally {
           messages.push(...(await send(serialize.sync())));
         }
-        if (!this.inTransaction) await this.pglite.syncToFs();
+        if (!this.pglite.isInTransaction()) await this.pglite.syncToFs();
         const [result] = parse.parseResults(messages, this.pglite.parsers, { rowMode: 'object' });
         return (result ?? { rows: [] }) as { rows: R[]; affectedRows?: number };
       });
     try {
       return await run();
     } catch (error) {
-      if (!isStalePlan(error)) throw error;
+      if (!isLostPreparedStatement(error)) throw error;
       this.prepared.clear();
       forgetPreparedNames();
+      // Inside a transaction block the failure aborted it: the caller gets the error as it came.
+      if (this.pglite.isInTransaction()) throw error;
       return this.pglite.query<R>(text, parameters as unknown[], { rowMode: 'object' });
     }
   }
