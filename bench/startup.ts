@@ -1,9 +1,10 @@
 // Startup (issues 10 and 15): wall time from spawning `node bin/plainpay.mjs serve` with the
-// embedded defaults (PGlite in PLAINPAY_DATA_DIR, the in-process devnet, every role) to GET /readyz
+// embedded defaults (PGlite in PLAINPAY_DATA_DIR, every role, in npm start's environment) to GET /readyz
 // answering 200, on a fresh data dir (the pre-migrated database image copied, or initdb and
 // migrations without a build; master key; demo account) and again on that existing dir; and the
 // peak RSS while starting: the process's high-water mark (VmHWM, Linux) from spawn until SETTLE_MS
-// after ready, which covers the devnet that boots right after the banner. Baseline: spawning
+// after ready, which covers the work a start leaves for after the banner (the in-process devnet
+// starts later, with the first chain work: bench/footprint.ts measures it). Baseline: spawning
 // `node -e` with a fastify hello-world to GET / answering 200. Each is run ROUNDS times, one after
 // the other, and the median is reported; the readiness probe polls every 10 ms.
 
@@ -127,7 +128,7 @@ export async function startupBench(): Promise<BenchResult> {
     notes: [
       machine,
       'fresh: the pre-migrated database image copied (initdb + migrations without a build) + master key + demo account; existing: the same dir reopened',
-      `peak RSS while starting: the process's VmHWM from spawn until ${SETTLE_MS / 1000} s after ready (the devnet boots after the banner)`,
+      `peak RSS while starting: the process's VmHWM from spawn until ${SETTLE_MS / 1000} s after ready (the in-process devnet is not started by a start: it waits for the first chain work)`,
       sources === 0
         ? 'plainpay ran the build in dist/ (bin/plainpay.mjs); the baseline is plain JavaScript'
         : `plainpay ran the TypeScript sources through tsx in ${sources} of ${plainpay.length} starts (dist/ missing or older than the sources: npm run build)`,

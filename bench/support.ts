@@ -129,6 +129,10 @@ export function npmStartEnv(): Record<string, string> {
     if (!assignment) break;
     env[assignment[1]!] = assignment[2]!;
   }
+  // The benchmarks would measure another process than npm start's without saying so.
+  if (!('MALLOC_MMAP_THRESHOLD_' in env)) {
+    throw new Error(`package.json's start script no longer opens with MALLOC_MMAP_THRESHOLD_=…: ${scripts.start}`);
+  }
   return env;
 }
 
