@@ -122,7 +122,7 @@ export async function startupBench(): Promise<BenchResult> {
   const plainpay = [...fresh, ...existing];
   const sources = plainpay.filter((s) => s.fromSources).length;
   return {
-    title: `startup: spawn → ready (GET /readyz 200), embedded default (PGlite + in-process devnet), median of ${ROUNDS}`,
+    title: `startup: spawn → ready (GET /readyz 200), embedded default (PGlite, every role, as npm start runs it), median of ${ROUNDS}`,
     baseline,
     rows,
     notes: [
