@@ -17,7 +17,7 @@ export const PREPARED = '/* prepared */ ';
 const MAX_PREPARED_TEXTS = 100;
 
 const names = new Map<string, string>();
-/** Bumped when a plan went stale, so that every connection parses the text again under a new name. */
+/** Bumped when a prepared statement was lost, so that every connection parses its text again under a new name. */
 let generation = 0;
 
 /** The name to prepare `text` under, or undefined to send it as text (not marked, or too many). */
