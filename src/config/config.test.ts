@@ -17,6 +17,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u@h:5432/d' }).database).toEqual({
       kind: 'postgres',
       url: 'postgres://u@h:5432/d',
+      preparedStatements: true,
     });
     expect(loadConfig({ DATABASE_URL: '' }).database.kind).toBe('pglite');
   });
