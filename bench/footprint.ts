@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchResult, BenchRow } from './run.ts';
 import {
+  callApi,
   type ChildServer,
   childEnv,
   freePort,
@@ -94,16 +95,7 @@ async function startServe(dataDir: string): Promise<Serve> {
 async function settleOnePaymentOnChain(serve: Serve): Promise<void> {
   const key = /Demo key:\s+(sk_test_\w+)/.exec(serve.output())?.[1];
   if (!key) throw new Error(`no demo key in the banner:\n${serve.output()}`);
-  const call = async (method: string, path: string, body?: unknown): Promise<Record<string, unknown>> => {
-    const response = await fetch(`${serve.apiUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const json = (await response.json()) as Record<string, unknown>;
-    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
-    return json;
-  };
+  const call = (method: string, path: string, body?: unknown) => callApi(serve.apiUrl, key, method, path, body);
   const payment = await call('POST', '/v1/payments', {
     amount: 5000,
     currency: 'NGN',

@@ -160,6 +160,23 @@ export function spawnEmbeddedServe(
   );
 }
 
+/** One API call with a key; its JSON answer, or an error naming the call and the answer. */
+export async function callApi(
+  base: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<Record<string, unknown>> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as Record<string, unknown>;
+}
+
 /** A plain-JavaScript ESM server run with `node -e` (the baselines): no tsx, no build. */
 export function spawnInlineServer(code: string, env: NodeJS.ProcessEnv): ChildServer {
   return spawnServer(['--input-type=module', '-e', code], env);

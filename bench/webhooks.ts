@@ -11,7 +11,7 @@
 import { request as httpRequest, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BenchResult, BenchRow } from './run.ts';
-import { machineNote, percentile, setUpDatabase, sortedNumbers, startPlainpay } from './support.ts';
+import { callApi, machineNote, percentile, setUpDatabase, sortedNumbers, startPlainpay } from './support.ts';
 
 const PAYMENTS = 100;
 /** One payment paid every PACE_MS: a steady trickle, so that each delay is one event's, not a queue's. */
@@ -96,16 +96,6 @@ function post(url: string, body: string, headers: Record<string, string>): Promi
   });
 }
 
-async function api(base: string, key: string, path: string, body: unknown): Promise<{ id: string }> {
-  const res = await fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as { id: string };
-}
-
 export async function webhooksBench(): Promise<BenchResult> {
   const machine = machineNote();
   const setup = await setUpDatabase('webhooks');
@@ -115,7 +105,7 @@ export async function webhooksBench(): Promise<BenchResult> {
     try {
       const ids: string[] = [];
       for (let i = 0; i < PAYMENTS; i++) {
-        const payment = await api(service.url, setup.apiKey, '/v1/payments', {
+        const payment = await callApi(service.url, setup.apiKey, 'POST', '/v1/payments', {
           amount: 5000 + i,
           currency: 'NGN',
           redirect_url: 'https://shop.example/thanks',
@@ -123,11 +113,13 @@ export async function webhooksBench(): Promise<BenchResult> {
           metadata: { order: `order_${i}` },
           webhook_url: receiver.url,
         });
-        ids.push(payment.id);
+        ids.push(String(payment.id));
       }
       const started = performance.now();
       for (const [i, id] of ids.entries()) {
-        await api(service.url, setup.apiKey, `/v1/test_helpers/payments/${id}/pay`, { outcome: 'succeeded' });
+        await callApi(service.url, setup.apiKey, 'POST', `/v1/test_helpers/payments/${id}/pay`, {
+          outcome: 'succeeded',
+        });
         const next = started + (i + 1) * PACE_MS;
         await sleep(Math.max(0, next - performance.now()));
       }

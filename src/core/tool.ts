@@ -1,8 +1,8 @@
-import type { Kysely } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { ChainConnection } from '../chain/chain.ts';
 import type { Config } from '../config/config.ts';
-import type { Database, Db, ModeScope, RawStatement } from '../db/database.ts';
+import type { Database, Db, ModeScope } from '../db/database.ts';
 import type { ApiKeyScope } from '../domain/api-key-secret.ts';
 import type { RateTable } from '../domain/fx.ts';
 import type { Clock } from './clock.ts';
@@ -165,7 +165,7 @@ export interface SystemRecord {
 /** See ToolDefinition.singleInsert. */
 export interface SingleInsert<O, R = unknown> {
   /** insert … returning *: the row, or none when its guard or a conflict stops it. */
-  insert: RawStatement<R>;
+  insert: CompiledQuery<R>;
   /** The row as `insert` will return it, to compute the stored response before it is written. */
   row: R;
   /** The tool's output for a row `insert` returned. */

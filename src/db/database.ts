@@ -188,18 +188,6 @@ export interface Database
 /** A handle a repository accepts: the database or a transaction the caller owns. */
 export type Db = Kysely<Database> | Transaction<Database>;
 
-/**
- * A statement written as text with its positional parameters, for the few hot paths where the
- * query builder's per-call building and compiling cost more than the statement (CompiledQuery.raw).
- * `R` is the row it returns.
- */
-export interface RawStatement<R> {
-  text: string;
-  parameters: readonly unknown[];
-  /** Never set: carries R. */
-  readonly row?: R;
-}
-
 /** One account's objects of one mode: what a key (or a dashboard session) sees and changes. */
 export interface ModeScope {
   accountId: string;

@@ -111,15 +111,7 @@ class PGliteConnection implements DatabaseConnection {
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
-    // Without parameters we use the simple protocol, which (like pg) accepts several
-    // statements in one string: migrations rely on that.
-    const name = compiled.parameters.length === 0 ? undefined : preparedName(compiled.sql);
-    const result =
-      compiled.parameters.length === 0
-        ? ((await this.pglite.exec(compiled.sql, { rowMode: 'object' })).at(-1) ?? { rows: [] as R[] })
-        : name !== undefined
-          ? await this.executePrepared<R>(name, compiled.sql, compiled.parameters)
-          : await this.pglite.query<R>(compiled.sql, compiled.parameters as unknown[], { rowMode: 'object' });
+    const result = await this.send<R>(compiled);
     const affected = 'affectedRows' in result ? result.affectedRows : undefined;
     return {
       rows: result.rows as R[],
@@ -127,6 +119,20 @@ class PGliteConnection implements DatabaseConnection {
         ? { numAffectedRows: BigInt(affected) }
         : {}),
     };
+  }
+
+  /**
+   * Without parameters, the simple protocol, which (like pg) accepts several statements in one
+   * string: migrations rely on that. With them, a marked statement prepared, any other as query().
+   */
+  private async send<R>(compiled: CompiledQuery): Promise<{ rows: R[]; affectedRows?: number }> {
+    if (compiled.parameters.length === 0) {
+      const results = await this.pglite.exec(compiled.sql, { rowMode: 'object' });
+      return (results.at(-1) ?? { rows: [] }) as { rows: R[]; affectedRows?: number };
+    }
+    const name = preparedName(compiled.sql);
+    if (name !== undefined) return this.executePrepared<R>(name, compiled.sql, compiled.parameters);
+    return this.pglite.query<R>(compiled.sql, compiled.parameters as unknown[], { rowMode: 'object' });
   }
 
   /**

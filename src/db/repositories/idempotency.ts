@@ -1,5 +1,5 @@
 import { CompiledQuery } from 'kysely';
-import type { Db, RawStatement } from '../database.ts';
+import type { Db } from '../database.ts';
 import { PREPARED } from '../prepared-statements.ts';
 
 /**
@@ -38,24 +38,24 @@ export async function insertIdempotencyRecord(
  */
 export async function insertWithIdempotencyRecord<R>(
   db: Db,
-  insert: RawStatement<R>,
+  insert: CompiledQuery<R>,
   claim:
     | { accountId: string; livemode: boolean; key: string; tool: string; requestHash: string; response: string }
     | undefined,
 ): Promise<R | undefined> {
-  let texts = claimTexts.get(insert.text);
+  let texts = claimTexts.get(insert.sql);
   if (texts === undefined) {
     const n = insert.parameters.length;
     // Prepared: planning this statement costs Postgres more than running it (prepared-statements.ts).
     texts = {
-      alone: `${PREPARED}with created as (${insert.text}) select * from created`,
+      alone: `${PREPARED}with created as (${insert.sql}) select * from created`,
       claiming:
-        `${PREPARED}with created as (${insert.text}), claimed as (` +
+        `${PREPARED}with created as (${insert.sql}), claimed as (` +
         'insert into idempotency_keys (account_id, livemode, key, tool, request_hash, response) ' +
         `select $${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}, $${n + 5}, $${n + 6} from created` +
         ') select * from created',
     };
-    claimTexts.set(insert.text, texts);
+    claimTexts.set(insert.sql, texts);
   }
   const { rows } = await db.executeQuery<R>(
     claim

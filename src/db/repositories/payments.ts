@@ -1,6 +1,6 @@
 import { canTransition, type PaymentStatus } from '../../domain/payment-status.ts';
-import type { Db, NewPayment, PaymentRow, PaymentsTable, RawStatement, SettlementSchedule } from '../database.ts';
-import type { Updateable } from 'kysely';
+import type { Db, NewPayment, PaymentRow, PaymentsTable, SettlementSchedule } from '../database.ts';
+import { CompiledQuery, type Updateable } from 'kysely';
 import {
   type CreatedRange,
   FIRST_PAGE,
@@ -58,7 +58,7 @@ export async function findCreationSettings(
  * once per column list (the query builder took a tenth of a request's CPU building and compiling
  * it each time), and it is the same text every time, so it is prepared once per connection.
  */
-export function insertPaymentWithSettings(payment: NewPayment, settings: CreationSettings): RawStatement<PaymentRow> {
+export function insertPaymentWithSettings(payment: NewPayment, settings: CreationSettings): CompiledQuery<PaymentRow> {
   const columns = Object.keys(payment) as Array<keyof NewPayment & string>;
   const shape = columns.join(',');
   let text = insertWithSettingsTexts.get(shape);
@@ -76,7 +76,7 @@ export function insertPaymentWithSettings(payment: NewPayment, settings: Creatio
   }
   const parameters: unknown[] = columns.map((column) => payment[column]);
   parameters.push(payment.livemode, payment.account_id, settings.feeBps, settings.schedule, settings.thresholdMinor);
-  return { text, parameters };
+  return CompiledQuery.raw(text, parameters) as CompiledQuery<PaymentRow>;
 }
 
 /** The insert's text per column list (one in practice: newPayment always writes every column). */
