@@ -24,9 +24,51 @@ function isTagged(value: unknown): value is Tagged {
 
 function tag<T extends object>(value: T, text: string): T {
   Object.defineProperty(value, SOURCE_TEXT, { value: text, enumerable: false });
+  if (Object.hasOwn(value, 'toJSON')) {
+    // The caller's own "toJSON" member: no hook fits beside it (stringifyJson below).
+    unhookable += 1;
+    unhookableCollected.register(value, undefined);
+  } else {
+    Object.defineProperty(value, 'toJSON', { value: writeSourceText, enumerable: false });
+  }
   // A change to a tagged value would leave its text saying something else: refuse it loudly.
   return Object.freeze(value);
 }
+
+/** One stringifyJson call: its number (in its marks) and the source texts its marks stand for. */
+interface Writing {
+  readonly call: number;
+  readonly texts: string[];
+}
+let calls = 0;
+/**
+ * The stringifyJson call under way, if any: JSON.stringify is synchronous, so the one whose
+ * JSON.stringify is running (a call made inside another, from a getter, restores the outer one).
+ */
+let writing: Writing | undefined;
+
+function markFor(call: Writing, text: string): string {
+  call.texts.push(text);
+  return `${MARK}${call.call}:${call.texts.length - 1}`;
+}
+
+/**
+ * A tagged value's toJSON (non-enumerable, like the tag): inside stringifyJson it stands for the
+ * value's source text, by a mark; any other serializer (JSON.stringify, a logger, an SDK) gets the
+ * value itself and writes its parsed values.
+ */
+function writeSourceText(this: Tagged): unknown {
+  return writing === undefined ? this : markFor(writing, this[SOURCE_TEXT]);
+}
+
+/**
+ * Tagged objects alive that carry a "toJSON" member of their own (a caller's metadata may hold
+ * one), so no hook: while there are any, stringifyJson takes the replacer, which finds them.
+ */
+let unhookable = 0;
+const unhookableCollected = new FinalizationRegistry<undefined>(() => {
+  unhookable -= 1;
+});
 
 /** The source text a parsed value carries, if re-serialising it would not reproduce that text. */
 export function sourceTextOf(value: unknown): string | undefined {
@@ -34,33 +76,50 @@ export function sourceTextOf(value: unknown): string | undefined {
 }
 
 /**
- * Marks of a tagged value inside JSON.stringify's output, replaced by its text. Unguessable (128
- * random bits per process), and a mark whose index is not one of this call's is left as it is, so
- * a caller's string can neither become nor break JSON.
+ * Marks of a tagged value inside JSON.stringify's output, replaced by its text: the call's number,
+ * then the text's index. Unguessable (128 random bits per process), and only marks of the call
+ * being finished are replaced, so a caller's string can neither become nor break JSON, even one
+ * copied from a mark that leaked (a plain JSON.stringify run from inside a call writes marks).
  */
 const MARK = `\u0000json-text:${randomBytes(16).toString('hex')}:`;
-const MARK_PATTERN = new RegExp(`"${JSON.stringify(MARK).slice(1, -1).replace(/\\/g, '\\\\')}(\\d+)"`, 'g');
+const MARK_PATTERN = new RegExp(`"${JSON.stringify(MARK).slice(1, -1).replace(/\\/g, '\\\\')}(\\d+):(\\d+)"`, 'g');
 
-/** JSON.stringify (with `space` for people), except that tagged values are written as their source text. */
+/**
+ * JSON.stringify (with `space` for people), except that tagged values are written as their source
+ * text. Each tagged value's toJSON hands JSON.stringify a mark, so V8's fast serializer does the
+ * rest: a replacer function (the way the tagged values without a hook are found) made every
+ * payment response, stored response and webhook body cost twice as much to write.
+ */
 export function stringifyJson(value: unknown, space?: number): string {
-  let texts: string[] | undefined;
-  const out = JSON.stringify(
-    value,
-    function (this: Record<string, unknown>, key, replaced) {
-      // `this[key]` is the value before toJSON: a tagged object is plain, so it is the same.
-      const original = this[key];
-      if (isTagged(original)) {
-        texts ??= [];
-        texts.push(original[SOURCE_TEXT]);
-        return `${MARK}${texts.length - 1}`;
-      }
-      return replaced;
-    },
-    space,
+  const outer = writing;
+  const call: Writing = { call: ++calls, texts: [] };
+  let out: string | undefined;
+  try {
+    if (unhookable > 0) {
+      // The hooks stay quiet (they give the value itself); the replacer finds every tagged value.
+      writing = undefined;
+      out = JSON.stringify(
+        value,
+        function (this: Record<string, unknown>, key, replaced) {
+          // `this[key]` is the value before toJSON: a tagged object is plain, so it is the same.
+          const original = this[key];
+          return isTagged(original) ? markFor(call, original[SOURCE_TEXT]) : replaced;
+        },
+        space,
+      );
+    } else {
+      writing = call;
+      out = JSON.stringify(value, undefined, space);
+    }
+  } finally {
+    writing = outer;
+  }
+  // JSON.stringify answers undefined for undefined (and functions): passed on, as it always was.
+  if (call.texts.length === 0 || out === undefined) return out as string;
+  const number = String(call.call);
+  return out.replace(MARK_PATTERN, (mark, markCall: string, index: string) =>
+    markCall === number ? (call.texts[Number(index)] ?? mark) : mark,
   );
-  if (texts === undefined || out === undefined) return out;
-  const found = texts;
-  return out.replace(MARK_PATTERN, (mark, index: string) => found[Number(index)] ?? mark);
 }
 
 /**
