@@ -12,8 +12,13 @@ const EXACT_PARSE_MAX_CHARS = 32 * 1024;
  * metadata comes back as written: the key may be written with escapes, so any escape counts too.
  */
 export function parseJsonBody(text: string): unknown {
+  // The reviver also bounds nesting: a body too deep for it is a RangeError (a 400 naming the
+  // limit), never a value deep enough to overflow whatever reads it next.
   const body = JSON.parse(text, refuseProtoKeys) as unknown;
   if (text.length > EXACT_PARSE_MAX_CHARS || !(text.includes('metadata') || text.includes('\\u'))) return body;
+  // Written as JSON.stringify writes it (what most clients send): every part of it comes back
+  // as written without the exact parser.
+  if (JSON.stringify(body) === text) return body;
   try {
     return parseJson(text);
   } catch {
