@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { sourceTextOf, stringifyJson } from './json-text.ts';
+import { sha256Hex } from './sha256.ts';
 
 /**
  * JSON with object keys sorted at every level: two inputs that mean the same produce the same
@@ -10,7 +10,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 export function canonicalHash(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+  return sha256Hex(canonicalJson(value));
 }
 
 /**
@@ -20,9 +20,7 @@ export function canonicalHash(value: unknown): string {
  * stored and read back goes through canonicalHash.
  */
 export function exactRequestHash(value: unknown): string {
-  return createHash('sha256')
-    .update(stringifyJson(sortKeys(value, true)))
-    .digest('hex');
+  return sha256Hex(stringifyJson(sortKeys(value, true)));
 }
 
 function sortKeys(value: unknown, exact: boolean): unknown {

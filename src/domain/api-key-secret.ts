@@ -1,4 +1,5 @@
 import { createHash, randomInt } from 'node:crypto';
+import { sha256Hex } from '../core/sha256.ts';
 
 /**
  * API key secrets: `sk_live_` or `sk_test_`, 32 random base62 characters (190.5 bits), then a
@@ -61,7 +62,7 @@ export function parseApiKey(presented: string): ParsedApiKey {
 
 /** SHA-256 hex of the whole secret: what the database stores and looks keys up by. */
 export function hashApiKey(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return sha256Hex(secret);
 }
 
 function checksum(text: string): string {
