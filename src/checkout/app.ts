@@ -6,7 +6,6 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify';
-import { randomBytes } from 'node:crypto';
 import { type CompressedAsset, checkoutAssets } from './assets.ts';
 import { compressPage, negotiateEncoding } from './encoding.ts';
 import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt } from './attempts.ts';
@@ -23,7 +22,7 @@ import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
 import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
-import { logEachRequest } from '../http/request-log.ts';
+import { lazyRequestLogger, logEachRequest, randomRequestIdHex } from '../http/request-log.ts';
 import { installGracefulStop } from '../http/graceful-stop.ts';
 import { sendError } from '../http/plugins/errors.ts';
 
@@ -110,9 +109,10 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
   const app = Fastify({
     loggerInstance: runtime.logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyRequestLogger,
     // The only body is a one-field form.
     bodyLimit: 4096,
-    genReqId: () => `req_${randomBytes(12).toString('hex')}`,
+    genReqId: () => `req_${randomRequestIdHex()}`,
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: false,
     // Routing errors fastify answers before any hook runs (a malformed escape, an id over 100

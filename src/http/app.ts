@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -13,7 +12,7 @@ import type { AgentModel } from '../agent/model.ts';
 import type { Runtime } from '../runtime.ts';
 import { type AuthContext, authenticateNow, requireScope } from './plugins/auth.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from './plugins/errors.ts';
-import { logEachRequest } from './request-log.ts';
+import { lazyRequestLogger, logEachRequest, randomRequestIdHex } from './request-log.ts';
 import { installGracefulStop } from './graceful-stop.ts';
 import { TOOLS } from '../../tools/registry.ts';
 import { stringifyJson } from '../core/json-text.ts';
@@ -53,6 +52,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     loggerInstance: runtime.logger as FastifyBaseLogger,
     // One line per request is logged in onResponse below; fastify's two lines halve throughput.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: config.bodyLimitBytes,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -191,20 +191,4 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   );
   app.get('/openapi.json', async () => openApi);
   return app;
-}
-
-/**
- * 24 random hex characters for a request id, drawn from a pooled buffer: one randomBytes call per
- * request (a getrandom system call each) was 8% of GET /v1/ping's CPU under load (bench/http.ts).
- * Same format and same randomness as before, fetched 512 ids at a time.
- */
-let idPool = Buffer.alloc(0);
-let idOffset = 0;
-function randomRequestIdHex(): string {
-  if (idOffset + 12 > idPool.length) {
-    idPool = randomBytes(12 * 512);
-    idOffset = 0;
-  }
-  idOffset += 12;
-  return idPool.toString('hex', idOffset - 12, idOffset);
 }
