@@ -36,6 +36,10 @@ async function host() {
     request.log.debug('a route at debug writes debug');
     return {};
   });
+  app.get('/terse', { logLevel: 'error' }, async (request) => {
+    request.log.warn('a route at error does not write warn');
+    return {};
+  });
   await app.ready();
   child.mockClear();
   return { app, lines, child };
@@ -58,6 +62,7 @@ describe('the request logger', () => {
 
   it("follows a route's own log level", async () => {
     const { app, lines } = await host();
+    await app.inject({ url: '/terse' });
     await app.inject({ url: '/chatty' });
     expect(lines).toEqual([expect.objectContaining({ reqId: 'req_test', msg: 'a route at debug writes debug' })]);
     await app.close();
