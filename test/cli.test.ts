@@ -44,14 +44,23 @@ describe('plainpay CLI', () => {
   it('a second Ctrl-C while stopping does not cut the graceful stop short', async () => {
     const server = await startServer();
     // A request whose body is still coming holds the stop open (it waits for requests under way),
-    // so the second signal lands while stopping however fast the rest of the stop is.
+    // so the second signal lands while stopping however fast the rest of the stop is. The server
+    // answers `Expect: 100-continue` as it takes the request in (node writes the 100, then hands
+    // the request to fastify in the same tick): once the 100 is here, the request is under way.
     const pending = connect(server.port, '127.0.0.1');
     await once(pending, 'connect');
+    const continued = new Promise<void>((resolve) => {
+      let seen = '';
+      pending.on('data', (chunk: Buffer) => {
+        seen += chunk.toString('latin1');
+        if (seen.includes('100 Continue')) resolve();
+      });
+    });
     pending.write(
       `POST /v1/payments HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${server.demoKey}\r\n` +
-        'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"amount":',
+        'Content-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n{"amount":',
     );
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await continued;
     // npm forwards SIGINT to the child that the terminal also signalled: two arrive back to back.
     const stopped = server.stop(['SIGINT', 'SIGINT']);
     const deadline = Date.now() + 60_000;
