@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../core/sha256.ts';
 import { readFileSync } from 'node:fs';
 
 const SYSTEM_PROMPT_PATH = new URL('../../prompts/system.md', import.meta.url);
@@ -15,7 +15,7 @@ let cached: SystemPrompt | undefined;
 export function systemPrompt(): SystemPrompt {
   if (!cached) {
     const text = readFileSync(SYSTEM_PROMPT_PATH, 'utf8').trim();
-    cached = { text, version: createHash('sha256').update(text).digest('hex').slice(0, 12) };
+    cached = { text, version: sha256Hex(text).slice(0, 12) };
   }
   return cached;
 }

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { canonicalJson } from '../core/canonical-json.ts';
+import { canonicalHash, canonicalJson } from '../core/canonical-json.ts';
 import { loadKeyLabels } from '../keys/labels.ts';
 import type { Db } from '../db/database.ts';
 
@@ -178,7 +177,7 @@ export async function loadActionSnapshot(db: Db, id: string): Promise<ActionSnap
  * entry's payload hashes the same as the one written, since canonical JSON survives a round trip.
  */
 export function snapshotHash(snapshot: unknown): string {
-  return createHash('sha256').update(canonicalJson(snapshot)).digest('hex');
+  return canonicalHash(snapshot);
 }
 
 /** A field of a view, named by the table column it is stored in. */

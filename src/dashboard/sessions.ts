@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../core/sha256.ts';
 import type { Db } from '../db/database.ts';
 import {
   findLiveDashboardSession,
@@ -43,7 +44,7 @@ export interface DashboardSession {
 }
 
 export function hashSessionId(id: string): string {
-  return createHash('sha256').update(id).digest('hex');
+  return sha256Hex(id);
 }
 
 /** Starts a session for a key that has just been authenticated. Returns the id for the cookie. */

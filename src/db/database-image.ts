@@ -10,7 +10,7 @@
 // and a different PGlite, or a migration edited or removed since, means a first start runs
 // initdb and the migrations instead, as it does without a build.
 
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../core/sha256.ts';
 import { cpSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -59,7 +59,7 @@ export async function buildDatabaseImage(
   renameSync(staging, image);
   const manifest: ImageManifest = {
     pglite: pgliteVersion(),
-    migrations: migrations.map(({ version, name, sql }) => ({ version, name, sha256: sha256(sql) })),
+    migrations: migrations.map(({ version, name, sql }) => ({ version, name, sha256: sha256Hex(sql) })),
   };
   writeFileSync(manifestOf(image), `${JSON.stringify(manifest, null, 2)}\n`);
   return { migrations: migrations.length };
@@ -81,7 +81,7 @@ export function usableDatabaseImage(
     const current = new Map(migrations.map((m) => [m.version, m]));
     const unchanged = manifest.migrations.every((held) => {
       const now = current.get(held.version);
-      return now !== undefined && now.name === held.name && sha256(now.sql) === held.sha256;
+      return now !== undefined && now.name === held.name && sha256Hex(now.sql) === held.sha256;
     });
     return unchanged ? image : undefined;
   } catch {
@@ -117,10 +117,6 @@ export function restoreDatabaseImage(image: string, dataDir: string): void {
     rmSync(staging, { recursive: true, force: true });
     throw error;
   }
-}
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
 }
 
 /** The installed PGlite's version: its package.json is not exported, so found beside its entry. */

@@ -3,7 +3,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { AppError } from '../../core/errors.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
-import { checkAttempt, recordRailEvent, sha256 } from '../../payments/rails/attempts.ts';
+import { checkAttempt, recordRailEvent } from '../../payments/rails/attempts.ts';
+import { sha256Hex } from '../../core/sha256.ts';
 import { loadRailCredentials } from '../../payments/rails/credentials.ts';
 import { paystackSignatureValid } from '../../payments/rails/paystack.ts';
 import type { ProviderVerdict } from '../../payments/rails/rail.ts';
@@ -149,7 +150,7 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
             .where('rail', '=', 'mpesa')
             .executeTakeFirst()
         : undefined;
-      if (!attempt?.callback_token_hash || !sameHash(attempt.callback_token_hash, sha256(request.params.token))) {
+      if (!attempt?.callback_token_hash || !sameHash(attempt.callback_token_hash, sha256Hex(request.params.token))) {
         await recordRailEvent(
           runtime.db,
           'mpesa',

@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../../core/sha256.ts';
 import { AppError } from '../../core/errors.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
 import type { Db, ModeScope, PaymentRow } from '../../db/database.ts';
@@ -58,7 +59,7 @@ export async function beginAttempt(
       payment_id: payment.id,
       rail,
       payer_hint: adapter.payerHint(payer),
-      callback_token_sha256: sha256(callbackToken),
+      callback_token_sha256: sha256Hex(callbackToken),
     },
     scope,
   );
@@ -202,10 +203,6 @@ export async function findAttempt(db: Db, id: string): Promise<PaymentAttemptRow
 
 async function paymentOf(db: Db, attempt: PaymentAttemptRow): Promise<PaymentRow> {
   return db.selectFrom('payments').selectAll().where('id', '=', attempt.payment_id).executeTakeFirstOrThrow();
-}
-
-export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
 }
 
 /** One line of what happened at the edge, for finance (the payment's page) and forensics. */
