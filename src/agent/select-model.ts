@@ -1,17 +1,32 @@
 import type { Config } from '../config/config.ts';
 import type { AgentModel } from './model.ts';
-import { createClaudeModel } from './models/claude.ts';
+import type { ClaudeOptions } from './models/claude.ts';
 import { createOfflinePlanner } from './models/offline-planner.ts';
 
 /** Claude when ANTHROPIC_API_KEY is set; otherwise the deterministic offline planner. */
 export function agentModelFor(config: Config): AgentModel {
   const { agent } = config;
   if (!agent.anthropicApiKey) return createOfflinePlanner();
-  return createClaudeModel({
+  return lazyClaudeModel({
     apiKey: agent.anthropicApiKey,
     baseURL: agent.anthropicBaseUrl,
     model: agent.model,
     maxTurns: agent.maxSteps + 2,
     maxTokens: agent.maxTokens,
   });
+}
+
+/**
+ * Claude, with the Anthropic SDK (about 250 modules, 180 ms of CPU) loaded by the first agent run
+ * rather than by every start: most processes (a worker, an API that is never asked) never call it.
+ */
+function lazyClaudeModel(options: ClaudeOptions): AgentModel {
+  let model: Promise<AgentModel> | undefined;
+  return {
+    name: options.model,
+    run(request) {
+      model ??= import('./models/claude.ts').then(({ createClaudeModel }) => createClaudeModel(options));
+      return model.then((claude) => claude.run(request));
+    },
+  };
 }
