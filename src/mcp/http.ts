@@ -1,12 +1,11 @@
 import { parseJsonBody } from '../http/json-body.ts';
 import { randomUUID } from 'node:crypto';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { AuthContext } from '../http/plugins/auth.ts';
 import { requestAuth } from '../http/plugins/auth.ts';
 import type { Runtime } from '../runtime.ts';
-import { buildMcpServer, type McpServerOptions, toAuthInfo } from './server.ts';
+import type { McpServerOptions } from './server.ts';
 import { DEFAULT_MCP_SESSION_LIMITS, type McpSessionHandle, type McpSessionLimits, McpSessions } from './sessions.ts';
 
 export interface McpRouteOptions extends McpServerOptions {
@@ -15,6 +14,31 @@ export interface McpRouteOptions extends McpServerOptions {
 
 interface HttpSession extends McpSessionHandle {
   transport: StreamableHTTPServerTransport;
+}
+
+/**
+ * The MCP SDK and our server on it, loaded by the first /mcp request rather than by every start:
+ * with what they bring (ajv, hono) about 130 ms of a start's CPU, for a door most processes are
+ * never knocked on.
+ */
+let mcpModules:
+  | Promise<{
+      StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport;
+      isInitializeRequest: typeof import('@modelcontextprotocol/sdk/types.js').isInitializeRequest;
+      server: typeof import('./server.ts');
+    }>
+  | undefined;
+function loadMcp(): NonNullable<typeof mcpModules> {
+  mcpModules ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+    import('./server.ts'),
+  ]).then(([transport, types, server]) => ({
+    StreamableHTTPServerTransport: transport.StreamableHTTPServerTransport,
+    isInitializeRequest: types.isInitializeRequest,
+    server,
+  }));
+  return mcpModules;
 }
 
 /**
@@ -51,8 +75,9 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
     app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
     const openSession = async (auth: AuthContext): Promise<HttpSession> => {
+      const { StreamableHTTPServerTransport, server: mcp } = await loadMcp();
       const id = randomUUID();
-      const server = buildMcpServer(runtime, auth, options);
+      const server = mcp.buildMcpServer(runtime, auth, options);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
       const session: HttpSession = {
         id,
@@ -73,6 +98,7 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
       config: { auth: {} },
       handler: async (request, reply) => {
         const auth = requestAuth(request);
+        const { isInitializeRequest, server: mcp } = await loadMcp();
         let body: unknown;
         if (request.method === 'POST') {
           const type = String(request.headers['content-type'] ?? '');
@@ -109,8 +135,8 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
         reply.hijack();
         const done = sessions.track(session.id);
         reply.raw.on('close', done);
-        const raw = request.raw as typeof request.raw & { auth?: ReturnType<typeof toAuthInfo> };
-        raw.auth = toAuthInfo(auth);
+        const raw = request.raw as typeof request.raw & { auth?: ReturnType<typeof mcp.toAuthInfo> };
+        raw.auth = mcp.toAuthInfo(auth);
         try {
           await session.transport.handleRequest(raw, reply.raw, body);
           // An initialize the transport refused (bad params) leaves a session that never started.
