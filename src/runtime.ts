@@ -11,7 +11,7 @@ import type { Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { type Notifications, noNotifications } from './db/notifications.ts';
 import { loadRatesFile, type RateTable, SANDBOX_RATES } from './domain/fx.ts';
-import { createMemoryRateLimiter, createRedisRateLimiter, type RateLimiter } from './rate-limit/rate-limiter.ts';
+import { createMemoryRateLimiter, type RateLimiter } from './rate-limit/rate-limiter.ts';
 
 /**
  * Everything a role (API host, checkout host, workers) needs, built once from Config.
@@ -62,7 +62,11 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     const rateLimiter =
       overrides.rateLimiter ??
       (config.rateLimit.redisUrl
-        ? createRedisRateLimiter(config.rateLimit.perSecond, config.rateLimit.redisUrl, { logger })
+        ? (await import('./rate-limit/redis-rate-limiter.ts')).createRedisRateLimiter(
+            config.rateLimit.perSecond,
+            config.rateLimit.redisUrl,
+            { logger },
+          )
         : createMemoryRateLimiter(config.rateLimit.perSecond));
     let chain: Promise<ChainConnection> | undefined = overrides.chain ? Promise.resolve(overrides.chain) : undefined;
     const ownsChain = !overrides.chain;

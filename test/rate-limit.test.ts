@@ -3,7 +3,8 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/core/clock.ts';
 import { createLogger } from '../src/core/logger.ts';
-import { createRedisRateLimiter, type RateLimiter } from '../src/rate-limit/rate-limiter.ts';
+import type { RateLimiter } from '../src/rate-limit/rate-limiter.ts';
+import { createRedisRateLimiter } from '../src/rate-limit/redis-rate-limiter.ts';
 import { bearer, extraKey, testAccount, testApp, testRuntime } from './support/harness.ts';
 
 const METRICS_TOKEN = 'rate-limit-test-token-0123456789';

@@ -131,7 +131,7 @@ export function recordAgentRunFinished(outcome: AgentRunOutcome): void {
   agentRunsTotal.inc({ outcome });
 }
 
-// Rate limiting while Redis is unreachable (src/rate-limit/rate-limiter.ts): requests are counted
+// Rate limiting while Redis is unreachable (src/rate-limit/redis-rate-limiter.ts): requests are counted
 // in the process that receives them, each instance enforcing the limit alone.
 
 const rateLimitDegraded = new Gauge({
