@@ -1,6 +1,6 @@
 import type { PGlite } from '@electric-sql/pglite';
 import type { Kysely } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from '../core/logger.ts';
 import type { Database } from './database.ts';
 
@@ -98,7 +98,9 @@ export function postgresNotifications(
   const connect = (): Promise<pg.Client> => {
     if (client) return Promise.resolve(client);
     connecting ??= (async () => {
-      const fresh = new pg.Client({ connectionString, keepAlive: true, connectionTimeoutMillis: 5_000 });
+      // Loaded here, not at the top: a process on the embedded database never reads pg.
+      const { Client } = (await import('pg')).default;
+      const fresh = new Client({ connectionString, keepAlive: true, connectionTimeoutMillis: 5_000 });
       fresh.on('error', () => lost(fresh));
       fresh.on('end', () => lost(fresh));
       fresh.on('notification', (message) => {
