@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { installGracefulStop } from '../http/graceful-stop.ts';
+import { lazySchemaCompilers } from '../http/schema-compilers.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from '../http/plugins/errors.ts';
 import type { Runtime } from '../runtime.ts';
 import { metricsPlugin } from './plugin.ts';
@@ -10,7 +11,12 @@ import { metricsPlugin } from './plugin.ts';
  * deployment that runs workers apart from the API would never expose it.
  */
 export async function buildWorkerMetricsApp(runtime: Runtime): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false, frameworkErrors: handleFrameworkError, return503OnClosing: false });
+  const app = Fastify({
+    logger: false,
+    frameworkErrors: handleFrameworkError,
+    return503OnClosing: false,
+    schemaController: lazySchemaCompilers,
+  });
   installGracefulStop(app, { refuse: (_request, reply, error) => sendError(reply, error) });
   registerErrorHandling(app);
   await app.register(metricsPlugin(runtime));
