@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import { AppError, isConnectionFailure } from '../core/errors.ts';
@@ -40,6 +41,24 @@ export interface ConnectOptions {
   logger?: Pick<Logger, 'warn' | 'info' | 'debug'>;
   /** Told, one line each, before a step that can take seconds (creating the embedded database). */
   progress?: (line: string) => void;
+}
+
+/**
+ * V8 recompiles a WebAssembly function with its optimizing compiler once the function has run
+ * about this many bytes of code (V8's default is 1.8 MB). At that default, PGlite's own start (the
+ * Postgres backend reading its catalogs: code that does not run hot again) sent functions to the
+ * optimizer on background threads, and the main thread then waited for those threads: 200 to
+ * 300 ms of every start of the embedded database on 2 cores (docs/performance.md). At a hundred
+ * times the budget, what runs hot under load is still optimized: embedded POST /v1/payments keeps
+ * its ratio to a baseline at V8's default budget (bench/http.ts).
+ */
+const WASM_TIERING_BUDGET = 180_000_000;
+let tierUpDeferred = false;
+function deferWasmTierUp(): void {
+  if (tierUpDeferred) return;
+  tierUpDeferred = true;
+  // Read by V8 when a wasm module is compiled: set before PGlite compiles its module.
+  setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
 }
 
 /**
@@ -107,6 +126,7 @@ export async function connectDatabase(target: DatabaseTarget, options: ConnectOp
   const releaseLock = acquireDataDirLock(dataDir);
   try {
     prepareDataDir(dataDir, options.progress);
+    deferWasmTierUp();
     const pglite = await PGlite.create({
       dataDir,
       // 32 MB of buffer cache instead of PGlite's 128 MB: it lives in the wasm heap, which never
