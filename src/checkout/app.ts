@@ -23,7 +23,7 @@ import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/atte
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
 import { lazyRequestLogger, logEachRequest, randomRequestIdHex } from '../http/request-log.ts';
-import { lazySchemaCompilers } from '../http/schema-compilers.ts';
+import { noSchemaCompilers } from '../http/schema-compilers.ts';
 import { installGracefulStop } from '../http/graceful-stop.ts';
 import { sendError } from '../http/plugins/errors.ts';
 
@@ -111,7 +111,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     loggerInstance: runtime.logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyRequestLogger,
-    schemaController: lazySchemaCompilers,
+    schemaController: noSchemaCompilers,
     // The only body is a one-field form.
     bodyLimit: 4096,
     genReqId: () => `req_${randomRequestIdHex()}`,

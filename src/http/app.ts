@@ -13,7 +13,7 @@ import type { Runtime } from '../runtime.ts';
 import { type AuthContext, authenticateNow, requireScope } from './plugins/auth.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from './plugins/errors.ts';
 import { lazyRequestLogger, logEachRequest, randomRequestIdHex } from './request-log.ts';
-import { lazySchemaCompilers } from './schema-compilers.ts';
+import { noSchemaCompilers } from './schema-compilers.ts';
 import { installGracefulStop } from './graceful-stop.ts';
 import { TOOLS } from '../../tools/registry.ts';
 import { stringifyJson } from '../core/json-text.ts';
@@ -54,7 +54,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     // One line per request is logged in onResponse below; fastify's two lines halve throughput.
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: lazyRequestLogger,
-    schemaController: lazySchemaCompilers,
+    schemaController: noSchemaCompilers,
     bodyLimit: config.bodyLimitBytes,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

@@ -1,31 +1,22 @@
-import { createRequire } from 'node:module';
 import type { FastifyServerOptions } from 'fastify';
 
-/** fastify's own dependencies, resolved from where fastify is (they are not ours). */
-const fromFastify = createRequire(createRequire(import.meta.url).resolve('fastify'));
+/** Why a fastify schema is refused, for whoever adds one. */
+const ZOD_VALIDATES =
+  'plainpay routes declare no fastify schema: inputs are checked by zod (src/core/validation.ts), ' +
+  'outputs written by the reply serializer (src/core/json-text.ts). Check the input with zod instead.';
 
-/** A compiler factory of fastify's: its schemas and options in, a compiler out. */
-type Factory = (externalSchemas: unknown, options?: unknown) => unknown;
-
-/** The factory made by `selector` (a package of fastify's), loaded at its first call. */
-function loadedAtFirstUse(selector: string): Factory {
-  let factory: Factory | undefined;
-  return (externalSchemas, options) => {
-    factory ??= (fromFastify(selector) as () => Factory)();
-    return factory(externalSchemas, options);
-  };
+function refuseSchemas(): never {
+  // A programming error, met when the app starts: never an answer to a request.
+  throw new Error(ZOD_VALIDATES);
 }
 
 /**
- * fastify's `schemaController` option for every host: its schema compilers (ajv, fast-json-stringify)
- * are loaded by the first route that declares a fastify schema, instead of by every fastify
- * instance. No route of ours declares one (zod checks every input, core/validation.ts), and
- * loading them was about 100 modules of every start. Should a route declare one, it gets fastify's
- * usual compilers, the same ones fastify would have made.
+ * fastify's `schemaController` for every host. Inputs are checked in one place, by zod, so no route
+ * declares a fastify schema; fastify would still load its own compilers (ajv and
+ * fast-json-stringify, about 100 modules) when each instance is made. These factories stand in for
+ * them: nothing is loaded, and a route that declares a schema makes its app fail to start, with
+ * the rule above, rather than be validated a second, different way.
  */
-export const lazySchemaCompilers = {
-  compilersFactory: {
-    buildValidator: loadedAtFirstUse('@fastify/ajv-compiler'),
-    buildSerializer: loadedAtFirstUse('@fastify/fast-json-stringify-compiler'),
-  },
+export const noSchemaCompilers = {
+  compilersFactory: { buildValidator: refuseSchemas, buildSerializer: refuseSchemas },
 } as FastifyServerOptions['schemaController'];

@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { installGracefulStop } from '../http/graceful-stop.ts';
-import { lazySchemaCompilers } from '../http/schema-compilers.ts';
+import { noSchemaCompilers } from '../http/schema-compilers.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from '../http/plugins/errors.ts';
 import type { Runtime } from '../runtime.ts';
 import { metricsPlugin } from './plugin.ts';
@@ -15,7 +15,7 @@ export async function buildWorkerMetricsApp(runtime: Runtime): Promise<FastifyIn
     logger: false,
     frameworkErrors: handleFrameworkError,
     return503OnClosing: false,
-    schemaController: lazySchemaCompilers,
+    schemaController: noSchemaCompilers,
   });
   installGracefulStop(app, { refuse: (_request, reply, error) => sendError(reply, error) });
   registerErrorHandling(app);
