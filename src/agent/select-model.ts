@@ -18,14 +18,21 @@ export function agentModelFor(config: Config): AgentModel {
 
 /**
  * Claude, with the Anthropic SDK (about 250 modules, 180 ms of CPU) loaded by the first agent run
- * rather than by every start: most processes (a worker, an API that is never asked) never call it.
+ * rather than by every start of the API host, most of which are never asked to run the agent.
  */
 function lazyClaudeModel(options: ClaudeOptions): AgentModel {
   let model: Promise<AgentModel> | undefined;
   return {
     name: options.model,
     run(request) {
-      model ??= import('./models/claude.ts').then(({ createClaudeModel }) => createClaudeModel(options));
+      if (!model) {
+        const loading = import('./models/claude.ts').then(({ createClaudeModel }) => createClaudeModel(options));
+        model = loading;
+        // A load that failed (out of file descriptors, say) is tried again by the next run.
+        loading.catch(() => {
+          if (model === loading) model = undefined;
+        });
+      }
       return model.then((claude) => claude.run(request));
     },
   };

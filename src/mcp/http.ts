@@ -28,16 +28,24 @@ let mcpModules:
       server: typeof import('./server.ts');
     }>
   | undefined;
-function loadMcp(): NonNullable<typeof mcpModules> {
-  mcpModules ??= Promise.all([
-    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
-    import('@modelcontextprotocol/sdk/types.js'),
-    import('./server.ts'),
-  ]).then(([transport, types, server]) => ({
-    StreamableHTTPServerTransport: transport.StreamableHTTPServerTransport,
-    isInitializeRequest: types.isInitializeRequest,
-    server,
-  }));
+type McpModules = Awaited<NonNullable<typeof mcpModules>>;
+function loadMcp(): Promise<McpModules> {
+  if (!mcpModules) {
+    const loading = Promise.all([
+      import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+      import('@modelcontextprotocol/sdk/types.js'),
+      import('./server.ts'),
+    ]).then(([transport, types, server]) => ({
+      StreamableHTTPServerTransport: transport.StreamableHTTPServerTransport,
+      isInitializeRequest: types.isInitializeRequest,
+      server,
+    }));
+    mcpModules = loading;
+    // A load that failed (out of file descriptors, say) is tried again by the next request.
+    loading.catch(() => {
+      if (mcpModules === loading) mcpModules = undefined;
+    });
+  }
   return mcpModules;
 }
 
@@ -74,11 +82,10 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
-    const openSession = async (auth: AuthContext): Promise<HttpSession> => {
-      const { StreamableHTTPServerTransport, server: mcp } = await loadMcp();
+    const openSession = async (mcp: McpModules, auth: AuthContext): Promise<HttpSession> => {
       const id = randomUUID();
-      const server = mcp.buildMcpServer(runtime, auth, options);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
+      const server = mcp.server.buildMcpServer(runtime, auth, options);
+      const transport = new mcp.StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
       const session: HttpSession = {
         id,
         keyId: auth.keyId,
@@ -98,7 +105,13 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
       config: { auth: {} },
       handler: async (request, reply) => {
         const auth = requestAuth(request);
-        const { isInitializeRequest, server: mcp } = await loadMcp();
+        let mcp: McpModules;
+        try {
+          mcp = await loadMcp();
+        } catch (error) {
+          runtime.logger.error({ err: error }, 'the MCP SDK could not be loaded');
+          return rpcError(reply, 500, -32603, 'Internal error');
+        }
         let body: unknown;
         if (request.method === 'POST') {
           const type = String(request.headers['content-type'] ?? '');
@@ -117,12 +130,12 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
         if (typeof sessionHeader === 'string') {
           session = sessions.get(sessionHeader, auth.keyId);
           if (!session) return rpcError(reply, 404, -32001, 'Session not found');
-        } else if (request.method === 'POST' && isInitializeRequest(body)) {
+        } else if (request.method === 'POST' && mcp.isInitializeRequest(body)) {
           if (!(await sessions.admit(auth.keyId))) {
             reply.header('Retry-After', '30');
             return rpcError(reply, 503, -32000, 'Too many open MCP sessions on this server; retry later.');
           }
-          session = await openSession(auth);
+          session = await openSession(mcp, auth);
         } else {
           return rpcError(reply, 400, -32000, 'Bad Request: No valid session ID provided');
         }
@@ -135,8 +148,8 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
         reply.hijack();
         const done = sessions.track(session.id);
         reply.raw.on('close', done);
-        const raw = request.raw as typeof request.raw & { auth?: ReturnType<typeof mcp.toAuthInfo> };
-        raw.auth = mcp.toAuthInfo(auth);
+        const raw = request.raw as typeof request.raw & { auth?: ReturnType<McpModules['server']['toAuthInfo']> };
+        raw.auth = mcp.server.toAuthInfo(auth);
         try {
           await session.transport.handleRequest(raw, reply.raw, body);
           // An initialize the transport refused (bad params) leaves a session that never started.
