@@ -37,6 +37,7 @@ const UNIT = [
   'src/core/clock.test.ts',
   'src/core/json-text.test.ts',
   'src/domain/**/*.test.ts',
+  'src/http/schema-compilers.test.ts',
   'src/mcp/sessions.test.ts',
   'src/metrics/metrics.test.ts',
   'src/payments/rails/mpesa.test.ts',
@@ -47,6 +48,7 @@ const UNIT = [
   'src/webhooks/webhook-url.test.ts',
   'src/worker-job.test.ts',
   'test/fuzz.generators.test.ts',
+  'test/start-imports.test.ts',
 ];
 
 const PROCESSES = [
