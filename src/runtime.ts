@@ -59,6 +59,10 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       const applied = await migrateToLatest(database.db, undefined, { progress: overrides.progress });
       if (applied.length > 0) logger.info({ applied }, 'database migrations applied');
     }
+    const rates = loadRates(config);
+    const secretBox = createSecretBox(loadMasterKey(config));
+    // Last of what can fail: a Redis client made before a failure would keep reconnecting, and
+    // the process that could not start would never exit.
     const rateLimiter =
       overrides.rateLimiter ??
       (config.rateLimit.redisUrl
@@ -72,7 +76,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
     const ownsChain = !overrides.chain;
     return {
       config,
-      rates: loadRates(config),
+      rates,
       chain() {
         if (!chain) {
           const connecting = connectChain({
@@ -94,7 +98,7 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
       logger,
       clock: overrides.clock ?? systemClock,
       rateLimiter,
-      secretBox: createSecretBox(loadMasterKey(config)),
+      secretBox,
       async close() {
         await rateLimiter.close();
         if (chain && ownsChain) await (await chain.catch(() => undefined))?.close();

@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CLI, childEnv, startServer } from './support/server.ts';
+import { CLI, childEnv, freePort, startServer } from './support/server.ts';
 
 const run = promisify(execFile);
 const dirs: string[] = [];
@@ -79,6 +79,23 @@ describe('plainpay CLI', () => {
     expect(error.code).toBe(78);
     expect(error.stderr).toContain('PORT="x"');
   });
+
+  it('a serve that cannot start exits, REDIS_URL set or not', async () => {
+    const dataDir = tempDataDir();
+    const rates = join(dataDir, 'rates.json');
+    writeFileSync(rates, '{}');
+    // Nothing listens there: a Redis client left open would retry for ever and keep the process up.
+    const redis = `redis://127.0.0.1:${await freePort()}`;
+    for (const extra of [{}, { REDIS_URL: redis }] as Array<Record<string, string>>) {
+      const error = await run(process.execPath, [CLI, 'serve'], {
+        env: childEnv(dataDir, { FX_RATES_FILE: rates, ...extra }),
+        // A ceiling only a hang reaches: the process is then killed, and the code below is null.
+        timeout: 50_000,
+      }).catch((e) => e);
+      expect(error.code).toBe(1);
+      expect(error.stderr).toContain(`FX_RATES_FILE ${rates} is invalid`);
+    }
+  }, 120_000);
 
   it('serve on an empty embedded database prints the URLs and a demo key that works', async () => {
     const server = await startServer();
