@@ -55,13 +55,6 @@ export interface ConnectOptions {
  * as before.
  */
 const WASM_TIERING_BUDGET = 180_000_000;
-let tierUpDeferred = false;
-function deferWasmTierUp(): void {
-  if (tierUpDeferred) return;
-  tierUpDeferred = true;
-  // Before PGlite compiles its module, so that its start is already judged by the larger budget.
-  setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
-}
 
 /**
  * Opens the database named by the config. int8 columns come back as bigint on both backends
@@ -128,7 +121,8 @@ export async function connectDatabase(target: DatabaseTarget, options: ConnectOp
   const releaseLock = acquireDataDirLock(dataDir);
   try {
     prepareDataDir(dataDir, options.progress);
-    deferWasmTierUp();
+    // Before PGlite compiles its module, so that its start is already judged by the larger budget.
+    setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
     const pglite = await PGlite.create({
       dataDir,
       // 32 MB of buffer cache instead of PGlite's 128 MB: it lives in the wasm heap, which never
