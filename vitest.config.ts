@@ -37,6 +37,7 @@ const UNIT = [
   'src/core/clock.test.ts',
   'src/core/json-text.test.ts',
   'src/domain/**/*.test.ts',
+  'src/http/running-requests.test.ts',
   'src/http/schema-compilers.test.ts',
   'src/mcp/sessions.test.ts',
   'src/metrics/metrics.test.ts',

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
+import { RunningRequests } from './running-requests.ts';
 
 /**
  * The graceful stop of one HTTP host (docs/operations.md, "Rolling deploys / shutdown"). From the
@@ -78,12 +79,12 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
   const connections = new Set<Socket>();
   /**
    * Requests under way (for the drain deadline and to tell a busy connection from an idle one),
-   * each with its fastify reply. This is on every request's path, so it is one map entry and one
+   * each with its fastify reply. This is on every request's path, so it is one slot and one
    * shared close listener; which connections are busy is worked out only while stopping.
    */
-  const running = new Map<ServerResponse, FastifyReply>();
+  const running = new RunningRequests();
   const busy = (socket: Socket): boolean => {
-    for (const res of running.keys()) if (res.req.socket === socket) return true;
+    for (const res of running.responses()) if (res.req.socket === socket) return true;
     return false;
   };
 
@@ -106,7 +107,7 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
 
   /** A response's 'close' (shared by all: `this` is the response). */
   function ended(this: ServerResponse): void {
-    running.delete(this);
+    running.remove(this);
     // Node ends a socket itself after a `Connection: close` response; this is for the others.
     if (stopping && !busy(this.req.socket)) closeWhenIdle(this.req.socket);
   }
@@ -114,7 +115,7 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
   // A callback hook, not an async one: no promise on every request. The first onRequest hook of
   // the host, so a refused request reaches nothing else.
   app.addHook('onRequest', (request, reply, done) => {
-    running.set(reply.raw, reply);
+    running.add(reply.raw, reply);
     reply.raw.on('close', ended);
     if (stopping) {
       options.refuse(request, reply, refusedWhileStopping());
@@ -130,7 +131,7 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
   const beginStopping = (): void => {
     if (stopping) return;
     stopping = true;
-    for (const res of running.keys()) {
+    for (const res of running.responses()) {
       if (!res.headersSent) res.setHeader('Connection', 'close');
     }
     // From now on every response closes its connection, those fastify gives before any hook runs
@@ -142,7 +143,7 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
 
   const cutOff = (): void => {
     let answered = 0;
-    for (const [res, reply] of running) {
+    for (const [res, reply] of running.entries()) {
       if (!reply.sent && !res.headersSent) {
         options.refuse(reply.request, reply, cutOffByStop());
         answered += 1;
