@@ -102,37 +102,52 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   /**
    * Authenticates and counts the request: true to go on, false when it was answered (rate limited),
    * an AppError thrown when refused. A value, not a promise, while the key is cached and the limit
-   * counted in-process (authenticateNow, the memory rate limiter): every API request passes here.
+   * counted in-process (authenticateNow, the memory rate limiter): every API request passes here,
+   * so the three steps are functions made once, not closures made per request.
    */
   const admit = (
     request: FastifyRequest,
     reply: FastifyReply,
     scope: ApiKeyScope | undefined,
   ): boolean | Promise<boolean> => {
-    const judge = (auth: AuthContext): boolean | Promise<boolean> => {
-      request.auth = auth;
-      const counted = runtime.rateLimiter.hit(auth.keyId, runtime.clock.now().getTime());
-      const decide = (decision: RateLimitDecision): boolean => {
-        reply.header('RateLimit-Policy', `"per-key";q=${decision.limit};w=1`);
-        reply.header('RateLimit', `"per-key";r=${decision.remaining};t=${decision.resetSeconds}`);
-        if (!decision.allowed) {
-          reply.header('Retry-After', String(decision.resetSeconds));
-          sendError(
-            reply,
-            new AppError(
-              'rate_limited',
-              `Too many requests with this API key: the limit is ${decision.limit} per second. Retry after ${decision.resetSeconds} s.`,
-            ),
-          );
-          return false;
-        }
-        if (scope) requireScope(auth, scope);
-        return true;
-      };
-      return counted instanceof Promise ? counted.then(decide) : decide(counted);
-    };
     const auth = authenticateNow(runtime, request.headers.authorization, touched);
-    return auth instanceof Promise ? auth.then(judge) : judge(auth);
+    return auth instanceof Promise
+      ? auth.then((found) => count(request, reply, scope, found))
+      : count(request, reply, scope, auth);
+  };
+  const count = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    scope: ApiKeyScope | undefined,
+    auth: AuthContext,
+  ): boolean | Promise<boolean> => {
+    request.auth = auth;
+    const counted = runtime.rateLimiter.hit(auth.keyId, runtime.clock.now().getTime());
+    return counted instanceof Promise
+      ? counted.then((decision) => judge(reply, scope, auth, decision))
+      : judge(reply, scope, auth, counted);
+  };
+  const judge = (
+    reply: FastifyReply,
+    scope: ApiKeyScope | undefined,
+    auth: AuthContext,
+    decision: RateLimitDecision,
+  ): boolean => {
+    reply.header('RateLimit-Policy', `"per-key";q=${decision.limit};w=1`);
+    reply.header('RateLimit', `"per-key";r=${decision.remaining};t=${decision.resetSeconds}`);
+    if (!decision.allowed) {
+      reply.header('Retry-After', String(decision.resetSeconds));
+      sendError(
+        reply,
+        new AppError(
+          'rate_limited',
+          `Too many requests with this API key: the limit is ${decision.limit} per second. Retry after ${decision.resetSeconds} s.`,
+        ),
+      );
+      return false;
+    }
+    if (scope) requireScope(auth, scope);
+    return true;
   };
   // A callback hook, so that a request decided at once costs no promise; done() is called once,
   // outside the try (what it runs next must not be mistaken for this hook's failure).
