@@ -47,6 +47,18 @@ describe('RunningRequests', () => {
     expect(names(running)).toEqual(['a', 'b']);
   });
 
+  it('adding a request again keeps one entry, and its removal leaves none behind', () => {
+    const running = new RunningRequests();
+    const [a, b] = ['a', 'b'].map(request);
+    running.add(a!.res, a!.reply);
+    running.add(b!.res, b!.reply);
+    running.add(a!.res, a!.reply);
+    expect(names(running)).toEqual(['a', 'b']);
+    running.remove(a!.res);
+    running.remove(b!.res);
+    expect(running.responses()).toHaveLength(0);
+  });
+
   it('entries() is a copy: removing while going through it skips nothing', () => {
     const running = new RunningRequests();
     const all = ['a', 'b', 'c', 'd'].map(request);
