@@ -41,7 +41,29 @@ export interface RunningServer {
  */
 export async function startServer(extraEnv: Record<string, string> = {}): Promise<RunningServer> {
   const ownDataDir = extraEnv.PLAINPAY_DATA_DIR === undefined;
-  const dataDir = extraEnv.PLAINPAY_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'plainpay-server-'));
+  const ownPorts = extraEnv.PORT === undefined && extraEnv.CHECKOUT_PORT === undefined;
+  // freePort() releases the port it found before serve binds it; another process (a test file
+  // running beside this one) can take it meanwhile. Then serve exits with EADDRINUSE, and a start
+  // on ports of our own choosing is tried again on others, from a fresh data dir as the first was.
+  for (let attempt = 1; ; attempt++) {
+    const dataDir = extraEnv.PLAINPAY_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'plainpay-server-'));
+    try {
+      return await spawnServe(dataDir, ownDataDir, extraEnv);
+    } catch (error) {
+      if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
+      const taken = error instanceof ServeExited && /EADDRINUSE/.test(error.message);
+      if (!taken || !ownPorts || attempt === 3) throw error;
+    }
+  }
+}
+
+class ServeExited extends Error {}
+
+async function spawnServe(
+  dataDir: string,
+  ownDataDir: boolean,
+  extraEnv: Record<string, string>,
+): Promise<RunningServer> {
   const [port, checkoutPort] = [await freePort(), await freePort()];
   const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], {
     env: childEnv(dataDir, { PORT: String(port), CHECKOUT_PORT: String(checkoutPort), ...extraEnv }),
@@ -66,7 +88,7 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     child.stdout!.on('data', check);
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}:\n${output}`));
+      reject(new ServeExited(`serve exited with ${code}:\n${output}`));
     });
   });
   const demoKey = /Demo key:\s+(sk_test_\S+)/.exec(output)?.[1];
