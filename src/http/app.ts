@@ -103,7 +103,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
    * Authenticates and counts the request: true to go on, false when it was answered (rate limited),
    * an AppError thrown when refused. A value, not a promise, while the key is cached and the limit
    * counted in-process (authenticateNow, the memory rate limiter): every API request passes here,
-   * so the three steps are functions made once, not closures made per request.
+   * so the three steps are functions made once, and that path makes no closure per request.
    */
   const admit = (
     request: FastifyRequest,

@@ -78,7 +78,11 @@ async function spawnServe(
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 60_000);
+    const timer = setTimeout(() => {
+      // Not left running on a data dir the caller is about to remove.
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start:\n${output}`));
+    }, 60_000);
     const check = (): void => {
       if (/Try: curl/.test(output)) {
         clearTimeout(timer);
