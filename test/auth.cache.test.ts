@@ -67,6 +67,18 @@ describe('the key cache', () => {
     await waitFor(async () => (await ping(key.secret)) === 200 && keyCacheOf(api).knows(hashApiKey(key.secret)));
   });
 
+  it('answers the SHA-256 of the secret presented, whether remembered (a cached key) or not', async () => {
+    const key = await issueApiKey(api.db, { accountId: merchant.accountId, livemode: false });
+    await waitFor(async () => (await ping(key.secret)) === 200 && keyCacheOf(api).knows(hashApiKey(key.secret)));
+    const keys = keyCacheOf(api);
+    const madeUp = `${key.secret.slice(0, -1)}${key.secret.endsWith('a') ? 'b' : 'a'}`;
+    for (const secret of [key.secret, key.secret, madeUp, key.secret, madeUp]) {
+      expect(keys.hashOf(secret)).toBe(hashApiKey(secret));
+    }
+    expect(await ping(madeUp)).toBe(401);
+    expect(await ping(key.secret)).toBe(200);
+  });
+
   it('a key revoked by another process is refused once its change is announced', async () => {
     const key = await issueApiKey(other.db, { accountId: merchant.accountId, livemode: false });
     // Twice: the second answer comes from the cache.

@@ -37,11 +37,13 @@ function tag<T extends object>(value: T, text: string): T {
 
 /**
  * One stringifyJson call: its number (in its marks; random, so that a mark that leaked out of one
- * call tells nothing of another's) and the source texts its marks stand for.
+ * call tells nothing of another's) and the source texts its marks stand for. Both are made at the
+ * call's first mark: most payloads (a ping, a payment without metadata) have none, and a randomInt
+ * on every response was a measurable share of GET /v1/ping.
  */
 interface Writing {
-  readonly call: number;
-  readonly texts: string[];
+  call: number | undefined;
+  texts: string[] | undefined;
 }
 /**
  * The stringifyJson call under way, if any: JSON.stringify is synchronous, so the one whose
@@ -50,6 +52,8 @@ interface Writing {
 let writing: Writing | undefined;
 
 function markFor(call: Writing, text: string): string {
+  call.call ??= randomInt(2 ** 48 - 1);
+  call.texts ??= [];
   call.texts.push(text);
   return `${MARK}${call.call}:${call.texts.length - 1}`;
 }
@@ -96,7 +100,7 @@ const MARK_PATTERN = new RegExp(`"${JSON.stringify(MARK).slice(1, -1).replace(/\
  */
 export function stringifyJson(value: unknown, space?: number): string {
   const outer = writing;
-  const call: Writing = { call: randomInt(2 ** 48 - 1), texts: [] };
+  const call: Writing = { call: undefined, texts: undefined };
   let out: string | undefined;
   try {
     if (unhookable > 0) {
@@ -119,10 +123,11 @@ export function stringifyJson(value: unknown, space?: number): string {
     writing = outer;
   }
   // JSON.stringify answers undefined for undefined (and functions): passed on, as it always was.
-  if (call.texts.length === 0 || out === undefined) return out as string;
+  const texts = call.texts;
+  if (texts === undefined || out === undefined) return out as string;
   const number = String(call.call);
   return out.replace(MARK_PATTERN, (mark, markCall: string, index: string) =>
-    markCall === number ? (call.texts[Number(index)] ?? mark) : mark,
+    markCall === number ? (texts[Number(index)] ?? mark) : mark,
   );
 }
 

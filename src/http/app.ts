@@ -4,6 +4,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
   LogController,
+  type onRequestHookHandler,
 } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import type { ApiKeyScope } from '../domain/api-key-secret.ts';
@@ -99,6 +100,12 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   });
 
   const touched = new Map<string, number>();
+  let policy = { limit: -1, header: '' };
+  /** The policy header, the same text for every request while the limit stays what it is. */
+  const rateLimitPolicy = (limit: number): string => {
+    if (policy.limit !== limit) policy = { limit, header: `"per-key";q=${limit};w=1` };
+    return policy.header;
+  };
   /**
    * Authenticates and counts the request: true to go on, false when it was answered (rate limited),
    * an AppError thrown when refused. A value, not a promise, while the key is cached and the limit
@@ -133,8 +140,8 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     auth: AuthContext,
     decision: RateLimitDecision,
   ): boolean => {
-    reply.header('RateLimit-Policy', `"per-key";q=${decision.limit};w=1`);
-    reply.header('RateLimit', `"per-key";r=${decision.remaining};t=${decision.resetSeconds}`);
+    reply.header('ratelimit-policy', rateLimitPolicy(decision.limit));
+    reply.header('ratelimit', `"per-key";r=${decision.remaining};t=${decision.resetSeconds}`);
     if (!decision.allowed) {
       reply.header('Retry-After', String(decision.resetSeconds));
       sendError(
@@ -149,23 +156,32 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     if (scope) requireScope(auth, scope);
     return true;
   };
-  // A callback hook, so that a request decided at once costs no promise; done() is called once,
-  // outside the try (what it runs next must not be mistaken for this hook's failure).
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('Request-Id', request.id);
-    const authConfig = request.routeOptions.config.auth;
-    if (!authConfig) return done();
-    let admitted: boolean | Promise<boolean>;
-    try {
-      admitted = admit(request, reply, authConfig.scope);
-    } catch (error) {
-      return done(error as Error);
-    }
-    if (admitted instanceof Promise) {
-      admitted.then((goOn) => goOn && done(), done);
-    } else if (admitted) {
-      done();
-    }
+    reply.header('request-id', request.id);
+    done();
+  });
+  // A route that needs a key gets its own auth hook, made when the route is added: the scope is
+  // known then, and a request does not build fastify's route options to find it. A callback hook,
+  // so that a request decided at once costs no promise; done() is called once, outside the try
+  // (what it runs next must not be mistaken for this hook's failure).
+  app.addHook('onRoute', (route) => {
+    const authConfig = route.config?.auth;
+    if (!authConfig) return;
+    const scope = authConfig.scope;
+    const authHook: onRequestHookHandler = (request, reply, done) => {
+      let admitted: boolean | Promise<boolean>;
+      try {
+        admitted = admit(request, reply, scope);
+      } catch (error) {
+        return done(error as Error);
+      }
+      if (admitted instanceof Promise) {
+        admitted.then((goOn) => goOn && done(), done);
+      } else if (admitted) {
+        done();
+      }
+    };
+    route.onRequest = [authHook, ...(route.onRequest === undefined ? [] : [route.onRequest].flat())];
   });
 
   logEachRequest(app, runtime.logger, 'request');

@@ -72,6 +72,15 @@ export class KeyCache {
   /** Keys changed by this process whose notification has not been heard yet, with when (performance.now()). */
   private readonly changing = new Map<string, number>();
   private listening = false;
+  /**
+   * Hashes of the secrets of cached keys presented lately: a request with a key in use skips the
+   * SHA-256 (bench/http.ts `ping`). A pure function's memo, so no change to a key can make it
+   * wrong (the rows above carry revokes and expiries). Started afresh every KEY_CACHE_TTL_MS, so a
+   * presented secret stays in this map a second at most; only secrets of keys found are kept, so
+   * made-up keys cannot fill it.
+   */
+  private hashBySecret = new Map<string, string>();
+  private hashesSince = 0;
 
   constructor(private readonly runtime: Runtime) {
     // A database opened without notifications (a stub) is read on every request.
@@ -85,6 +94,21 @@ export class KeyCache {
       })
       .catch((error: unknown) => runtime.logger.warn({ err: error }, 'API keys are not cached: no notifications'));
     liveCaches.add(new WeakRef(this));
+  }
+
+  /** SHA-256 of a presented secret, as hashApiKey, remembered for a moment while its key is cached. */
+  hashOf(presented: string): string {
+    const now = performance.now();
+    if (now - this.hashesSince >= KEY_CACHE_TTL_MS || this.hashBySecret.size >= KEY_CACHE_MAX) {
+      this.hashBySecret = new Map();
+      this.hashesSince = now;
+    }
+    let hash = this.hashBySecret.get(presented);
+    if (hash === undefined) {
+      hash = hashApiKey(presented);
+      if (this.rows.has(hash)) this.hashBySecret.set(presented, hash);
+    }
+    return hash;
   }
 
   /** The cached row of a key by its hash, if it may be used now. */
@@ -222,8 +246,8 @@ export function authenticateNow(
   if (presented === undefined) {
     throw new AppError('authentication_required', MISSING_KEY_MESSAGE, { headers: WWW_AUTHENTICATE });
   }
-  const hash = hashApiKey(presented);
   const keys = keyCacheOf(runtime);
+  const hash = keys.hashOf(presented);
   // A key cached or being looked up skips the format check (a second SHA-256): whoever read it
   // passed that check with the same key, since it has the same hash.
   if (!keys.knows(hash, lookups) && !parseApiKey(presented).ok) throw invalidKey();
