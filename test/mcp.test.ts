@@ -451,6 +451,31 @@ describe('MCP sessions', () => {
     expect(text.status).toBe(415);
   });
 
+  it('refuses a batch in which two requests share an id, before either runs', async () => {
+    const m = await testAccount(runtime);
+    const { transport } = await connect(m.apiKey);
+    const before = (await mcpActions(m.accountId)).length;
+    const call = { jsonrpc: '2.0', id: 'same', method: 'tools/call', params: { name: 'list_payments', arguments: {} } };
+    const res = await rpc(
+      { ...bearer(m.apiKey), 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-03-26' },
+      [{ ...call, params: undefined }, call],
+    );
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as RpcError).error.code).toBe(-32600);
+    expect(await mcpActions(m.accountId)).toHaveLength(before);
+    // Ids of their own: both answered, on one stream.
+    const batch = await rpc(
+      { ...bearer(m.apiKey), 'mcp-session-id': transport.sessionId!, 'mcp-protocol-version': '2025-03-26' },
+      [
+        { ...call, id: 1 },
+        { ...call, id: 2 },
+      ],
+    );
+    expect(batch.status).toBe(200);
+    const text = await batch.text();
+    expect(text.match(/"id":[12]\b/g)?.sort()).toEqual(['"id":1', '"id":2']);
+  });
+
   it('DELETE ends a session', async () => {
     const m = await testAccount(runtime);
     const { transport } = await connect(m.apiKey);

@@ -123,6 +123,9 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
           } catch {
             return rpcError(reply, 400, -32700, 'Parse error: Invalid JSON');
           }
+          if (repeatsARequestId(body)) {
+            return rpcError(reply, 400, -32600, 'Invalid Request: each request in a batch needs an id of its own');
+          }
         }
 
         const sessionHeader = request.headers['mcp-session-id'];
@@ -169,6 +172,23 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
       },
     });
   };
+}
+
+/**
+ * A JSON-RPC batch in which two requests share an id. The SDK's transport matches answers to their
+ * request by id, and ends the batch's stream once every id has its answer: the first answer to a
+ * shared id ended it, so a later request with that id still ran (a tool call, logged, perhaps
+ * moving money) but its answer was lost. Refused whole, before anything runs.
+ */
+function repeatsARequestId(body: unknown): boolean {
+  if (!Array.isArray(body)) return false;
+  const ids = new Set<unknown>();
+  for (const message of body) {
+    if (typeof message !== 'object' || message === null || !('method' in message) || !('id' in message)) continue;
+    if (ids.has(message.id)) return true;
+    ids.add(message.id);
+  }
+  return false;
 }
 
 function rpcBody(code: number, message: string): unknown {
