@@ -1,5 +1,4 @@
 import Fastify, {
-  type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
   type FastifyReply,
@@ -22,7 +21,7 @@ import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
 import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
-import { lazyRequestLogger, logEachRequest, randomRequestIdHex } from '../http/request-log.ts';
+import { logEachRequest, randomRequestIdHex, requestLoggerFactory } from '../http/request-log.ts';
 import { noSchemaCompilers } from '../http/schema-compilers.ts';
 import { installGracefulStop } from '../http/graceful-stop.ts';
 import { sendError } from '../http/plugins/errors.ts';
@@ -108,9 +107,10 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
   const assets = checkoutAssets();
   const checkoutOrigin = new URL(config.checkoutBaseUrl).origin;
   const app = Fastify({
-    loggerInstance: runtime.logger as FastifyBaseLogger,
+    // Requests log through the runtime's logger (request-log.ts), fastify itself through none.
+    logger: false,
     logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: lazyRequestLogger,
+    childLoggerFactory: requestLoggerFactory(runtime.logger),
     schemaController: noSchemaCompilers,
     // The only body is a one-field form.
     bodyLimit: 4096,
@@ -131,6 +131,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
   });
   // First of the onRequest hooks, so the headers the next one sets are set here too.
   installGracefulStop(app, {
+    logger: runtime.logger,
     refuse: (request, reply, error) => {
       reply.header('Request-Id', request.id).header('Cache-Control', 'no-store');
       for (const [name, value] of SECURITY_HEADER_ENTRIES) reply.header(name, value);

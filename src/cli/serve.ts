@@ -65,19 +65,22 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
       // Imported per role: a worker process never loads the HTTP hosts (faster restarts).
       const { buildApp } = await import('../http/app.ts');
       const api = await buildApp(runtime);
-      await api.listen({ port: config.port, host: config.host });
+      const apiAddress = await api.listen({ port: config.port, host: config.host });
+      listening(runtime, 'api', apiAddress);
       servers.push(api);
     }
     if (role === 'all' || role === 'checkout') {
       const { buildCheckoutApp } = await import('../checkout/app.ts');
       const checkout = await buildCheckoutApp(runtime);
-      await checkout.listen({ port: config.checkoutPort, host: config.host });
+      const checkoutAddress = await checkout.listen({ port: config.checkoutPort, host: config.host });
+      listening(runtime, 'checkout', checkoutAddress);
       servers.push(checkout);
     }
     if (role === 'worker' && config.metricsToken !== undefined) {
       const { buildWorkerMetricsApp } = await import('../metrics/worker-app.ts');
       const metrics = await buildWorkerMetricsApp(runtime);
-      await metrics.listen({ port: config.port, host: config.host });
+      const metricsAddress = await metrics.listen({ port: config.port, host: config.host });
+      listening(runtime, 'metrics', metricsAddress);
       servers.push(metrics);
     }
     // Last: a failure above must not leave workers running that nothing stops.
@@ -187,4 +190,12 @@ async function ensureDemoAccount(runtime: Runtime): Promise<CreatedAccount | und
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The line fastify wrote at each listen when it had a logger (the hosts give it none: request-log.ts),
+ * for whoever reads the structured logs rather than the banner.
+ */
+function listening(runtime: Runtime, server: string, address: string): void {
+  runtime.logger.info({ server, address }, `Server listening at ${address}`);
 }

@@ -1,5 +1,4 @@
 import Fastify, {
-  type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
@@ -13,7 +12,7 @@ import type { AgentModel } from '../agent/model.ts';
 import type { Runtime } from '../runtime.ts';
 import { type AuthContext, authenticateNow, requireScope } from './plugins/auth.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from './plugins/errors.ts';
-import { lazyRequestLogger, logEachRequest, randomRequestIdHex } from './request-log.ts';
+import { logEachRequest, randomRequestIdHex, requestLoggerFactory } from './request-log.ts';
 import { noSchemaCompilers } from './schema-compilers.ts';
 import { installGracefulStop } from './graceful-stop.ts';
 import { TOOLS } from '../../tools/registry.ts';
@@ -51,10 +50,11 @@ export interface AppOptions {
 export async function buildApp(runtime: Runtime, options: AppOptions = {}): Promise<FastifyInstance> {
   const { config } = runtime;
   const app = Fastify({
-    loggerInstance: runtime.logger as FastifyBaseLogger,
+    // Requests log through the runtime's logger (request-log.ts), fastify itself through none.
+    logger: false,
     // One line per request is logged in onResponse below; fastify's two lines halve throughput.
     logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: lazyRequestLogger,
+    childLoggerFactory: requestLoggerFactory(runtime.logger),
     schemaController: noSchemaCompilers,
     bodyLimit: config.bodyLimitBytes,
     genReqId: (req) => {
@@ -70,6 +70,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   });
   // First of the onRequest hooks: a request refused while stopping never reaches auth or the database.
   installGracefulStop(app, {
+    logger: runtime.logger,
     refuse: (request, reply, error) => sendError(reply.header('Request-Id', request.id), error),
   });
 

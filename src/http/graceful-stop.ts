@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
 import { RunningRequests } from './running-requests.ts';
 
 /**
@@ -30,6 +31,8 @@ export interface GracefulStop {
 }
 
 export interface GracefulStopOptions {
+  /** Where the stop reports requests and connections it had to cut (the hosts give fastify no logger). */
+  logger: Pick<Logger, 'warn'>;
   /** Answers a request with the host's error response (the API's error object, the checkout's page). */
   refuse(request: FastifyRequest, reply: FastifyReply, error: AppError): FastifyReply;
 }
@@ -153,7 +156,7 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
       }
     }
     if (answered > 0) {
-      app.log.warn(
+      options.logger.warn(
         { requests: answered },
         'requests still running at the drain deadline were answered 503 unavailable',
       );
@@ -175,7 +178,7 @@ export function installGracefulStop(app: FastifyInstance, options: GracefulStopO
         setTimeout(cutOff, drainMs),
         setTimeout(() => {
           if (connections.size > 0) {
-            app.log.warn({ connections: connections.size }, 'connections still open after the drain were cut');
+            options.logger.warn({ connections: connections.size }, 'connections still open after the drain were cut');
           }
           for (const socket of connections) socket.destroy();
         }, drainMs + forceMs),

@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
-import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import { describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../core/logger.ts';
-import { lazyRequestLogger } from './request-log.ts';
+import { requestLoggerFactory } from './request-log.ts';
 
 /** A host like ours (pino at `warn`, the lazy request logger) and the lines it writes. */
 async function host() {
@@ -18,9 +18,9 @@ async function host() {
   );
   const child = vi.spyOn(logger, 'child');
   const app = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
+    logger: false,
     logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: lazyRequestLogger,
+    childLoggerFactory: requestLoggerFactory(logger),
     genReqId: () => 'req_test',
   });
   app.get('/quiet', async (request) => {
@@ -40,6 +40,10 @@ async function host() {
     request.log.warn('a route at error does not write warn');
     return {};
   });
+  app.get('/twice', (_request, reply) => {
+    reply.send({});
+    reply.send({});
+  });
   await app.ready();
   child.mockClear();
   return { app, lines, child };
@@ -57,6 +61,19 @@ describe('the request logger', () => {
     expect(child).toHaveBeenCalledTimes(1);
     // The line carries the request id, and redaction still applies.
     expect(lines).toEqual([expect.objectContaining({ reqId: 'req_test', msg: 'written', api_key: '[REDACTED]' })]);
+    await app.close();
+  });
+
+  it("carries fastify's own lines about a request, with the request id", async () => {
+    const { app, lines } = await host();
+    expect((await app.inject({ url: '/twice' })).statusCode).toBe(200);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        reqId: 'req_test',
+        level: 40,
+        err: expect.objectContaining({ code: 'FST_ERR_REP_ALREADY_SENT' }),
+      }),
+    ]);
     await app.close();
   });
 

@@ -17,7 +17,7 @@ export async function buildWorkerMetricsApp(runtime: Runtime): Promise<FastifyIn
     return503OnClosing: false,
     schemaController: noSchemaCompilers,
   });
-  installGracefulStop(app, { refuse: (_request, reply, error) => sendError(reply, error) });
+  installGracefulStop(app, { logger: runtime.logger, refuse: (_request, reply, error) => sendError(reply, error) });
   registerErrorHandling(app);
   await app.register(metricsPlugin(runtime));
   return app;
