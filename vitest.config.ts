@@ -40,6 +40,7 @@ const UNIT = [
   'src/http/running-requests.test.ts',
   'src/http/schema-compilers.test.ts',
   'src/mcp/sessions.test.ts',
+  'src/pipeline/stored-result.test.ts',
   'src/metrics/metrics.test.ts',
   'src/payments/rails/mpesa.test.ts',
   'src/payments/rails/paystack.test.ts',

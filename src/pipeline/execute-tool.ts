@@ -64,7 +64,15 @@ export interface ExecuteOptions {
 }
 
 export type ToolResult<O> =
-  | { kind: 'executed'; output: O; replayed: boolean; decision: ActionDecision; actionId: string | null }
+  | {
+      kind: 'executed';
+      output: O;
+      /** The output as JSON text (stringifyJson), when the pipeline wrote it already: send it as is. */
+      outputJson?: string;
+      replayed: boolean;
+      decision: ActionDecision;
+      actionId: string | null;
+    }
   | { kind: 'confirmation_required'; confirmation: ConfirmationRequired; replayed: boolean; actionId: string | null }
   | { kind: 'planned'; decision: PolicyDecision; summary: string | null; actionId: string | null };
 
@@ -78,6 +86,14 @@ type StoredResult<O> =
 type Outcome<O> =
   | { kind: 'stored'; result: StoredResult<O>; replayed: boolean }
   | { kind: 'planned'; result: Extract<ToolResult<O>, { kind: 'planned' }> };
+
+/**
+ * The text stringifyJson writes for an executed, unjudged result whose output is `outputJson`,
+ * without writing the output again: a create's stored response (writeSingleInsert).
+ */
+export function notCheckedResultText(outputJson: string): string {
+  return `{"kind":"executed","output":${outputJson},"decision":"not_checked","actionId":null}`;
+}
 
 const NOT_CHECKED: PolicyDecision = { outcome: 'allow', reasons: [] };
 /** What a read or write is judged with: the history rules are money rules. */
@@ -453,13 +469,9 @@ async function writeSingleInsert<I extends z.ZodType, O extends z.ZodType>(
     throw error;
   }
   if (!plan) return undefined;
-  const result = (output: z.output<O>): StoredResult<z.output<O>> => ({
-    kind: 'executed',
-    output,
-    decision: 'not_checked',
-    actionId: null,
-  });
-  const response = stringifyJson(result(plan.output(plan.row)));
+  // Written once, the row's output: stored under the key, checked against the row written, and
+  // (when they agree) the reply itself. Three writes of a payment were 5% of a create's CPU.
+  const planned = idempotencyKey === undefined ? undefined : stringifyJson(plan.output(plan.row));
   let row: unknown;
   try {
     row = await insertWithIdempotencyRecord(
@@ -473,7 +485,7 @@ async function writeSingleInsert<I extends z.ZodType, O extends z.ZodType>(
             key: idempotencyKey,
             tool: tool.name,
             requestHash,
-            response,
+            response: notCheckedResultText(planned!),
           },
     );
   } catch (error) {
@@ -484,13 +496,14 @@ async function writeSingleInsert<I extends z.ZodType, O extends z.ZodType>(
   }
   if (row === undefined) return undefined;
   const output = plan.output(row);
-  if (idempotencyKey !== undefined && stringifyJson(result(output)) !== response) {
+  const outputJson = stringifyJson(output);
+  if (idempotencyKey !== undefined && outputJson !== planned) {
     // The tool's row differs from what the database wrote (a column it did not foresee): a bug.
     // The caller gets what was written, and so does every replay from now on.
     env.logger.error({ tool: tool.name }, 'singleInsert stored a response that differs from the row written');
-    await updateIdempotencyResponse(env.db, actor, idempotencyKey, stringifyJson(result(output)));
+    await updateIdempotencyResponse(env.db, actor, idempotencyKey, notCheckedResultText(outputJson));
   }
-  return { kind: 'executed', output, replayed: false, decision: 'not_checked', actionId: null };
+  return { kind: 'executed', output, outputJson, replayed: false, decision: 'not_checked', actionId: null };
 }
 
 /**

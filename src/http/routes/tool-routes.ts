@@ -119,6 +119,9 @@ export function toolRoutes(runtime: Runtime, tools: readonly AnyTool[]): Fastify
               request.log.error({ issues: parsed.error.issues }, 'held answer does not match its schema');
             return reply.code(202).send(parsed.success ? parsed.data : held);
           }
+          if (result.outputJson !== undefined) {
+            return reply.type('application/json; charset=utf-8').send(result.outputJson);
+          }
           return result.output;
         },
       });
