@@ -31,6 +31,20 @@ describe('GET /v1/ping', () => {
 });
 
 describe('authentication errors', () => {
+  it('HEAD, which fastify adds for every GET route, asks for the key and the scope as GET does', async () => {
+    expect((await app.inject({ method: 'HEAD', url: '/v1/ping' })).statusCode).toBe(401);
+    expect((await app.inject({ method: 'HEAD', url: '/v1/ping', headers: bearer(merchant.apiKey) })).statusCode).toBe(
+      200,
+    );
+    const readOnly = await issueApiKey(runtime.db, {
+      accountId: merchant.accountId,
+      livemode: false,
+      scopes: ['payments:read'],
+    });
+    const keys = await app.inject({ method: 'HEAD', url: '/keys', headers: bearer(readOnly.secret) });
+    expect(keys.statusCode).toBe(403);
+  });
+
   it('a missing key is 401 authentication_error naming the header to send', async () => {
     const res = await app.inject({ method: 'GET', url: '/v1/ping' });
     expect(res.statusCode).toBe(401);

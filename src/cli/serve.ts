@@ -65,22 +65,22 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
       // Imported per role: a worker process never loads the HTTP hosts (faster restarts).
       const { buildApp } = await import('../http/app.ts');
       const api = await buildApp(runtime);
-      const apiAddress = await api.listen({ port: config.port, host: config.host });
-      listening(runtime, 'api', apiAddress);
+      await api.listen({ port: config.port, host: config.host });
+      listening(runtime, 'api', api);
       servers.push(api);
     }
     if (role === 'all' || role === 'checkout') {
       const { buildCheckoutApp } = await import('../checkout/app.ts');
       const checkout = await buildCheckoutApp(runtime);
-      const checkoutAddress = await checkout.listen({ port: config.checkoutPort, host: config.host });
-      listening(runtime, 'checkout', checkoutAddress);
+      await checkout.listen({ port: config.checkoutPort, host: config.host });
+      listening(runtime, 'checkout', checkout);
       servers.push(checkout);
     }
     if (role === 'worker' && config.metricsToken !== undefined) {
       const { buildWorkerMetricsApp } = await import('../metrics/worker-app.ts');
       const metrics = await buildWorkerMetricsApp(runtime);
-      const metricsAddress = await metrics.listen({ port: config.port, host: config.host });
-      listening(runtime, 'metrics', metricsAddress);
+      await metrics.listen({ port: config.port, host: config.host });
+      listening(runtime, 'metrics', metrics);
       servers.push(metrics);
     }
     // Last: a failure above must not leave workers running that nothing stops.
@@ -193,9 +193,15 @@ async function ensureDemoAccount(runtime: Runtime): Promise<CreatedAccount | und
 }
 
 /**
- * The line fastify wrote at each listen when it had a logger (the hosts give it none: request-log.ts),
+ * The lines fastify wrote at each listen (an address each) when it had a logger (the hosts give it none: request-log.ts),
  * for whoever reads the structured logs rather than the banner.
  */
-function listening(runtime: Runtime, server: string, address: string): void {
-  runtime.logger.info({ server, address }, `Server listening at ${address}`);
+function listening(runtime: Runtime, server: string, app: FastifyInstance): void {
+  for (const bound of app.addresses()) {
+    const url =
+      typeof bound === 'string'
+        ? bound
+        : `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
+    runtime.logger.info({ server, address: url }, `Server listening at ${url}`);
+  }
 }

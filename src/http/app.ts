@@ -162,7 +162,9 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     done();
   });
   // A route that needs a key gets its own auth hook, made when the route is added: the scope is
-  // known then, and a request does not build fastify's route options to find it. A callback hook,
+  // known then, and a request does not build fastify's route options to find it. As a route hook
+  // it runs after every onRequest hook of the host and of the route's plugin (none of which may
+  // rely on request.auth), and HEAD routes fastify adds for GET get it too. A callback hook,
   // so that a request decided at once costs no promise; done() is called once, outside the try
   // (what it runs next must not be mistaken for this hook's failure).
   app.addHook('onRoute', (route) => {

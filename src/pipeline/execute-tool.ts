@@ -87,12 +87,23 @@ type Outcome<O> =
   | { kind: 'stored'; result: StoredResult<O>; replayed: boolean }
   | { kind: 'planned'; result: Extract<ToolResult<O>, { kind: 'planned' }> };
 
+/** An executed result nobody judged: a create written in one statement, what a name created before. */
+export function notCheckedResult<O>(output: O): Extract<StoredResult<O>, { kind: 'executed' }> {
+  return { kind: 'executed', output, decision: 'not_checked', actionId: null };
+}
+
+/** notCheckedResult's JSON text before and after its output, cut from that object's own text. */
+const OUTPUT_SLOT = '\u0000output';
+const [NOT_CHECKED_BEFORE, NOT_CHECKED_AFTER] = JSON.stringify(notCheckedResult(OUTPUT_SLOT)).split(
+  JSON.stringify(OUTPUT_SLOT),
+) as [string, string];
+
 /**
- * The text stringifyJson writes for an executed, unjudged result whose output is `outputJson`,
+ * What stringifyJson writes for notCheckedResult(output) when the output's text is `outputJson`,
  * without writing the output again: a create's stored response (writeSingleInsert).
  */
 export function notCheckedResultText(outputJson: string): string {
-  return `{"kind":"executed","output":${outputJson},"decision":"not_checked","actionId":null}`;
+  return NOT_CHECKED_BEFORE + outputJson + NOT_CHECKED_AFTER;
 }
 
 const NOT_CHECKED: PolicyDecision = { outcome: 'allow', reasons: [] };
@@ -321,7 +332,7 @@ async function decide<I extends z.ZodType, O extends z.ZodType>(
     }
     return {
       kind: 'stored',
-      result: { kind: 'executed', output: prior, decision: 'not_checked', actionId: null },
+      result: notCheckedResult(prior),
       replayed: true,
     };
   }

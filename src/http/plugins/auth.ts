@@ -75,12 +75,12 @@ export class KeyCache {
   /**
    * Hashes of the secrets of cached keys presented lately: a request with a key in use skips the
    * SHA-256 (bench/http.ts `ping`). A pure function's memo, so no change to a key can make it
-   * wrong (the rows above carry revokes and expiries). Started afresh every KEY_CACHE_TTL_MS, so a
-   * presented secret stays in this map a second at most; only secrets of keys found are kept, so
-   * made-up keys cannot fill it.
+   * wrong (the rows above carry revokes and expiries). Emptied KEY_CACHE_TTL_MS after its first
+   * entry, whether requests come or not, so a presented secret stays here about a second at most;
+   * only secrets of keys found are kept, so made-up keys cannot fill it.
    */
-  private hashBySecret = new Map<string, string>();
-  private hashesSince = 0;
+  private readonly hashBySecret = new Map<string, string>();
+  private forgetHashes: NodeJS.Timeout | undefined;
 
   constructor(private readonly runtime: Runtime) {
     // A database opened without notifications (a stub) is read on every request.
@@ -98,15 +98,16 @@ export class KeyCache {
 
   /** SHA-256 of a presented secret, as hashApiKey, remembered for a moment while its key is cached. */
   hashOf(presented: string): string {
-    const now = performance.now();
-    if (now - this.hashesSince >= KEY_CACHE_TTL_MS || this.hashBySecret.size >= KEY_CACHE_MAX) {
-      this.hashBySecret = new Map();
-      this.hashesSince = now;
-    }
     let hash = this.hashBySecret.get(presented);
     if (hash === undefined) {
       hash = hashApiKey(presented);
-      if (this.rows.has(hash)) this.hashBySecret.set(presented, hash);
+      if (this.rows.has(hash) && this.hashBySecret.size < KEY_CACHE_MAX) {
+        this.hashBySecret.set(presented, hash);
+        this.forgetHashes ??= setTimeout(() => {
+          this.hashBySecret.clear();
+          this.forgetHashes = undefined;
+        }, KEY_CACHE_TTL_MS).unref();
+      }
     }
     return hash;
   }
@@ -220,7 +221,8 @@ export function keyCacheOf(runtime: Runtime): KeyCache {
 /**
  * Resolves the bearer key of a request. Missing → 401 with the seed's message; malformed,
  * unknown, revoked or expired → 401 with another. The lookup is by SHA-256 of the presented
- * secret, so no comparison of secrets happens in code (nothing to time).
+ * secret, so no secret is compared with a stored one (nothing to time); the memo of recent hashes
+ * (KeyCache.hashOf) holds only secrets presented and found, matched as map keys.
  */
 export async function authenticate(
   runtime: Runtime,
@@ -314,7 +316,11 @@ declare module 'fastify' {
     auth: AuthContext | null;
   }
   interface FastifyContextConfig {
-    /** Developer endpoints set this: the request needs a valid key (and this scope, if given). */
+    /**
+     * Developer endpoints set this: the request needs a valid key (and this scope, if given). Read
+     * when the route is added (app.ts gives the route its auth hook then), so set it in the route's
+     * options, not later; the hook runs after the host's and the plugin's own onRequest hooks.
+     */
     auth?: { scope?: ApiKeyScope } | false;
   }
 }
