@@ -21,7 +21,7 @@ import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
 import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
-import { logEachRequest, randomRequestIdHex, requestLoggerFactory } from '../http/request-log.ts';
+import { logEachRequest, randomRequestId, requestLoggerFactory } from '../http/request-log.ts';
 import { noSchemaCompilers } from '../http/schema-compilers.ts';
 import { installGracefulStop } from '../http/graceful-stop.ts';
 import { sendError } from '../http/plugins/errors.ts';
@@ -114,7 +114,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     schemaController: noSchemaCompilers,
     // The only body is a one-field form.
     bodyLimit: 4096,
-    genReqId: () => `req_${randomRequestIdHex()}`,
+    genReqId: randomRequestId,
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: false,
     // Routing errors fastify answers before any hook runs (a malformed escape, an id over 100

@@ -12,7 +12,7 @@ import type { AgentModel } from '../agent/model.ts';
 import type { Runtime } from '../runtime.ts';
 import { type AuthContext, authenticateNow, requireScope } from './plugins/auth.ts';
 import { handleFrameworkError, registerErrorHandling, sendError } from './plugins/errors.ts';
-import { logEachRequest, randomRequestIdHex, requestLoggerFactory } from './request-log.ts';
+import { logEachRequest, randomRequestId, requestLoggerFactory } from './request-log.ts';
 import { noSchemaCompilers } from './schema-compilers.ts';
 import { installGracefulStop } from './graceful-stop.ts';
 import { TOOLS } from '../../tools/registry.ts';
@@ -59,7 +59,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     bodyLimit: config.bodyLimitBytes,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : `req_${randomRequestIdHex()}`;
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomRequestId();
     },
     routerOptions: { ignoreTrailingSlash: true },
     trustProxy: false,

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import Fastify, { LogController } from 'fastify';
 import { describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../core/logger.ts';
-import { requestLoggerFactory } from './request-log.ts';
+import { randomRequestId, requestLoggerFactory } from './request-log.ts';
 
 /** A host like ours (pino at `warn`, the lazy request logger) and the lines it writes. */
 async function host() {
@@ -83,5 +83,13 @@ describe('the request logger', () => {
     await app.inject({ url: '/chatty' });
     expect(lines).toEqual([expect.objectContaining({ reqId: 'req_test', msg: 'a route at debug writes debug' })]);
     await app.close();
+  });
+});
+
+describe('request ids', () => {
+  it('are req_ and 24 hex characters, none repeated, across more than one pool of 512', () => {
+    const ids = Array.from({ length: 1_300 }, () => randomRequestId());
+    for (const id of ids) expect(id).toMatch(/^req_[0-9a-f]{24}$/);
+    expect(new Set(ids).size).toBe(ids.length);
   });
 });
