@@ -193,8 +193,8 @@ async function ensureDemoAccount(runtime: Runtime): Promise<CreatedAccount | und
 }
 
 /**
- * The lines fastify wrote at each listen (an address each) when it had a logger (the hosts give it none: request-log.ts),
- * for whoever reads the structured logs rather than the banner.
+ * The lines fastify wrote at each listen (an address each) when it had a logger (the hosts give it
+ * none: request-log.ts), for whoever reads the structured logs rather than the banner.
  */
 function listening(runtime: Runtime, server: string, app: FastifyInstance): void {
   for (const bound of app.addresses()) {

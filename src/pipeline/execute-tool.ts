@@ -480,8 +480,9 @@ async function writeSingleInsert<I extends z.ZodType, O extends z.ZodType>(
     throw error;
   }
   if (!plan) return undefined;
-  // Written once, the row's output: stored under the key, checked against the row written, and
-  // (when they agree) the reply itself. Three writes of a payment were 5% of a create's CPU.
+  // The planned output is written once, for the stored response (only with a key to store it
+  // under); the row's output once, below, for the check and the reply. Three writes of a payment
+  // were 5% of a create's CPU.
   const planned = idempotencyKey === undefined ? undefined : stringifyJson(plan.output(plan.row));
   let row: unknown;
   try {
