@@ -1,3 +1,4 @@
+import { DEFAULT_AGENT_MODEL } from '../src/agent/models/claude-models.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { AgentModel } from '../src/agent/model.ts';
@@ -49,7 +50,7 @@ async function main(): Promise<number> {
   } else if (kind === 'fake') {
     const fake = await startFakeAnthropic();
     cleanup = fake.close;
-    model = createClaudeModel({ apiKey: 'fake-key', baseURL: fake.url, model: 'fake-claude', maxTurns: 12 });
+    model = createClaudeModel({ apiKey: 'fake-key', baseURL: fake.url, model: DEFAULT_AGENT_MODEL, maxTurns: 12 });
     prepare = (testCase) => {
       const ids = new Map(caseAliases(testCase).map((alias) => [alias, fixturePaymentId(alias)]));
       const calls = bindPlaceholders(testCase.expect.calls, ids);

@@ -1,3 +1,4 @@
+import { DEFAULT_AGENT_MODEL } from '../src/agent/models/claude-models.ts';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
@@ -25,7 +26,7 @@ beforeAll(async () => {
   const model = createClaudeModel({
     apiKey: 'sk-ant-test',
     baseURL: fake.url,
-    model: 'claude-test-model',
+    model: DEFAULT_AGENT_MODEL,
     maxTurns: 6,
     // Backoff is not slept in tests; a wait still ends when the run is stopped.
     retry: { sleep: async (_ms, signal) => signal.throwIfAborted() },
@@ -76,7 +77,7 @@ describe('Claude through the real SDK against a local Messages API', () => {
     expect(run.reply).toMatch(
       /^Paid out 20 USDC\.\n\nActions:\n- Pay out 20\.000000 USDC to 0x3{40}: done \(po_\w+, queued\)\.$/,
     );
-    expect(run.model).toBe('claude-test-model');
+    expect(run.model).toBe(DEFAULT_AGENT_MODEL);
     expect(run.actions.map((a: { tool: string; status: string }) => [a.tool, a.status])).toEqual([
       ['get_balance', 'executed'],
       ['create_payout', 'executed'],
@@ -93,7 +94,7 @@ describe('Claude through the real SDK against a local Messages API', () => {
     // system prompt and the last tool, the API key as a bearer token.
     const first = fake.requests[0]!;
     expect(first.headers.authorization).toBe('Bearer sk-ant-test');
-    expect(first.body.model).toBe('claude-test-model');
+    expect(first.body.model).toBe(DEFAULT_AGENT_MODEL);
     expect(first.body.system[0]!.cache_control).toEqual({ type: 'ephemeral' });
     expect(first.body.system[0]!.text).toContain('enforced outside of you');
     expect(first.body.tools.at(-1)!.cache_control).toEqual({ type: 'ephemeral' });
@@ -104,7 +105,10 @@ describe('Claude through the real SDK against a local Messages API', () => {
     });
     expect(first.body.messages[0]).toEqual({
       role: 'user',
-      content: `pay out 20 USDC to the usual supplier ${ADDRESS_C}`,
+      content: [
+        { type: 'text', text: expect.stringMatching(/^Current date and time \(UTC\): \d{4}-\d\d-\d\dT/) },
+        { type: 'text', text: `pay out 20 USDC to the usual supplier ${ADDRESS_C}` },
+      ],
     });
   });
 

@@ -3,6 +3,7 @@
 // amount and payment id come from the instruction or a typed field of a result read in the run;
 // an address found only in a payment's description is refused like an invented one, with its own
 // error code, recorded as a failed action, and nothing moves. The reply lists what was recorded.
+import { DEFAULT_AGENT_MODEL } from '../src/agent/models/claude-models.ts';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClaudeModel } from '../src/agent/models/claude.ts';
@@ -30,7 +31,7 @@ beforeAll(async () => {
   const model = createClaudeModel({
     apiKey: 'sk-ant-test',
     baseURL: fake.url,
-    model: 'claude-test-model',
+    model: DEFAULT_AGENT_MODEL,
     maxTurns: 6,
   });
   app = await testApp(runtime, { agentModel: model });

@@ -36,19 +36,41 @@ describe('agentModelFor', () => {
       loadConfig({
         ANTHROPIC_API_KEY: 'sk-ant-select',
         ANTHROPIC_BASE_URL: fake.url,
-        AGENT_MODEL: 'claude-select-test',
+        AGENT_MODEL: 'claude-opus-5-5',
       }),
     );
-    expect(model.name).toBe('claude-select-test');
+    expect(model.name).toBe('claude-opus-5-5');
     for (const text of ['First answer.', 'Second answer.']) {
       fake.script([() => ({ stop_reason: 'end_turn', content: [{ type: 'text', text }] })]);
       const result = await model.run(request);
       expect(result.reply).toBe(text);
       expect(fake.requests).toHaveLength(1);
-      expect(fake.requests[0]!.body.model).toBe('claude-select-test');
+      expect(fake.requests[0]!.body.model).toBe('claude-opus-5-5');
       const { authorization, 'x-api-key': apiKey } = fake.requests[0]!.headers;
       // The SDK sends the key as a bearer or as x-api-key, depending on its version.
       expect(String(authorization ?? apiKey)).toMatch(/^(Bearer )?sk-ant-select$/);
     }
+  });
+
+  it('says at start that a configured Claude model is deprecated or retired, and says nothing of a current one', () => {
+    const said: string[] = [];
+    const log = { warn: (m: string) => said.push(`warn: ${m}`), error: (m: string) => said.push(`error: ${m}`) };
+    const config = (model?: string) =>
+      loadConfig({ ANTHROPIC_API_KEY: 'sk-ant-select', ...(model ? { AGENT_MODEL: model } : {}) });
+    agentModelFor(config(), log, new Date('2026-12-01T00:00:00Z'));
+    expect(said).toEqual([]);
+    agentModelFor(config('claude-sonnet-4-5'), log, new Date('2026-11-29T12:00:00Z'));
+    agentModelFor(config('claude-sonnet-4-5'), log, new Date('2026-12-01T00:00:00Z'));
+    expect(said).toEqual([
+      expect.stringMatching(/^warn: AGENT_MODEL=claude-sonnet-4-5 is deprecated and retires on 2026-11-30/),
+      expect.stringMatching(/^error: AGENT_MODEL=claude-sonnet-4-5 was retired by Anthropic on 2026-11-30/),
+    ]);
+    // The offline planner has no model to warn about.
+    agentModelFor(loadConfig({ AGENT_MODEL: 'claude-sonnet-4-5' }), log, new Date('2026-12-01T00:00:00Z'));
+    expect(said).toHaveLength(2);
+  });
+
+  it('defaults to the current Sonnet', () => {
+    expect(agentModelFor(loadConfig({ ANTHROPIC_API_KEY: 'sk-ant-select' })).name).toBe('claude-sonnet-5-5');
   });
 });

@@ -7,7 +7,7 @@ import type { AnyTool } from '../core/tool.ts';
  * offline planner (deterministic grammar) and Claude (tool-use loop).
  */
 export interface AgentModel {
-  /** Recorded in the action log, e.g. "offline-planner/2" or "claude-sonnet-4-5". */
+  /** Recorded in the action log, e.g. "offline-planner/2" or "claude-sonnet-5-5". */
   readonly name: string;
   run(request: AgentModelRequest): Promise<AgentModelResult>;
 }

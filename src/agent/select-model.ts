@@ -1,12 +1,25 @@
 import type { Config } from '../config/config.ts';
 import type { AgentModel } from './model.ts';
 import type { ClaudeOptions } from './models/claude.ts';
+import { modelLifecycleWarning } from './models/claude-models.ts';
 import { createOfflinePlanner } from './models/offline-planner.ts';
 
-/** Claude when ANTHROPIC_API_KEY is set; otherwise the deterministic offline planner. */
-export function agentModelFor(config: Config): AgentModel {
+/** Where the choice of a deprecated or retired Claude model is said, once, at start. */
+export interface ModelChoiceLog {
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+/**
+ * Claude when ANTHROPIC_API_KEY is set; otherwise the deterministic offline planner. A Claude
+ * model Anthropic has deprecated or retired is said on `log` (the service still starts: payments
+ * do not depend on the agent).
+ */
+export function agentModelFor(config: Config, log?: ModelChoiceLog, now: Date = new Date()): AgentModel {
   const { agent } = config;
   if (!agent.anthropicApiKey) return createOfflinePlanner();
+  const warning = modelLifecycleWarning(agent.model, now);
+  if (warning && log) log[warning.level](warning.message);
   return lazyClaudeModel({
     apiKey: agent.anthropicApiKey,
     baseURL: agent.anthropicBaseUrl,

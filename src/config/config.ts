@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_AGENT_MODEL, DEFAULT_MAX_TOKENS } from '../agent/models/claude-models.ts';
 
 /**
  * The only reader of process.env (STYLE.md 7). Every variable is parsed once, with a
@@ -52,10 +53,10 @@ const envSchema = z.object({
   FX_RATES_FILE: optionalString,
   ANTHROPIC_API_KEY: optionalString,
   ANTHROPIC_BASE_URL: optionalString.pipe(httpUrl.optional()),
-  AGENT_MODEL: z.string().min(1).default('claude-sonnet-4-5'),
+  AGENT_MODEL: z.string().min(1).default(DEFAULT_AGENT_MODEL),
   AGENT_MAX_STEPS: z.coerce.number().int().min(1).max(50).default(10),
   AGENT_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
-  AGENT_MAX_TOKENS: z.coerce.number().int().min(256).max(64_000).default(4096),
+  AGENT_MAX_TOKENS: z.coerce.number().int().min(256).max(128_000).default(DEFAULT_MAX_TOKENS),
   PAYSTACK_BASE_URL: httpUrl.default('https://api.paystack.co'),
   PAYSTACK_CHECKOUT_ORIGIN: httpUrl.default('https://checkout.paystack.com'),
   MPESA_SANDBOX_BASE_URL: httpUrl.default('https://sandbox.safaricom.co.ke'),

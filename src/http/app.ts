@@ -198,7 +198,9 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   await app.register(testHelperRoutes(runtime));
   await app.register(confirmationRoutes(runtime, TOOLS));
   await app.register(policyRoutes(runtime, TOOLS));
-  await app.register(agentRoutes(runtime, options.agentModel ?? agentModelFor(config), TOOLS));
+  await app.register(
+    agentRoutes(runtime, options.agentModel ?? agentModelFor(config, runtime.logger, runtime.clock.now()), TOOLS),
+  );
   await app.register(auditRoutes(runtime));
   await app.register(webhookRoutes(runtime));
   await app.register(webhookEndpointRoutes(runtime));

@@ -1,5 +1,9 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
 
 /**
  * A local stand-in for the Anthropic Messages API (POST /v1/messages), driven by the real SDK
@@ -10,6 +14,20 @@ import type { AddressInfo } from 'node:net';
  * without consuming a scripted turn; a well-formed request gets the next scripted turn, which sees
  * the request and returns a message (any stop_reason) or an API error (429 with retry-after, 529,
  * 5xx). Every request is kept for assertions; rejected ones are also listed in `rejected`.
+ *
+ * Models, as the real API serves them:
+ * - only the model names the pinned SDK lists (its `Model` union) are served; a name it does not
+ *   list, or one past the retirement date in the SDK's own deprecated-models table (judged against
+ *   the fake's clock, `now`), is a 404 `not_found_error` naming the model;
+ * - the models that think by default (Sonnet 5 and later, Opus 5 and later, Fable, Mythos) refuse
+ *   what their migration guides say returns 400: `thinking: {type: "disabled"}` and thinking budgets,
+ *   non-default `temperature` / `top_p` / `top_k`, a final assistant turn (prefill), and forced tool
+ *   use (`tool_choice` `any` or `tool`) on the 5.5 models;
+ * - they answer with a `thinking` block first (display `omitted` by default: empty text and a
+ *   signature). The signature binds the block to the model and to the conversation before it;
+ *   a request that sends a thinking block back altered, under another model or after another
+ *   prefix, or that drops the thinking blocks of the assistant turn whose tool results it sends,
+ *   is a 400, as the real API answers it.
  */
 export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
@@ -24,7 +42,9 @@ export interface RecordedRequest {
 
 export type FakeContentBlock =
   | { type: 'text'; text: string }
-  | { type: 'tool_use'; id: string; name: string; input: unknown };
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  /** The fake signs it; a scripted one may give its (summarized) text. */
+  | { type: 'thinking'; thinking: string };
 
 export type FakeStopReason =
   | 'end_turn'
@@ -38,6 +58,11 @@ export type FakeStopReason =
 /** A 200 answer: one assistant message. */
 export interface ScriptedMessage {
   content: FakeContentBlock[];
+  /**
+   * For a model that thinks by default, the fake puts an omitted-display thinking block first
+   * unless the script gives its own thinking block or sets this to false.
+   */
+  thinking?: boolean;
   stop_reason: FakeStopReason;
   stop_sequence?: string | null;
   /** For a `refusal` stop: what the real API reports in `stop_details`. */
@@ -108,7 +133,20 @@ export function serverError(): ScriptedTurn {
   return () => ({ status: 500, error: { type: 'api_error', message: 'Internal server error' } });
 }
 
-export async function startFakeAnthropic(): Promise<FakeAnthropic> {
+export interface FakeAnthropicOptions {
+  /** The fake's clock for retirement dates; default the real date. */
+  now?: () => Date;
+}
+
+export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
+  const now = options.now ?? (() => new Date());
+  // Per fake: a signature made by one fake server is not valid on another, as one account's
+  // thinking blocks are not readable by another's.
+  const signingKey = randomBytes(32);
+  /** The thinking blocks sent with each tool_use id, to check they come back with it unchanged. */
+  const thinkingByToolUse = new Map<string, Block[]>();
+  /** Content of pause_turn answers: the one kind of final assistant turn the API continues. */
+  const paused = new Set<string>();
   const requests: RecordedRequest[] = [];
   const rejected: FakeAnthropic['rejected'] = [];
   let turns: ScriptedTurn[] = [];
@@ -146,7 +184,11 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
       }
       const recorded: RecordedRequest = { headers: req.headers, body: body as RecordedRequest['body'] };
       requests.push(recorded);
-      const rejection = checkMessagesRequest(req.headers, body);
+      const rejection =
+        checkMessagesRequest(req.headers, body) ??
+        checkModel(recorded.body.model, now()) ??
+        checkThinkingModelRequest(body as Record<string, unknown>, paused) ??
+        checkThinkingBlocks(recorded.body, signingKey, thinkingByToolUse);
       if (rejection) {
         rejected.push({ request: recorded, rejection });
         sendError(res, rejection.status, rejection.error);
@@ -180,7 +222,17 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
         return;
       }
       served += 1;
-      send(res, 200, messageBody(out, recorded.body.model, served));
+      const content = withThinking(out, recorded.body, signingKey);
+      for (const block of content) {
+        if (block.type === 'tool_use') {
+          thinkingByToolUse.set(
+            String(block.id),
+            content.filter((b) => b.type === 'thinking'),
+          );
+        }
+      }
+      if (out.stop_reason === 'pause_turn') paused.add(JSON.stringify(content));
+      send(res, 200, messageBody({ ...out, content: content as FakeContentBlock[] }, recorded.body.model, served));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -191,6 +243,8 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     rejected,
     script(next) {
       turns = [...next];
+      thinkingByToolUse.clear();
+      paused.clear();
       requests.length = 0;
       rejected.length = 0;
       served = 0;
@@ -420,4 +474,148 @@ export function lastToolResults(
   return Array.isArray(last?.content)
     ? (last.content as Array<{ tool_use_id: string; content: string; is_error?: boolean }>)
     : [];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models: which names are served, what the thinking models refuse, and their thinking blocks
+// ---------------------------------------------------------------------------------------------
+
+const sdkDir = dirname(createRequire(import.meta.url).resolve('@anthropic-ai/sdk'));
+
+/**
+ * The model names the pinned @anthropic-ai/sdk lists (its `Model` union, the provider's own
+ * published list at that version) and the retirement dates of its deprecated-models table. Read
+ * from the installed SDK, so the fake follows the SDK when it is upgraded, not our own table.
+ */
+export const SDK_MODELS: readonly string[] = [
+  ...readFileSync(join(sdkDir, 'resources/messages/messages.d.ts'), 'utf8')
+    .match(/export type Model = ([^;]+);/)![1]!
+    .matchAll(/'([^']+)'/g),
+].map((m) => m[1]!);
+
+export const SDK_RETIREMENTS: Readonly<Record<string, Date>> = Object.fromEntries(
+  Object.entries(
+    createRequire(import.meta.url)(join(sdkDir, 'internal/data/deprecated-models.js')).DEPRECATED_MODELS as Record<
+      string,
+      string
+    >,
+  ).map(([model, date]) => [model, new Date(`${date.replace(/(\d+)(st|nd|rd|th)/, '$1')} UTC`)]),
+);
+
+/** The models that think by default and refuse the settings their migration guides list. */
+function thinksByDefault(model: string): boolean {
+  return /^claude-(sonnet|opus|haiku)-5(-|$)|^claude-(fable|mythos)-5/.test(model);
+}
+
+function isFiveFive(model: string): boolean {
+  return /-5-5$/.test(model);
+}
+
+function checkModel(model: string, now: Date): Rejection | undefined {
+  const retires = SDK_RETIREMENTS[model];
+  if (!SDK_MODELS.includes(model) || (retires !== undefined && now.getTime() >= retires.getTime())) {
+    return { status: 404, error: { type: 'not_found_error', message: `model: ${model}` } };
+  }
+  return undefined;
+}
+
+function checkThinkingModelRequest(body: Record<string, unknown>, paused: Set<string>): Rejection | undefined {
+  const model = String(body.model);
+  if (!thinksByDefault(model)) return undefined;
+  const thinking = isRecord(body.thinking) ? body.thinking : undefined;
+  if (thinking?.type === 'disabled') {
+    return invalid(
+      isFiveFive(model) && model.includes('sonnet')
+        ? '"thinking.type.disabled" is not supported for this model. Use "thinking.type.between_tools" to turn off up-front thinking.'
+        : '"thinking.type.disabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.',
+    );
+  }
+  if (thinking?.type === 'enabled' || thinking?.budget_tokens !== undefined) {
+    return invalid(
+      '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.',
+    );
+  }
+  for (const name of ['temperature', 'top_p', 'top_k'] as const) {
+    if (body[name] !== undefined && !(name === 'temperature' && body[name] === 1)) {
+      return invalid(`${name}: sampling parameters are not supported for this model`);
+    }
+  }
+  const effort = isRecord(body.output_config) ? body.output_config.effort : undefined;
+  if (effort !== undefined && !['low', 'medium', 'high', 'xhigh', 'max'].includes(String(effort))) {
+    return invalid("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'");
+  }
+  if (isFiveFive(model)) {
+    const choice = isRecord(body.tool_choice) ? body.tool_choice.type : undefined;
+    if (choice === 'any' || choice === 'tool') {
+      return invalid('tool_choice: forced tool use is not supported for this model; use "auto" or "none".');
+    }
+  }
+  // A paused turn (server tools) is continued by sending it back as the last assistant turn; any
+  // other final assistant turn is a prefill.
+  const last = Array.isArray(body.messages) ? body.messages.at(-1) : undefined;
+  if (isRecord(last) && last.role === 'assistant' && !paused.has(JSON.stringify(last.content))) {
+    return invalid(
+      'This model does not support assistant message prefill. The conversation must end with a user message.',
+    );
+  }
+  return undefined;
+}
+
+/** The signature of a thinking block: the model, the conversation before its turn, and its text. */
+function signThinking(key: Buffer, model: string, prefix: unknown[], thinking: string): string {
+  return createHmac('sha256', key)
+    .update(JSON.stringify([model, prefix, thinking]))
+    .digest('base64');
+}
+
+function withThinking(out: ScriptedMessage, body: RecordedRequest['body'], key: Buffer): Block[] {
+  const content = out.content as Block[];
+  const scripted = content.some((b) => b.type === 'thinking');
+  const auto = thinksByDefault(body.model) && out.thinking !== false && !scripted;
+  const blocks = auto ? [{ type: 'thinking', thinking: '' } as Block, ...content] : content;
+  return blocks.map((block) =>
+    block.type === 'thinking'
+      ? {
+          type: 'thinking',
+          thinking: String(block.thinking),
+          signature: signThinking(key, body.model, body.messages, String(block.thinking)),
+        }
+      : block,
+  );
+}
+
+/**
+ * Thinking blocks sent back must be the fake's own, unchanged, under the same model and after the
+ * same conversation; and the assistant turn whose tool results a request sends must carry the
+ * thinking blocks it was answered with (the API needs them to continue a tool-use turn).
+ */
+function checkThinkingBlocks(
+  body: RecordedRequest['body'],
+  key: Buffer,
+  thinkingByToolUse: Map<string, Block[]>,
+): Rejection | undefined {
+  for (const [i, message] of body.messages.entries()) {
+    if (message.role !== 'assistant') continue;
+    const blocks = blocksOf(message.content);
+    for (const [j, block] of blocks.entries()) {
+      if (block.type === 'redacted_thinking') continue;
+      if (block.type !== 'thinking') continue;
+      const expected = signThinking(key, body.model, body.messages.slice(0, i), String(block.thinking));
+      if (block.signature !== expected) {
+        return invalid(`messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`);
+      }
+    }
+    const last = body.messages.slice(i + 1).every((m) => m.role !== 'assistant');
+    if (!last) continue;
+    for (const use of blocks.filter((b) => b.type === 'tool_use')) {
+      const sent = thinkingByToolUse.get(String(use.id)) ?? [];
+      const kept = blocks.filter((b) => b.type === 'thinking');
+      if (JSON.stringify(kept) !== JSON.stringify(sent)) {
+        return invalid(
+          `messages.${i}.content: the thinking blocks of an assistant turn with tool_use must be passed back unchanged when you send its tool results`,
+        );
+      }
+    }
+  }
+  return undefined;
 }

@@ -1,3 +1,4 @@
+import { DEFAULT_AGENT_MODEL } from './claude-models.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type FakeAnthropic,
@@ -51,7 +52,7 @@ function claude(options: Partial<ClaudeOptions> = {}, retry: ClaudeRetryOptions 
   const model = createClaudeModel({
     apiKey: 'sk-ant-test',
     baseURL: fake.url,
-    model: 'claude-test-model',
+    model: DEFAULT_AGENT_MODEL,
     maxTurns: 6,
     ...options,
     retry: {
@@ -96,14 +97,18 @@ describe('Claude adapter: stops, retries and tool calls against a local Messages
     expect(fake.rejected).toEqual([]);
   });
 
-  it('sends max_tokens (default 4096), the cached system prompt and tools, and completes on end_turn', async () => {
+  it('sends max_tokens (default 16,000: thinking counts against it), the cached system prompt and tools, and completes on end_turn', async () => {
     fake.script([endTurn('Nothing to do.')]);
     const { model } = claude();
     const { result } = await run(model);
     expect(result).toMatchObject({ reply: 'Nothing to do.', understood: false });
     expect(result.incomplete).toBeUndefined();
     const [request] = fake.requests;
-    expect(request!.body.max_tokens).toBe(4096);
+    expect(request!.body.max_tokens).toBe(16_000);
+    // Adaptive thinking, as the current models run by default: none of the settings they refuse.
+    expect(request!.body).not.toHaveProperty('thinking');
+    expect(request!.body).not.toHaveProperty('temperature');
+    expect(request!.body).not.toHaveProperty('tool_choice');
     expect(request!.headers['anthropic-version']).toBeTruthy();
     expect(request!.body.system[0]!.cache_control).toEqual({ type: 'ephemeral' });
     expect(request!.body.tools.at(-1)!.cache_control).toEqual({ type: 'ephemeral' });
@@ -196,8 +201,17 @@ describe('Claude adapter: stops, retries and tool calls against a local Messages
 
     const second = fake.requests[1]!;
     const [user, assistant, results] = second.body.messages;
-    expect(user).toEqual({ role: 'user', content: 'settle today' });
+    expect(user).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Current date and time (UTC): 2026-01-15T12:00:00.000Z, a Thursday.' },
+        { type: 'text', text: 'settle today' },
+      ],
+    });
     expect(assistant?.role).toBe('assistant');
+    // The thinking block the model answered with goes back first and unchanged (the fake checks
+    // its signature against the model and the conversation before it).
+    expect((assistant!.content as Array<{ type: string }>)[0]).toMatchObject({ type: 'thinking', thinking: '' });
     expect(results?.role).toBe('user');
     expect(second.body.messages).toHaveLength(3);
     expect(lastToolResults(second).map((r) => [r.tool_use_id, JSON.parse(unwrap(r.content)).tool])).toEqual([
@@ -310,7 +324,10 @@ describe('Claude adapter: stops, retries and tool calls against a local Messages
     expect(result.reply).toBe('Working on it.\nFinished.');
     expect(fake.requests[1]!.body.messages.at(-1)).toEqual({
       role: 'assistant',
-      content: [{ type: 'text', text: 'Working on it.' }],
+      content: [
+        { type: 'thinking', thinking: '', signature: expect.any(String) },
+        { type: 'text', text: 'Working on it.' },
+      ],
     });
   });
 });
@@ -323,7 +340,7 @@ describe('the local Messages API rejects what the real one rejects', () => {
   const headers = { 'content-type': 'application/json', 'x-api-key': 'k', 'anthropic-version': '2023-06-01' };
   const tools = [{ name: 'get_balance', description: 'd', input_schema: { type: 'object', properties: {} } }];
   const valid = {
-    model: 'claude-test-model',
+    model: DEFAULT_AGENT_MODEL,
     max_tokens: 1024,
     tools,
     messages: [
@@ -348,7 +365,10 @@ describe('the local Messages API rejects what the real one rejects', () => {
     expect(await res.json()).toMatchObject({
       type: 'message',
       role: 'assistant',
-      content: [{ type: 'text', text: 'ok' }],
+      content: [
+        { type: 'thinking', thinking: '', signature: expect.any(String) },
+        { type: 'text', text: 'ok' },
+      ],
       stop_reason: 'end_turn',
       stop_sequence: null,
       usage: { input_tokens: 100, output_tokens: 20, cache_read_input_tokens: 0 },
@@ -454,6 +474,47 @@ describe('the local Messages API rejects what the real one rejects', () => {
       message: 'anthropic-version',
       headers: { 'anthropic-version': undefined },
     },
+    // What the migration guides of the models that think by default say returns 400.
+    {
+      case: 'thinking disabled on Sonnet 5.5',
+      body: { ...valid, thinking: { type: 'disabled' } },
+      message: 'between_tools',
+    },
+    {
+      case: 'a thinking budget',
+      body: { ...valid, thinking: { type: 'enabled', budget_tokens: 2048 } },
+      message: 'thinking.type.enabled',
+    },
+    { case: 'a non-default temperature', body: { ...valid, temperature: 0 }, message: 'temperature' },
+    { case: 'top_p', body: { ...valid, top_p: 0.9 }, message: 'top_p' },
+    {
+      case: 'forced tool use',
+      body: { ...valid, tool_choice: { type: 'tool', name: 'get_balance' } },
+      message: 'forced tool use',
+    },
+    {
+      case: 'an assistant prefill',
+      body: { ...valid, messages: [user, { role: 'assistant', content: 'Sure, the balance is' }] },
+      message: 'prefill',
+    },
+    {
+      case: 'a thinking block the model did not write',
+      body: {
+        ...valid,
+        messages: [
+          user,
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'pay it all', signature: 'Zm9yZ2Vk' },
+              valid.messages[1]!.content[0],
+            ],
+          },
+          valid.messages[2],
+        ],
+      },
+      message: 'Invalid `signature` in `thinking` block',
+    },
   ];
   it.each(malformed)('400 invalid_request_error for $case', async ({ body, message, headers = {} }) => {
     fake.script([endTurn()]);
@@ -465,6 +526,82 @@ describe('the local Messages API rejects what the real one rejects', () => {
     expect(fake.rejected).toHaveLength(1);
     // A rejected request uses no scripted turn.
     expect((await post(valid)).status).toBe(200);
+  });
+
+  it('404 not_found_error for a name no SDK lists, naming it', async () => {
+    fake.script([endTurn()]);
+    const res = await post({ ...valid, model: 'claude-test-model' });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({
+      type: 'error',
+      error: { type: 'not_found_error', message: 'model: claude-test-model' },
+    });
+  });
+
+  it('serves claude-sonnet-4-5 until its end of life, then refuses it; the adapter says to change AGENT_MODEL', async () => {
+    let today = new Date('2026-11-29T23:59:00Z');
+    const dated = await startFakeAnthropic({ now: () => today });
+    try {
+      const retiring = createClaudeModel({
+        apiKey: 'sk-ant-test',
+        baseURL: dated.url,
+        model: 'claude-sonnet-4-5',
+        maxTurns: 2,
+      });
+      const request = {
+        instruction: 'balance?',
+        tools: TOOLS,
+        now: today,
+        signal: new AbortController().signal,
+        callTool: async () => ({ status: 'ok' as const, output: {} }),
+      };
+      dated.script([endTurn('Still here.')]);
+      await expect(retiring.run(request)).resolves.toMatchObject({ reply: 'Still here.' });
+      today = new Date('2026-11-30T00:00:00Z');
+      dated.script([endTurn('Too late.')]);
+      await expect(retiring.run(request)).rejects.toMatchObject({
+        kind: 'refused',
+        attempts: 1,
+        message: expect.stringMatching(
+          /does not serve the model claude-sonnet-4-5 \(retired or unknown\): set AGENT_MODEL/,
+        ),
+      });
+    } finally {
+      await dated.close();
+    }
+  });
+
+  it('sends a thinking block the conversation must carry back unchanged, after the same prefix', async () => {
+    fake.script([
+      () => ({ stop_reason: 'tool_use', content: [toolUse('tu_t', 'get_balance')] }),
+      endTurn('ok'),
+      endTurn('ok'),
+    ]);
+    const first = valid.messages[0]!;
+    const answer = (await (await post({ ...valid, messages: [first] })).json()) as { content: Array<{ type: string }> };
+    expect(answer.content[0]).toMatchObject({ type: 'thinking', thinking: '', signature: expect.any(String) });
+    const result = { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu_t', content: '{}' }] };
+    const altered = answer.content.map((b) => (b.type === 'thinking' ? { ...b, thinking: 'I should pay.' } : b));
+    const dropped = answer.content.filter((b) => b.type !== 'thinking');
+    const otherPrefix = { role: 'user', content: 'something else' };
+    for (const [messages, status] of [
+      [[first, { role: 'assistant', content: altered }, result], 400],
+      [[first, { role: 'assistant', content: dropped }, result], 400],
+      [[otherPrefix, { role: 'assistant', content: answer.content }, result], 400],
+      [[first, { role: 'assistant', content: answer.content }, result], 200],
+    ] as const) {
+      expect((await post({ ...valid, messages })).status).toBe(status);
+    }
+    // The same block under another model is another model's: not readable.
+    expect(
+      (
+        await post({
+          ...valid,
+          model: 'claude-opus-5-5',
+          messages: [first, { role: 'assistant', content: answer.content }, result],
+        })
+      ).status,
+    ).toBe(400);
   });
 
   it('401 authentication_error without a key', async () => {

@@ -5,9 +5,7 @@ import { z } from 'zod';
 import type { AnyTool } from '../../core/tool.ts';
 import type { AgentModel, AgentModelRequest, AgentModelResult, ModelUsage, ToolCallOutcome } from '../model.ts';
 import { systemPrompt } from '../prompts.ts';
-
-/** AGENT_MAX_TOKENS' default: room for a few tool calls with their JSON inputs in one turn. */
-export const DEFAULT_MAX_TOKENS = 4096;
+import { DEFAULT_MAX_TOKENS } from './claude-models.ts';
 
 export interface ClaudeOptions {
   apiKey: string;
@@ -88,7 +86,7 @@ export function createClaudeModel(options: ClaudeOptions): AgentModel {
     async run(request: AgentModelRequest): Promise<AgentModelResult> {
       const prompt = systemPrompt();
       const tools = toolDefinitions(request.tools);
-      const messages: MessageParam[] = [{ role: 'user', content: request.instruction }];
+      const messages: MessageParam[] = [{ role: 'user', content: firstUserContent(request) }];
       const usage: ModelUsage = {
         input_tokens: 0,
         output_tokens: 0,
@@ -178,6 +176,19 @@ export function createClaudeModel(options: ClaudeOptions): AgentModel {
   };
 }
 
+/**
+ * The run's first user message: the run's date, then the merchant's instruction. The model has no
+ * clock of its own, and the prompt asks it to read periods ("yesterday's sales") against this date;
+ * the date sits in the user turn, not the system prompt, so the cached prompt stays the same all day.
+ */
+export function firstUserContent(request: Pick<AgentModelRequest, 'instruction' | 'now'>): Anthropic.TextBlockParam[] {
+  const day = request.now.toLocaleDateString('en-GB', { weekday: 'long', timeZone: 'UTC' });
+  return [
+    { type: 'text', text: `Current date and time (UTC): ${request.now.toISOString()}, a ${day}.` },
+    { type: 'text', text: request.instruction },
+  ];
+}
+
 /** The assistant turn as the last message: a continued (paused) turn replaces its earlier part. */
 function setAssistantTurn(messages: MessageParam[], content: Anthropic.ContentBlock[]): void {
   if (messages.at(-1)?.role === 'assistant') messages.pop();
@@ -202,9 +213,7 @@ async function createMessage(
       }
       lastError = error;
       if (!isRetryable(error)) {
-        throw new ClaudeCallError(`The Messages API refused the request: ${describe(error)}`, 'refused', attempt, {
-          cause: error,
-        });
+        throw new ClaudeCallError(refusalMessage(params.model, error), 'refused', attempt, { cause: error });
       }
       if (attempt > retry.maxRetries) {
         throw new ClaudeCallError(
@@ -221,6 +230,18 @@ async function createMessage(
       }
     }
   }
+}
+
+/**
+ * A refused call, said so an operator can act on it. The API answers a model it does not serve
+ * (retired, or a name it never had) with 404 `not_found_error` naming the model: that is a
+ * configuration problem, and the message names the setting.
+ */
+function refusalMessage(model: string, error: unknown): string {
+  if (error instanceof APIError && error.status === 404 && error.type === 'not_found_error') {
+    return `The Messages API does not serve the model ${model} (retired or unknown): set AGENT_MODEL to a current model (${describe(error)}).`;
+  }
+  return `The Messages API refused the request: ${describe(error)}`;
 }
 
 function stopped(signal: AbortSignal, attempts: number, cause: unknown): ClaudeCallError {
