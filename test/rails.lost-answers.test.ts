@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { afterFile } from './support/after-file.ts';
 import { bearer } from './support/harness.ts';
 import { createPayment } from './support/payments.ts';
-import { connectRail, MPESA_APP, type RailsWorld, railsWorld } from './support/rails.ts';
+import { MPESA_APP, operatorCollects, type RailsWorld, railsWorld } from './support/rails.ts';
 
 /**
  * Daraja takes the push and puts the prompt on the payer's phone, but its answer never reaches
@@ -46,7 +46,7 @@ beforeAll(async () => {
       return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     },
   });
-  await connectRail(w.api, w.merchant.apiKey, 'mpesa', MPESA_APP);
+  await operatorCollects(w.runtime, 'mpesa', MPESA_APP);
 }, 60_000);
 
 describe('an M-Pesa push whose answer was lost', () => {

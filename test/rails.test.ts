@@ -8,8 +8,8 @@ import { paystackSignature } from './fakes/paystack.ts';
 import { bearer, testAccount } from './support/harness.ts';
 import { createPayment } from './support/payments.ts';
 import {
-  connectRail,
   MPESA_APP,
+  operatorCollects,
   PAYSTACK_LIVE_KEY,
   PAYSTACK_TEST_KEY,
   type RailsWorld,
@@ -27,8 +27,8 @@ let w: RailsWorld;
 
 beforeAll(async () => {
   w = await railsWorld();
-  await connectRail(w.api, w.merchant.apiKey, 'paystack', { secret_key: PAYSTACK_TEST_KEY });
-  await connectRail(w.api, w.merchant.apiKey, 'mpesa', MPESA_APP);
+  await operatorCollects(w.runtime, 'paystack', { secret_key: PAYSTACK_TEST_KEY });
+  await operatorCollects(w.runtime, 'mpesa', MPESA_APP);
 }, 60_000);
 
 const form = (id: string, fields: Record<string, string>, path = '') =>
@@ -87,108 +87,34 @@ async function payerReturns(url: string) {
   return w.checkout.inject({ method: 'GET', url: String(res.headers.location) });
 }
 
-describe('connecting rails', () => {
-  it('stores provider keys sealed, shows only their last four, and takes only keys of its own mode', async () => {
-    const list = await w.api.inject({ method: 'GET', url: '/v1/payment_rails', headers: bearer(w.merchant.apiKey) });
-    expect(list.statusCode).toBe(200);
-    const paystack = list.json().data.find((r: { rail: string }) => r.rail === 'paystack');
-    expect(paystack.settings.secret_key_last4).toBe(PAYSTACK_TEST_KEY.slice(-4));
-    expect(list.body).not.toContain(PAYSTACK_TEST_KEY);
-    expect(list.body).not.toContain(MPESA_APP.passkey);
-    const stored = await w.runtime.db.selectFrom('rail_credentials').select('secret_ciphertext').execute();
-    for (const row of stored) {
-      expect(row.secret_ciphertext).not.toContain(PAYSTACK_TEST_KEY);
-      expect(row.secret_ciphertext).not.toContain(MPESA_APP.passkey);
-    }
-
-    const liveOnTest = await w.api.inject({
-      method: 'PUT',
-      url: '/v1/payment_rails/paystack',
-      headers: bearer(w.merchant.apiKey),
-      payload: { secret_key: PAYSTACK_LIVE_KEY },
-    });
-    expect(liveOnTest.statusCode).toBe(400);
-    expect(liveOnTest.json().error).toMatchObject({ type: 'invalid_request_error', param: 'secret_key' });
-
-    const production = await w.api.inject({
-      method: 'PUT',
-      url: '/v1/payment_rails/mpesa',
-      headers: bearer(w.merchant.apiKey),
-      payload: { ...MPESA_APP, environment: 'production' },
-    });
-    expect(production.statusCode).toBe(400);
-    expect(production.json().error.param).toBe('environment');
-
-    const unknown = await w.api.inject({
-      method: 'PUT',
-      url: '/v1/payment_rails/flutterwave',
-      headers: bearer(w.merchant.apiKey),
-      payload: {},
-    });
-    expect(unknown.statusCode).toBe(404);
-  });
-
-  it('finance connects and disconnects a rail on the dashboard, with the same rules as the API', async () => {
-    const shop = await testAccount(w.runtime, { name: 'Dashboard Shop' });
-    const signIn = await w.api.inject({
-      method: 'POST',
-      url: '/dashboard/sign-in',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
-      payload: new URLSearchParams({ api_key: shop.apiKey }).toString(),
-    });
-    const cookie = /plainpay_session=[^;]+/.exec(String(signIn.headers['set-cookie']))![0];
-    const developers = await w.api.inject({ method: 'GET', url: '/dashboard/developers', headers: { cookie } });
-    expect(developers.body).toContain('No payer rail is connected in test mode.');
-    const csrf = /name="csrf_token" value="([^"]+)"/.exec(developers.body)![1]!;
-    const post = (url: string, fields: Record<string, string>) =>
-      w.api.inject({
-        method: 'POST',
-        url,
-        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
-        payload: new URLSearchParams({ csrf_token: csrf, ...fields }).toString(),
-      });
-
-    const live = await post('/dashboard/developers/rails/paystack', { secret_key: PAYSTACK_LIVE_KEY, public_key: '' });
-    expect(live.statusCode).toBe(400);
-    expect(live.body).toContain('secret_key must be a test Paystack key');
-
-    const ok = await post('/dashboard/developers/rails/mpesa', {
-      consumer_key: MPESA_APP.consumer_key,
-      consumer_secret: MPESA_APP.consumer_secret,
-      shortcode: MPESA_APP.shortcode,
-      passkey: MPESA_APP.passkey,
-      transaction_type: 'CustomerPayBillOnline',
-      party_b: '',
-    });
-    expect(ok.statusCode).toBe(303);
-    const after = await w.api.inject({ method: 'GET', url: '/dashboard/developers', headers: { cookie } });
-    expect(after.body).toContain('data-rail="mpesa"');
-    expect(after.body).not.toContain(MPESA_APP.passkey);
-    expect(after.body).not.toContain(MPESA_APP.consumer_secret);
-    const list = await w.api.inject({ method: 'GET', url: '/v1/payment_rails', headers: bearer(shop.apiKey) });
-    expect(list.json().data[0]).toMatchObject({
-      rail: 'mpesa',
-      settings: { environment: 'sandbox', shortcode: '174379' },
-    });
-
-    expect((await post('/dashboard/developers/rails/mpesa/disconnect', {})).statusCode).toBe(303);
-    const gone = await w.api.inject({ method: 'GET', url: '/v1/payment_rails', headers: bearer(shop.apiKey) });
-    expect(gone.json().data).toEqual([]);
-  });
-
-  it('a live checkout offers nothing until a live rail is connected, then offers it', async () => {
+describe('which rails a checkout offers', () => {
+  it('a live checkout offers nothing until the operator collects in live mode, then offers it', async () => {
     const live = await testAccount(w.runtime, { livemode: true, name: 'Live Shop' });
     const p = await createPayment(w.api, live.apiKey, { amount: 2500, currency: 'NGN' });
     const before = await w.checkout.inject({ method: 'GET', url: `/pay/${p.id}` });
     expect(before.body).toContain('Live payments cannot be made on this checkout yet');
     expect(before.body).not.toContain('name="rail"');
 
-    await connectRail(w.api, live.apiKey, 'paystack', { secret_key: PAYSTACK_LIVE_KEY });
+    await operatorCollects(w.runtime, 'paystack', { secret_key: PAYSTACK_LIVE_KEY }, { livemode: true });
     const after = await w.checkout.inject({ method: 'GET', url: `/pay/${p.id}` });
     expect(after.body).toContain('Pay ₦2,500.00 with Paystack');
     // The sandbox's buttons never appear on a live page.
     expect(after.body).not.toContain('Simulate a declined payment');
     expect(after.body).not.toContain('with M-Pesa');
+    const rails = await w.api.inject({ method: 'GET', url: '/v1/payment_rails', headers: bearer(live.apiKey) });
+    expect(rails.json()).toEqual({
+      object: 'list',
+      data: [
+        {
+          object: 'payment_rail',
+          rail: 'paystack',
+          livemode: true,
+          currencies: ['NGN', 'GHS', 'KES', 'ZAR'],
+          collected_by: 'operator',
+        },
+      ],
+      has_more: false,
+    });
   });
 });
 

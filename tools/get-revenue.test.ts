@@ -4,16 +4,20 @@ import { ManualClock } from '../src/core/clock.ts';
 import { AppError } from '../src/core/errors.ts';
 import { executedOutput, executeTool } from '../src/pipeline/execute-tool.ts';
 import type { Actor } from '../src/core/tool.ts';
-import { transitionPayment } from '../src/db/repositories/payments.ts';
 import { minorToNumber, parseMajorAmount, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { expireDuePayments } from '../src/payments/expiry.ts';
 import { paySandbox } from '../src/payments/sandbox-rail.ts';
+import { paystackReference } from '../src/payments/rails/paystack.ts';
+import { runSystemTool } from '../src/pipeline/system-runs.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import { bearer, testAccount, testApp, testRuntime, type TestRuntime } from '../test/support/harness.ts';
 import { firstKeyAuth } from '../test/support/money.ts';
+import { operatorCollection } from '../test/support/system-tools.ts';
 import { createPayment } from './create-payment.ts';
 import { getRevenue } from './get-revenue.ts';
 import { refundPayment } from './refund-payment.ts';
+import { recordPaymentAttempt } from './system/record-payment-attempt.ts';
+import { startPaymentAttempt } from './system/start-payment-attempt.ts';
 
 // A fixed clock: paid_at is whatever the clock reads when the sandbox rail confirms, so each
 // payment is paid exactly where the test puts it relative to the range's edges.
@@ -148,14 +152,29 @@ describe('get_revenue', () => {
       currency: 'NGN',
     });
     clockAt('2026-03-10T10:02:00Z');
-    // No live rail yet: written as a rail's confirmation would write it.
-    await transitionPayment(
-      runtime.db,
-      live.id,
-      'pending',
-      'paid',
-      { paid_at: runtime.clock.now() },
-      runtime.clock.now(),
+    // Paid on a live rail: a Paystack attempt into the operator's live collection account, confirmed.
+    const liveScope = { accountId: m.actor.accountId, livemode: true };
+    const started = await runSystemTool(
+      runtime,
+      startPaymentAttempt,
+      { payment_id: live.id, rail: 'paystack', collection_id: await operatorCollection(runtime, 'paystack', true) },
+      liveScope,
+    );
+    await runSystemTool(
+      runtime,
+      recordPaymentAttempt,
+      {
+        payment_id: live.id,
+        attempt_id: started.attempt_id,
+        rail: 'paystack',
+        outcome: 'succeeded',
+        confirmed: {
+          amount_minor: started.amount_minor,
+          currency: started.currency,
+          reference: paystackReference(started.attempt_id),
+        },
+      },
+      liveScope,
     );
     // Expired, and still pending: created in the range, never paid.
     expiredId = (await created(m.actor, '2026-03-10T13:00:00Z', { amount: 900, currency: 'NGN', ttl_minutes: 1 })).id;

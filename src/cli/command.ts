@@ -38,8 +38,12 @@ interface CommandHelp {
   help: string;
 }
 
-/** The work of a database command, once its arguments are checked. */
-export type DatabaseWork = (context: AdminContext, out: CliOutput) => Promise<number>;
+/**
+ * The work of a database command, once its arguments are checked. `argv`, when set, is the command
+ * line to send when the work runs inside `plainpay serve` instead (a file path made absolute, say,
+ * since serve's working directory is not the CLI's).
+ */
+export type DatabaseWork = ((context: AdminContext, out: CliOutput) => Promise<number>) & { argv?: string[] };
 
 /**
  * Each command checks its arguments in `parse` (throwing UsageError) before anything is opened,

@@ -58,6 +58,30 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./audit.ts')).auditVerify,
   },
   {
+    path: ['collection', 'list'],
+    synopsis: 'collection list [--json]',
+    summary: "List the provider accounts payers' money is collected into (never a secret).",
+    load: async () => (await import('./collection.ts')).collectionList,
+  },
+  {
+    path: ['collection', 'set'],
+    synopsis: 'collection set paystack|mpesa --credentials FILE [--live] [--account ID] [--json]',
+    summary: 'Set the provider credentials a rail collects with, instance-wide or for one account.',
+    load: async () => (await import('./collection.ts')).collectionSet,
+  },
+  {
+    path: ['collection', 'remove'],
+    synopsis: 'collection remove paystack|mpesa [--live] [--account ID] [--json]',
+    summary: 'Stop a rail collecting; what was paid through it is still followed up.',
+    load: async () => (await import('./collection.ts')).collectionRemove,
+  },
+  {
+    path: ['collection', 'adopt'],
+    synopsis: 'collection adopt COLLECTION_ID [--json]',
+    summary: "Take over a merchant's credential from before collection became the operator's.",
+    load: async () => (await import('./collection.ts')).collectionAdopt,
+  },
+  {
     path: ['chain', 'adopt'],
     synopsis: 'chain adopt [CHAIN_KEY] [--old-chain-gone] [--json]',
     summary: 'Show, or accept, the chain a settlement worker found its node serving instead of the expected one.',

@@ -25,7 +25,7 @@ export async function runCli(argv: string[], out: CliOutput = processOutput): Pr
         const work = command.parse(args);
         const config = loadConfig();
         const { runOnDatabase } = await import('./database-access.ts');
-        return runOnDatabase(config, command, work, argv, out);
+        return runOnDatabase(config, command, work, work.argv ?? argv, out);
       }
     }
   });

@@ -7,6 +7,7 @@ import type { Config } from '../config/config.ts';
 import { countAccounts } from '../db/repositories/accounts.ts';
 import { gracefulStopOf } from '../http/graceful-stop.ts';
 import { createRuntime, type Runtime } from '../runtime.ts';
+import { refuseMerchantCollection } from '../payments/rails/collections.ts';
 import { startWorkers } from '../workers.ts';
 import { type AdminSocket, startAdminSocket } from './admin-socket.ts';
 import { type CliOutput, parseStrict, type ServiceCommand } from './command.ts';
@@ -52,6 +53,7 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
   let adminSocket: AdminSocket | undefined;
   let stopWorkers: (() => Promise<void>) | undefined;
   try {
+    await refuseMerchantCollection(runtime.db, (message) => runtime.logger.warn(message));
     const demo = role === 'all' || role === 'api' ? await ensureDemoAccount(runtime) : undefined;
     // Only the embedded database needs it: on Postgres (runtime.dbKind) the CLI connects itself.
     if (config.database.kind === 'pglite') {

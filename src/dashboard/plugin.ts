@@ -10,7 +10,6 @@ import { CSRF_FIELD, csrfTokenMatches } from './csrf.ts';
 import { registerActions } from './screens/actions.ts';
 import { registerConfirmations } from './screens/confirmations.ts';
 import { registerDevelopers } from './screens/developers.ts';
-import { registerRails } from './screens/rails.ts';
 import { registerOverview } from './screens/overview.ts';
 import { registerPayments } from './screens/payments.ts';
 import { registerPayouts } from './screens/payouts.ts';
@@ -201,7 +200,6 @@ function dashboard(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAs
     registerPayouts(app, deps);
     registerWebhooks(app, deps);
     registerDevelopers(app, deps, { secureCookie });
-    registerRails(app, deps);
   };
 }
 

@@ -139,6 +139,8 @@ export interface PaymentAttemptsTable {
   payer_url: string | null;
   payer_hint: string | null;
   callback_token_hash: string | null;
+  /** The collection account the payer paid into (provider rails; null for the sandbox). */
+  collection_id: string | null;
   late: Generated<boolean>;
   refund_status: 'due' | 'refunded' | 'manual' | null;
   checked_at: NullableTimestamp;

@@ -25,6 +25,7 @@ export const ID_PREFIXES = [
   'we', // account webhook endpoint
   'fund', // test-mode balance funding
   'whsec', // webhook signing secret (the row; the secret itself is whsec_ + base64)
+  'col', // collection account: the operator's provider integration that collects payers' money
 ] as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[number];

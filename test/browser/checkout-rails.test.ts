@@ -1,11 +1,15 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeDaraja, startFakeDaraja } from '../fakes/daraja.ts';
 import { type FakePaystack, startFakePaystack } from '../fakes/paystack.ts';
 import { artifactsDir, browserSkipReason, launchBrowser } from '../support/browser.ts';
 import { MPESA_APP, PAYSTACK_TEST_KEY } from '../support/rails.ts';
-import { type RunningServer, startServer } from '../support/server.ts';
+import { CLI, childEnv, type RunningServer, startServer } from '../support/server.ts';
 import { eventually, startReceiver, type TestReceiver } from '../support/webhooks.ts';
 
 /**
@@ -15,6 +19,7 @@ import { eventually, startReceiver, type TestReceiver } from '../support/webhook
  * A success settles on the devnet and payment.settled reaches the merchant. Screenshots go to
  * test-artifacts/rails/.
  */
+const run = promisify(execFile);
 const skip = browserSkipReason();
 if (skip) console.warn(skip);
 
@@ -51,19 +56,27 @@ describe.skipIf(skip)('Paystack and M-Pesa on the checkout page, in a browser', 
       }),
       launchBrowser(),
     ]);
-    // What the merchant sets on Paystack's dashboard, and connects through the API.
+    // What the operator sets on Paystack's dashboard, and sets with the CLI: `plainpay collection
+    // set` beside the running serve, which holds the embedded database (the command runs inside it).
     paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${server.url}/hooks/paystack`);
+    const secrets = mkdtempSync(join(tmpdir(), 'plainpay-collection-'));
     for (const [rail, body] of [
       ['paystack', { secret_key: PAYSTACK_TEST_KEY }],
       ['mpesa', MPESA_APP],
     ] as const) {
-      const res = await fetch(`${server.url}/v1/payment_rails/${rail}`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${server.demoKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      expect(res.status, await res.text()).toBe(200);
+      writeFileSync(join(secrets, `${rail}.json`), JSON.stringify(body));
+      // A relative path: the CLI makes it absolute before the command runs inside serve.
+      const { stdout } = await run(
+        process.execPath,
+        [CLI, 'collection', 'set', rail, '--credentials', `${rail}.json`],
+        {
+          cwd: secrets,
+          env: childEnv(server.dataDir),
+        },
+      );
+      expect(stdout).toMatch(new RegExp(`^Set col_\\w+  ${rail}  test  every account  operator  collecting`));
     }
+    rmSync(secrets, { recursive: true, force: true });
   }, 120_000);
 
   afterAll(async () => {

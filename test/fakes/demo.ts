@@ -1,7 +1,7 @@
 /**
  * `npm run fake-rails`: the Paystack and Daraja fakes on local ports, and a page that plays the
  * payer's M-Pesa phone, for trying the live rails by hand (docs/rails.md, "Trying it locally").
- * Start this first, then plainpay with the environment it prints, then connect the rails.
+ * Start this first, then plainpay with the environment it prints, then set the rails' collection accounts.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -66,9 +66,9 @@ Fake M-Pesa phone:   ${phoneUrl}   <- open it to answer M-Pesa prompts
 1. Start plainpay pointed at them:
    PAYSTACK_BASE_URL=${paystack.baseUrl} PAYSTACK_CHECKOUT_ORIGIN=${paystack.checkoutOrigin} MPESA_SANDBOX_BASE_URL=${daraja.baseUrl} PUBLIC_BASE_URL=${plainpay} npm start
 
-2. Connect both rails with the demo key it prints:
-   curl -s -X PUT ${plainpay}/v1/payment_rails/paystack -H "Authorization: Bearer $PLAINPAY_API_KEY" -H 'Content-Type: application/json' -d '{"secret_key":"${PAYSTACK_TEST_KEY}"}'
-   curl -s -X PUT ${plainpay}/v1/payment_rails/mpesa -H "Authorization: Bearer $PLAINPAY_API_KEY" -H 'Content-Type: application/json' -d '${JSON.stringify(MPESA_APP)}'
+2. As the operator, set both rails' collection accounts (in another terminal, beside it):
+   echo '{"secret_key":"${PAYSTACK_TEST_KEY}"}' > /tmp/paystack.json && npx plainpay collection set paystack --credentials /tmp/paystack.json
+   echo '${JSON.stringify(MPESA_APP)}' > /tmp/mpesa.json && npx plainpay collection set mpesa --credentials /tmp/mpesa.json
 
 3. Create a KES or NGN payment and open its checkout_url. Ctrl-C stops the fakes.`);
 

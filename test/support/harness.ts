@@ -3,6 +3,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { checkCollectionInvariant } from '../../src/payments/rails/collections.ts';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { createAccount } from '../../src/accounts/create-account.ts';
@@ -124,7 +125,12 @@ export async function testRuntime(
     logger: testLogger(),
     ...overrides,
   });
-  afterFile(() => runtime.close());
+  afterFile(async () => {
+    // The collection invariant (docs/rails.md) over everything the file did, before the database goes.
+    const problems = await checkCollectionInvariant(runtime.db).catch(() => [] as string[]);
+    await runtime.close();
+    if (problems.length > 0) throw new Error(`collection invariant broken:\n${problems.join('\n')}`);
+  });
   return runtime as TestRuntime;
 }
 

@@ -1,13 +1,19 @@
 import type { FastifyInstance } from 'fastify';
+import type { ProviderRail } from '../../src/db/tables/rails.ts';
+import {
+  type CollectionAccount,
+  parseRailCredentials,
+  setOperatorCollection,
+} from '../../src/payments/rails/collections.ts';
 import { buildCheckoutApp } from '../../src/checkout/app.ts';
 import { type FakeDaraja, startFakeDaraja } from '../fakes/daraja.ts';
 import { type FakePaystack, startFakePaystack } from '../fakes/paystack.ts';
 import { afterFile } from './after-file.ts';
-import { bearer, testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './harness.ts';
+import { testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './harness.ts';
 import { freePort } from './server.ts';
-import { MPESA_APP, PAYSTACK_LIVE_KEY, PAYSTACK_TEST_KEY } from '../fakes/credentials.ts';
+import { MPESA_APP, PAYSTACK_LIVE_KEY, PAYSTACK_MERCHANT_OWN_KEY, PAYSTACK_TEST_KEY } from '../fakes/credentials.ts';
 
-export { MPESA_APP, PAYSTACK_LIVE_KEY, PAYSTACK_TEST_KEY } from '../fakes/credentials.ts';
+export { MPESA_APP, PAYSTACK_LIVE_KEY, PAYSTACK_MERCHANT_OWN_KEY, PAYSTACK_TEST_KEY } from '../fakes/credentials.ts';
 
 export interface RailsWorld {
   runtime: TestRuntime;
@@ -41,6 +47,7 @@ export async function railsWorld(
     integrations: [
       { secretKey: PAYSTACK_TEST_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
       { secretKey: PAYSTACK_LIVE_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
+      { secretKey: PAYSTACK_MERCHANT_OWN_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
     ],
   });
   afterFile(() => paystack.close());
@@ -74,18 +81,22 @@ export async function railsWorld(
   return { runtime, api, apiUrl, checkout, checkoutUrl, paystack, daraja, merchant };
 }
 
-/** Connects a rail for the key's account and mode through the API, as a merchant does. */
-export async function connectRail(
-  api: FastifyInstance,
-  apiKey: string,
-  rail: 'paystack' | 'mpesa',
+/**
+ * The operator sets a rail's collection account, as `plainpay collection set` does: instance-wide
+ * by default, or for one account. Live or test follows the credentials (sk_live_…, production).
+ */
+export async function operatorCollects(
+  runtime: TestRuntime,
+  rail: ProviderRail,
   body: Record<string, unknown>,
-): Promise<void> {
-  const res = await api.inject({
-    method: 'PUT',
-    url: `/v1/payment_rails/${rail}`,
-    headers: bearer(apiKey),
-    payload: body,
-  });
-  if (res.statusCode !== 200) throw new Error(`connecting ${rail} failed: ${res.statusCode} ${res.body}`);
+  options: { livemode?: boolean; accountId?: string } = {},
+): Promise<CollectionAccount> {
+  const livemode = options.livemode ?? false;
+  return setOperatorCollection(
+    runtime.db,
+    runtime.secretBox,
+    { rail, livemode, accountId: options.accountId ?? null },
+    parseRailCredentials(rail, livemode, body),
+    runtime.clock.now(),
+  );
 }

@@ -4,7 +4,9 @@
 import { expect } from 'vitest';
 import type { AnyTool } from '../../src/core/tool.ts';
 import type { ModeScope } from '../../src/db/database.ts';
+import type { ProviderRail } from '../../src/db/tables/rails.ts';
 import { API_KEY_SCOPES } from '../../src/domain/api-key-secret.ts';
+import { collectionFor, parseRailCredentials, setOperatorCollection } from '../../src/payments/rails/collections.ts';
 import { paystackReference } from '../../src/payments/rails/paystack.ts';
 import { executedOutput, executeTool } from '../../src/pipeline/execute-tool.ts';
 import { runSystemTool, systemActor } from '../../src/pipeline/system-runs.ts';
@@ -14,6 +16,7 @@ import { createPayment } from '../../tools/create-payment.ts';
 import { refundPayment } from '../../tools/refund-payment.ts';
 import { recordPaymentAttempt } from '../../tools/system/record-payment-attempt.ts';
 import { startPaymentAttempt } from '../../tools/system/start-payment-attempt.ts';
+import { MPESA_APP, PAYSTACK_LIVE_KEY, PAYSTACK_TEST_KEY } from '../fakes/credentials.ts';
 import { firstKeyAuth } from './money.ts';
 
 /** The account's test mode: the scope a system tool acts in for these tests. */
@@ -59,6 +62,28 @@ export async function pendingPayment(runtime: Runtime, accountId: string, ttlMin
 }
 
 /**
+ * The operator's instance-wide collection account of a rail and mode, set with the fakes' credentials
+ * the first time one is needed (docs/rails.md, "Who collects").
+ */
+export async function operatorCollection(runtime: Runtime, rail: ProviderRail, livemode: boolean): Promise<string> {
+  const scope = { accountId: 'acct_none', livemode };
+  const existing = await collectionFor(runtime.db, runtime.secretBox, scope, rail);
+  if (existing && existing.account.accountId === null) return existing.account.id;
+  const credentials =
+    rail === 'paystack'
+      ? { secret_key: livemode ? PAYSTACK_LIVE_KEY : PAYSTACK_TEST_KEY }
+      : { ...MPESA_APP, environment: livemode ? 'production' : 'sandbox' };
+  const set = await setOperatorCollection(
+    runtime.db,
+    runtime.secretBox,
+    { rail, livemode, accountId: null },
+    parseRailCredentials(rail, livemode, credentials),
+    runtime.clock.now(),
+  );
+  return set.id;
+}
+
+/**
  * A merchant's refund that Paystack still has to pay: a payment paid through a Paystack attempt,
  * settled into the balance, then refunded by the merchant's key (a Paystack payment's refund is
  * pending until Paystack has paid it).
@@ -78,7 +103,7 @@ export async function pendingPaystackRefund(
   const started = await runSystemTool(
     runtime,
     startPaymentAttempt,
-    { payment_id: payment.id, rail: 'paystack' },
+    { payment_id: payment.id, rail: 'paystack', collection_id: await operatorCollection(runtime, 'paystack', false) },
     scope,
   );
   await runSystemTool(

@@ -9,14 +9,19 @@ import { findPaymentById } from '../../src/db/repositories/payments.ts';
 import { paystackReference } from '../../src/payments/rails/paystack.ts';
 import { runSystemTool } from '../../src/pipeline/system-runs.ts';
 import { testAccount, testRuntime, type TestRuntime } from '../../test/support/harness.ts';
+import { MPESA_APP, operatorCollects, PAYSTACK_TEST_KEY } from '../../test/support/rails.ts';
 import { eventTypes, expectRefusedOffSystem, pendingPayment, testMode } from '../../test/support/system-tools.ts';
 import { expirePayments } from './expire-payments.ts';
 import { recordPaymentAttempt } from './record-payment-attempt.ts';
 import { startPaymentAttempt } from './start-payment-attempt.ts';
 
 let runtime: TestRuntime;
+/** The operator's instance-wide test-mode collection accounts. */
+const COLLECTION = { paystack: '', mpesa: '' };
 beforeAll(async () => {
   runtime = await testRuntime({}, { clock: new ManualClock(new Date('2026-05-01T09:00:00.000Z')) });
+  COLLECTION.paystack = (await operatorCollects(runtime, 'paystack', { secret_key: PAYSTACK_TEST_KEY })).id;
+  COLLECTION.mpesa = (await operatorCollects(runtime, 'mpesa', MPESA_APP)).id;
 });
 
 /** A payment with a Paystack attempt in flight; returns the ids and what Paystack would confirm. */
@@ -25,7 +30,7 @@ async function inFlight(accountId: string, ttlMinutes = 30) {
   const started = await runSystemTool(
     runtime,
     startPaymentAttempt,
-    { payment_id: paymentId, rail: 'paystack' },
+    { payment_id: paymentId, rail: 'paystack', collection_id: COLLECTION.paystack },
     testMode(accountId),
   );
   const confirmed = {
@@ -200,5 +205,39 @@ describe('record_payment_attempt', () => {
     ).rejects.toMatchObject({ code: 'not_found' });
     expect(await statusOf(paymentId)).toBe('processing');
     expect((await attempt(attemptId)).outcome).toBe('pending');
+  });
+
+  it('a success collected into a merchant-owned collection account is flagged, never credited', async () => {
+    const merchant = await testAccount(runtime);
+    const { paymentId, attemptId, confirmed } = await inFlight(merchant.accountId);
+    // The attempt's money went to a credential the merchant connected itself (before collection
+    // became the operator's): the merchant has the naira already; crediting it would pay it twice.
+    await runtime.db
+      .updateTable('collection_accounts')
+      .set({ owner: 'merchant' })
+      .where('id', '=', COLLECTION.paystack)
+      .execute();
+    try {
+      const out = await record(merchant.accountId, {
+        payment_id: paymentId,
+        attempt_id: attemptId,
+        rail: 'paystack',
+        outcome: 'succeeded',
+        confirmed,
+      });
+      expect(out.result).toBe('flagged');
+    } finally {
+      await runtime.db
+        .updateTable('collection_accounts')
+        .set({ owner: 'operator' })
+        .where('id', '=', COLLECTION.paystack)
+        .execute();
+    }
+    expect(await statusOf(paymentId)).toBe('pending');
+    expect(await attempt(attemptId)).toMatchObject({
+      outcome: 'flagged',
+      refund_status: 'due',
+      failure_reason: expect.stringContaining('merchant-owned'),
+    });
   });
 });

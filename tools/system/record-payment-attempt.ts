@@ -102,7 +102,9 @@ export const recordPaymentAttempt = defineTool({
       return answer('ended', await reopen(), input.outcome);
     }
 
-    const mismatch = confirmationMismatch(input.confirmed, attempt, input.rail);
+    const mismatch =
+      confirmationMismatch(input.confirmed, attempt, input.rail) ??
+      (await notOperatorCollected(ctx, attempt.collection_id, input.rail));
     if (mismatch) {
       await endAttempt(ctx, attempt.id, 'flagged', mismatch);
       // The provider took money plainpay did not credit: it goes back to the payer like a late success.
@@ -223,6 +225,29 @@ function confirmationMismatch(
     problems.push(`reference ${confirmed.reference} (asked ${attempt.provider_reference})`);
   }
   return problems.length === 0 ? undefined : `the provider confirmed ${problems.join(', ')}`;
+}
+
+/**
+ * The collection invariant, at the one place a payment becomes paid: money that reached anything
+ * but an operator-owned collection account (a merchant's own credential from before collection
+ * became the operator's) is never credited, or the merchant would be paid twice.
+ */
+async function notOperatorCollected(
+  ctx: ToolContext,
+  collectionId: string | null,
+  rail: string,
+): Promise<string | undefined> {
+  if (rail === 'sandbox') return undefined;
+  const collection =
+    collectionId === null
+      ? undefined
+      : await ctx.db
+          .selectFrom('collection_accounts')
+          .select('owner')
+          .where('id', '=', collectionId)
+          .executeTakeFirst();
+  if (collection?.owner === 'operator') return undefined;
+  return "the money was collected outside the operator's collection accounts (a merchant-owned credential): not credited";
 }
 
 async function announce(ctx: ToolContext, row: PaymentRow, type: EventType, extra: Record<string, unknown> = {}) {

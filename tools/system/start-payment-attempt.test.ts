@@ -8,12 +8,18 @@ import { findPaymentById } from '../../src/db/repositories/payments.ts';
 import { paystackReference } from '../../src/payments/rails/paystack.ts';
 import { runSystemTool } from '../../src/pipeline/system-runs.ts';
 import { testAccount, testRuntime, type TestRuntime } from '../../test/support/harness.ts';
+import { retireCollection } from '../../src/payments/rails/collections.ts';
+import { MPESA_APP, operatorCollects, PAYSTACK_LIVE_KEY, PAYSTACK_TEST_KEY } from '../../test/support/rails.ts';
 import { expectRefusedOffSystem, pendingPayment, testMode } from '../../test/support/system-tools.ts';
 import { startPaymentAttempt } from './start-payment-attempt.ts';
 
 let runtime: TestRuntime;
+/** The operator's instance-wide test-mode collection accounts. */
+const COLLECTION = { paystack: '', mpesa: '' };
 beforeAll(async () => {
   runtime = await testRuntime({}, { clock: new ManualClock(new Date('2026-05-01T09:00:00.000Z')) });
+  COLLECTION.paystack = (await operatorCollects(runtime, 'paystack', { secret_key: PAYSTACK_TEST_KEY })).id;
+  COLLECTION.mpesa = (await operatorCollects(runtime, 'mpesa', MPESA_APP)).id;
 });
 
 async function attemptsOf(paymentId: string) {
@@ -27,7 +33,7 @@ describe('start_payment_attempt', () => {
     await expectRefusedOffSystem(
       runtime,
       startPaymentAttempt,
-      { payment_id: paymentId, rail: 'paystack' },
+      { payment_id: paymentId, rail: 'paystack', collection_id: COLLECTION.paystack },
       testMode(merchant.accountId),
     );
     expect((await findPaymentById(runtime.db, paymentId))?.status).toBe('pending');
@@ -41,7 +47,7 @@ describe('start_payment_attempt', () => {
     const output = await runSystemTool(
       runtime,
       startPaymentAttempt,
-      { payment_id: paymentId, rail: 'paystack', payer_hint: 'a***@example.com' },
+      { payment_id: paymentId, rail: 'paystack', collection_id: COLLECTION.paystack, payer_hint: 'a***@example.com' },
       testMode(merchant.accountId),
     );
     expect(output).toMatchObject({
@@ -54,6 +60,7 @@ describe('start_payment_attempt', () => {
     expect(attempt).toMatchObject({
       id: output.attempt_id,
       rail: 'paystack',
+      collection_id: COLLECTION.paystack,
       outcome: 'pending',
       amount_minor: payment!.amount_minor,
       currency: 'NGN',
@@ -79,11 +86,16 @@ describe('start_payment_attempt', () => {
     await runSystemTool(
       runtime,
       startPaymentAttempt,
-      { payment_id: paymentId, rail: 'mpesa', callback_token_sha256: hash },
+      { payment_id: paymentId, rail: 'mpesa', collection_id: COLLECTION.mpesa, callback_token_sha256: hash },
       testMode(merchant.accountId),
     );
     const [attempt] = await attemptsOf(paymentId);
-    expect(attempt).toMatchObject({ rail: 'mpesa', callback_token_hash: hash, provider_reference: null });
+    expect(attempt).toMatchObject({
+      rail: 'mpesa',
+      collection_id: COLLECTION.mpesa,
+      callback_token_hash: hash,
+      provider_reference: null,
+    });
   });
 
   it('a second attempt while one is in flight is refused: one attempt, the payer is never charged twice', async () => {
@@ -92,14 +104,14 @@ describe('start_payment_attempt', () => {
     await runSystemTool(
       runtime,
       startPaymentAttempt,
-      { payment_id: paymentId, rail: 'paystack' },
+      { payment_id: paymentId, rail: 'paystack', collection_id: COLLECTION.paystack },
       testMode(merchant.accountId),
     );
     await expect(
       runSystemTool(
         runtime,
         startPaymentAttempt,
-        { payment_id: paymentId, rail: 'mpesa' },
+        { payment_id: paymentId, rail: 'mpesa', collection_id: COLLECTION.mpesa },
         testMode(merchant.accountId),
       ),
     ).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/in progress/) });
@@ -114,7 +126,7 @@ describe('start_payment_attempt', () => {
       runSystemTool(
         runtime,
         startPaymentAttempt,
-        { payment_id: paymentId, rail: 'paystack' },
+        { payment_id: paymentId, rail: 'paystack', collection_id: COLLECTION.paystack },
         testMode(merchant.accountId),
       ),
     ).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/expired/) });
@@ -130,7 +142,7 @@ describe('start_payment_attempt', () => {
       runSystemTool(
         runtime,
         startPaymentAttempt,
-        { payment_id: paymentId, rail: 'paystack' },
+        { payment_id: paymentId, rail: 'paystack', collection_id: COLLECTION.paystack },
         testMode(other.accountId),
       ),
     ).rejects.toMatchObject({ code: 'not_found' });
@@ -138,10 +150,68 @@ describe('start_payment_attempt', () => {
       runSystemTool(
         runtime,
         startPaymentAttempt,
-        { payment_id: paymentId, rail: 'paystack' },
+        { payment_id: paymentId, rail: 'paystack', collection_id: COLLECTION.paystack },
         { accountId: owner.accountId, livemode: true },
       ),
     ).rejects.toMatchObject({ code: 'not_found' });
+    expect((await findPaymentById(runtime.db, paymentId))?.status).toBe('pending');
+    expect(await attemptsOf(paymentId)).toEqual([]);
+  });
+
+  it("pays only into an operator's active collection account for this account and mode", async () => {
+    const merchant = await testAccount(runtime);
+    const other = await testAccount(runtime);
+    const paymentId = await pendingPayment(runtime, merchant.accountId);
+    const now = runtime.clock.now();
+    // A merchant's own credential from before collection became the operator's (as migration 023
+    // leaves it), another account's own collection account, a live one, a retired one, another rail's.
+    const merchantOwned = 'col_' + 'm'.repeat(22);
+    await runtime.db
+      .insertInto('collection_accounts')
+      .values({
+        id: merchantOwned,
+        rail: 'paystack',
+        livemode: false,
+        account_id: merchant.accountId,
+        owner: 'merchant',
+        settings: '{}',
+        secret_ciphertext: 'sealed',
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    const othersOwn = await operatorCollects(
+      runtime,
+      'paystack',
+      { secret_key: PAYSTACK_TEST_KEY },
+      { accountId: other.accountId },
+    );
+    const live = await operatorCollects(runtime, 'paystack', { secret_key: PAYSTACK_LIVE_KEY }, { livemode: true });
+    const retired = await operatorCollects(
+      runtime,
+      'paystack',
+      { secret_key: PAYSTACK_TEST_KEY },
+      { accountId: merchant.accountId },
+    );
+    await retireCollection(runtime.db, { rail: 'paystack', livemode: false, accountId: merchant.accountId }, now);
+    for (const [collection_id, rail] of [
+      [merchantOwned, 'paystack'],
+      [othersOwn.id, 'paystack'],
+      [live.id, 'paystack'],
+      [retired.id, 'paystack'],
+      [COLLECTION.paystack, 'mpesa'],
+      ['col_nonexistent000000000000', 'paystack'],
+    ] as const) {
+      await expect(
+        runSystemTool(
+          runtime,
+          startPaymentAttempt,
+          { payment_id: paymentId, rail, collection_id },
+          testMode(merchant.accountId),
+        ),
+        collection_id,
+      ).rejects.toMatchObject({ code: 'invalid_request', param: 'collection_id' });
+    }
     expect((await findPaymentById(runtime.db, paymentId))?.status).toBe('pending');
     expect(await attemptsOf(paymentId)).toEqual([]);
   });

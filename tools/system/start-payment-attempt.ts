@@ -21,6 +21,11 @@ export const startPaymentAttempt = defineTool({
   input: z.strictObject({
     payment_id: z.string().min(1).max(100).describe('The payment the payer is paying (pay_…).'),
     rail: z.enum(RAIL_NAMES).exclude(['sandbox']).describe('The provider rail.'),
+    collection_id: z
+      .string()
+      .min(1)
+      .max(100)
+      .describe("The operator's collection account the payer pays into (col_…)."),
     payer_hint: z.string().max(100).optional().describe("The payer's email or phone, masked."),
     callback_token_sha256: z
       .string()
@@ -41,6 +46,23 @@ export const startPaymentAttempt = defineTool({
     const payment = await lockOwnedPayment(db, actor, input.payment_id);
     if (payment.status !== 'pending') throw notPayable(payment.status);
     if (payment.expires_at <= now) throw notPayable('expired');
+    // The guard next to the side effect: a payer only ever pays into a collection account the
+    // operator set for this account (or for every account) in this mode (docs/rails.md).
+    const collection = await db
+      .selectFrom('collection_accounts')
+      .select(['id'])
+      .where('id', '=', input.collection_id)
+      .where('rail', '=', input.rail)
+      .where('livemode', '=', payment.livemode)
+      .where('owner', '=', 'operator')
+      .where('retired_at', 'is', null)
+      .where((eb) => eb.or([eb('account_id', 'is', null), eb('account_id', '=', payment.account_id)]))
+      .executeTakeFirst();
+    if (!collection) {
+      throw new AppError('invalid_request', `${input.rail} does not collect for this payment.`, {
+        param: 'collection_id',
+      });
+    }
     const attemptId = newId('att');
     await db
       .insertInto('payment_attempts')
@@ -54,6 +76,7 @@ export const startPaymentAttempt = defineTool({
         currency: payment.currency,
         payer_hint: input.payer_hint ?? null,
         callback_token_hash: input.callback_token_sha256 ?? null,
+        collection_id: collection.id,
         // Paystack takes the reference from us; M-Pesa's CheckoutRequestID comes back from the push.
         provider_reference: input.rail === 'paystack' ? paystackReference(attemptId) : null,
         created_at: now,

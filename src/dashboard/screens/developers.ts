@@ -23,7 +23,7 @@ import {
 import { type DashboardDeps, formOf, pageContext, sendPage, sessionOf } from '../context.ts';
 import { clearedSessionCookie, type DashboardSession, endKeySessions } from '../sessions.ts';
 import { badge, csrfField, maybe, notice, param, renderPage, table, time } from '../view.ts';
-import { RAIL_DONE, railsSection } from './rails.ts';
+import { railsSection } from './rails.ts';
 
 /** How long a rotated-out key or webhook secret keeps working: the choices the forms offer. */
 const GRACE_CHOICES: readonly { minutes: number; label: string }[] = [
@@ -36,7 +36,6 @@ const GRACE_CHOICES: readonly { minutes: number; label: string }[] = [
 const DONE: Record<string, string> = {
   revoked: 'The key was revoked. Requests with it now get 401, and its dashboard sessions have ended.',
   'secret-rotated': 'The webhook signing secret was rotated. Deploy the new secret to your receiver.',
-  ...RAIL_DONE,
 };
 
 function keyState(key: ApiKeyView, now: Date): SafeHtml {
@@ -174,7 +173,7 @@ ${
       const body = html`<h1>Developers</h1>
 ${done && DONE[done] && notice('ok', DONE[done])}
 ${session.scopes.has('keys') ? await keysSection(session) : notice('info', html`API keys need the <code>keys</code> scope.`)}
-${session.scopes.has('keys') ? await railsSection(runtime, session) : notice('info', html`Payer rails need the <code>keys</code> scope.`)}
+${await railsSection(runtime, session)}
 ${
   session.scopes.has('webhooks')
     ? await secretSection(session, param(request.query, 'show') === 'webhook-secret')

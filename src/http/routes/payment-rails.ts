@@ -1,37 +1,31 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
-import { PROVIDER_RAIL_NAMES } from '../../db/tables/rails.ts';
-import {
-  deleteRailCredentials,
-  listRailConnections,
-  mpesaCredentialsInput,
-  parseRailCredentials,
-  paystackCredentialsInput,
-  type RailConnection,
-  saveRailCredentials,
-} from '../../payments/rails/credentials.ts';
+import { RAIL_NAMES } from '../../db/tables/rails.ts';
+import { SUPPORTED_CURRENCY_CODES } from '../../domain/money.ts';
+import { offeredRailsOf } from '../../payments/rails/attempts.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 
-const PROVIDERS = PROVIDER_RAIL_NAMES;
-
 const railView = z.object({
   object: z.literal('payment_rail'),
-  rail: z.enum(PROVIDERS),
+  rail: z.enum(RAIL_NAMES),
   livemode: z.boolean(),
-  settings: z
-    .record(z.string(), z.unknown())
-    .describe('What identifies the connection without unlocking it: the last four of a key, the shortcode, …'),
-  created: z.string(),
-  updated_at: z.string().describe('When the connection was last saved.'),
-  updated: z.string().describe('Deprecated: updated_at. Removed in the next release.'),
+  currencies: z
+    .array(z.string())
+    .describe(
+      "The currencies this mode's checkouts can be paid in on this rail (a payment must also fit the rail's limits).",
+    ),
+  collected_by: z
+    .literal('operator')
+    .describe("Who collects the payer's money: always the operator of this plainpay instance (docs/rails.md)."),
 });
 
 const railList = z.object({
   object: z.literal('list'),
-  data: z.array(railView).describe('The rails connected in this mode. The sandbox rail (test mode) needs none.'),
+  data: z.array(railView).describe('The rails checkouts of this mode offer, the sandbox first in test mode.'),
+  has_more: z.literal(false),
 });
 
 export const paymentRailOperations: ApiOperation[] = [
@@ -39,56 +33,21 @@ export const paymentRailOperations: ApiOperation[] = [
     method: 'GET',
     path: '/v1/payment_rails',
     operationId: 'list_payment_rails',
-    summary: 'List the connected payer rails',
-    description: "Paystack and M-Pesa connections of the key's account and mode. Secrets are never shown.",
+    summary: 'List the payer rails your checkouts offer',
+    description:
+      "Which rails payers can pay this mode's checkouts on, and in which currencies. The operator of this plainpay instance collects on every rail; rails are not connected with an API key.",
     tag: 'payment rails',
     scope: 'keys',
     response: railList,
   },
-  {
-    method: 'PUT',
-    path: '/v1/payment_rails/paystack',
-    operationId: 'connect_paystack',
-    summary: 'Connect Paystack',
-    description:
-      'Stores the Paystack secret key, sealed. Live mode takes sk_live_ keys only, test mode sk_test_ only. Set the Paystack dashboard webhook URL to {base_url}/hooks/paystack.',
-    tag: 'payment rails',
-    scope: 'keys',
-    body: paystackCredentialsInput,
-    response: railView,
-  },
-  {
-    method: 'PUT',
-    path: '/v1/payment_rails/mpesa',
-    operationId: 'connect_mpesa',
-    summary: 'Connect M-Pesa (Daraja STK Push)',
-    description:
-      "Stores the Daraja app's credentials and the shortcode's passkey, sealed. Live mode takes environment 'production' only, test mode 'sandbox' only.",
-    tag: 'payment rails',
-    scope: 'keys',
-    body: mpesaCredentialsInput,
-    response: railView,
-  },
-  ...PROVIDERS.map(
-    (rail): ApiOperation => ({
-      method: 'DELETE',
-      path: `/v1/payment_rails/${rail}`,
-      operationId: `disconnect_${rail}`,
-      summary: `Disconnect ${rail === 'paystack' ? 'Paystack' : 'M-Pesa'}`,
-      description:
-        'New checkouts stop offering it at once. An attempt still open can no longer be confirmed, so disconnect when none is open.',
-      tag: 'payment rails',
-      scope: 'keys',
-      response: z.object({ object: z.literal('payment_rail'), rail: z.literal(rail), deleted: z.literal(true) }),
-      // The rail is in the path but not a parameter: not connected in this mode is a 404.
-      errors: ['not_found'],
-    }),
-  ),
 ];
 
+const OPERATOR_COLLECTS =
+  'Payer rails are set by the operator of this plainpay instance, not with an API key: the operator collects every payer\'s money and credits you the stablecoin (docs/rails.md, "Who collects"). GET /v1/payment_rails shows what your checkouts offer.';
+
 /**
- * A merchant connects Paystack and M-Pesa per mode (docs/rails.md). Provider keys are credentials
- * like API keys: the `keys` scope manages them.
+ * What a merchant's checkouts offer (docs/rails.md): read-only. Collection credentials are the
+ * operator's (`plainpay collection set`); the old connect and disconnect calls answer 403 saying so.
  */
 export function paymentRailRoutes(runtime: Runtime): FastifyPluginAsync {
   return async (app) => {
@@ -96,40 +55,23 @@ export function paymentRailRoutes(runtime: Runtime): FastifyPluginAsync {
 
     app.get('/v1/payment_rails', access, async (request) => {
       const auth = requestAuth(request);
-      const rows = await listRailConnections(runtime.db, auth);
-      return { object: 'list', data: rows.map(present) };
+      const provider = await offeredRailsOf(runtime, auth);
+      const data = [
+        ...(auth.livemode ? [] : [{ rail: 'sandbox' as const, currencies: [...SUPPORTED_CURRENCY_CODES] }]),
+        ...provider,
+      ].map((r) => ({
+        object: 'payment_rail' as const,
+        livemode: auth.livemode,
+        collected_by: 'operator' as const,
+        ...r,
+      }));
+      return { object: 'list', data, has_more: false };
     });
 
-    for (const rail of PROVIDERS) {
-      app.put(`/v1/payment_rails/${rail}`, access, async (request) => {
-        const auth = requestAuth(request);
-        const credentials = parseRailCredentials(rail, auth.livemode, request.body ?? {});
-        return present(
-          await saveRailCredentials(runtime.db, runtime.secretBox, auth, rail, credentials, runtime.clock.now()),
-        );
-      });
-    }
-
-    for (const rail of PROVIDERS) {
-      app.delete(`/v1/payment_rails/${rail}`, access, async (request) => {
-        const auth = requestAuth(request);
-        if (!(await deleteRailCredentials(runtime.db, auth, rail))) {
-          throw new AppError('not_found', `${rail} is not connected in this mode.`, { param: 'rail' });
-        }
-        return { object: 'payment_rail', rail, deleted: true };
-      });
-    }
-  };
-}
-
-function present(connection: RailConnection) {
-  return {
-    object: 'payment_rail' as const,
-    rail: connection.rail,
-    livemode: connection.livemode,
-    settings: connection.settings,
-    created: connection.createdAt.toISOString(),
-    updated_at: connection.updatedAt.toISOString(),
-    updated: connection.updatedAt.toISOString(),
+    const refuse = async (): Promise<never> => {
+      throw new AppError('permission_denied', OPERATOR_COLLECTS);
+    };
+    app.put('/v1/payment_rails/:rail', access, refuse);
+    app.delete('/v1/payment_rails/:rail', access, refuse);
   };
 }

@@ -2,10 +2,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { AppError } from '../../core/errors.ts';
 import type { Runtime } from '../../runtime.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
-import { checkAttempt, recordRailEvent } from '../../payments/rails/attempts.ts';
+import { checkAttempt, collectionOfAttempt, recordRailEvent } from '../../payments/rails/attempts.ts';
 import { sha256Hex } from '../../core/sha256.ts';
-import { loadRailCredentials } from '../../payments/rails/credentials.ts';
 import { paystackSignatureValid } from '../../payments/rails/paystack.ts';
 import type { ProviderVerdict } from '../../payments/rails/rail.ts';
 import { isId } from '../../domain/ids.ts';
@@ -63,8 +61,8 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
         request.log.warn({ reference }, 'Paystack event for an unknown reference ignored');
         return { received: true };
       }
-      const payment = await paymentScope(runtime, attempt);
-      const credentials = await loadRailCredentials(runtime.db, runtime.secretBox, payment, 'paystack');
+      // Signed with the secret key of the integration the payer paid into.
+      const credentials = (await collectionOfAttempt<'paystack'>(runtime, attempt))?.credentials;
       const signature = request.headers['x-paystack-signature'];
       if (
         !credentials ||
@@ -296,15 +294,6 @@ function mpesaClaim(callback: Record<string, unknown>): {
   const amountMinor =
     typeof amount === 'number' && Number.isFinite(amount) && amount >= 0 ? String(Math.round(amount * 100)) : undefined;
   return { amountMinor, receipt: typeof receipt === 'string' ? receipt.slice(0, 100) : undefined };
-}
-
-async function paymentScope(runtime: Runtime, attempt: PaymentAttemptRow) {
-  const row = await runtime.db
-    .selectFrom('payments')
-    .select(['account_id', 'livemode'])
-    .where('id', '=', attempt.payment_id)
-    .executeTakeFirstOrThrow();
-  return { accountId: row.account_id, livemode: row.livemode };
 }
 
 function sameHash(a: string, b: string): boolean {

@@ -9,7 +9,7 @@ import type { Runtime } from '../../runtime.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { startPaymentAttempt } from '../../../tools/system/start-payment-attempt.ts';
-import { connectedRails, loadRailCredentials, type RailCredentials } from './credentials.ts';
+import { collectionById, collectionFor, type OpenCollection } from './collections.ts';
 import { mpesaRail } from './mpesa.ts';
 import { paystackRail } from './paystack.ts';
 import { type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
@@ -27,12 +27,37 @@ export const PROVIDER_RAILS: Readonly<Record<ProviderRail, ProviderRailAdapter<a
 
 const scopeOf = (payment: PaymentRow): ModeScope => ({ accountId: payment.account_id, livemode: payment.livemode });
 
-/** The provider rails a payer may use for this payment: connected for its account and mode, and able to take it. */
+/**
+ * The provider rails a payer may use for this payment: the operator collects on them for its
+ * account and mode, they can take it, and the integration has not refused its currency.
+ */
 export async function offeredRails(runtime: Runtime, payment: PaymentRow): Promise<ProviderRail[]> {
-  const connected = await connectedRails(runtime.db, scopeOf(payment));
-  return (Object.keys(PROVIDER_RAILS) as ProviderRail[]).filter(
-    (rail) => connected.has(rail) && PROVIDER_RAILS[rail].takes(payment),
-  );
+  return (await offeredRailsOf(runtime, scopeOf(payment)))
+    .filter(({ rail, currencies }) => currencies.includes(payment.currency) && PROVIDER_RAILS[rail].takes(payment))
+    .map(({ rail }) => rail);
+}
+
+/**
+ * The provider rails checkouts of this account and mode offer, with the currencies each takes:
+ * the rail's own, less those its collection account's provider refused.
+ */
+export async function offeredRailsOf(
+  runtime: Runtime,
+  scope: ModeScope,
+): Promise<Array<{ rail: ProviderRail; currencies: string[] }>> {
+  const offered: Array<{ rail: ProviderRail; currencies: string[] }> = [];
+  for (const rail of Object.keys(PROVIDER_RAILS) as ProviderRail[]) {
+    const collection = await collectionFor(runtime.db, runtime.secretBox, scope, rail);
+    if (!collection) continue;
+    const refused = new Set(collection.account.refusedCurrencies);
+    offered.push({ rail, currencies: PROVIDER_RAILS[rail].currencies.filter((c) => !refused.has(c)) });
+  }
+  return offered;
+}
+
+/** Whether a collection account takes a payment's currency (the provider has not refused it). */
+function collects(collection: OpenCollection, payment: PaymentRow): boolean {
+  return !collection.account.refusedCurrencies.includes(payment.currency);
 }
 
 /** A payer asks to pay on a provider rail: where their browser goes next (undefined: stay). */
@@ -44,11 +69,12 @@ export async function beginAttempt(
 ): Promise<{ attemptId: string; payerUrl: string | undefined }> {
   const adapter = PROVIDER_RAILS[rail];
   const scope = scopeOf(payment);
-  const credentials = adapter.takes(payment)
-    ? await loadRailCredentials(runtime.db, runtime.secretBox, scope, rail)
+  const collection = adapter.takes(payment)
+    ? await collectionFor(runtime.db, runtime.secretBox, scope, rail)
     : undefined;
-  if (!credentials)
+  if (!collection || !collects(collection, payment))
     throw new AppError('invalid_request', `${adapter.label} is not available for this payment.`, { param: 'rail' });
+  const { credentials } = collection;
   const payer = adapter.readPayer(form);
   // An unsigned callback (M-Pesa) is only heard on a URL holding a secret of this attempt's own.
   const callbackToken = randomBytes(24).toString('base64url');
@@ -58,6 +84,7 @@ export async function beginAttempt(
     {
       payment_id: payment.id,
       rail,
+      collection_id: collection.account.id,
       payer_hint: adapter.payerHint(payer),
       callback_token_sha256: sha256Hex(callbackToken),
     },
@@ -139,16 +166,17 @@ export async function checkAttempt(
   const rail = attempt.rail as ProviderRail;
   const adapter = PROVIDER_RAILS[rail];
   const payment = await paymentOf(runtime.db, attempt);
-  const credentials = await loadRailCredentials(runtime.db, runtime.secretBox, scopeOf(payment), rail);
+  const collection = await collectionOfAttempt(runtime, attempt);
   const now = () => runtime.clock.now();
-  if (!credentials) {
+  if (!collection) {
+    // Only an attempt from before collection accounts, whose merchant had disconnected the rail.
     await recordRailEvent(
       runtime.db,
       rail,
       attempt,
       'verification',
       'unverifiable',
-      `${rail} is no longer connected`,
+      `${rail}: the attempt names no collection account`,
       now(),
     );
     return undefined;
@@ -156,7 +184,7 @@ export async function checkAttempt(
   await runtime.db.updateTable('payment_attempts').set({ checked_at: now() }).where('id', '=', attempt.id).execute();
   let verdict: ProviderVerdict;
   try {
-    verdict = await adapter.verify({ runtime, credentials: credentials as RailCredentials[typeof rail], attempt });
+    verdict = await adapter.verify({ runtime, credentials: collection.credentials, attempt });
   } catch (error) {
     if (!(error instanceof RailUnavailableError)) throw error;
     runtime.logger.warn(
@@ -195,6 +223,16 @@ export async function checkAttempt(
     scopeOf(payment),
   );
   return verdict;
+}
+
+/** The collection account an attempt's money went to: its provider calls use that integration's credentials. */
+export async function collectionOfAttempt<R extends ProviderRail>(
+  runtime: Runtime,
+  attempt: Pick<PaymentAttemptRow, 'collection_id'>,
+): Promise<OpenCollection<R> | undefined> {
+  return attempt.collection_id === null
+    ? undefined
+    : collectionById<R>(runtime.db, runtime.secretBox, attempt.collection_id);
 }
 
 export async function findAttempt(db: Db, id: string): Promise<PaymentAttemptRow> {

@@ -1,7 +1,7 @@
 import { AppError } from '../../core/errors.ts';
 import type { PaymentRow } from '../../db/database.ts';
 import type { Runtime } from '../../runtime.ts';
-import type { MpesaCredentials } from './credentials.ts';
+import type { MpesaCredentials } from './collections.ts';
 import { type ProviderRailAdapter, type ProviderVerdict, providerCall, RailUnavailableError } from './rail.ts';
 
 /**
@@ -22,6 +22,7 @@ export interface MpesaPayer {
 export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
   name: 'mpesa',
   label: 'M-Pesa',
+  currencies: ['KES'],
   unansweredStartMayReachPayer: true,
   takes: (payment: PaymentRow) =>
     payment.currency === 'KES' &&

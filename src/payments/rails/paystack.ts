@@ -24,6 +24,7 @@ export interface PaystackPayer {
 export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
   name: 'paystack',
   label: 'Card, bank transfer, USSD or mobile money',
+  currencies: [...PAYSTACK_CURRENCIES],
   // Without initialize's answer the payer never gets the authorization URL, so cannot pay on it.
   unansweredStartMayReachPayer: false,
   takes: (payment: PaymentRow) => PAYSTACK_CURRENCIES.has(payment.currency),
@@ -43,7 +44,7 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     return `${local.slice(0, 1)}***@${domain}`.slice(0, 100);
   },
 
-  async start({ runtime, credentials, attempt, payer, returnUrl }) {
+  async start({ runtime, credentials, attempt, payment, payer, returnUrl }) {
     const reference = requireReference(attempt.provider_reference);
     const { status, body } = await providerCall(
       'paystack',
@@ -58,7 +59,13 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
           reference,
           callback_url: returnUrl,
           // Paystack's documented field: where the payer goes on "Cancel payment".
-          metadata: { cancel_action: returnUrl, payment_id: attempt.payment_id, attempt_id: attempt.id },
+          // The merchant whose payment this is: one operator integration collects for every merchant.
+          metadata: {
+            cancel_action: returnUrl,
+            account_id: payment.account_id,
+            payment_id: attempt.payment_id,
+            attempt_id: attempt.id,
+          },
         },
       },
       runtime.config.rails.timeoutMs,

@@ -2,7 +2,7 @@ import type { Runtime } from '../../runtime.ts';
 import type { PaymentRow } from '../../db/database.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
-import type { RailCredentials } from './credentials.ts';
+import type { RailCredentials } from './collections.ts';
 
 /**
  * A payer rail (docs/rails.md): how a payer pays a checkout in local currency. Small on purpose:
@@ -21,6 +21,8 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
   name: R;
   /** What the payer reads on the button. */
   label: string;
+  /** The currencies the rail can take at all (an integration may have fewer enabled). */
+  currencies: readonly string[];
   takes(payment: PaymentRow): boolean;
   /** Validates the payer's form fields; throws AppError naming the field. */
   readPayer(form: URLSearchParams): Payer;
@@ -39,6 +41,11 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
   /** Where a refund the provider accepted stands. */
   refundStatus?(args: ProviderArgs<R> & { refundId: string }): Promise<'pending' | 'succeeded' | 'failed'>;
   /**
+   * What the provider reports it collected into this collection account in [from, to): its own
+   * transaction listing, for the daily reconciliation (docs/reconciliation.md). Every page is read.
+   */
+  listCollected?(args: CollectionListingArgs<R>): Promise<ProviderCollectedPayment[]>;
+  /**
    * Whether a start the provider never answered may still have reached the payer (an M-Pesa push
    * can be on the phone although Daraja's answer was lost). Then the attempt stays open for the
    * callback or the reconciler to decide, instead of being ended as failed while the payer pays.
@@ -50,6 +57,27 @@ export interface ProviderArgs<R extends ProviderRail> {
   runtime: Runtime;
   credentials: RailCredentials[R];
   attempt: PaymentAttemptRow;
+}
+
+export interface CollectionListingArgs<R extends ProviderRail> {
+  runtime: Runtime;
+  credentials: RailCredentials[R];
+  from: Date;
+  to: Date;
+}
+
+/** One payer payment a provider's listing reports as collected (a success, in its own words). */
+export interface ProviderCollectedPayment {
+  /** The provider's handle on it, as the attempt keeps it (Paystack's reference, M-Pesa's CheckoutRequestID or receipt). */
+  reference: string;
+  /** The provider's receipt or transaction id, when the listing gives one. */
+  receipt?: string;
+  /** What the payer was asked, in the currency's minor unit (Paystack's requested_amount). */
+  amountMinor: bigint;
+  /** What the payer paid on top and the provider kept (fees passed to the customer); 0n when none. */
+  payerFeeMinor: bigint;
+  currency: string;
+  paidAt: Date;
 }
 
 export interface StartArgs<R extends ProviderRail, Payer> extends ProviderArgs<R> {

@@ -3,8 +3,7 @@ import type { Runtime } from '../../runtime.ts';
 import { pollingJob, type WorkerJob } from '../../worker-job.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
-import { checkAttempt, PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
-import { loadRailCredentials } from './credentials.ts';
+import { checkAttempt, collectionOfAttempt, PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
 import { RailUnavailableError } from './rail.ts';
 import { processRailRefunds } from './refunds.ts';
 import { leaseLapsed, takeLease } from './lease.ts';
@@ -123,18 +122,9 @@ async function refundLateSuccesses(runtime: Runtime, stopping: () => boolean): P
     const rail = attempt.rail as ProviderRail;
     const { refund, findRefund } = PROVIDER_RAILS[rail];
     if (!refund || !findRefund) continue;
-    const payment = await runtime.db
-      .selectFrom('payments')
-      .select(['account_id', 'livemode'])
-      .where('id', '=', attempt.payment_id)
-      .executeTakeFirstOrThrow();
-    const credentials = await loadRailCredentials(
-      runtime.db,
-      runtime.secretBox,
-      { accountId: payment.account_id, livemode: payment.livemode },
-      rail,
-    );
-    if (!credentials) continue;
+    const collection = await collectionOfAttempt(runtime, attempt);
+    if (!collection) continue;
+    const { credentials } = collection;
     try {
       // A send whose answer was lost is found by its note before anything is sent again.
       const refundId =

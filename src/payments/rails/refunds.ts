@@ -4,8 +4,7 @@ import type { Runtime } from '../../runtime.ts';
 import { recordRefundOutcome } from '../../../tools/system/record-refund-outcome.ts';
 import { recordRefundSubmission } from '../../../tools/system/record-refund-submission.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
-import { PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
-import { loadRailCredentials } from './credentials.ts';
+import { collectionOfAttempt, PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
 import { leaseLapsed, takeLease } from './lease.ts';
 import { RailUnavailableError } from './rail.ts';
 
@@ -60,21 +59,25 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
     .where('outcome', '=', 'succeeded')
     .where('late', '=', false)
     .executeTakeFirst();
-  const credentials = await loadRailCredentials(runtime.db, runtime.secretBox, scope, rail);
+  const credentials = attempt ? (await collectionOfAttempt(runtime, attempt))?.credentials : undefined;
   if (!attempt || !credentials || !adapter.refund || !adapter.findRefund || !adapter.refundStatus) {
     if (refund.submitted_at === null && refund.provider_reference === null) {
       // Never sent, and nothing to send it with: undone, so the balance is not held for nothing.
       await runSystemTool(
         runtime,
         recordRefundOutcome,
-        { refund_id: refund.id, outcome: 'failed', reason: `${rail} is not connected: the refund could not be sent` },
+        {
+          refund_id: refund.id,
+          outcome: 'failed',
+          reason: `no ${rail} collection account holds this payment: the refund could not be sent`,
+        },
         scope,
       );
       return;
     }
     runtime.logger.error(
       { refundId: refund.id, rail },
-      `a ${rail} refund was sent but ${rail} is no longer connected to follow it`,
+      `a ${rail} refund was sent but its collection account cannot be found to follow it`,
     );
     return;
   }
