@@ -9,7 +9,7 @@ import type { Runtime } from '../../runtime.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { startPaymentAttempt } from '../../../tools/system/start-payment-attempt.ts';
-import { collectionById, collectionFor, type OpenCollection } from './collections.ts';
+import { collectionAccountFor, collectionById, collectionFor, type OpenCollection } from './collections.ts';
 import { mpesaRail } from './mpesa.ts';
 import { paystackRail } from './paystack.ts';
 import { type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
@@ -47,9 +47,9 @@ export async function offeredRailsOf(
 ): Promise<Array<{ rail: ProviderRail; currencies: string[] }>> {
   const offered: Array<{ rail: ProviderRail; currencies: string[] }> = [];
   for (const rail of Object.keys(PROVIDER_RAILS) as ProviderRail[]) {
-    const collection = await collectionFor(runtime.db, runtime.secretBox, scope, rail);
+    const collection = await collectionAccountFor(runtime.db, scope, rail);
     if (!collection) continue;
-    const refused = new Set(collection.account.refusedCurrencies);
+    const refused = new Set(collection.refusedCurrencies);
     offered.push({ rail, currencies: PROVIDER_RAILS[rail].currencies.filter((c) => !refused.has(c)) });
   }
   return offered;

@@ -251,26 +251,43 @@ export async function listCollections(
 
 /**
  * The operator's collection account that takes this account's payments on this rail and mode:
- * the account's own, else the instance-wide one; undefined when the operator set neither.
+ * the account's own, else the instance-wide one; undefined when the operator set neither. Its
+ * credentials stay sealed (a checkout page only needs to know the rail is offered).
  */
+export async function collectionAccountFor(
+  db: Db,
+  scope: ModeScope,
+  rail: ProviderRail,
+): Promise<CollectionAccount | undefined> {
+  const row = await activeOperatorRow(db, scope, rail);
+  return row ? toCollection(row) : undefined;
+}
+
+/** collectionAccountFor, with its credentials opened for a provider call. */
 export async function collectionFor<R extends ProviderRail>(
   db: Db,
   box: SecretBox,
   scope: ModeScope,
   rail: R,
 ): Promise<OpenCollection<R> | undefined> {
-  const row = await db
-    .selectFrom('collection_accounts')
-    .selectAll()
-    .where('rail', '=', rail)
-    .where('livemode', '=', scope.livemode)
-    .where('owner', '=', 'operator')
-    .where('retired_at', 'is', null)
-    .where((eb) => eb.or([eb('account_id', '=', scope.accountId), eb('account_id', 'is', null)]))
-    // The account's own first.
-    .orderBy(sql`account_id is null`)
-    .executeTakeFirst();
+  const row = await activeOperatorRow(db, scope, rail);
   return row ? open(box, row) : undefined;
+}
+
+function activeOperatorRow(db: Db, scope: ModeScope, rail: ProviderRail) {
+  return (
+    db
+      .selectFrom('collection_accounts')
+      .selectAll()
+      .where('rail', '=', rail)
+      .where('livemode', '=', scope.livemode)
+      .where('owner', '=', 'operator')
+      .where('retired_at', 'is', null)
+      .where((eb) => eb.or([eb('account_id', '=', scope.accountId), eb('account_id', 'is', null)]))
+      // The account's own first.
+      .orderBy(sql`account_id is null`)
+      .executeTakeFirst()
+  );
 }
 
 /** The collection account an attempt was paid into, retired or not, whoever owns it. */
