@@ -59,6 +59,7 @@ interface OwedByMode {
 export interface ChainSide {
   lines: ReconciliationLine[];
   settlements: SettlementTotals[];
+  /** null: not read (nothing owed and nothing settled that day; or the chain could not be read, a line says so). */
   treasury: TreasuryCover | null;
 }
 
@@ -84,6 +85,12 @@ interface ConfirmedTransfer {
 export async function reconcileChain(runtime: Runtime, window: DayWindow): Promise<ChainSide> {
   const transfers = await confirmedTransfers(runtime.db, window);
   const settlements = totalsOf(transfers);
+  const owed = await owedByMode(runtime.db);
+  // Nothing settled that day and nothing owed: no reason to reach the chain (on the embedded
+  // devnet, reaching it would start it in an instance that has never settled anything).
+  if (transfers.length === 0 && [owed.live, owed.test].every((o) => Object.values(o).every((v) => v === '0'))) {
+    return { lines: [], settlements, treasury: null };
+  }
   let conn: ChainConnection;
   let session: ChainSession;
   try {
@@ -94,7 +101,7 @@ export async function reconcileChain(runtime: Runtime, window: DayWindow): Promi
     return { lines: unreadable(transfers, reason, true), settlements, treasury: null };
   }
   const lines = await checkOnChain(session, transfers);
-  const treasury = await treasuryCover(runtime, conn, session);
+  const treasury = await treasuryCover(runtime, conn, session, owed);
   lines.push(...treasury.lines);
   return { lines, settlements, treasury: treasury.cover };
 }
@@ -214,9 +221,9 @@ async function treasuryCover(
   runtime: Runtime,
   conn: ChainConnection,
   session: ChainSession,
+  owed: { live: OwedByMode; test: OwedByMode },
 ): Promise<{ cover: TreasuryCover; lines: ReconciliationLine[] }> {
   const invariants = await checkSettlementInvariants(runtime, conn);
-  const owed = await owedByMode(runtime.db);
   const testCounted = testMoneyMayMoveOn(conn);
   const sum = (o: OwedByMode) => BigInt(o.balances_minor) + BigInt(o.transfers_minor) + BigInt(o.paid_unbooked_minor);
   const held = invariants.treasury.chain;
