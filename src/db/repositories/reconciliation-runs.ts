@@ -142,6 +142,18 @@ export function findScheduledRun(db: Db, day: string): Promise<ReconciliationRun
     .executeTakeFirst();
 }
 
+/** Runs, the latest day first (and its latest run first): the history. */
+export function listRuns(db: Db, limit: number): Promise<ReconciliationRunRow[]> {
+  return db
+    .selectFrom('reconciliation_runs')
+    .selectAll()
+    .orderBy('day', 'desc')
+    .orderBy('started_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
 /** The run /metrics reports: the latest completed run of the latest day reconciled. */
 export function latestCompletedRun(db: Db): Promise<ReconciliationRunRow | undefined> {
   return db
