@@ -10,7 +10,15 @@ import { runForwardedCommand } from '../src/cli/main.ts';
 import { ConfigError, loadConfig } from '../src/config/config.ts';
 import { startSettlementWorker } from '../src/settlement/worker.ts';
 import { afterFile } from './support/after-file.ts';
-import { bearer, type TestAccount, testAccount, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
+import {
+  bearer,
+  extraKey,
+  type TestAccount,
+  testAccount,
+  testApp,
+  testRuntime,
+  type TestRuntime,
+} from './support/harness.ts';
 import { createPayment, payPayment } from './support/payments.ts';
 import { dayOf } from './support/reconciliation.ts';
 import { waitUntil } from './support/settlement.ts';
@@ -198,5 +206,69 @@ describe('the operator API', () => {
     expect(bad.json().error.param).toBe('date');
     const missing = await app.inject({ method: 'GET', url: `${RUNS}/rec_nothere`, headers: bearer(OPERATOR_TOKEN) });
     expect(missing.statusCode).toBe(404);
+  });
+});
+
+describe("a merchant's finance on the dashboard", () => {
+  /** Signs in with an API key, as the sign-in form does; the session cookie. */
+  async function signIn(apiKey: string): Promise<string> {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/dashboard/sign-in',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+      payload: new URLSearchParams({ api_key: apiKey }).toString(),
+    });
+    return /plainpay_session=[^;]+/.exec(String(res.headers['set-cookie']))![0];
+  }
+
+  it('sees the lines about its own payments, and nothing of another merchant or the operator', async () => {
+    const run = await withDifference(() => cli(['--date', day, '--json'])).then((r) => JSON.parse(r.stdout));
+    const mine = await signIn(merchant.apiKey);
+    const list = await app.inject({ method: 'GET', url: '/dashboard/reconciliation', headers: { cookie: mine } });
+    expect(list.statusCode).toBe(200);
+    expect(list.body).toContain(`data-run-id="${run.id}"`);
+    const page = await app.inject({
+      method: 'GET',
+      url: `/dashboard/reconciliation/${run.id}`,
+      headers: { cookie: mine },
+    });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('data-kind="credit_without_operator_collection"');
+    expect(page.body).toContain(`data-payment-id="${paymentId}"`);
+    const csv = await app.inject({
+      method: 'GET',
+      url: `/dashboard/reconciliation/${run.id}/lines.csv`,
+      headers: { cookie: mine },
+    });
+    expect(parse(csv.body, { columns: true, bom: true })).toEqual([
+      expect.objectContaining({ kind: 'credit_without_operator_collection', payment: paymentId }),
+    ]);
+
+    const other = await testAccount(runtime, { name: 'Another Shop' });
+    const theirs = await signIn(other.apiKey);
+    const otherPage = await app.inject({
+      method: 'GET',
+      url: `/dashboard/reconciliation/${run.id}`,
+      headers: { cookie: theirs },
+    });
+    expect(otherPage.statusCode).toBe(200);
+    expect(otherPage.body).not.toContain(paymentId);
+    expect(otherPage.body).toContain('everything matched');
+    const otherCsv = await app.inject({
+      method: 'GET',
+      url: `/dashboard/reconciliation/${run.id}/lines.csv`,
+      headers: { cookie: theirs },
+    });
+    expect(parse(otherCsv.body, { columns: true, bom: true })).toEqual([]);
+  });
+
+  it('needs the payments:read scope', async () => {
+    const key = await extraKey(runtime, merchant.accountId, { scopes: ['webhooks'] });
+    const res = await app.inject({
+      method: 'GET',
+      url: '/dashboard/reconciliation',
+      headers: { cookie: await signIn(key) },
+    });
+    expect(res.statusCode).toBe(403);
   });
 });

@@ -186,3 +186,32 @@ export async function countRunLines(
     .execute();
   return rows.map((r) => ({ kind: r.kind, livemode: r.livemode, count: Number(r.count) }));
 }
+
+/** Completed runs, the latest day first, with how many of their lines are this merchant's (of this mode). */
+export async function listCompletedRunsFor(
+  db: Db,
+  scope: ModeScope,
+  limit: number,
+): Promise<Array<Pick<ReconciliationRunRow, 'id' | 'day' | 'trigger' | 'finished_at'> & { lines: number }>> {
+  const rows = await db
+    .selectFrom('reconciliation_runs as r')
+    .select((eb) => [
+      'r.id',
+      'r.day',
+      'r.trigger',
+      'r.finished_at',
+      eb
+        .selectFrom('reconciliation_lines as l')
+        .select(sql<string>`count(*)::text`.as('n'))
+        .whereRef('l.run_id', '=', 'r.id')
+        .where('l.account_id', '=', scope.accountId)
+        .where('l.livemode', '=', scope.livemode)
+        .as('lines'),
+    ])
+    .where('r.status', '=', 'completed')
+    .orderBy('r.day', 'desc')
+    .orderBy('r.finished_at', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ ...r, lines: Number(r.lines ?? 0) }));
+}
