@@ -19,6 +19,8 @@ import { line, type ReconciliationLine } from './lines.ts';
  */
 
 const USDC = SETTLEMENT_CURRENCY.code;
+/** Long enough for a settlement batch under way to commit (its confirmation is one transaction). */
+const RECHECK_AFTER_MS = 1000;
 
 /** Confirmed transfers of the day, per mode, kind and (for a payment's settlement) the payment's currency. */
 export interface SettlementTotals {
@@ -223,7 +225,7 @@ async function treasuryCover(
   session: ChainSession,
   owed: { live: OwedByMode; test: OwedByMode },
 ): Promise<{ cover: TreasuryCover; lines: ReconciliationLine[] }> {
-  const invariants = await checkSettlementInvariants(runtime, conn);
+  const invariants = await settledInvariants(runtime, conn);
   const testCounted = testMoneyMayMoveOn(conn);
   const sum = (o: OwedByMode) => BigInt(o.balances_minor) + BigInt(o.transfers_minor) + BigInt(o.paid_unbooked_minor);
   const held = invariants.treasury.chain;
@@ -255,6 +257,18 @@ async function treasuryCover(
     );
   }
   return { cover, lines };
+}
+
+/**
+ * checkSettlementInvariants reads the ledger, the transfers and the chain one after the other, so
+ * a batch settling between two reads can make them disagree for a moment: a disagreement counts
+ * only if a second check, a moment later, still finds one.
+ */
+async function settledInvariants(runtime: Runtime, conn: ChainConnection) {
+  const first = await checkSettlementInvariants(runtime, conn);
+  if (first.problems.length === 0) return first;
+  await new Promise((resolve) => setTimeout(resolve, RECHECK_AFTER_MS));
+  return checkSettlementInvariants(runtime, conn);
 }
 
 async function owedByMode(db: Db): Promise<{ live: OwedByMode; test: OwedByMode }> {
