@@ -65,6 +65,7 @@ const PROCESSES = [
   'test/metrics.worker.test.ts',
   'test/multi-instance.test.ts',
   'test/openapi.client.test.ts',
+  'test/reconciliation.cli.test.ts',
   'test/settlement.processes.test.ts',
   'test/settlement.schedules.processes.test.ts',
   'test/webhooks.crash.test.ts',

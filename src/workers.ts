@@ -1,5 +1,6 @@
 import { expiryJob } from './payments/expiry.ts';
 import { railReconcileJob } from './payments/rails/reconcile.ts';
+import { reconciliationJob } from './reconciliation/job.ts';
 import type { Runtime } from './runtime.ts';
 import type { WorkerJob } from './worker-job.ts';
 import { settlementJob } from './settlement/worker.ts';
@@ -15,6 +16,7 @@ const JOBS: ReadonlyArray<[name: string, job: WorkerJob]> = [
   ['webhook-delivery', webhookDeliveryJob],
   ['settlement', settlementJob],
   ['payer-rails', railReconcileJob],
+  ['reconciliation', reconciliationJob],
 ];
 
 export function startWorkers(runtime: Runtime): () => Promise<void> {

@@ -190,7 +190,7 @@ describe('the exposition', () => {
     expect(metrics.types.get('plainpay_http_request_duration_seconds')).toBe('histogram');
     expect(metrics.types.get('plainpay_payment_paid_to_settled_seconds')).toBe('histogram');
     expect(metrics.types.get('plainpay_agent_runs_total')).toBe('counter');
-    for (const collector of ['transfer_queue', 'webhook_queue', 'confirmations', 'chain']) {
+    for (const collector of ['transfer_queue', 'webhook_queue', 'confirmations', 'chain', 'reconciliation']) {
       expect(metrics.value('plainpay_metrics_collect_errors_total', { collector })).toBe(0);
     }
   });

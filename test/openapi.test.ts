@@ -30,8 +30,11 @@ let doc: {
 };
 
 beforeAll(async () => {
-  // With a metrics token, so that every route the app can have is registered (the walk below).
-  const runtime = await testRuntime({ METRICS_TOKEN: 'metrics-token-for-the-route-walk' });
+  // With a metrics and an operator token, so that every route the app can have is registered (the walk below).
+  const runtime = await testRuntime({
+    METRICS_TOKEN: 'metrics-token-for-the-route-walk',
+    OPERATOR_TOKEN: 'operator-token-for-the-route-walk',
+  });
   app = await testApp(runtime);
   merchant = await testAccount(runtime);
   doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
@@ -82,6 +85,8 @@ function notTheApi(route: string): boolean {
     path.startsWith('/dashboard/') ||
     // The Prometheus scrape: operators', with its own token and the exposition text format.
     path === METRICS_PATH ||
+    // The operator's own API (the reconciliation): instance-wide money, under OPERATOR_TOKEN, not an API key.
+    path.startsWith('/operator/') ||
     // The connect and disconnect calls merchants used before collection became the operator's:
     // they only answer 403 saying so (docs/rails.md, "Who collects"); not an operation any more.
     route === 'PUT /v1/payment_rails/:rail' ||
@@ -131,6 +136,7 @@ describe('/openapi.json', () => {
         'POST /v1/confirmations/:confirmation_id/approve',
         'POST /hooks/mpesa/:attempt/:token',
         `GET ${METRICS_PATH}`,
+        'POST /operator/reconciliation/runs',
         'GET /dashboard/payments/:id',
       ]),
     );

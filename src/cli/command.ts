@@ -3,6 +3,7 @@ import type { Config } from '../config/config.ts';
 import type { Clock } from '../core/clock.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import type { Database } from '../db/database.ts';
+import type { Runtime } from '../runtime.ts';
 import { UsageError } from './failures.ts';
 
 /**
@@ -31,6 +32,11 @@ export interface AdminContext {
   db: Kysely<Database>;
   secretBox: SecretBox;
   clock: Clock;
+  /**
+   * The whole runtime, for a command that reaches the chain or a provider (`reconcile`): serve's
+   * own, or one the CLI makes on the database it opened, on first use.
+   */
+  runtime?: () => Promise<Runtime>;
 }
 
 interface CommandHelp {

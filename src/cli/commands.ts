@@ -82,6 +82,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./collection.ts')).collectionAdopt,
   },
   {
+    path: ['reconcile'],
+    synopsis: 'reconcile [--date YYYY-MM-DD] [--json|--csv]',
+    summary: 'Reconcile a UTC day: provider collections, the ledger, the chain and the treasury (default: yesterday).',
+    load: async () => (await import('./reconcile.ts')).reconcile,
+  },
+  {
     path: ['chain', 'adopt'],
     synopsis: 'chain adopt [CHAIN_KEY] [--old-chain-gone] [--json]',
     summary: 'Show, or accept, the chain a settlement worker found its node serving instead of the expected one.',

@@ -3,9 +3,10 @@ import type { Config } from '../config/config.ts';
 import { loadMasterKey } from '../config/master-key.ts';
 import { systemClock } from '../core/clock.ts';
 import { createSecretBox, type SecretBox } from '../core/secret-box.ts';
-import { connectDatabase, DataDirLockedError, dataDirLockHolder } from '../db/connect.ts';
+import { connectDatabase, type DatabaseHandle, DataDirLockedError, dataDirLockHolder } from '../db/connect.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { connectToService, forwardCommand } from './admin-socket.ts';
+import type { Runtime } from '../runtime.ts';
 import type { CliOutput, DatabaseCommand, DatabaseWork } from './command.ts';
 
 /**
@@ -33,6 +34,7 @@ export async function runOnDatabase(
     }
   }
   const handle = await connectDatabase(config.database, { poolSize: 1 });
+  let runtime: Promise<Runtime> | undefined;
   try {
     if (command.needsLatestSchema) await migrateToLatest(handle.db);
     let secretBox: SecretBox | undefined;
@@ -45,10 +47,33 @@ export async function runOnDatabase(
           secretBox ??= createSecretBox(loadMasterKey(config));
           return secretBox;
         },
+        // Made on first use, on this database: only a command that reaches the chain or a provider needs one.
+        runtime: () => {
+          runtime ??= serviceRuntime(config, handle);
+          return runtime;
+        },
       },
       out,
     );
   } finally {
+    await (await runtime?.catch(() => undefined))?.close();
     await handle.close();
   }
+}
+
+/**
+ * A runtime on the database the CLI opened (its close leaves that database open). It logs to
+ * stderr: stdout is the command's output, which `--json` and `--csv` keep clean.
+ */
+async function serviceRuntime(config: Config, handle: DatabaseHandle): Promise<Runtime> {
+  const [{ createRuntime }, { createLogger }, { default: pino }] = await Promise.all([
+    import('../runtime.ts'),
+    import('../core/logger.ts'),
+    import('pino'),
+  ]);
+  return createRuntime(config, {
+    database: handle,
+    migrate: false,
+    logger: createLogger(config.logLevel, pino.destination(2)),
+  });
 }

@@ -59,7 +59,12 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
     if (config.database.kind === 'pglite') {
       adminSocket = await startAdminSocket(
         config.database.dataDir,
-        (argv, forwardedOut) => runForwardedCommand(argv, runtime, forwardedOut),
+        (argv, forwardedOut) =>
+          runForwardedCommand(
+            argv,
+            { db: runtime.db, secretBox: runtime.secretBox, clock: runtime.clock, runtime: async () => runtime },
+            forwardedOut,
+          ),
         runtime.logger,
       );
     }

@@ -13,6 +13,13 @@ const flag = z
   .transform((v) => v === '1' || v === 'true' || v === 'yes');
 const httpUrl = z.url({ protocol: /^https?$/ });
 const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x EVM address (0x and 40 hex characters)');
+/** A token an operator sends as a bearer (METRICS_TOKEN, OPERATOR_TOKEN). */
+const bearerToken = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9._~+/-]{16,}=*$/,
+    'must be at least 16 characters of A-Z, a-z, 0-9 and -._~+/ (it is sent as a bearer token)',
+  );
 const optionalString = z
   .string()
   .transform((v) => (v.trim() === '' ? undefined : v.trim()))
@@ -63,15 +70,8 @@ const envSchema = z.object({
   MPESA_PRODUCTION_BASE_URL: httpUrl.default('https://api.safaricom.co.ke'),
   RAIL_TIMEOUT_MS: z.coerce.number().int().min(1000).max(120_000).default(15_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(25_000),
-  METRICS_TOKEN: optionalString.pipe(
-    z
-      .string()
-      .regex(
-        /^[A-Za-z0-9._~+/-]{16,}=*$/,
-        'must be at least 16 characters of A-Z, a-z, 0-9 and -._~+/ (it is sent as a bearer token)',
-      )
-      .optional(),
-  ),
+  METRICS_TOKEN: optionalString.pipe(bearerToken.optional()),
+  OPERATOR_TOKEN: optionalString.pipe(bearerToken.optional()),
   PLAINPAY_MASTER_KEY: optionalString.pipe(
     z
       .string()
@@ -146,6 +146,11 @@ export type Config = Readonly<{
   masterKey: string | undefined;
   /** The bearer token operators send to read GET /metrics; unset: the API host has no /metrics. */
   metricsToken: string | undefined;
+  /**
+   * The bearer token of the operator's own API (instance-wide money: the reconciliation, under
+   * /operator/); unset: the API host has no /operator/ routes. Never a merchant's: not an API key.
+   */
+  operatorToken: string | undefined;
   /** How long a graceful stop (SIGTERM) may take before the process exits non-zero anyway. */
   shutdownTimeoutMs: number;
 }>;
@@ -170,6 +175,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const e = parsed.data;
+  if (e.OPERATOR_TOKEN !== undefined && e.OPERATOR_TOKEN === e.METRICS_TOKEN) {
+    throw new ConfigError([
+      'OPERATOR_TOKEN: must differ from METRICS_TOKEN: whoever scrapes the metrics must not read instance-wide money',
+    ]);
+  }
   const config: Config = {
     port: e.PORT,
     checkoutPort: e.CHECKOUT_PORT,
@@ -186,6 +196,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     demoAccount: e.DEMO_ACCOUNT,
     masterKey: e.PLAINPAY_MASTER_KEY,
     metricsToken: e.METRICS_TOKEN,
+    operatorToken: e.OPERATOR_TOKEN,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     chain: {
       rpcUrl: e.CHAIN_RPC_URL,

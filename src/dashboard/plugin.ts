@@ -13,6 +13,7 @@ import { registerDevelopers } from './screens/developers.ts';
 import { registerOverview } from './screens/overview.ts';
 import { registerPayments } from './screens/payments.ts';
 import { registerPayouts } from './screens/payouts.ts';
+import { registerReconciliation } from './screens/reconciliation.ts';
 import { registerRuns } from './screens/runs.ts';
 import { registerSignIn, safeNext, signInPage } from './screens/sign-in.ts';
 import { registerWebhooks } from './screens/webhooks.ts';
@@ -198,6 +199,7 @@ function dashboard(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAs
     registerConfirmations(app, deps);
     registerPayments(app, deps);
     registerPayouts(app, deps);
+    registerReconciliation(app, deps);
     registerWebhooks(app, deps);
     registerDevelopers(app, deps, { secureCookie });
   };

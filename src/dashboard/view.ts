@@ -19,6 +19,7 @@ export type Section =
   | 'confirmations'
   | 'payments'
   | 'payouts'
+  | 'reconciliation'
   | 'webhooks'
   | 'developers';
 
@@ -69,6 +70,14 @@ export const SCREENS: readonly Screen[] = [
     label: 'Payouts',
     scopes: ['payments:read'],
     purpose: 'Payouts from the balance and their transactions.',
+  },
+  {
+    section: 'reconciliation',
+    path: '/dashboard/reconciliation',
+    label: 'Reconciliation',
+    scopes: ['payments:read'],
+    purpose:
+      'Each day, what the providers collected against what was booked and settled: the differences about your payments.',
   },
   {
     section: 'webhooks',

@@ -5,6 +5,7 @@ import type { MoneyTables } from './tables/money.ts';
 import type { SettlementTables } from './tables/settlement.ts';
 import type { WebhookTables } from './tables/webhooks.ts';
 import type { RailTables } from './tables/rails.ts';
+import type { ReconciliationTables } from './tables/reconciliation.ts';
 import type { EventType } from '../webhooks/event-types.ts';
 
 /**
@@ -176,6 +177,7 @@ export interface Database
     MoneyTables,
     DashboardTables,
     RailTables,
+    ReconciliationTables,
     AuditTables {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;

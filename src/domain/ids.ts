@@ -20,6 +20,7 @@ export const ID_PREFIXES = [
   'split', // revenue split
   'att', // payment attempt
   'rev', // rail event: a provider callback, verification or refusal
+  'rec', // reconciliation run: one daily three-way reconciliation, scheduled or asked for
   'del', // webhook delivery attempt
   'evd', // an event's delivery to one target (a payment's webhook_url or an account endpoint)
   'we', // account webhook endpoint

@@ -37,6 +37,7 @@ import { webhookOperations, webhookRoutes } from './routes/webhooks.ts';
 import { mcpRoutes } from '../mcp/http.ts';
 import { dashboardRoutes } from '../dashboard/plugin.ts';
 import { metricsPlugin } from '../metrics/plugin.ts';
+import { reconciliationRoutes } from '../reconciliation/routes.ts';
 
 /**
  * The API host as a fastify instance, without listening (STYLE.md 8): tests drive it with
@@ -208,6 +209,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   await app.register(railCallbackRoutes(runtime));
   await app.register(mcpRoutes(runtime));
   await app.register(dashboardRoutes(runtime, TOOLS));
+  await app.register(reconciliationRoutes(runtime));
 
   // Built at the first request for it, not at start: about 40 ms of every start's CPU (zod's
   // JSON Schema of every operation), for a document most processes are never asked for.

@@ -99,7 +99,7 @@ describe('database gauges', () => {
   ] as const)('read NaN and count one error per collector when the database %s', async (_case, kind) => {
     const { scrape } = setup(async () => fakeChain(), brokenDatabase(kind), { queryTimeoutMs: 50 });
     const value = await scrape();
-    for (const collector of ['transfer_queue', 'webhook_queue', 'confirmations']) {
+    for (const collector of ['transfer_queue', 'webhook_queue', 'confirmations', 'reconciliation']) {
       expect(value('plainpay_metrics_collect_errors_total', { collector })).toBe(1);
     }
     expect(value('plainpay_transfer_queue_depth', { status: 'queued' })).toBeNaN();
@@ -108,6 +108,8 @@ describe('database gauges', () => {
     expect(value('plainpay_webhook_queue_oldest_age_seconds')).toBeNaN();
     expect(value('plainpay_confirmations_waiting')).toBeNaN();
     expect(value('plainpay_confirmations_oldest_waiting_age_seconds')).toBeNaN();
+    expect(value('plainpay_reconciliation_differences', { kind: 'treasury_shortfall', mode: 'both' })).toBeNaN();
+    expect(value('plainpay_treasury_cover_ratio')).toBeNaN();
     // The chain does not depend on the database.
     expect(value('plainpay_relayer_gas_balance_ether')).toBe(1.5);
   });

@@ -7,12 +7,14 @@ import { performance } from 'node:perf_hooks';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { formatEther, formatUnits } from 'viem';
-import { type ChainConnection, readTreasuryBalance } from '../chain/chain.ts';
+import { type ChainConnection, readTreasuryBalance, SETTLEMENT_TOKEN_DECIMALS } from '../chain/chain.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Database, PaymentRow } from '../db/database.ts';
 import type { AgentRunStatus } from '../db/tables/money.ts';
 import type { TransferStatus } from '../db/tables/settlement.ts';
+import { countRunLines, latestCompletedRun } from '../db/repositories/reconciliation-runs.ts';
+import { LINE_KIND_NAMES } from '../reconciliation/lines.ts';
 
 /** An API's latencies, 5 ms to 10 s. */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -189,8 +191,16 @@ export interface ServiceMetrics {
   observeRequest(method: string, route: string, statusCode: number, seconds: number): void;
 }
 
-type CollectorName = 'transfer_queue' | 'webhook_queue' | 'confirmations' | 'chain';
-const COLLECTORS: readonly CollectorName[] = ['transfer_queue', 'webhook_queue', 'confirmations', 'chain'];
+type CollectorName = 'transfer_queue' | 'webhook_queue' | 'confirmations' | 'chain' | 'reconciliation';
+const COLLECTORS: readonly CollectorName[] = [
+  'transfer_queue',
+  'webhook_queue',
+  'confirmations',
+  'chain',
+  'reconciliation',
+];
+/** The mode label of a reconciliation line: its mode, or `both` for one of no single mode (the treasury). */
+const RECONCILIATION_MODES = ['live', 'test', 'both'] as const;
 const OPEN_TRANSFER_STATUSES = ['queued', 'batched', 'sent'] as const satisfies readonly TransferStatus[];
 
 export function createServiceMetrics(sources: MetricSources, options: Partial<CollectOptions> = {}): ServiceMetrics {
@@ -257,6 +267,39 @@ export function createServiceMetrics(sources: MetricSources, options: Partial<Co
     help: 'Settlement stablecoin held by the treasury (the batch contract), in whole tokens (6 decimals). Read from the node at most every few seconds.',
     registers: [own],
     collect: () => refresh.chain(),
+  });
+  // The latest reconciliation (docs/reconciliation.md): read from the run it stored, so every
+  // instance reports the same; it changes once a day, and with each run the operator asks for.
+  const reconciliationDifferences = new Gauge({
+    name: 'plainpay_reconciliation_differences',
+    help: 'Differences the latest reconciliation of the latest day found, by kind and mode (live, test, or both for the treasury).',
+    labelNames: ['kind', 'mode'] as const,
+    registers: [own],
+    collect: () => refresh.reconciliation(),
+  });
+  const reconciliationDay = new Gauge({
+    name: 'plainpay_reconciliation_day_timestamp_seconds',
+    help: 'Start (UTC midnight, Unix seconds) of the latest day reconciled; 0 before the first run.',
+    registers: [own],
+    collect: () => refresh.reconciliation(),
+  });
+  const reconciliationLastRun = new Gauge({
+    name: 'plainpay_reconciliation_last_run_timestamp_seconds',
+    help: 'When that reconciliation run finished (Unix seconds); 0 before the first run.',
+    registers: [own],
+    collect: () => refresh.reconciliation(),
+  });
+  const treasuryCoverRatio = new Gauge({
+    name: 'plainpay_treasury_cover_ratio',
+    help: 'Treasury tokens held / everything owed (custodial balances, open transfers, paid payments), at the latest reconciliation; +Inf when nothing is owed, NaN when not read.',
+    registers: [own],
+    collect: () => refresh.reconciliation(),
+  });
+  const treasuryShortfall = new Gauge({
+    name: 'plainpay_treasury_shortfall_usdc',
+    help: 'How much the treasury lacked of what it owes at the latest reconciliation, in whole tokens; 0 when covered, NaN when not read.',
+    registers: [own],
+    collect: () => refresh.reconciliation(),
   });
   const collectErrors = new Counter({
     name: 'plainpay_metrics_collect_errors_total',
@@ -334,6 +377,28 @@ export function createServiceMetrics(sources: MetricSources, options: Partial<Co
       relayerGasEther.set(balances?.gasEther ?? Number.NaN);
       treasuryUsdc.set(balances?.treasuryUsdc ?? Number.NaN);
     }),
+    reconciliation: collector(
+      'reconciliation',
+      queryMs,
+      () => readReconciliation(sources, queryMs),
+      (read) => {
+        for (const kind of LINE_KIND_NAMES) {
+          for (const mode of RECONCILIATION_MODES) {
+            const found = read?.counts.find((c) => c.kind === kind && modeOf(c.livemode) === mode);
+            reconciliationDifferences.set({ kind, mode }, read ? (found?.count ?? 0) : Number.NaN);
+          }
+        }
+        const run = read?.run;
+        reconciliationDay.set(read ? (run ? Date.parse(`${run.day}T00:00:00Z`) / 1000 : 0) : Number.NaN);
+        reconciliationLastRun.set(read ? (run?.finished_at ? run.finished_at.getTime() / 1000 : 0) : Number.NaN);
+        // A run that read the treasury has a shortfall (0 when covered) and, unless nothing was owed, a ratio.
+        const treasuryRead = run?.treasury_shortfall_minor !== null && run?.treasury_shortfall_minor !== undefined;
+        treasuryCoverRatio.set(treasuryRead ? (run.treasury_cover_ratio ?? Number.POSITIVE_INFINITY) : Number.NaN);
+        treasuryShortfall.set(
+          treasuryRead ? Number(formatUnits(run.treasury_shortfall_minor!, SETTLEMENT_TOKEN_DECIMALS)) : Number.NaN,
+        );
+      },
+    ),
   };
 
   return {
@@ -403,6 +468,18 @@ function readConfirmations({ db, clock }: MetricSources, timeoutMs: number) {
       .where('expires_at', '>', now)
       .executeTakeFirstOrThrow(),
   );
+}
+
+/** The latest completed reconciliation run of the latest day, and its lines by kind and mode. */
+async function readReconciliation({ db }: MetricSources, timeoutMs: number) {
+  return boundedRead(db, timeoutMs, async (trx) => {
+    const run = await latestCompletedRun(trx);
+    return { run, counts: run ? await countRunLines(trx, run.id) : [] };
+  });
+}
+
+function modeOf(livemode: boolean | null): (typeof RECONCILIATION_MODES)[number] {
+  return livemode === null ? 'both' : livemode ? 'live' : 'test';
 }
 
 interface Balances {

@@ -1,6 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
-import { AppError } from '../core/errors.ts';
+import { operatorBearerCheck } from '../http/operator-token.ts';
 import type { Runtime } from '../runtime.ts';
 import { createServiceMetrics } from './metrics.ts';
 
@@ -15,7 +14,11 @@ export function metricsPlugin(runtime: Runtime): FastifyPluginAsync {
   const plugin: FastifyPluginAsync = async (app) => {
     const token = runtime.config.metricsToken;
     if (token === undefined) return;
-    const expected = sha256(token);
+    const checkOperatorToken = operatorBearerCheck(token, {
+      missing: 'GET /metrics needs the operator token: send "Authorization: Bearer <METRICS_TOKEN>".',
+      invalid: 'The metrics token is not valid.',
+      realm: 'plainpay-metrics',
+    });
     const metrics = createServiceMetrics(runtime);
 
     // Callback style, no async: one histogram observe is all a request pays for.
@@ -28,7 +31,7 @@ export function metricsPlugin(runtime: Runtime): FastifyPluginAsync {
     });
 
     app.get(METRICS_PATH, async (request, reply) => {
-      checkOperatorToken(request.headers.authorization, expected);
+      checkOperatorToken(request.headers.authorization);
       const body = await metrics.registry.metrics();
       return reply.header('Cache-Control', 'no-store').type(metrics.registry.contentType).send(body);
     });
@@ -36,25 +39,4 @@ export function metricsPlugin(runtime: Runtime): FastifyPluginAsync {
   // What fastify-plugin does: the plugin's hook then applies to every route of the app, not only to
   // the routes inside this plugin.
   return Object.assign(plugin, { [Symbol.for('skip-override')]: true });
-}
-
-function checkOperatorToken(header: string | undefined, expected: Buffer): void {
-  const presented = /^Bearer +(\S+)$/i.exec(header ?? '')?.[1];
-  if (presented === undefined) {
-    throw new AppError(
-      'authentication_required',
-      'GET /metrics needs the operator token: send "Authorization: Bearer <METRICS_TOKEN>".',
-      { headers: { 'WWW-Authenticate': 'Bearer realm="plainpay-metrics"' } },
-    );
-  }
-  // Digests of equal length: the comparison takes the same time whatever was sent.
-  if (!timingSafeEqual(sha256(presented), expected)) {
-    throw new AppError('authentication_failed', 'The metrics token is not valid.', {
-      headers: { 'WWW-Authenticate': 'Bearer realm="plainpay-metrics", error="invalid_token"' },
-    });
-  }
-}
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
 }

@@ -281,6 +281,11 @@ export async function startFakeDaraja(options: FakeDarajaOptions): Promise<FakeD
     '/mpesa/stkpush/v1/processrequest': stkPush,
     '/mpesa/stkpushquery/v1/query': stkQuery,
   };
+  // Pull Transactions, which the daily reconciliation reads: its rules are in the section at the end of this file.
+  Object.assign(
+    routes,
+    pullTransactionRoutes(options.apps, () => pushes.values()),
+  );
 
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://daraja.invalid');
@@ -403,6 +408,106 @@ export async function startFakeDaraja(options: FakeDarajaOptions): Promise<FakeD
       waiters.clear();
       server.closeAllConnections();
       await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Pull Transactions, which the daily reconciliation reads. Its own section. Shapes, codes and
+// texts from https://developer.safaricom.co.ke/apis/PullTransaction (read via the capture in
+// github.com/JacksCodeVault/mpesa-daraja-mcp daraja_docs_v3/docs/PullTransaction.md @ e875f3b)
+// and the answer sample of Safaricom's Postman collection (documenter.getpostman.com/view/1724456/
+// SVtTy8sd) as an integrator transcribed it (github.com/Ghostscypher/php-mpesa mpesa_endpoints.md
+// @ f64cd2b; fixtures/daraja/pull_transactions_query.json).
+
+/** "Transactions can only be pulled within 48 hours" (the page's FAQ). */
+const PULL_RETENTION_MS = 48 * 3600_000;
+/** The page does not say how many rows one answer holds; the fake's own choice. */
+const PULL_PAGE_ROWS = 100;
+/** "2019-07-31 20:35:21 / 2019-07-31 19:00"; the sample also sends "2020-08-04 8:36:00" and "10:10:000". */
+const PULL_DATE = /^(\d{4})-(\d{2})-(\d{2}) (\d{1,2}):(\d{2})(?::(\d{2,3}))?$/;
+
+/**
+ * POST /pulltransactions/v1/register and /pulltransactions/v1/query (both POST, as the page's
+ * environments table and samples use them, though its "Good to Know" says GET for the query).
+ * - Register: ShortCode, RequestType "Pull", NominatedNumber, CallBackURL ("a valid secure URL":
+ *   https only); 1000 "Shortcode Registered Successfully", 1001 "ShortCode already Registered".
+ * - Query: only a registered shortcode ("Can I perform pull without registering? No"; how Daraja
+ *   refuses is not published: the fake answers 400.001 "Invalid ShortCode", the page's code for a
+ *   bad shortcode). StartDate/EndDate on Daraja's clock (EAT, as every Daraja timestamp; the page
+ *   names no zone), OffSetValue a row offset ("results 101-200 … type 100"). Answers 1000
+ *   "Success" with the rows nested one level deeper ("Response": [[…]]), or 1001 with none.
+ * - A row per paid push of the shortcode, completed within the window and the last 48 hours:
+ *   transactionId is the receipt, trxDate ISO in UTC with "Z" as the sample, amount a decimal
+ *   string, transactiontype "c2b-pay-bill-debit" (the sample's; the fake keeps no till pushes
+ *   apart), billreference the push's AccountReference. `sender` and `organizationname` hold the
+ *   fake's own values.
+ */
+function pullTransactionRoutes(
+  apps: FakeDarajaOptions['apps'],
+  pushes: () => Iterable<FakePush>,
+): Record<string, (body: Body) => unknown> {
+  const registered = new Set<string>();
+  const refId = () => `${randomInt(10_000, 99_999)}-${randomInt(1_000_000, 99_999_999)}-1`;
+  const invalidShortCode = () => new DarajaError(400, '400.001', 'Invalid ShortCode');
+  const eatDate = (field: string, value: unknown): number => {
+    const m = PULL_DATE.exec(text(value));
+    if (!m) throw invalid(field);
+    const [, y, mo, d, h, mi, s] = m.map(Number) as number[];
+    return Date.UTC(y!, mo! - 1, d!, h! - 3, mi!, Math.min(s ?? 0, 59));
+  };
+  return {
+    '/pulltransactions/v1/register': (body) => {
+      const shortCode = text(body.ShortCode);
+      if (!apps.some((a) => a.shortcode === shortCode)) throw invalidShortCode();
+      if (text(body.RequestType) !== 'Pull') throw invalid('RequestType');
+      if (!/^(07\d{8}|2547\d{8})$/.test(text(body.NominatedNumber))) throw invalid('NominatedNumber');
+      if (!text(body.CallBackURL).startsWith('https://') || !validUrl(text(body.CallBackURL)))
+        throw invalid('CallBackURL');
+      const again = registered.has(shortCode);
+      registered.add(shortCode);
+      return {
+        ResponseRefID: refId(),
+        ResponseStatus: again ? '1001' : '1000',
+        ShortCode: shortCode,
+        ResponseDescription: again ? 'ShortCode already Registered' : 'Shortcode Registered Successfully',
+      };
+    },
+    '/pulltransactions/v1/query': (body) => {
+      const shortCode = text(body.ShortCode);
+      if (!registered.has(shortCode)) throw invalidShortCode();
+      const start = eatDate('StartDate', body.StartDate);
+      const end = eatDate('EndDate', body.EndDate);
+      const offset = Number(text(body.OffSetValue));
+      if (!Number.isSafeInteger(offset) || offset < 0) throw invalid('OffSetValue');
+      const kept = Date.now() - PULL_RETENTION_MS;
+      const rows = [...pushes()]
+        .filter((p) => p.shortcode === shortCode && p.state === 'paid' && p.settledAt !== null)
+        .filter((p) => {
+          const at = p.settledAt!.getTime();
+          return at >= Math.max(start, kept) && at <= end;
+        })
+        .sort((a, b) => a.settledAt!.getTime() - b.settledAt!.getTime())
+        .slice(offset, offset + PULL_PAGE_ROWS)
+        .map((p) => ({
+          transactionId: p.receipt,
+          trxDate: `${p.settledAt!.toISOString().slice(0, 19)}Z`,
+          msisdn: Number(p.phone),
+          sender: p.phone,
+          transactiontype: 'c2b-pay-bill-debit',
+          billreference: p.accountReference,
+          amount: p.amount.toFixed(2),
+          organizationname: `Shortcode ${p.shortcode}`,
+        }));
+      if (rows.length === 0) {
+        return {
+          ResponseRefID: refId(),
+          ResponseCode: '1001',
+          ResponseMessage: 'No transactions found',
+          Response: [[]],
+        };
+      }
+      return { ResponseRefID: refId(), ResponseCode: '1000', ResponseMessage: 'Success', Response: [rows] };
     },
   };
 }

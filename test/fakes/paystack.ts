@@ -460,6 +460,16 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
         return send(res, 200, verify(integration, decodeURIComponent(verifyMatch[1]!)));
       if (req.method === 'POST' && path === '/refund')
         return send(res, 200, refund(integration, await readFields(req)));
+      // List Transactions: its rules are in the listing section at the end of this file.
+      if (req.method === 'GET' && path === '/transaction') {
+        const own = [...transactions.values()].filter((t) => t.secretKey === integration.secretKey);
+        const params = new URL(req.url ?? '/', baseUrl).searchParams;
+        return send(
+          res,
+          200,
+          listTransactions(own, params, (t) => verify(integration, t.reference).data),
+        );
+      }
       // List refunds (https://paystack.com/docs/api/refund/#list), `transaction` = the transaction's id or reference.
       if (req.method === 'GET' && path === '/refund') {
         const filter = new URL(req.url ?? '/', baseUrl).searchParams.get('transaction');
@@ -571,6 +581,101 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
             }),
         ),
       );
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// List Transactions (GET /transaction), which the daily reconciliation reads. Its own section.
+// Parameters as PaystackOSS/openapi dist/paystack.yaml (@9678dea) lists them for transaction_list;
+// the answer's shapes as the same spec's TransactionListResponse (page style) and as the sample on
+// https://paystack.com/docs/api/transaction/#list (cursor style; fixtures/paystack/transaction_list.json).
+
+/** The spec's enum for `status`. */
+const LIST_STATUSES = new Set(['success', 'failed', 'abandoned', 'reversed']);
+
+/**
+ * One page of an integration's transactions, newest first, each item the transaction object verify
+ * returns (the list sample's items carry the same fields: amount, requested_amount, fees, …).
+ * - `per_page` (snake case here, spec) and `page` (1-based, spec: "The offset to retrieve data
+ *   from"); 50 a page when none is given, as the sample's meta says.
+ * - `from` / `to` (spec: date-time, "The start date" / "The end date"): the spec does not say of
+ *   what; the fake filters on created_at, inclusive, which an adapter must allow for.
+ * - `status` (spec enum): only those; another value is a 400 (fake's own wording).
+ * - `use_cursor=true` (spec) pages by the opaque `next` / `previous` cursors instead, with meta
+ *   {next, previous, perPage} as in the published sample; otherwise meta is the spec's required
+ *   {total, total_volume, skipped, perPage, page, pageCount}.
+ * The other filters the spec lists (customer_code, amount, settlement, channel, …) are not
+ * implemented: a request using one gets a 400 (fake's own) rather than an unfiltered answer.
+ */
+function listTransactions<T extends FakePaystackTransaction>(
+  own: readonly T[],
+  params: URLSearchParams,
+  view: (transaction: T) => unknown,
+) {
+  const known = new Set(['use_cursor', 'next', 'previous', 'per_page', 'page', 'from', 'to', 'status']);
+  for (const name of params.keys()) {
+    if (!known.has(name)) throw new HttpError(400, `The fake does not implement the ${name} filter`); // fake's own
+  }
+  const whole = (name: string, fallback: number): number => {
+    const raw = params.get(name);
+    if (raw === null || raw === '') return fallback;
+    const n = wholeNumber(raw);
+    if (n === null || n === 0) throw new HttpError(400, `${name} must be a positive integer`); // fake's own
+    return n;
+  };
+  const instant = (name: string): number | null => {
+    const raw = params.get(name);
+    if (raw === null || raw === '') return null;
+    const at = Date.parse(raw);
+    if (Number.isNaN(at)) throw new HttpError(400, `${name} must be a date`); // fake's own
+    return at;
+  };
+  const status = params.get('status');
+  if (status !== null && !LIST_STATUSES.has(status)) {
+    throw new HttpError(400, `status must be one of ${[...LIST_STATUSES].join(', ')}`); // fake's own
+  }
+  const from = instant('from');
+  const to = instant('to');
+  const perPage = whole('per_page', 50);
+  const matching = own
+    .filter((t) => {
+      const created = Date.parse(t.created_at);
+      return (
+        (status === null || t.status === status) && (from === null || created >= from) && (to === null || created <= to)
+      );
+    })
+    .sort((a, b) => Date.parse(b.created_at) - Date.parse(a.created_at) || b.id - a.id);
+  if (params.get('use_cursor') === 'true') {
+    const cursor = params.get('next') ?? params.get('previous');
+    const start = cursor === null ? 0 : Number(Buffer.from(cursor, 'base64').toString('utf8'));
+    if (!Number.isSafeInteger(start) || start < 0) throw new HttpError(400, 'Invalid cursor'); // fake's own
+    const page = matching.slice(start, start + perPage);
+    const cursorAt = (offset: number) => Buffer.from(String(offset)).toString('base64');
+    return {
+      status: true,
+      message: 'Transactions retrieved',
+      data: page.map(view),
+      meta: {
+        next: start + perPage < matching.length ? cursorAt(start + perPage) : null,
+        previous: start > 0 ? cursorAt(Math.max(0, start - perPage)) : null,
+        perPage,
+      },
+    };
+  }
+  const page = whole('page', 1);
+  const skipped = (page - 1) * perPage;
+  return {
+    status: true,
+    message: 'Transactions retrieved',
+    data: matching.slice(skipped, skipped + perPage).map(view),
+    meta: {
+      total: matching.length,
+      total_volume: matching.reduce((sum, t) => sum + t.amount, 0),
+      skipped,
+      perPage,
+      page,
+      pageCount: Math.ceil(matching.length / perPage),
     },
   };
 }

@@ -362,24 +362,45 @@ export async function refuseMerchantCollection(db: Db, warn: (message: string) =
   }
 }
 
+/** A payment credited without a success collected into an operator-owned collection account. */
+export interface CreditWithoutOperatorCollection {
+  id: string;
+  account_id: string;
+  livemode: boolean;
+  currency: string;
+  amount_minor: bigint;
+}
+
 /**
  * The collection invariant (docs/rails.md): a merchant is credited stablecoin only for local money
  * that reached an operator-owned collection account. Every `payment_received` posting needs a
  * success of that payment on the sandbox (test mode: no money) or on an operator's collection
- * account. Returns one line per payment that breaks it; tests check it after every file.
+ * account. Returns the payments that break it (those paid in `paid` only, when given); tests check
+ * it after every file, and the daily reconciliation names each one.
  */
-export async function checkCollectionInvariant(db: Db): Promise<string[]> {
-  const rows = await sql<{ id: string; livemode: boolean }>`
-    select p.id, p.livemode
+export async function creditsWithoutOperatorCollection(
+  db: Db,
+  options: { paid?: { from: Date; to: Date }; limit?: number } = {},
+): Promise<CreditWithoutOperatorCollection[]> {
+  const { paid, limit } = options;
+  const rows = await sql<CreditWithoutOperatorCollection>`
+    select p.id, p.account_id, p.livemode, p.currency, p.amount_minor
       from ledger_postings lp join payments p on p.id = lp.reference
      where lp.kind = 'payment_received'
        and not exists (
          select 1 from payment_attempts a left join collection_accounts c on c.id = a.collection_id
           where a.payment_id = p.id and a.outcome = 'succeeded' and not a.late
             and ((a.rail = 'sandbox' and not p.livemode) or (a.rail <> 'sandbox' and c.owner = 'operator')))
+       ${paid ? sql`and p.paid_at >= ${paid.from} and p.paid_at < ${paid.to}` : sql``}
      order by p.id
-     limit 50`.execute(db);
-  return rows.rows.map(
+     ${limit === undefined ? sql`` : sql`limit ${limit}`}`.execute(db);
+  return rows.rows;
+}
+
+/** The collection invariant as lines for a test's failure message (at most 50). */
+export async function checkCollectionInvariant(db: Db): Promise<string[]> {
+  const rows = await creditsWithoutOperatorCollection(db, { limit: 50 });
+  return rows.map(
     (r) =>
       `${r.id} (${r.livemode ? 'live' : 'test'}) was credited without a success collected into an operator-owned collection account`,
   );

@@ -3,6 +3,7 @@ import type { PaymentRow } from '../../db/database.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { MpesaCredentials } from './collections.ts';
 import { type ProviderRailAdapter, type ProviderVerdict, providerCall, RailUnavailableError } from './rail.ts';
+import type { ProviderCollectedPayment } from './rail.ts';
 
 /**
  * M-Pesa Express (STK Push) on Safaricom Daraja, as documented at
@@ -198,4 +199,112 @@ async function accessToken(runtime: Runtime, credentials: MpesaCredentials): Pro
 function messageOf(body: Record<string, unknown> | null, status: number): string {
   const message = body?.errorMessage ?? body?.ResponseDescription ?? body?.error_description;
   return typeof message === 'string' ? `${message} (HTTP ${status})` : `HTTP ${status}`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Reconciliation listing (docs/reconciliation.md). Its own section, apart from the payer flow
+// above: the daily reconciliation reads it, nothing in the payer flow does.
+//
+// Daraja's Pull Transactions API (developer.safaricom.co.ke/apis/PullTransaction) is the only
+// Daraja API that lists what a shortcode received: "query all C2B transactions performed under
+// their Pay bill/Till number within the last 48 hours". Transaction Status and Account Balance
+// answer one transaction or a balance, asynchronously, and need an initiator credential plainpay
+// does not hold. Pull needs a one-time registration of the shortcode by the operator (Register
+// Pull, with the organisation's nominated number); plainpay only queries.
+
+/** "Transactions can only be pulled within 48 hours" (the Pull page's FAQ). */
+const PULL_RETENTION_MS = 48 * 3600_000;
+/** A listing longer than this many pages is taken for paging that does not end. */
+const PULL_MAX_PAGES = 1000;
+
+mpesaRail.listCollected = async ({ runtime, credentials, from, to }) => {
+  const oldest = runtime.clock.now().getTime() - PULL_RETENTION_MS;
+  if (from.getTime() < oldest) {
+    // Daraja would answer "no transactions" for it, which reads as if nothing was collected.
+    throw new RailUnavailableError(
+      'mpesa',
+      `M-Pesa's Pull Transactions keeps 48 hours only; ${from.toISOString()} is older, so Daraja can no longer list it`,
+    );
+  }
+  const collected: ProviderCollectedPayment[] = [];
+  let offset = 0;
+  for (let page = 0; page < PULL_MAX_PAGES; page++) {
+    const { status, body } = await authorizedCall(runtime, credentials, '/pulltransactions/v1/query', {
+      // "your paybill number/till number, which you expect to receive payments notifications about".
+      ShortCode: credentials.party_b ?? credentials.shortcode,
+      StartDate: pullDate(from),
+      EndDate: pullDate(to),
+      OffSetValue: String(offset),
+    });
+    // 1001: "No transactions available for the selected time period" (here: past the last page).
+    if (status === 200 && body?.ResponseCode === '1001') return collected;
+    if (status !== 200 || body?.ResponseCode !== '1000' || !Array.isArray(body.Response)) {
+      throw new RailUnavailableError(
+        'mpesa',
+        `M-Pesa did not list transactions: ${pullMessageOf(body, status)}`,
+        status,
+      );
+    }
+    // The published answer nests the rows one level deeper: "Response": [[ {…}, {…} ]].
+    const rows = (body.Response as unknown[]).flat();
+    if (rows.length === 0) return collected;
+    for (const row of rows) {
+      const listed = pulledRow(row);
+      if (listed.paidAt >= from && listed.paidAt < to) collected.push(listed);
+    }
+    // OffSetValue counts rows: "Suppose you wanted to show results 101-200 … type 100".
+    offset += rows.length;
+  }
+  throw new RailUnavailableError('mpesa', `M-Pesa listed more than ${PULL_MAX_PAGES} pages of transactions`);
+};
+
+/**
+ * One row of the listing. `transactionId` is the M-Pesa receipt (LHG31AA5TX in the page's
+ * table), the same the STK callback calls MpesaReceiptNumber; `amount` a decimal of shillings.
+ * A row plainpay cannot read fails the listing rather than drop money from the count.
+ */
+function pulledRow(row: unknown): ProviderCollectedPayment {
+  const r = (row ?? {}) as Record<string, unknown>;
+  const amount = typeof r.amount === 'number' ? r.amount.toFixed(2) : String(r.amount ?? '');
+  const paidAt = pullInstant(String(r.trxDate ?? ''));
+  const cents = /^(\d{1,12})(?:\.(\d{1,2}))?$/.exec(amount);
+  if (typeof r.transactionId !== 'string' || !cents || paidAt === undefined) {
+    throw new RailUnavailableError(
+      'mpesa',
+      `M-Pesa listed a transaction plainpay cannot read (${String(r.transactionId)})`,
+    );
+  }
+  return {
+    reference: r.transactionId,
+    receipt: r.transactionId,
+    amountMinor: BigInt(cents[1]!) * 100n + BigInt((cents[2] ?? '').padEnd(2, '0')),
+    payerFeeMinor: 0n,
+    currency: 'KES',
+    paidAt,
+  };
+}
+
+/**
+ * StartDate/EndDate as the page writes them ("2019-07-31 20:35:21"), on Daraja's clock: East
+ * Africa Time, as every Daraja timestamp (darajaTimestamp). The page does not name the zone.
+ */
+function pullDate(at: Date): string {
+  const t = darajaTimestamp(at);
+  return `${t.slice(0, 4)}-${t.slice(4, 6)}-${t.slice(6, 8)} ${t.slice(8, 10)}:${t.slice(10, 12)}:${t.slice(12, 14)}`;
+}
+
+/** trxDate: the sample's "2020-08-05T10:13:00Z" carries its zone; one without is read as EAT. */
+function pullInstant(text: string): Date | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$/.test(text)) return undefined;
+  const at = new Date(/(Z|[+-]\d{2}:\d{2})$/.test(text) ? text : `${text}+03:00`);
+  return Number.isNaN(at.getTime()) ? undefined : at;
+}
+
+/** Pull answers carry ResponseMessage (or Daraja's errorMessage on a gateway error). */
+function pullMessageOf(body: Record<string, unknown> | null, status: number): string {
+  const message = body?.ResponseMessage ?? body?.errorMessage;
+  const code = body?.ResponseCode ?? body?.errorCode;
+  return typeof message === 'string'
+    ? `${message}${code ? ` (${String(code)})` : ''} (HTTP ${status})`
+    : `HTTP ${status}`;
 }

@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../../core/errors.ts';
 import type { PaymentRow } from '../../db/database.ts';
 import { type ProviderRailAdapter, type ProviderVerdict, providerCall, RailUnavailableError } from './rail.ts';
+import type { ProviderCollectedPayment } from './rail.ts';
 
 /**
  * Paystack (cards, bank transfer, USSD, mobile money) through its redirect flow, as documented at
@@ -213,4 +214,103 @@ export function paystackSignatureValid(secretKey: string, rawBody: string, heade
 function messageOf(body: Record<string, unknown> | null, status: number): string {
   const message = typeof body?.message === 'string' ? body.message : undefined;
   return message ? `${message} (HTTP ${status})` : `HTTP ${status}`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Reconciliation listing (docs/reconciliation.md). Its own section, apart from the payer flow
+// above: the daily reconciliation reads it, nothing in the payer flow does.
+
+/**
+ * List Transactions (GET /transaction, PaystackOSS/openapi dist/paystack.yaml) documents `from` and
+ * `to` only as "The start date" and "The end date": they are read as the transaction's creation,
+ * the stricter reading, and the listing starts this far before the window so that a transaction
+ * created the day before and paid inside the window is still listed. Rows are kept by their paid_at.
+ */
+const LISTING_LOOKBACK_MS = 24 * 3600_000;
+/** Snake case on this endpoint (`per_page`), unlike `perPage` on /refund and /settlement (OAS). */
+const LISTING_PER_PAGE = 100;
+/** More pages than this (100 000 transactions in one window) is taken for paging that does not end. */
+const LISTING_MAX_PAGES = 1000;
+/**
+ * Money Paystack collected: `success`, and `reversed`, a success later refunded or charged back
+ * (the "Transaction statuses" table of paystack.com/docs/payments/verify-payments/).
+ */
+const COLLECTED_STATUSES = new Set(['success', 'reversed']);
+
+paystackRail.listCollected = async ({ runtime, credentials, from, to }) => {
+  const collected: ProviderCollectedPayment[] = [];
+  const since = new Date(from.getTime() - LISTING_LOOKBACK_MS);
+  for (let page = 1; page <= LISTING_MAX_PAGES; page++) {
+    const query = new URLSearchParams({
+      from: since.toISOString(),
+      to: to.toISOString(),
+      per_page: String(LISTING_PER_PAGE),
+      page: String(page),
+    });
+    const { status, body } = await providerCall(
+      'paystack',
+      `${runtime.config.rails.paystackBaseUrl}/transaction?${query}`,
+      { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
+      runtime.config.rails.timeoutMs,
+    );
+    if (status !== 200 || body?.status !== true || !Array.isArray(body.data)) {
+      throw new RailUnavailableError(
+        'paystack',
+        `Paystack did not list transactions: ${messageOf(body, status)}`,
+        status,
+      );
+    }
+    for (const item of body.data as unknown[]) {
+      const row = collectedRow(item);
+      if (row && row.paidAt >= from && row.paidAt < to) collected.push(row);
+    }
+    // Page-style meta carries pageCount (OAS TransactionListResponse); without it, an empty page ends the list.
+    const pageCount = (body.meta as { pageCount?: unknown } | undefined)?.pageCount;
+    if (body.data.length === 0 || (typeof pageCount === 'number' && page >= pageCount)) return collected;
+  }
+  throw new RailUnavailableError('paystack', `Paystack listed more than ${LISTING_MAX_PAGES} pages of transactions`);
+};
+
+/**
+ * One listed transaction as collected money, or undefined when it is not (abandoned, failed, …).
+ * What the payer was asked is `requested_amount` (`amount` also holds the fee when the customer
+ * bears it: 40333 = 30050 + 10283 in Paystack's own sample), falling back to `amount` where a
+ * transaction has none. A collected row plainpay cannot read fails the listing rather than drop
+ * money from the count.
+ */
+function collectedRow(item: unknown): ProviderCollectedPayment | undefined {
+  const t = (item ?? {}) as Record<string, unknown>;
+  if (!COLLECTED_STATUSES.has(String(t.status))) return undefined;
+  const amount = minorOf(t.amount);
+  const requested =
+    t.requested_amount === undefined || t.requested_amount === null ? amount : minorOf(t.requested_amount);
+  const paidAt = new Date(String(t.paid_at ?? t.paidAt ?? ''));
+  if (
+    amount === undefined ||
+    requested === undefined ||
+    requested > amount ||
+    typeof t.reference !== 'string' ||
+    typeof t.currency !== 'string' ||
+    Number.isNaN(paidAt.getTime())
+  ) {
+    throw new RailUnavailableError(
+      'paystack',
+      `Paystack listed a ${String(t.status)} transaction plainpay cannot read (reference ${String(t.reference)})`,
+    );
+  }
+  return {
+    reference: t.reference,
+    receipt: t.id === undefined || t.id === null ? undefined : String(t.id),
+    amountMinor: requested,
+    payerFeeMinor: amount - requested,
+    currency: t.currency,
+    paidAt,
+  };
+}
+
+/** Paystack's amounts are integers in the subunit, sent as numbers (or digit strings). */
+function minorOf(value: unknown): bigint | undefined {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
+  if (typeof value === 'string' && /^\d{1,18}$/.test(value)) return BigInt(value);
+  return undefined;
 }
