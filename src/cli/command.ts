@@ -31,6 +31,8 @@ export interface AdminContext {
   db: Kysely<Database>;
   secretBox: SecretBox;
   clock: Clock;
+  /** The configuration of the process the work runs in: serve's, when forwarded to it. */
+  config: Pick<Config, 'publicBaseUrl'>;
 }
 
 interface CommandHelp {

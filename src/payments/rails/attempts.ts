@@ -10,7 +10,7 @@ import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { startPaymentAttempt } from '../../../tools/system/start-payment-attempt.ts';
 import { collectionById, collectionFor, type OpenCollection } from './collections.ts';
-import { mpesaRail } from './mpesa.ts';
+import { mpesaRail, stkCallbackUrl } from './mpesa.ts';
 import { paystackRail } from './paystack.ts';
 import { type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
 
@@ -76,8 +76,9 @@ export async function beginAttempt(
     throw new AppError('invalid_request', `${adapter.label} is not available for this payment.`, { param: 'rail' });
   const { credentials } = collection;
   const payer = adapter.readPayer(form);
-  // An unsigned callback (M-Pesa) is only heard on a URL holding a secret of this attempt's own.
-  const callbackToken = randomBytes(24).toString('base64url');
+  // An unsigned callback (M-Pesa) is only heard on a URL holding a secret of this attempt's own:
+  // 256 bits, in hex, whose letters cannot spell a word Daraja refuses in a callback URL.
+  const callbackToken = randomBytes(32).toString('hex');
   const started = await runSystemTool(
     runtime,
     startPaymentAttempt,
@@ -100,13 +101,14 @@ export async function beginAttempt(
       payment,
       payer,
       returnUrl: `${runtime.config.checkoutBaseUrl}/pay/${payment.id}/return/${attempt.id}`,
-      callbackUrl: `${runtime.config.publicBaseUrl}/hooks/mpesa/${attempt.id}/${callbackToken}`,
+      callbackUrl: stkCallbackUrl(runtime.config.publicBaseUrl, callbackToken),
     });
   } catch (error) {
     const reason = error instanceof RailUnavailableError ? error.message : 'the provider could not be reached';
     if (!(error instanceof RailUnavailableError))
       runtime.logger.error({ err: error, attemptId: attempt.id }, 'rail start failed');
-    const unanswered = !(error instanceof RailUnavailableError) || error.providerStatus === undefined;
+    const unanswered =
+      !(error instanceof RailUnavailableError) || (error.providerStatus === undefined && !error.refused);
     if (unanswered && adapter.unansweredStartMayReachPayer) {
       // The request may be on the payer's phone: the attempt stays open, its callback or the reconciler decides.
       await recordRailEvent(runtime.db, rail, attempt, 'start', 'unanswered', reason, runtime.clock.now());

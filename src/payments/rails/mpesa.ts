@@ -2,6 +2,7 @@ import { AppError } from '../../core/errors.ts';
 import type { PaymentRow } from '../../db/database.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { MpesaCredentials } from './collections.ts';
+import { checkWebhookUrl } from '../../webhooks/ssrf-guard.ts';
 import { type ProviderRailAdapter, type ProviderVerdict, providerCall, RailUnavailableError } from './rail.ts';
 
 /**
@@ -11,6 +12,64 @@ import { type ProviderRailAdapter, type ProviderVerdict, providerCall, RailUnava
  * payer's PIN prompt on the phone, and a result callback that carries no signature. plainpay
  * trusts the callback only after the STK query API confirms it (docs/rails.md).
  */
+
+/**
+ * Where Daraja posts an STK push's result: `${PUBLIC_BASE_URL}/hooks/stk/<secret>`. No word
+ * Safaricom tells integrators to keep out of callback URLs (callbackUrlProblem), and the secret is
+ * hex, whose letters (a to f) cannot spell one.
+ */
+export const STK_CALLBACK_PATH = '/hooks/stk';
+
+export function stkCallbackUrl(publicBaseUrl: string, secret: string): string {
+  return `${publicBaseUrl}${STK_CALLBACK_PATH}/${secret}`;
+}
+
+/**
+ * Safaricom's rules for the URLs Daraja calls, published with the URLs it registers
+ * (https://developer.safaricom.co.ke/apis/CustomerToBusinessRegisterURL, "URL Requirements", and
+ * the CustomerToBusiness FAQ 8); the STK callback goes through the same gateway, and integrators
+ * report such callback URLs refused:
+ *  - "Avoid using keywords such as M-PESA, M-Pesa, mpesa, Safaricom, exe, exec, cmd, sql, query,
+ *    or any of their variants in either upper or lower cases in your URLs." (exec contains exe;
+ *    the M-Pesa variants are the word with or without a separator.)
+ *  - "All Production URLs must be HTTPS, on Sandbox you're allowed to simulate using HTTP."
+ *  - "Use publicly available (Internet-accessible) IP addresses or domain names."
+ *  - "Do not use public URL testers e.g. ngrok, mockbin, or requestbin, especially on production,
+ *    they are also usually blocked by the API."
+ * Returns why Daraja would refuse the URL in that environment, or undefined.
+ */
+export function callbackUrlProblem(url: string, environment: MpesaCredentials['environment']): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'is not an absolute URL';
+  }
+  const word = WORDS_DARAJA_REFUSES.exec(url)?.[0];
+  if (word) return `contains "${word}", a word Safaricom tells integrators to keep out of callback URLs`;
+  if (environment === 'sandbox') return undefined;
+  if (parsed.protocol !== 'https:') return 'is not HTTPS: Daraja production calls back only on HTTPS';
+  if (!checkWebhookUrl(url, { allowPrivate: false }).ok) {
+    return `names ${parsed.hostname}, which is not a public address: Daraja production calls back only on the Internet`;
+  }
+  if (URL_TESTERS.test(parsed.hostname)) return `names ${parsed.hostname}, a public URL tester Daraja blocks`;
+  return undefined;
+}
+
+/**
+ * Why Daraja in this environment would refuse, or never deliver to, the callback URLs plainpay
+ * builds on PUBLIC_BASE_URL: `plainpay collection set mpesa` refuses to collect while there is one.
+ */
+export function publicBaseUrlProblem(
+  publicBaseUrl: string,
+  environment: MpesaCredentials['environment'],
+): string | undefined {
+  const problem = callbackUrlProblem(stkCallbackUrl(publicBaseUrl, ''), environment);
+  return problem && `PUBLIC_BASE_URL (${publicBaseUrl}): M-Pesa's callback URL ${problem}`;
+}
+
+const WORDS_DARAJA_REFUSES = /m[\W_]*pesa|safaricom|exe|cmd|sql|query/i;
+const URL_TESTERS = /(^|\.)(ngrok(-free)?\.(io|app|dev)|mockbin\.(org|io)|requestb\.in|requestbin\.(com|net))$/i;
 
 /** M-Pesa moves whole shillings, up to the per-transaction limit. */
 const MAX_KES = 250_000n;
@@ -43,6 +102,21 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
   payerHint: ({ phone }) => `${phone.slice(0, 4)}******${phone.slice(-2)}`,
 
   async start({ runtime, credentials, attempt, payment, payer, callbackUrl }) {
+    // The guard next to the side effect: a push whose callback Daraja would refuse or never deliver
+    // (a live payment's result sent over plain http, say) is not sent.
+    const problem = callbackUrlProblem(callbackUrl, credentials.environment);
+    if (problem) {
+      runtime.logger.error(
+        { attemptId: attempt.id, environment: credentials.environment },
+        `M-Pesa push not sent: its callback URL ${problem}; set PUBLIC_BASE_URL (docs/rails.md, "M-Pesa callback URL")`,
+      );
+      throw new RailUnavailableError(
+        'mpesa',
+        `M-Pesa is not set up to take payments here: the callback URL ${problem}`,
+        undefined,
+        true,
+      );
+    }
     const timestamp = darajaTimestamp(runtime.clock.now());
     const { status, body } = await authorizedCall(runtime, credentials, '/mpesa/stkpush/v1/processrequest', {
       BusinessShortCode: credentials.shortcode,
