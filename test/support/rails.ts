@@ -35,8 +35,14 @@ export interface RailsWorld {
 export async function railsWorld(
   options: {
     merchantName?: string;
-    /** What plainpay is given as Daraja's address, from the fake's own (a proxy in front of it, say). */
+    /** What plainpay is given as Daraja's addresses, from the fake's own (a proxy in front of it, say). */
     darajaUrl?: (fakeUrl: string) => Promise<string>;
+    /**
+     * PUBLIC_BASE_URL, when it is not the API host's own address (an HTTPS name, as Daraja
+     * production requires): the fake Daraja delivers callbacks on it to the API host, as DNS and a
+     * TLS proxy would.
+     */
+    publicBaseUrl?: string;
   } = {},
 ): Promise<RailsWorld> {
   const apiPort = await freePort();
@@ -51,25 +57,27 @@ export async function railsWorld(
     ],
   });
   afterFile(() => paystack.close());
+  const publicOrigin = options.publicBaseUrl && new URL(options.publicBaseUrl).origin;
   const daraja = await startFakeDaraja({
-    apps: [
-      {
-        consumerKey: MPESA_APP.consumer_key,
-        consumerSecret: MPESA_APP.consumer_secret,
-        shortcode: MPESA_APP.shortcode,
-        passkey: MPESA_APP.passkey,
-      },
-    ],
+    // The same app in both of Daraja's environments (a sandbox app and a production app).
+    apps: (['sandbox', 'production'] as const).map((environment) => ({
+      consumerKey: MPESA_APP.consumer_key,
+      consumerSecret: MPESA_APP.consumer_secret,
+      shortcode: MPESA_APP.shortcode,
+      passkey: MPESA_APP.passkey,
+      environment,
+    })),
+    resolveCallback: (url) => (url.origin === publicOrigin ? `${apiUrl}${url.pathname}` : undefined),
   });
   afterFile(() => daraja.close());
-  const darajaUrl = options.darajaUrl ? await options.darajaUrl(daraja.baseUrl) : daraja.baseUrl;
+  const viaProxy = (url: string) => (options.darajaUrl ? options.darajaUrl(url) : Promise.resolve(url));
   const runtime = await testRuntime({
-    PUBLIC_BASE_URL: apiUrl,
+    PUBLIC_BASE_URL: options.publicBaseUrl ?? apiUrl,
     CHECKOUT_BASE_URL: checkoutUrl,
     PAYSTACK_BASE_URL: paystack.baseUrl,
     PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
-    MPESA_SANDBOX_BASE_URL: darajaUrl,
-    MPESA_PRODUCTION_BASE_URL: darajaUrl,
+    MPESA_SANDBOX_BASE_URL: await viaProxy(daraja.baseUrl),
+    MPESA_PRODUCTION_BASE_URL: await viaProxy(daraja.productionBaseUrl),
     WEBHOOK_ALLOW_PRIVATE: 'true',
   });
   const api = await testApp(runtime);
