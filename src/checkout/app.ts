@@ -18,7 +18,7 @@ import { findPaymentById } from '../db/repositories/payments.ts';
 import { isId } from '../domain/ids.ts';
 import type { Config } from '../config/config.ts';
 import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
-import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
+import { attemptNotice, beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
 import { logEachRequest, randomRequestId, requestLoggerFactory } from '../http/request-log.ts';
@@ -236,7 +236,8 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     if (isId('att', attemptId)) {
       const attempt = await findPaymentAttempt(runtime.db, row.id, attemptId);
       if (attempt) {
-        if (view.state === 'payable') options.attemptNotice = ATTEMPT_NOTICES[attempt.outcome];
+        if (view.state === 'payable')
+          options.attemptNotice = attemptNotice(attempt) ?? ATTEMPT_NOTICES[attempt.outcome];
         options.justPaid =
           attempt.outcome === 'succeeded' &&
           !attempt.late &&

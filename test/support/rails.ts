@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from '../../src/core/logger.ts';
 import type { ProviderRail } from '../../src/db/tables/rails.ts';
 import {
   type CollectionAccount,
@@ -43,6 +44,10 @@ export async function railsWorld(
      * TLS proxy would.
      */
     publicBaseUrl?: string;
+    /** More of plainpay's environment (METRICS_TOKEN, say). */
+    env?: Record<string, string>;
+    /** plainpay's logger (a test reading what it logged). */
+    logger?: Logger;
   } = {},
 ): Promise<RailsWorld> {
   const apiPort = await freePort();
@@ -71,15 +76,19 @@ export async function railsWorld(
   });
   afterFile(() => daraja.close());
   const viaProxy = (url: string) => (options.darajaUrl ? options.darajaUrl(url) : Promise.resolve(url));
-  const runtime = await testRuntime({
-    PUBLIC_BASE_URL: options.publicBaseUrl ?? apiUrl,
-    CHECKOUT_BASE_URL: checkoutUrl,
-    PAYSTACK_BASE_URL: paystack.baseUrl,
-    PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
-    MPESA_SANDBOX_BASE_URL: await viaProxy(daraja.baseUrl),
-    MPESA_PRODUCTION_BASE_URL: await viaProxy(daraja.productionBaseUrl),
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-  });
+  const runtime = await testRuntime(
+    {
+      PUBLIC_BASE_URL: options.publicBaseUrl ?? apiUrl,
+      CHECKOUT_BASE_URL: checkoutUrl,
+      PAYSTACK_BASE_URL: paystack.baseUrl,
+      PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
+      MPESA_SANDBOX_BASE_URL: await viaProxy(daraja.baseUrl),
+      MPESA_PRODUCTION_BASE_URL: await viaProxy(daraja.productionBaseUrl),
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      ...options.env,
+    },
+    options.logger ? { logger: options.logger } : {},
+  );
   const api = await testApp(runtime);
   await api.listen({ port: apiPort, host: '127.0.0.1' });
   const checkout = await buildCheckoutApp(runtime);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../../core/sha256.ts';
 import { AppError } from '../../core/errors.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
+import { recordRailAlert } from '../../metrics/metrics.ts';
 import type { Db, ModeScope, PaymentRow } from '../../db/database.ts';
 import type { ProviderRail, RailEventKind, RailName } from '../../db/tables/rails.ts';
 import { newId } from '../../domain/ids.ts';
@@ -211,7 +212,7 @@ export async function checkAttempt(
     now(),
   );
   if (waiting) return verdict;
-  await runSystemTool(
+  const recorded = await runSystemTool(
     runtime,
     recordPaymentAttempt,
     {
@@ -224,7 +225,31 @@ export async function checkAttempt(
     },
     scopeOf(payment),
   );
+  // Once, by whoever ended the attempt on it (a callback and the reconciler may both have asked).
+  if (verdict.operatorAlert && recorded.result === 'ended') {
+    alertOperator(runtime, rail, verdict.operatorAlert, { attemptId: attempt.id, paymentId: payment.id });
+  }
   return verdict;
+}
+
+/**
+ * A provider's answer the operator must act on: an error in the log and a count in /metrics
+ * (plainpay_payer_rail_alerts_total), which the operator's alerting watches (docs/operations.md).
+ */
+export function alertOperator(
+  runtime: Runtime,
+  rail: ProviderRail,
+  alert: NonNullable<ProviderVerdict['operatorAlert']>,
+  context: Record<string, string>,
+): void {
+  runtime.logger.error({ ...context, rail, alert: alert.reason }, alert.message);
+  recordRailAlert(rail, alert.reason);
+}
+
+/** What the payer's page says of an attempt that ended without paying, in the rail's own words where it has some. */
+export function attemptNotice(attempt: PaymentAttemptRow): string | undefined {
+  const rail = PROVIDER_RAILS[attempt.rail as ProviderRail];
+  return rail?.payerNotice?.(attempt);
 }
 
 /** The collection account an attempt's money went to: its provider calls use that integration's credentials. */

@@ -100,6 +100,10 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
     return { phone };
   },
   payerHint: ({ phone }) => `${phone.slice(0, 4)}******${phone.slice(-2)}`,
+  payerNotice({ failure_reason }) {
+    const code = RESULT_OF_REASON.exec(failure_reason ?? '')?.[1];
+    return code === undefined ? undefined : RESULT_CODES[code]?.payer;
+  },
 
   async start({ runtime, credentials, attempt, payment, payer, callbackUrl }) {
     // The guard next to the side effect: a push whose callback Daraja would refuse or never deliver
@@ -165,6 +169,7 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
       throw new RailUnavailableError('mpesa', 'M-Pesa answered the query about another request');
     }
     return verdictOf(
+      runtime,
       String(body.ResultCode),
       String(body.ResultDesc ?? ''),
       attempt.provider_reference,
@@ -173,32 +178,148 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
   },
 };
 
+/** What the payer reads when M-Pesa could not show the prompt, or the merchant's M-Pesa is set up wrong. */
+const PROMPT_NOT_SHOWN =
+  'M-Pesa could not show this request on your phone. No money was taken. Try again in a minute, or pay another way.';
+const MERCHANT_NOT_SET_UP =
+  'M-Pesa is not set up correctly for this merchant. No money was taken. Please pay another way.';
+
 /**
- * Daraja's result codes as outcomes. A success confirms what the push asked: M-Pesa charges the
- * pushed Amount, which the query does not repeat; the callback's Amount is checked against it too.
+ * Daraja's result codes: how the attempt ends, what the payer is told (something they can act on),
+ * and whether the operator must act. The published table is the M-Pesa Express page's "Result
+ * codes" (https://developer.safaricom.co.ke/apis/MpesaExpressSimulate); 1001, 26 and 9999 are
+ * reported by integrators (paylod.dev/docs/errors). Each is a test row
+ * (test/rails.mpesa.test.ts, over test/fakes/fixtures/daraja/result_codes.json).
+ */
+const RESULT_CODES: Readonly<Record<string, ResultCodeRule>> = {
+  // "The balance is insufficient for the transaction."
+  '1': declined('Your M-Pesa balance was not enough for this payment. No money was taken. Top up, then try again.'),
+  // "Declined due to limit rule": below the C2B minimum (Ksh 1); takes() offers nothing below it.
+  '2': declined('M-Pesa refused this amount as below its minimum. No money was taken. Please pay another way.'),
+  // "… greater than the maximum transaction amount."
+  '3': declined('This amount is above what M-Pesa allows in one payment. No money was taken. Please pay another way.'),
+  // "… would exceed daily transfer limit." (Ksh 500,000 a day)
+  '4': declined(
+    'This payment would take you over your daily M-Pesa limit. No money was taken. Pay another way, or try again tomorrow.',
+  ),
+  // "… would exceed the maximum balance": the Pay Bill or Till Number's balance limit, the operator's account.
+  '8': declined(
+    "The merchant's M-Pesa account cannot take this payment right now. No money was taken. Please pay another way.",
+    {
+      reason: 'collection_limit',
+      message:
+        "M-Pesa result 8: the collection account's paybill or till has reached its balance limit; move funds out of it",
+    },
+  ),
+  // "Rule limited": the same amount to the same customer within 2 minutes.
+  '17': declined(
+    'M-Pesa holds back the same amount twice within 2 minutes. No money was taken. Wait 2 minutes, then try again.',
+  ),
+  // "Transaction has expired": "not processed within the allowable time".
+  '1019': {
+    outcome: 'timed_out',
+    payer: 'The M-Pesa request expired before it was answered. No money was taken. You can try again.',
+  },
+  // "An error occurred while sending a push request": the prompt is over 182 characters.
+  '1025': declined(PROMPT_NOT_SHOWN, {
+    reason: 'configuration',
+    message:
+      "M-Pesa result 1025: the prompt was too long to show on the phone; shorten the paybill's name or the payments' references",
+  }),
+  // "Request cancelled by user."
+  '1032': {
+    outcome: 'cancelled',
+    payer: 'The M-Pesa request was cancelled on your phone. No money was taken. You can try again.',
+  },
+  // "DS timeout user cannot be reached": phone offline, busy, or in another session.
+  '1037': {
+    outcome: 'timed_out',
+    payer:
+      'Your phone could not be reached in time. No money was taken. Check it is on and has signal, close any other M-Pesa request, then try again.',
+  },
+  // "The initiator information is invalid": the payer's PIN was wrong.
+  '2001': declined('The M-Pesa PIN was wrong. No money was taken. Try again, with your M-Pesa PIN.'),
+  // "The request is not permitted according to product assignment": TransactionType or PartyB wrong.
+  '2028': declined(MERCHANT_NOT_SET_UP, {
+    reason: 'configuration',
+    message:
+      "M-Pesa result 2028: the push is not permitted for the shortcode's product; the collection account's transaction_type or party_b is wrong",
+  }),
+  // "The security credential is locked": the payer's M-Pesa PIN.
+  '8006': declined(
+    'Your M-Pesa PIN is locked. No money was taken. Call Safaricom on 100 or 200 to unlock it, then try again.',
+  ),
+  // "The operator does not exist": TransactionType or PartyB wrong.
+  SFC_IC0003: declined(MERCHANT_NOT_SET_UP, {
+    reason: 'configuration',
+    message:
+      "M-Pesa result SFC_IC0003: the operator does not exist; the collection account's transaction_type or party_b is wrong",
+  }),
+  // Integrators: "Unable to lock subscriber": another USSD or M-Pesa session is open on the phone.
+  '1001': {
+    outcome: 'failed',
+    payer:
+      'Another M-Pesa request is open on your phone. No money was taken. Finish or cancel it, wait a minute, then try again.',
+  },
+  // Integrators: "System busy".
+  '26': { outcome: 'failed', payer: 'M-Pesa is busy. No money was taken. Please try again in a minute.' },
+  // Integrators: "Error sending push (request character limit)", like 1025.
+  '9999': declined(PROMPT_NOT_SHOWN, {
+    reason: 'configuration',
+    message:
+      "M-Pesa result 9999: the push could not be sent (request character limit); shorten the paybill's name or the payments' references",
+  }),
+};
+
+interface ResultCodeRule {
+  outcome: Exclude<ProviderVerdict['outcome'], 'pending' | 'succeeded' | 'abandoned'>;
+  payer: string;
+  operator?: ProviderVerdict['operatorAlert'];
+}
+
+function declined(payer: string, operator?: ProviderVerdict['operatorAlert']): ResultCodeRule {
+  return { outcome: 'declined', payer, ...(operator && { operator }) };
+}
+
+/**
+ * Daraja's answer as an outcome. "0 means success; any other code means error or failure" (the
+ * callback's parameter table): a code plainpay does not know yet is a decline, and logged. A
+ * success confirms what the push asked: M-Pesa charges the pushed Amount, which the query does not
+ * repeat; the callback's Amount is checked against it too.
  */
 function verdictOf(
+  runtime: Runtime,
   resultCode: string,
   resultDesc: string,
   reference: string,
   amountMinor: bigint | null,
 ): ProviderVerdict {
-  const detail = `M-Pesa ${resultCode}: ${resultDesc}`;
-  switch (resultCode) {
-    case '0':
-      return {
-        outcome: 'succeeded',
-        detail,
-        confirmed: { amount_minor: String(amountMinor), currency: 'KES', reference },
-      };
-    case '1032':
-      return { outcome: 'cancelled', detail };
-    case '1037':
-      return { outcome: 'timed_out', detail };
-    default:
-      return { outcome: 'declined', detail };
+  const detail = `${RESULT_PREFIX}${resultCode}: ${resultDesc}`;
+  if (resultCode === '0') {
+    return {
+      outcome: 'succeeded',
+      detail,
+      confirmed: { amount_minor: String(amountMinor), currency: 'KES', reference },
+    };
   }
+  const rule = RESULT_CODES[resultCode];
+  if (!rule) {
+    runtime.logger.warn(
+      { resultCode, resultDesc },
+      'M-Pesa answered a result code plainpay does not know: read as a decline',
+    );
+    return { outcome: 'declined', detail };
+  }
+  return {
+    outcome: rule.outcome as ProviderVerdict['outcome'],
+    detail,
+    ...(rule.operator && { operatorAlert: rule.operator }),
+  };
 }
+
+/** An ended attempt's failure_reason starts with this and its result code (verdictOf's detail). */
+const RESULT_PREFIX = 'M-Pesa ';
+const RESULT_OF_REASON = /^M-Pesa ([A-Za-z0-9_]+): /;
 
 /** 07XX…, 01XX…, 7XX…, +2547…, 2547… (spaces and dashes allowed) → 2547XXXXXXXX / 2541XXXXXXXX. */
 export function normaliseKenyanPhone(input: string): string | undefined {

@@ -3,6 +3,7 @@ import type { PaymentRow } from '../../db/database.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
 import type { RailCredentials } from './collections.ts';
+import type { RailAlertReason } from '../../metrics/metrics.ts';
 
 /**
  * A payer rail (docs/rails.md): how a payer pays a checkout in local currency. Small on purpose:
@@ -45,6 +46,11 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
    * transaction listing, for the daily reconciliation (docs/reconciliation.md). Every page is read.
    */
   listCollected?(args: CollectionListingArgs<R>): Promise<ProviderCollectedPayment[]>;
+  /**
+   * What the payer is told about an attempt that ended without paying, in words they can act on
+   * (M-Pesa's result codes); undefined for the general notice of its outcome.
+   */
+  payerNotice?(attempt: Pick<PaymentAttemptRow, 'outcome' | 'failure_reason'>): string | undefined;
   /**
    * Whether a start the provider never answered may still have reached the payer (an M-Pesa push
    * can be on the phone although Daraja's answer was lost). Then the attempt stays open for the
@@ -96,13 +102,21 @@ export interface StartedAttempt {
   payerUrl?: string;
 }
 
-/** What the provider says about an attempt. `pending`: not final yet, ask again later. */
+/**
+ * What the provider says about an attempt. `pending`: not final yet, ask again later; `failed`: the
+ * provider could not put it to the payer (M-Pesa busy).
+ */
 export interface ProviderVerdict {
-  outcome: 'pending' | 'succeeded' | 'declined' | 'abandoned' | 'cancelled' | 'timed_out';
+  outcome: 'pending' | 'succeeded' | 'declined' | 'abandoned' | 'cancelled' | 'timed_out' | 'failed';
   /** For a success: what the provider itself reports, checked against the attempt. */
   confirmed?: { amount_minor: string; currency: string; reference: string; receipt?: string };
   /** The provider's words, for the attempt's record. */
   detail: string;
+  /**
+   * The answer says the operator must act (a collection account set up wrong, or full): logged at
+   * error level and counted once, when the attempt ends on it.
+   */
+  operatorAlert?: { reason: RailAlertReason; message: string };
 }
 
 /** A provider that did not answer, or answered with an error: nothing is assumed about money. */
