@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/core/logger.ts';
+import { findPaymentById } from '../src/db/repositories/payments.ts';
+import { beginAttempt, checkAttempt, findAttempt } from '../src/payments/rails/attempts.ts';
+import type { Runtime } from '../src/runtime.ts';
 import { bearer, testAccount, type TestAccount } from './support/harness.ts';
 import { createPayment } from './support/payments.ts';
 import { MPESA_APP, operatorCollects, type RailsWorld, railsWorld } from './support/rails.ts';
@@ -159,4 +162,71 @@ describe('each published result code ends the attempt as it should', () => {
       }
     },
   );
+});
+
+describe('Daraja tokens', () => {
+  it.each(['invalid_access_token', 'invalid_access_token_401', 'invalid_access_token_400'] as const)(
+    'a token Daraja refuses (%s) is replaced and the push made once more',
+    async (answer) => {
+      await livePush(); // A token in hand.
+      w.daraja.answerInvalidTokensWith(answer);
+      try {
+        w.daraja.expireTokens();
+        const issued = w.daraja.tokensIssued.production;
+        const { payment, push } = await livePush();
+        expect(push.state).toBe('pending');
+        expect((await attemptsOf(payment.id))[0]).toMatchObject({
+          outcome: 'pending',
+          provider_reference: push.checkoutRequestId,
+        });
+        expect(w.daraja.tokensIssued.production).toBe(issued + 1);
+      } finally {
+        w.daraja.answerInvalidTokensWith('invalid_access_token');
+      }
+    },
+  );
+
+  it('processes sharing one Daraja app replace each other’s tokens without failing a push or looping', async () => {
+    // Another process of this instance (its own token cache), on the same database and Daraja app.
+    const other: Runtime = { ...w.runtime };
+    const issued = () => w.daraja.tokensIssued.production;
+
+    const first = await livePush(); // This process: token A.
+    const before = issued();
+    // The other process pushes: its token B makes A invalid ("each request invalidates the previous token").
+    const p = await createPayment(w.api, live.apiKey, { amount: 300, currency: 'KES' });
+    const started = await beginAttempt(
+      other,
+      (await findPaymentById(w.runtime.db, p.id))!,
+      'mpesa',
+      new URLSearchParams({ phone: '0713999001' }),
+    );
+    expect(await w.daraja.waitForPush('254713999001')).toMatchObject({ state: 'pending' });
+    expect(issued()).toBe(before + 1);
+    // This process: A is refused, C fetched, the push made once more.
+    const second = await livePush();
+    expect(second.push.state).toBe('pending');
+    expect(issued()).toBe(before + 2);
+    // The other process asks about its attempt: B is refused, D fetched, the query answers.
+    const verdict = await checkAttempt(other, await findAttempt(w.runtime.db, started.attemptId), {
+      trigger: 'reconcile',
+      mayPay: true,
+      abandonIsFinal: false,
+    });
+    expect(verdict).toMatchObject({ outcome: 'pending', detail: expect.stringContaining('being processed') });
+    expect(issued()).toBe(before + 3);
+    // Calls side by side in one process share one fetch: a second would invalidate the first.
+    w.daraja.expireTokens();
+    const attempts = await Promise.all([first, second].map(async ({ payment }) => (await attemptsOf(payment.id))[0]!));
+    const checks = await Promise.all(
+      [...attempts, ...attempts].map((a) =>
+        checkAttempt(w.runtime, a, { trigger: 'reconcile', mayPay: true, abandonIsFinal: false }),
+      ),
+    );
+    expect(checks.map((c) => c?.outcome)).toEqual(['pending', 'pending', 'pending', 'pending']);
+    expect(issued()).toBe(before + 4);
+    for (const push of [first.push, second.push, await w.daraja.waitForPush('254713999001')]) {
+      await w.daraja.phone.cancel(push.checkoutRequestId);
+    }
+  });
 });

@@ -343,7 +343,20 @@ function baseUrl(runtime: Runtime, credentials: MpesaCredentials): string {
   return runtime.config.rails.mpesaBaseUrls[credentials.environment];
 }
 
-/** A POST with the app's token; a token Daraja no longer takes (404.001.03) is fetched anew once. */
+/**
+ * Daraja's answers to a token it no longer takes, each documented on one of its pages: 404.001.03
+ * (M-Pesa Express), 401.002.01 (Account Balance), 400.003.01 (Customer to Business, Transaction
+ * Status). A token lapses after an hour, and "each request invalidates the previous token" (the
+ * Authorization page's FAQ 3): another process of this instance that fetched one for the same
+ * Daraja app has made this process's token invalid.
+ */
+const TOKEN_REFUSALS = new Set(['404.001.03', '401.002.01', '400.003.01']);
+
+/**
+ * A POST with the app's token. A token Daraja refuses is replaced and the call made once more: one
+ * retry, never a loop, so processes that keep replacing each other's tokens cost a call each, not
+ * a push. A second refusal is Daraja's answer (the push was not made).
+ */
 async function authorizedCall(
   runtime: Runtime,
   credentials: MpesaCredentials,
@@ -351,43 +364,94 @@ async function authorizedCall(
   body: Record<string, unknown>,
 ): Promise<{ status: number; body: Record<string, unknown> | null }> {
   for (let attempt = 0; ; attempt++) {
+    const token = await accessToken(runtime, credentials);
     const answer = await providerCall(
       'mpesa',
       `${baseUrl(runtime, credentials)}${path}`,
-      { method: 'POST', headers: { authorization: `Bearer ${await accessToken(runtime, credentials)}` }, body },
+      { method: 'POST', headers: { authorization: `Bearer ${token}` }, body },
       runtime.config.rails.timeoutMs,
     );
-    if (answer.body?.errorCode !== '404.001.03' || attempt > 0) return answer;
-    tokens.delete(tokenKey(runtime, credentials));
+    if (attempt > 0 || !TOKEN_REFUSALS.has(String(answer.body?.errorCode))) return answer;
+    forgetToken(runtime, credentials, token);
   }
+}
+
+interface CachedToken {
+  /** The token, or its fetch under way: one fetch per app at a time, since a second would invalidate the first. */
+  token: Promise<string>;
+  /** The token once fetched. */
+  value?: string;
+  until: number;
+}
+
+/**
+ * Daraja tokens live an hour; one per app is kept until a minute before it lapses, per runtime (a
+ * process: each process of an instance keeps its own, and replaces it when another's has made it
+ * invalid).
+ */
+const tokenCaches = new WeakMap<Runtime, Map<string, CachedToken>>();
+
+function tokensOf(runtime: Runtime): Map<string, CachedToken> {
+  let cache = tokenCaches.get(runtime);
+  if (!cache) {
+    cache = new Map();
+    tokenCaches.set(runtime, cache);
+  }
+  return cache;
 }
 
 function tokenKey(runtime: Runtime, credentials: MpesaCredentials): string {
   return `${baseUrl(runtime, credentials)}|${credentials.consumer_key}|${credentials.consumer_secret}`;
 }
 
-/** Daraja tokens live an hour; one per app is cached until a minute before it lapses. */
-const tokens = new Map<string, { token: string; until: number }>();
+/** Drops the token Daraja refused, unless a call beside this one has already replaced it. */
+function forgetToken(runtime: Runtime, credentials: MpesaCredentials, refused: string): void {
+  const cache = tokensOf(runtime);
+  const key = tokenKey(runtime, credentials);
+  if (cache.get(key)?.value === refused) cache.delete(key);
+}
 
-async function accessToken(runtime: Runtime, credentials: MpesaCredentials): Promise<string> {
-  const base = baseUrl(runtime, credentials);
-  const cacheKey = tokenKey(runtime, credentials);
-  const now = Date.now();
-  const cached = tokens.get(cacheKey);
-  if (cached && cached.until > now) return cached.token;
+function accessToken(runtime: Runtime, credentials: MpesaCredentials): Promise<string> {
+  const cache = tokensOf(runtime);
+  const key = tokenKey(runtime, credentials);
+  const cached = cache.get(key);
+  if (cached && cached.until > Date.now()) return cached.token;
+  const entry: CachedToken = {
+    token: fetchToken(runtime, credentials).then(
+      ({ token, lifetimeMs }) => {
+        entry.value = token;
+        entry.until = Date.now() + lifetimeMs - 60_000;
+        return token;
+      },
+      (error: unknown) => {
+        if (cache.get(key) === entry) cache.delete(key);
+        throw error;
+      },
+    ),
+    // Taken by every call until it settles.
+    until: Number.POSITIVE_INFINITY,
+  };
+  cache.set(key, entry);
+  return entry.token;
+}
+
+/** A new token, and how long it lives: expires_in ("3599", a string, live), else the documented hour. */
+async function fetchToken(
+  runtime: Runtime,
+  credentials: MpesaCredentials,
+): Promise<{ token: string; lifetimeMs: number }> {
   const basic = Buffer.from(`${credentials.consumer_key}:${credentials.consumer_secret}`).toString('base64');
   const { status, body } = await providerCall(
     'mpesa',
-    `${base}/oauth/v1/generate?grant_type=client_credentials`,
+    `${baseUrl(runtime, credentials)}/oauth/v1/generate?grant_type=client_credentials`,
     { method: 'GET', headers: { authorization: `Basic ${basic}` } },
     runtime.config.rails.timeoutMs,
   );
   if (status !== 200 || typeof body?.access_token !== 'string') {
     throw new RailUnavailableError('mpesa', `M-Pesa refused the app's credentials: ${messageOf(body, status)}`, status);
   }
-  const lifetime = Number(body.expires_in ?? 3599) * 1000;
-  tokens.set(cacheKey, { token: body.access_token, until: now + Math.max(0, lifetime - 60_000) });
-  return body.access_token;
+  const seconds = Number(body.expires_in ?? 3599);
+  return { token: body.access_token, lifetimeMs: (Number.isFinite(seconds) ? seconds : 3599) * 1000 };
 }
 
 function messageOf(body: Record<string, unknown> | null, status: number): string {
