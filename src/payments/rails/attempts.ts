@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../../core/sha256.ts';
 import { AppError } from '../../core/errors.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
-import { recordRailAlert } from '../../metrics/metrics.ts';
 import type { Db, ModeScope, PaymentRow } from '../../db/database.ts';
 import type { ProviderRail, RailEventKind, RailName } from '../../db/tables/rails.ts';
 import { newId } from '../../domain/ids.ts';
@@ -13,7 +12,7 @@ import { startPaymentAttempt } from '../../../tools/system/start-payment-attempt
 import { collectionById, collectionFor, type OpenCollection } from './collections.ts';
 import { mpesaRail, stkCallbackUrl } from './mpesa.ts';
 import { paystackRail } from './paystack.ts';
-import { type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
+import { alertOperator, type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
 
 /**
  * The payer rails' flow (docs/rails.md): start an attempt, ask the provider, apply what it says.
@@ -108,11 +107,18 @@ export async function beginAttempt(
     const reason = error instanceof RailUnavailableError ? error.message : 'the provider could not be reached';
     if (!(error instanceof RailUnavailableError))
       runtime.logger.error({ err: error, attemptId: attempt.id }, 'rail start failed');
-    const unanswered =
-      !(error instanceof RailUnavailableError) || (error.providerStatus === undefined && !error.refused);
-    if (unanswered && adapter.unansweredStartMayReachPayer) {
-      // The request may be on the payer's phone: the attempt stays open, its callback or the reconciler decides.
-      await recordRailEvent(runtime.db, rail, attempt, 'start', 'unanswered', reason, runtime.clock.now());
+    // Only the provider's clear refusal says nothing was done. A lost answer, a timeout or a 5xx
+    // may come after the provider acted: an M-Pesa prompt can be on the payer's phone.
+    const refused = error instanceof RailUnavailableError && error.refused;
+    if (!refused && adapter.unansweredStartMayReachPayer) {
+      // Open, its outcome unknown: its callback or the reconciler's queries decide (docs/rails.md, "Unknown answers").
+      await recordRailEvent(runtime.db, rail, attempt, 'start', 'unknown', reason, runtime.clock.now());
+      await runSystemTool(
+        runtime,
+        recordPaymentAttempt,
+        { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'unknown', reason: reason.slice(0, 300) },
+        scope,
+      );
       return { attemptId: attempt.id, payerUrl: undefined };
     }
     await recordRailEvent(runtime.db, rail, attempt, 'start', 'failed', reason, runtime.clock.now());
@@ -122,7 +128,7 @@ export async function beginAttempt(
       { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'failed', reason: reason.slice(0, 300) },
       scope,
     );
-    throw new AppError('unavailable', reason);
+    throw new AppError('unavailable', attemptNotice({ rail, outcome: 'failed', failure_reason: reason }) ?? reason);
   }
   // Started: from here on the attempt is open whatever happens, and is confirmed or ended by the provider.
   await runtime.db
@@ -232,22 +238,10 @@ export async function checkAttempt(
   return verdict;
 }
 
-/**
- * A provider's answer the operator must act on: an error in the log and a count in /metrics
- * (plainpay_payer_rail_alerts_total), which the operator's alerting watches (docs/operations.md).
- */
-export function alertOperator(
-  runtime: Runtime,
-  rail: ProviderRail,
-  alert: NonNullable<ProviderVerdict['operatorAlert']>,
-  context: Record<string, string>,
-): void {
-  runtime.logger.error({ ...context, rail, alert: alert.reason }, alert.message);
-  recordRailAlert(rail, alert.reason);
-}
-
 /** What the payer's page says of an attempt that ended without paying, in the rail's own words where it has some. */
-export function attemptNotice(attempt: PaymentAttemptRow): string | undefined {
+export function attemptNotice(
+  attempt: Pick<PaymentAttemptRow, 'rail' | 'outcome' | 'failure_reason'>,
+): string | undefined {
   const rail = PROVIDER_RAILS[attempt.rail as ProviderRail];
   return rail?.payerNotice?.(attempt);
 }

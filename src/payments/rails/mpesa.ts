@@ -3,7 +3,13 @@ import type { PaymentRow } from '../../db/database.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { MpesaCredentials } from './collections.ts';
 import { checkWebhookUrl } from '../../webhooks/ssrf-guard.ts';
-import { type ProviderRailAdapter, type ProviderVerdict, providerCall, RailUnavailableError } from './rail.ts';
+import {
+  alertOperator,
+  type ProviderRailAdapter,
+  type ProviderVerdict,
+  providerCall,
+  RailUnavailableError,
+} from './rail.ts';
 
 /**
  * M-Pesa Express (STK Push) on Safaricom Daraja, as documented at
@@ -101,8 +107,17 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
   },
   payerHint: ({ phone }) => `${phone.slice(0, 4)}******${phone.slice(-2)}`,
   payerNotice({ failure_reason }) {
-    const code = RESULT_OF_REASON.exec(failure_reason ?? '')?.[1];
-    return code === undefined ? undefined : RESULT_CODES[code]?.payer;
+    const reason = failure_reason ?? '';
+    const code = RESULT_OF_REASON.exec(reason)?.[1];
+    if (code !== undefined) return RESULT_CODES[code]?.payer;
+    if (reason.startsWith(UNCONFIRMED)) return UNCONFIRMED_NOTICE;
+    if (reason.endsWith(NOT_SENT)) return NOT_REACHED;
+    // A push Daraja refused (start's messages): the same words as the result it amounts to.
+    if (!reason.startsWith(PUSH_REFUSED)) return undefined;
+    if (/unable to lock subscriber/i.test(reason)) return RESULT_CODES['1001']!.payer;
+    if (/Invalid (PhoneNumber|PartyA)\b/.test(reason)) return PHONE_REFUSED;
+    if (/Invalid Access Token/i.test(reason)) return RESULT_CODES['26']!.payer;
+    return MERCHANT_NOT_SET_UP;
   },
 
   async start({ runtime, credentials, attempt, payment, payer, callbackUrl }) {
@@ -110,9 +125,14 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
     // (a live payment's result sent over plain http, say) is not sent.
     const problem = callbackUrlProblem(callbackUrl, credentials.environment);
     if (problem) {
-      runtime.logger.error(
+      alertOperator(
+        runtime,
+        'mpesa',
+        {
+          reason: 'configuration',
+          message: `M-Pesa push not sent: its callback URL ${problem}; set PUBLIC_BASE_URL (docs/rails.md, "The callback URL")`,
+        },
         { attemptId: attempt.id, environment: credentials.environment },
-        `M-Pesa push not sent: its callback URL ${problem}; set PUBLIC_BASE_URL (docs/rails.md, "M-Pesa callback URL")`,
       );
       throw new RailUnavailableError(
         'mpesa',
@@ -137,14 +157,27 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
         (payment.reference ?? payment.id.slice(4)).replace(/[^A-Za-z0-9-]/g, '').slice(0, 12) || 'plainpay',
       TransactionDesc: 'Payment',
     });
-    if (status !== 200 || body?.ResponseCode !== '0' || typeof body.CheckoutRequestID !== 'string') {
-      throw new RailUnavailableError(
+    if (status === 200 && body?.ResponseCode === '0' && typeof body.CheckoutRequestID === 'string') {
+      return { providerReference: body.CheckoutRequestID };
+    }
+    const refusal = pushRefusal(status, body);
+    if (!refusal) {
+      // Lost in Daraja, a 5xx it documents as busy, a gateway's 502, 503 or 504: the prompt may
+      // be on the phone all the same.
+      throw new RailUnavailableError('mpesa', `M-Pesa did not confirm the push: ${messageOf(body, status)}`, status);
+    }
+    if (refusal === 'configuration') {
+      alertOperator(
+        runtime,
         'mpesa',
-        `M-Pesa did not send the request to the phone: ${messageOf(body, status)}`,
-        status,
+        {
+          reason: 'configuration',
+          message: `M-Pesa refused a push: ${messageOf(body, status)}; check the collection account (plainpay collection set mpesa)`,
+        },
+        { attemptId: attempt.id },
       );
     }
-    return { providerReference: body.CheckoutRequestID };
+    throw new RailUnavailableError('mpesa', `${PUSH_REFUSED}${messageOf(body, status)}`, status, true);
   },
 
   async verify({ runtime, credentials, attempt }) {
@@ -177,6 +210,25 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
     );
   },
 };
+
+/**
+ * Why an attempt whose push Daraja never acknowledged was ended (reconcile.ts): it says the outcome
+ * is unconfirmed, not that nothing was paid, and the payer is told so (payerNotice).
+ */
+export function unconfirmedPushReason(whyUnknown: string | null): string {
+  return `${UNCONFIRMED}Daraja never acknowledged the push (${whyUnknown ?? 'no answer'}) and no callback named it within 5 minutes`;
+}
+
+const UNCONFIRMED = 'unconfirmed: ';
+const UNCONFIRMED_NOTICE =
+  'We could not confirm with M-Pesa whether this request reached your phone. If M-Pesa sent you a payment confirmation, do not pay again: contact the merchant. Otherwise you can try again.';
+
+/** The start of the reason of a push Daraja refused, and the end of one never sent (no token): no prompt went out. */
+const PUSH_REFUSED = 'M-Pesa refused the push: ';
+const NOT_SENT = '; nothing was sent';
+const NOT_REACHED = 'M-Pesa could not be reached. No money was taken. Please try again in a minute.';
+const PHONE_REFUSED =
+  'M-Pesa did not take this phone number. No money was taken. Check it is your M-Pesa number, then try again.';
 
 /** What the payer reads when M-Pesa could not show the prompt, or the merchant's M-Pesa is set up wrong. */
 const PROMPT_NOT_SHOWN =
@@ -364,7 +416,19 @@ async function authorizedCall(
   body: Record<string, unknown>,
 ): Promise<{ status: number; body: Record<string, unknown> | null }> {
   for (let attempt = 0; ; attempt++) {
-    const token = await accessToken(runtime, credentials);
+    let token: string;
+    try {
+      token = await accessToken(runtime, credentials);
+    } catch (error) {
+      // Before the call: without a token nothing was sent.
+      const cause = error as Error;
+      throw new RailUnavailableError(
+        'mpesa',
+        `${cause.message}${NOT_SENT}`,
+        error instanceof RailUnavailableError ? error.providerStatus : undefined,
+        true,
+      );
+    }
     const answer = await providerCall(
       'mpesa',
       `${baseUrl(runtime, credentials)}${path}`,
@@ -448,10 +512,49 @@ async function fetchToken(
     runtime.config.rails.timeoutMs,
   );
   if (status !== 200 || typeof body?.access_token !== 'string') {
-    throw new RailUnavailableError('mpesa', `M-Pesa refused the app's credentials: ${messageOf(body, status)}`, status);
+    const message = `M-Pesa refused the app's credentials: ${messageOf(body, status)}`;
+    // Daraja's own "no" to the consumer key and secret: nothing works until the operator fixes them.
+    if (status >= 400 && status < 500) {
+      alertOperator(
+        runtime,
+        'mpesa',
+        { reason: 'configuration', message: `${message}; check the collection account` },
+        {},
+      );
+    }
+    throw new RailUnavailableError('mpesa', message, status);
   }
   const seconds = Number(body.expires_in ?? 3599);
   return { token: body.access_token, lifetimeMs: (Number.isFinite(seconds) ? seconds : 3599) * 1000 };
+}
+
+/**
+ * Whether Daraja clearly refused a push, so that no prompt went to the phone, and whose doing it
+ * is: the operator's (`configuration`: alerted) or nobody's to fix (`refused`: the payer can try
+ * again). undefined: not a refusal, the push may have been made. Daraja's error table
+ * (https://developer.safaricom.co.ke/apis/MpesaExpressSimulate, "Common Error Codes"):
+ *  - 400.002.02 "Bad Request - Invalid <field>", 404.001.01, 404.001.04, 405.001, and the token
+ *    refusals: the request was not taken;
+ *  - 500.001.1001 "Merchant does not exist" or "Wrong credentials": the shortcode or passkey;
+ *  - 500.001.1001 "Unable to lock subscriber, a transaction is already in process for the current
+ *    subscriber": another prompt is on the phone ("Wait at least 1 minute between requests");
+ *  - a 200 whose ResponseCode is not "0" ("any other code indicates an error").
+ * Every other 5xx (500.003.02 "System is busy" or "Spike Arrest Violation", 500.003.03 "Quota
+ * Violation", 500.003.1001, a gateway's 502, 503, 504), a 429 and an answer that is not Daraja's
+ * JSON say nothing of whether the push went out.
+ */
+function pushRefusal(status: number, body: Record<string, unknown> | null): 'configuration' | 'refused' | undefined {
+  const code = typeof body?.errorCode === 'string' ? body.errorCode : undefined;
+  const message = typeof body?.errorMessage === 'string' ? body.errorMessage : '';
+  if (status === 200) return typeof body?.ResponseCode === 'string' ? 'refused' : undefined;
+  if (code === undefined) return undefined;
+  if (TOKEN_REFUSALS.has(code)) return 'refused';
+  if (code === '500.001.1001') {
+    if (/unable to lock subscriber/i.test(message)) return 'refused';
+    return /merchant does not exist|wrong credentials/i.test(message) ? 'configuration' : undefined;
+  }
+  if (code === '400.002.02' && /Invalid (PhoneNumber|PartyA)\b/.test(message)) return 'refused';
+  return status >= 400 && status < 500 && /^4\d\d\./.test(code) ? 'configuration' : undefined;
 }
 
 function messageOf(body: Record<string, unknown> | null, status: number): string {

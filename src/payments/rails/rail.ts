@@ -3,7 +3,7 @@ import type { PaymentRow } from '../../db/database.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
 import type { RailCredentials } from './collections.ts';
-import type { RailAlertReason } from '../../metrics/metrics.ts';
+import { type RailAlertReason, recordRailAlert } from '../../metrics/metrics.ts';
 
 /**
  * A payer rail (docs/rails.md): how a payer pays a checkout in local currency. Small on purpose:
@@ -52,9 +52,10 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
    */
   payerNotice?(attempt: Pick<PaymentAttemptRow, 'outcome' | 'failure_reason'>): string | undefined;
   /**
-   * Whether a start the provider never answered may still have reached the payer (an M-Pesa push
-   * can be on the phone although Daraja's answer was lost). Then the attempt stays open for the
-   * callback or the reconciler to decide, instead of being ended as failed while the payer pays.
+   * Whether a start the provider did not clearly refuse (its answer lost, timed out, or a 5xx) may
+   * still have reached the payer (an M-Pesa push can be on the phone although Daraja's answer never
+   * came). Then the attempt stays open with its outcome unknown, for the callback or the reconciler
+   * to decide, instead of being ended as failed while the payer pays.
    */
   unansweredStartMayReachPayer: boolean;
 }
@@ -126,8 +127,9 @@ export class RailUnavailableError extends Error {
     message: string,
     readonly providerStatus?: number,
     /**
-     * The provider understood the request and said no (a validation refusal: nothing was done).
-     * Anything else (a timeout, a 5xx, a 429, a 2xx that did not parse) may have done it.
+     * Nothing was done: the provider understood the request and said no (a validation refusal), or
+     * the request was never sent (no token to send it with). Anything else (a timeout, a 5xx, a
+     * 429, a 2xx that did not parse) may have done it.
      */
     readonly refused = false,
   ) {
@@ -171,4 +173,18 @@ export async function providerCall(
     body = null;
   }
   return { status: response.status, body };
+}
+
+/**
+ * A provider's answer the operator must act on: an error in the log and a count in /metrics
+ * (plainpay_payer_rail_alerts_total), which the operator's alerting watches (docs/operations.md).
+ */
+export function alertOperator(
+  runtime: Pick<Runtime, 'logger'>,
+  rail: ProviderRail,
+  alert: NonNullable<ProviderVerdict['operatorAlert']>,
+  context: Record<string, string>,
+): void {
+  runtime.logger.error({ ...context, rail, alert: alert.reason }, alert.message);
+  recordRailAlert(rail, alert.reason);
 }
