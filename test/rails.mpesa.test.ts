@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/core/logger.ts';
 import { findPaymentById } from '../src/db/repositories/payments.ts';
 import { beginAttempt, checkAttempt, findAttempt } from '../src/payments/rails/attempts.ts';
+import { collectionsWithRefusedCallbacks } from '../src/payments/rails/mpesa.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { bearer, testAccount, type TestAccount } from './support/harness.ts';
 import { createPayment } from './support/payments.ts';
@@ -70,6 +71,16 @@ async function livePush(amount = 250) {
 }
 
 describe('M-Pesa on Daraja production', () => {
+  it('names, at start, the collection accounts whose callbacks Daraja would refuse on PUBLIC_BASE_URL', async () => {
+    expect(await collectionsWithRefusedCallbacks(w.runtime.db, PUBLIC_BASE_URL)).toEqual([]);
+    const problems = await collectionsWithRefusedCallbacks(w.runtime.db, 'http://pay.plainpay.example');
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^PUBLIC_BASE_URL \(http:\/\/pay\.plainpay\.example\): M-Pesa's callback URL is not HTTPS.*: M-Pesa collection account col_\w+ cannot take payments/,
+      ),
+    ]);
+  });
+
   it('a live push names an HTTPS callback URL production takes, and its one callback pays', async () => {
     const { payment, push } = await livePush(1000);
     expect(push.environment).toBe('production');

@@ -1,7 +1,7 @@
 import { AppError } from '../../core/errors.ts';
-import type { PaymentRow } from '../../db/database.ts';
+import type { Db, PaymentRow } from '../../db/database.ts';
 import type { Runtime } from '../../runtime.ts';
-import type { MpesaCredentials } from './collections.ts';
+import { listCollections, type MpesaCredentials } from './collections.ts';
 import { checkWebhookUrl } from '../../webhooks/ssrf-guard.ts';
 import {
   alertOperator,
@@ -72,6 +72,25 @@ export function publicBaseUrlProblem(
 ): string | undefined {
   const problem = callbackUrlProblem(stkCallbackUrl(publicBaseUrl, ''), environment);
   return problem && `PUBLIC_BASE_URL (${publicBaseUrl}): M-Pesa's callback URL ${problem}`;
+}
+
+/**
+ * At start: the M-Pesa collection accounts whose callbacks Daraja would refuse on this
+ * PUBLIC_BASE_URL (it changed since they were set, say). Each of their pushes is refused next to
+ * the side effect (start); serve says so once, at start, as an error.
+ */
+export async function collectionsWithRefusedCallbacks(db: Db, publicBaseUrl: string): Promise<string[]> {
+  const problems: string[] = [];
+  for (const account of await listCollections(db, { owner: 'operator', active: true })) {
+    if (account.rail !== 'mpesa') continue;
+    const problem = publicBaseUrlProblem(
+      publicBaseUrl,
+      account.settings.environment as MpesaCredentials['environment'],
+    );
+    if (problem)
+      problems.push(`${problem}: M-Pesa collection account ${account.id} cannot take payments until it is fixed`);
+  }
+  return problems;
 }
 
 const WORDS_DARAJA_REFUSES = /m[\W_]*pesa|safaricom|exe|cmd|sql|query/i;
