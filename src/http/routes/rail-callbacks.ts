@@ -233,7 +233,8 @@ async function receiveStkCallback(
     return accepted;
   }
   if (attempt.provider_reference === null) {
-    // The push's answer was lost (a crash, a timeout): the callback names it, unless another attempt has it.
+    // The push's answer never came (lost, a timeout, a 5xx, a crash): only its callback names it
+    // (the STK query needs the ID), unless another attempt has it.
     const taken = await runtime.db
       .selectFrom('payment_attempts')
       .select('id')

@@ -7,6 +7,7 @@ import { runSystemTool } from '../../pipeline/system-runs.ts';
 import { checkAttempt, collectionOfAttempt, findAttempt, PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
 import { unconfirmedPushReason } from './mpesa.ts';
 import { type ProviderVerdict, RailUnavailableError } from './rail.ts';
+import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { processRailRefunds } from './refunds.ts';
 import { leaseLapsed, takeLease } from './lease.ts';
 
@@ -68,7 +69,7 @@ export async function reconcileRailAttempts(runtime: Runtime, stopping: () => bo
         age > MPESA_GIVE_UP_MS &&
         (verdict === undefined || verdict.outcome === 'pending')
       ) {
-        await mpesaPastItsPrompt(runtime, attempt.id, verdict, {
+        await mpesaPastItsPrompt(runtime, attempt, verdict, {
           accountId: payment.account_id,
           livemode: payment.livemode,
         });
@@ -104,13 +105,15 @@ export async function reconcileRailAttempts(runtime: Runtime, stopping: () => bo
  */
 async function mpesaPastItsPrompt(
   runtime: Runtime,
-  attemptId: string,
+  checked: PaymentAttemptRow,
   verdict: ProviderVerdict | undefined,
   scope: ModeScope,
 ): Promise<void> {
   // As it is now: a callback may have named the push since the lease was taken.
-  const attempt = await findAttempt(runtime.db, attemptId);
+  const attempt = await findAttempt(runtime.db, checked.id);
   if (!isOpenAttempt(attempt.outcome)) return;
+  // The verdict is Daraja's answer only if the query was asked (the push had its ID then).
+  const darajaSaid = checked.provider_reference === null ? undefined : verdict;
   const record = (outcome: 'timed_out' | 'unknown', reason: string) =>
     runSystemTool(
       runtime,
@@ -124,7 +127,7 @@ async function mpesaPastItsPrompt(
       'M-Pesa never acknowledged this push and no callback named it: ended; if the payer paid, the M-Pesa org portal shows it',
     );
     await record('timed_out', unconfirmedPushReason(attempt.failure_reason));
-  } else if (verdict?.outcome === 'pending') {
+  } else if (darajaSaid?.outcome === 'pending') {
     await record('timed_out', 'M-Pesa still reported the prompt open 5 minutes after the push');
   } else if (attempt.outcome === 'pending') {
     await record(
