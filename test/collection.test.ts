@@ -237,7 +237,12 @@ describe('the operator sets collection from the CLI', () => {
     const out: CliOutput = { stdout: (l) => lines.push(l), stderr: (l) => lines.push(`ERR ${l}`) };
     return { lines, out };
   };
-  const context = () => ({ db: w.runtime.db, secretBox: w.runtime.secretBox, clock: w.runtime.clock });
+  const context = () => ({
+    db: w.runtime.db,
+    secretBox: w.runtime.secretBox,
+    clock: w.runtime.clock,
+    config: w.runtime.config,
+  });
 
   it('sets a live collection account for one account, lists it without secrets, and removes it', async () => {
     const live = await testAccount(w.runtime, { livemode: true, name: 'CLI Shop' });
@@ -293,6 +298,45 @@ describe('the operator sets collection from the CLI', () => {
       await expect(
         collectionRemove.parse(['paystack', '--live', '--account', live.accountId])(context(), output().out),
       ).rejects.toMatchObject({ code: 'not_found' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses to collect on live M-Pesa until PUBLIC_BASE_URL gives Daraja an HTTPS callback URL it takes', async () => {
+    const live = await testAccount(w.runtime, { livemode: true, name: 'CLI Duka' });
+    const dir = mkdtempSync(join(tmpdir(), 'plainpay-collection-'));
+    try {
+      const file = join(dir, 'mpesa.json');
+      writeFileSync(file, JSON.stringify({ ...MPESA_APP, environment: 'production' }));
+      const set = (publicBaseUrl: string) =>
+        collectionSet.parse(['mpesa', '--live', '--account', live.accountId, '--credentials', file])(
+          { ...context(), config: { publicBaseUrl } },
+          output().out,
+        );
+      // This file's PUBLIC_BASE_URL is http://127.0.0.1:…: Daraja production would refuse every push's callback.
+      await expect(set(w.runtime.config.publicBaseUrl)).rejects.toThrow(
+        `PUBLIC_BASE_URL (${w.runtime.config.publicBaseUrl}): M-Pesa's callback URL is not HTTPS`,
+      );
+      await expect(set('https://10.0.0.7')).rejects.toThrow(/not a public address/);
+      await expect(set('https://pay.mpesa-duka.example')).rejects.toThrow(/contains "mpesa"/);
+      expect(
+        await collectionFor(w.runtime.db, w.runtime.secretBox, { accountId: live.accountId, livemode: true }, 'mpesa'),
+      ).toBeUndefined();
+
+      expect(await set('https://pay.duka.example')).toBe(0);
+      expect(
+        (await collectionFor(w.runtime.db, w.runtime.secretBox, { accountId: live.accountId, livemode: true }, 'mpesa'))
+          ?.account.accountId,
+      ).toBe(live.accountId);
+      // The sandbox (test mode) calls back on plain http too.
+      writeFileSync(file, JSON.stringify(MPESA_APP));
+      expect(
+        await collectionSet.parse(['mpesa', '--account', live.accountId, '--credentials', file])(
+          context(),
+          output().out,
+        ),
+      ).toBe(0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -59,7 +59,13 @@ async function cli(args: string[]): Promise<{ code: number; stdout: string; stde
   const stdout: string[] = [];
   const stderr: string[] = [];
   const out: CliOutput = { stdout: (l) => stdout.push(l), stderr: (l) => stderr.push(l) };
-  const context = { db: runtime.db, secretBox: runtime.secretBox, clock: runtime.clock, runtime: async () => runtime };
+  const context = {
+    db: runtime.db,
+    secretBox: runtime.secretBox,
+    clock: runtime.clock,
+    config: runtime.config,
+    runtime: async () => runtime,
+  };
   const code = await runForwardedCommand(['reconcile', ...args], context, out);
   return { code, stdout: stdout.join('\n'), stderr: stderr.join('\n') };
 }

@@ -7,18 +7,18 @@ import Fastify, {
 } from 'fastify';
 import { type CompressedAsset, checkoutAssets } from './assets.ts';
 import { compressPage, negotiateEncoding } from './encoding.ts';
-import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt } from './attempts.ts';
+import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt, type PaymentAttemptRow } from './attempts.ts';
 import { isSameOriginPost } from './csrf.ts';
 import { ATTEMPT_NOTICES, type CheckoutPageOptions, checkoutPage, type MessagePage, messagePage } from './pages.ts';
 import { STATUS_STREAM_LIMITS, type StatusStreamLimits, statusStreams } from './status-stream.ts';
 import { type CheckoutStatusBody, checkoutView, payPath, presentCheckoutStatus } from './view.ts';
 import { AppError, isAppError } from '../core/errors.ts';
-import type { PaymentRow } from '../db/database.ts';
+import { isOpenAttempt, type PaymentRow } from '../db/database.ts';
 import { findPaymentById } from '../db/repositories/payments.ts';
 import { isId } from '../domain/ids.ts';
 import type { Config } from '../config/config.ts';
 import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
-import { beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
+import { attemptNotice, beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
 import { logEachRequest, randomRequestId, requestLoggerFactory } from '../http/request-log.ts';
@@ -216,11 +216,14 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
   const load = async (id: string): Promise<PaymentRow | undefined> =>
     isId('pay', id) ? findPaymentById(runtime.db, id) : undefined;
 
-  const viewOf = async (row: PaymentRow) => {
+  const viewOf = async (row: PaymentRow, open?: PaymentAttemptRow) => {
     const accountName = row.merchant_name === null ? await findAccountName(runtime.db, row.account_id) : undefined;
     const rails: ProviderRail[] = row.status === 'pending' ? await offeredRails(runtime, row) : [];
-    return checkoutView(row, accountName, runtime.clock.now(), rails);
+    return checkoutView(row, accountName, runtime.clock.now(), rails, open?.outcome);
   };
+  /** The attempt in flight on a processing payment: its outcome is part of the page's state. */
+  const openAttemptOf = (row: PaymentRow) =>
+    row.status === 'processing' ? findOpenPaymentAttempt(runtime.db, row.id) : Promise.resolve(undefined);
 
   const renderCheckout = async (
     reply: FastifyReply,
@@ -230,23 +233,22 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     formError?: CheckoutPageOptions['formError'],
     stillOpen = false,
   ): Promise<FastifyReply> => {
-    const view = await viewOf(row);
+    const open = await openAttemptOf(row);
+    const view = await viewOf(row, open);
     const now = runtime.clock.now();
     const options: CheckoutPageOptions = { justPaid: false, formError, stillOpen };
     if (isId('att', attemptId)) {
       const attempt = await findPaymentAttempt(runtime.db, row.id, attemptId);
       if (attempt) {
-        if (view.state === 'payable') options.attemptNotice = ATTEMPT_NOTICES[attempt.outcome];
+        if (view.state === 'payable')
+          options.attemptNotice = attemptNotice(attempt) ?? ATTEMPT_NOTICES[attempt.outcome];
         options.justPaid =
           attempt.outcome === 'succeeded' &&
           !attempt.late &&
           now.getTime() - attempt.created_at.getTime() < JUST_PAID_WINDOW_MS;
       }
     }
-    if (view.state === 'processing') {
-      const open = await findOpenPaymentAttempt(runtime.db, row.id);
-      if (open) options.openAttempt = { rail: open.rail, payerUrl: open.payer_url, payerHint: open.payer_hint };
-    }
+    if (open) options.openAttempt = { rail: open.rail, payerUrl: open.payer_url, payerHint: open.payer_hint };
     return page(reply, status, checkoutPage(assets, view, options));
   };
 
@@ -323,7 +325,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
       ? await findPaymentAttempt(runtime.db, row.id, request.params.attempt)
       : undefined;
     if (!attempt) return reply.redirect(payPath(row.id), 303);
-    if (attempt.outcome === 'pending') {
+    if (isOpenAttempt(attempt.outcome)) {
       await checkAttempt(runtime, attempt, { trigger: 'return', mayPay: false, abandonIsFinal: true });
     }
     return reply.redirect(`${payPath(row.id)}?attempt=${attempt.id}`, 303);
@@ -338,14 +340,14 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     // Ended only if the provider says no money moved; a success still pays, later, through its event.
     await checkAttempt(runtime, open, { trigger: 'payer', mayPay: false, abandonIsFinal: true });
     const after = await findPaymentAttempt(runtime.db, row.id, open.id);
-    const stillOpen = after?.outcome === 'pending' ? '&open=1' : '';
+    const stillOpen = after && isOpenAttempt(after.outcome) ? '&open=1' : '';
     return reply.redirect(`${payPath(row.id)}?attempt=${open.id}${stillOpen}`, 303);
   });
 
   /** The one projection of the status: the JSON read, and every event of the stream. */
   const statusOf = async (id: string): Promise<CheckoutStatusBody | undefined> => {
     const row = await load(id);
-    return row && presentCheckoutStatus(await viewOf(row));
+    return row && presentCheckoutStatus(await viewOf(row, await openAttemptOf(row)));
   };
   const noSuchSession = (id: string): AppError =>
     new AppError('not_found', `No such checkout session: '${id}'.`, { param: 'id' });

@@ -1,4 +1,4 @@
-import type { Db, PaymentAttemptsTable } from '../db/database.ts';
+import { type Db, OPEN_ATTEMPT_OUTCOMES, type PaymentAttemptsTable } from '../db/database.ts';
 import type { Selectable } from 'kysely';
 
 export type PaymentAttemptRow = Selectable<PaymentAttemptsTable>;
@@ -17,13 +17,13 @@ export async function findPaymentAttempt(
     .executeTakeFirst();
 }
 
-/** The attempt in flight on a processing payment, if any (at most one: start_payment_attempt). */
+/** The attempt in flight on a processing payment (its outcome pending or unknown), if any (at most one: start_payment_attempt). */
 export async function findOpenPaymentAttempt(db: Db, paymentId: string): Promise<PaymentAttemptRow | undefined> {
   return db
     .selectFrom('payment_attempts')
     .selectAll()
     .where('payment_id', '=', paymentId)
-    .where('outcome', '=', 'pending')
+    .where('outcome', 'in', OPEN_ATTEMPT_OUTCOMES)
     .orderBy('created_at', 'desc')
     .executeTakeFirst();
 }

@@ -73,6 +73,7 @@ const HEADINGS: Record<CheckoutView['state'], (justPaid: boolean) => string> = {
   payable: () => 'Choose how to pay',
   unavailable: () => 'This payment method is not available yet',
   processing: () => 'Payment in progress',
+  confirming: () => 'Confirming your payment',
   received: (justPaid) => (justPaid ? 'Payment received' : 'This payment has already been paid'),
   settled: (justPaid) => (justPaid ? 'Payment complete' : 'This payment has already been paid'),
   refunded: () => 'This payment was refunded',
@@ -113,6 +114,8 @@ ${timeLeft(view)}
 ${status('No payment method is available.')}`;
     case 'processing':
       return processingSection(view, options);
+    case 'confirming':
+      return confirmingSection(view, options);
     case 'received':
       return html`${heading}
 <p class="notice ok">${view.merchantName} has received your payment.</p>
@@ -191,6 +194,25 @@ ${another}`;
   }
   return html`<h2 id="state-heading">Payment in progress</h2>
 ${status('Your payment is being confirmed. Please keep this page open.')}`;
+}
+
+/**
+ * An attempt in flight whose provider answer is unknown: the provider may have acted (an M-Pesa
+ * prompt may be on the phone, and may still be paid), so no second try is offered until it
+ * answers; the page updates by itself when it does (docs/rails.md, "Unknown answers").
+ */
+function confirmingSection(view: CheckoutView, options: CheckoutPageOptions): SafeHtml {
+  const attempt = options.openAttempt;
+  const status = (text: string) => html`<p id="status" role="status" aria-live="polite">${text}</p>`;
+  if (attempt?.rail === 'mpesa') {
+    return html`<h2 id="state-heading">Confirming your M-Pesa payment</h2>
+<p class="notice">We are waiting for M-Pesa to tell us whether your payment of ${view.amount} to ${view.merchantName} went through. If a request reaches the phone ${attempt.payerHint ?? ''}, you can still enter your PIN: the payment will be counted once.</p>
+<p class="notice">Please do not pay again while we wait. This page updates by itself as soon as M-Pesa answers.</p>
+${status('Confirming with M-Pesa…')}`;
+  }
+  return html`<h2 id="state-heading">Confirming your payment</h2>
+<p class="notice">We are waiting for the payment provider to tell us whether your payment went through. Please do not pay again while we wait. This page updates by itself.</p>
+${status('Confirming your payment…')}`;
 }
 
 function timeLeft(view: CheckoutView): SafeHtml {

@@ -14,8 +14,9 @@ import type { CheckoutStatusBody } from './view.ts';
  * Postgres, in this process on PGlite): payment.paid, payment.settled, payment.settlement_reverted,
  * payment.expired, payment.refunded. A notification only says "look": the stream re-reads the
  * payment. Changes no event announces are found by re-reading on a timer: an attempt that ended
- * without paying (processing → pending) every `recheckMs.processing`, everything else (a session
- * whose time ran out before the expiry worker passed, a lost notification) every `recheckMs.other`.
+ * without paying (processing → pending) or whose provider answer turned unknown (the page then
+ * says it is confirming) every `recheckMs.processing`, everything else (a session whose time ran
+ * out before the expiry worker passed, a lost notification) every `recheckMs.other`.
  */
 export interface StatusStreamLimits {
   /** Streams open at once in this process; one more is refused (503) and the page polls slowly instead. */
@@ -85,7 +86,8 @@ export function statusStreams(
       watcher.out.write(`data: ${text}\n\n`);
     }
     clearTimeout(watcher.recheck);
-    const delay = body.state === 'processing' ? limits.recheckMs.processing : limits.recheckMs.other;
+    // An attempt in flight (processing or confirming) ends, or its answer turns unknown, unannounced.
+    const delay = body.status === 'processing' ? limits.recheckMs.processing : limits.recheckMs.other;
     watcher.recheck = setTimeout(() => refresh(watcher.paymentId), delay);
   };
 

@@ -1,4 +1,4 @@
-import type { PaymentRow } from '../db/database.ts';
+import type { AttemptOutcome, PaymentRow } from '../db/database.ts';
 import type { ProviderRail } from '../db/tables/rails.ts';
 import { formatDisplay } from '../domain/money.ts';
 import type { PaymentStatus } from '../domain/payment-status.ts';
@@ -12,11 +12,21 @@ import { returnUrl } from './return-url.ts';
  * - payable: pending, open, and a rail to pay with: the sandbox (test mode) and the connected provider rails
  * - unavailable: pending, open, live mode, and no provider rail connected that takes this payment
  * - processing: a rail attempt is in flight (the payer is on Paystack's page, or answering M-Pesa's prompt)
+ * - confirming: a rail attempt is in flight whose provider answer is unknown (lost, timed out, a 5xx):
+ *   the provider may have acted, so the page waits for its answer and offers no second try
  * - received: paid or settling (money received, settlement under way)
  * - settled, refunded: done
  * - expired: expired, or still pending past expires_at (the expiry worker has not run yet)
  */
-export type CheckoutState = 'payable' | 'unavailable' | 'processing' | 'received' | 'settled' | 'refunded' | 'expired';
+export type CheckoutState =
+  | 'payable'
+  | 'unavailable'
+  | 'processing'
+  | 'confirming'
+  | 'received'
+  | 'settled'
+  | 'refunded'
+  | 'expired';
 
 export interface CheckoutView {
   id: string;
@@ -40,16 +50,21 @@ export interface CheckoutView {
   sandbox: boolean;
 }
 
+/**
+ * `openAttempt`: the outcome of the attempt in flight on a processing payment (pending, or unknown
+ * when the provider's answer was lost).
+ */
 export function checkoutView(
   row: PaymentRow,
   accountName: string | undefined,
   now: Date,
   rails: readonly ProviderRail[] = [],
+  openAttempt?: AttemptOutcome,
 ): CheckoutView {
   const currency = currencyOf(row);
   const lapsed = row.expires_at.getTime() <= now.getTime();
   const status: PaymentStatus = row.status === 'pending' && lapsed ? 'expired' : row.status;
-  const state = stateOf(status, !row.livemode || rails.length > 0);
+  const state = stateOf(status, !row.livemode || rails.length > 0, openAttempt === 'unknown');
   const done = state === 'received' || state === 'settled' || state === 'refunded' || state === 'expired';
   return {
     id: row.id,
@@ -70,12 +85,12 @@ export function checkoutView(
   };
 }
 
-function stateOf(status: PaymentStatus, canPay: boolean): CheckoutState {
+function stateOf(status: PaymentStatus, canPay: boolean, answerUnknown: boolean): CheckoutState {
   switch (status) {
     case 'pending':
       return canPay ? 'payable' : 'unavailable';
     case 'processing':
-      return 'processing';
+      return answerUnknown ? 'confirming' : 'processing';
     case 'paid':
     case 'settling':
       return 'received';

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { ConfigError } from '../config/config.ts';
 import { AppError } from '../core/errors.ts';
 import { findAccount } from '../db/repositories/accounts.ts';
 import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
@@ -8,10 +9,12 @@ import {
   adoptMerchantCollection,
   type CollectionAccount,
   listCollections,
+  type MpesaCredentials,
   parseRailCredentials,
   retireCollection,
   setOperatorCollection,
 } from '../payments/rails/collections.ts';
+import { publicBaseUrlProblem } from '../payments/rails/mpesa.ts';
 import { type DatabaseCommand, type DatabaseWork, parseStrict, required } from './command.ts';
 import { EXIT, UsageError } from './failures.ts';
 
@@ -58,7 +61,9 @@ ${JSON_HELP}
 
 The secret is sealed with the instance master key and never shown again. Setting a rail again
 replaces its collection account for new attempts; attempts already made keep the one they paid into.
-Paystack: set the webhook URL of the same mode on Paystack's dashboard to {PUBLIC_BASE_URL}/hooks/paystack.`,
+Paystack: set the webhook URL of the same mode on Paystack's dashboard to {PUBLIC_BASE_URL}/hooks/paystack.
+M-Pesa: Daraja posts results to {PUBLIC_BASE_URL}/hooks/stk/…, so PUBLIC_BASE_URL must be HTTPS on a
+public host for --live, and free of the words Safaricom refuses in URLs (mpesa, safaricom, sql, …).`,
   parse(args) {
     const { values, positionals } = parseStrict(() =>
       parseArgs({
@@ -77,7 +82,14 @@ Paystack: set the webhook URL of the same mode on Paystack's dashboard to {PUBLI
       required(values.credentials, 'credentials', 'plainpay collection set paystack --credentials paystack.json'),
     );
     const credentials = parseRailCredentials(rail, values.live, readCredentials(file));
-    const work: DatabaseWork = async ({ db, secretBox, clock }, out) => {
+    const work: DatabaseWork = async ({ db, secretBox, clock, config }, out) => {
+      // Daraja posts each push's result to a URL on PUBLIC_BASE_URL: one it refuses (a word it
+      // forbids, plain http in production) would leave every payer's result unheard.
+      const problem =
+        rail === 'mpesa'
+          ? publicBaseUrlProblem(config.publicBaseUrl, (credentials as MpesaCredentials).environment)
+          : undefined;
+      if (problem) throw new ConfigError([problem]);
       const accountId = await accountOf(db, values.account);
       const set = await setOperatorCollection(
         db,

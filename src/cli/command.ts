@@ -37,6 +37,8 @@ export interface AdminContext {
    * own, or one the CLI makes on the database it opened, on first use.
    */
   runtime?: () => Promise<Runtime>;
+  /** The configuration of the process the work runs in: serve's, when forwarded to it. */
+  config: Pick<Config, 'publicBaseUrl'>;
 }
 
 interface CommandHelp {

@@ -42,6 +42,7 @@ export async function runOnDatabase(
       {
         db: handle.db,
         clock: systemClock,
+        config,
         // Read (or created) on first use: listing keys or verifying the audit log needs no master key.
         get secretBox() {
           secretBox ??= createSecretBox(loadMasterKey(config));

@@ -8,6 +8,7 @@ import { countAccounts } from '../db/repositories/accounts.ts';
 import { gracefulStopOf } from '../http/graceful-stop.ts';
 import { createRuntime, type Runtime } from '../runtime.ts';
 import { refuseMerchantCollection } from '../payments/rails/collections.ts';
+import { collectionsWithRefusedCallbacks } from '../payments/rails/mpesa.ts';
 import { startWorkers } from '../workers.ts';
 import { type AdminSocket, startAdminSocket } from './admin-socket.ts';
 import { type CliOutput, parseStrict, type ServiceCommand } from './command.ts';
@@ -54,6 +55,9 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
   let stopWorkers: (() => Promise<void>) | undefined;
   try {
     await refuseMerchantCollection(runtime.db, (message) => runtime.logger.warn(message));
+    for (const problem of await collectionsWithRefusedCallbacks(runtime.db, config.publicBaseUrl)) {
+      runtime.logger.error(problem);
+    }
     const demo = role === 'all' || role === 'api' ? await ensureDemoAccount(runtime) : undefined;
     // Only the embedded database needs it: on Postgres (runtime.dbKind) the CLI connects itself.
     if (config.database.kind === 'pglite') {
@@ -62,7 +66,13 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
         (argv, forwardedOut) =>
           runForwardedCommand(
             argv,
-            { db: runtime.db, secretBox: runtime.secretBox, clock: runtime.clock, runtime: async () => runtime },
+            {
+              db: runtime.db,
+              secretBox: runtime.secretBox,
+              clock: runtime.clock,
+              config: runtime.config,
+              runtime: async () => runtime,
+            },
             forwardedOut,
           ),
         runtime.logger,

@@ -119,6 +119,7 @@ export interface PaymentsTable {
 
 export type AttemptOutcome =
   | 'pending'
+  | 'unknown'
   | 'succeeded'
   | 'declined'
   | 'abandoned'
@@ -126,6 +127,17 @@ export type AttemptOutcome =
   | 'timed_out'
   | 'failed'
   | 'flagged';
+
+/**
+ * The outcomes of an attempt still open (docs/rails.md): `pending`, waiting on the payer or the
+ * provider; `unknown`, the provider's answer was lost, timed out or came back 5xx, so it may have
+ * acted: asked about until it says what happened, and the payer is not invited to pay again meanwhile.
+ */
+export const OPEN_ATTEMPT_OUTCOMES = ['pending', 'unknown'] as const satisfies readonly AttemptOutcome[];
+
+export function isOpenAttempt(outcome: AttemptOutcome): boolean {
+  return (OPEN_ATTEMPT_OUTCOMES as readonly AttemptOutcome[]).includes(outcome);
+}
 
 export interface PaymentAttemptsTable {
   id: string;

@@ -99,6 +99,25 @@ export function recordStuckBatches(count: number): void {
   stuckBatches.set(count);
 }
 
+// Payer rails (src/payments/rails): a provider's answer the operator must act on, such as a
+// collection account Daraja says is set up wrong. Counted by the process that heard it.
+
+/** Why a payer rail alerts the operator (docs/rails.md, "Result codes and what the payer sees"). */
+export const RAIL_ALERT_REASONS = ['configuration', 'collection_limit'] as const;
+export type RailAlertReason = (typeof RAIL_ALERT_REASONS)[number];
+
+const railAlertsTotal = new Counter({
+  name: 'plainpay_payer_rail_alerts_total',
+  help: "Provider answers the operator must act on, by rail and reason: configuration (the collection account's credentials, shortcode, till or transaction type are wrong) or collection_limit (its paybill or till is full). Each is also logged at error level.",
+  labelNames: ['rail', 'reason'] as const,
+  registers: [],
+});
+for (const reason of RAIL_ALERT_REASONS) railAlertsTotal.inc({ rail: 'mpesa', reason }, 0);
+
+export function recordRailAlert(rail: string, reason: RailAlertReason): void {
+  railAlertsTotal.inc({ rail, reason });
+}
+
 let processRegistry: Registry | undefined;
 
 /** Made on first use: the default metrics start an event-loop monitor and a GC observer, once. */
@@ -111,6 +130,7 @@ function processMetrics(): Registry {
     for (const metric of [chainIdentityMismatch, settlementReorgsTotal, nonceRepairsTotal, stuckBatches]) {
       processRegistry.registerMetric(metric);
     }
+    processRegistry.registerMetric(railAlertsTotal);
     processRegistry.registerMetric(rateLimitDegraded);
     processRegistry.registerMetric(rateLimitFallbackDecisions);
   }

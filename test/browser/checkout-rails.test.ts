@@ -181,7 +181,7 @@ describe.skipIf(skip)('Paystack and M-Pesa on the checkout page, in a browser', 
   it('M-Pesa: a cancel on the phone and a timeout each bring the page back to payable', async () => {
     for (const [action, notice, phone] of [
       ['cancel', 'The M-Pesa request was cancelled on your phone. No money was taken.', '254712345671'],
-      ['timeout', 'The M-Pesa request was not answered in time. No money was taken.', '254712345672'],
+      ['timeout', 'Your phone could not be reached in time. No money was taken.', '254712345672'],
     ] as const) {
       const payment = await createPayment({ amount: 250, currency: 'KES' });
       const page = await open(payment.checkout_url);

@@ -33,7 +33,7 @@ async function runCli(
   const stderr: string[] = [];
   const out: CliOutput = { stdout: (l) => stdout.push(l), stderr: (l) => stderr.push(l) };
   const work = chainAdopt.parse(args);
-  const code = await work({ db, clock: systemClock, secretBox: undefined as never }, out);
+  const code = await work({ db, clock: systemClock, secretBox: undefined as never, config: undefined as never }, out);
   return { code, stdout, stderr };
 }
 

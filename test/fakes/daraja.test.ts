@@ -1,14 +1,55 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { type FakeDaraja, startFakeDaraja, stkPassword } from './daraja.ts';
+import {
+  DARAJA_RESULT_CODES,
+  type FakeDaraja,
+  type FakeEnvironment,
+  type InvalidTokenAnswer,
+  startFakeDaraja,
+  stkPassword,
+} from './daraja.ts';
 
-const APP = { consumerKey: 'key-1', consumerSecret: 'secret-1', shortcode: '174379', passkey: 'bfb279f9aa9bdbcf' };
+/**
+ * The fake Daraja against what Safaricom publishes: each rule of its header comment, and the
+ * published samples of fixtures/daraja/ replayed, request for request and shape for shape.
+ */
+
+/** The sandbox's published passkey: the published push sample's Password is built with it. */
+const PASSKEY = 'bfb279f9aa9bdbcf158e97dd71a467cd2e0c893059b10f78e6b72ada1ed2c919';
+const APP = { consumerKey: 'key-1', consumerSecret: 'secret-1', shortcode: '174379', passkey: PASSKEY };
+const PRODUCTION_APP = {
+  ...APP,
+  consumerKey: 'live-key',
+  consumerSecret: 'live-secret',
+  environment: 'production',
+} as const;
 const PHONE = '254708374149';
 const TIMESTAMP = '20240710091526';
+const PUSH = '/mpesa/stkpush/v1/processrequest';
+const QUERY = '/mpesa/stkpushquery/v1/query';
 
-async function withFake(run: (fake: FakeDaraja) => Promise<void>): Promise<void> {
-  const fake = await startFakeDaraja({ apps: [APP] });
+const sample = (name: string): Record<string, unknown> => {
+  const { _source, ...payload } = JSON.parse(
+    readFileSync(new URL(`./fixtures/daraja/${name}`, import.meta.url), 'utf8'),
+  ) as Record<string, unknown>;
+  expect(_source, `${name} names where it was published`).toMatch(/https:\/\//);
+  return payload;
+};
+/** The same keys, recursively, and the same texts where Daraja's answer is fixed text. */
+const shapeOf = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(shapeOf)
+    : value && typeof value === 'object'
+      ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shapeOf(v)]))
+      : typeof value;
+
+async function withFake(
+  run: (fake: FakeDaraja) => Promise<void>,
+  resolveCallback?: (url: URL) => string | undefined,
+): Promise<void> {
+  const fake = await startFakeDaraja({ apps: [APP, PRODUCTION_APP], resolveCallback });
   try {
     await run(fake);
   } finally {
@@ -30,23 +71,36 @@ async function startReceiver(status = 200) {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mpesa/callback`;
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/result`;
   return { url, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 const basic = (key: string, secret: string) => `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`;
+const base = (fake: FakeDaraja, environment: FakeEnvironment) =>
+  environment === 'sandbox' ? fake.baseUrl : fake.productionBaseUrl;
 
-async function token(fake: FakeDaraja): Promise<string> {
-  const res = await fetch(`${fake.baseUrl}/oauth/v1/generate?grant_type=client_credentials`, {
-    headers: { authorization: basic(APP.consumerKey, APP.consumerSecret) },
+async function token(fake: FakeDaraja, environment: FakeEnvironment = 'sandbox'): Promise<string> {
+  const app = environment === 'sandbox' ? APP : PRODUCTION_APP;
+  const res = await fetch(`${base(fake, environment)}/oauth/v1/generate?grant_type=client_credentials`, {
+    headers: { authorization: basic(app.consumerKey, app.consumerSecret) },
   });
   return ((await res.json()) as { access_token: string }).access_token;
 }
 
-async function post(fake: FakeDaraja, path: string, body: unknown, bearer?: string) {
+async function post(
+  fake: FakeDaraja,
+  path: string,
+  body: unknown,
+  bearer?: string,
+  environment: FakeEnvironment = 'sandbox',
+) {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (bearer) headers.authorization = `Bearer ${bearer}`;
-  const res = await fetch(`${fake.baseUrl}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+  const res = await fetch(`${base(fake, environment)}${path}`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+  });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
@@ -60,7 +114,7 @@ function pushBody(overrides: Record<string, unknown> = {}) {
     PartyA: PHONE,
     PartyB: '174379',
     PhoneNumber: PHONE,
-    CallBackURL: 'https://example.com/mpesa/callback',
+    CallBackURL: 'https://shop.example.com/hooks/result',
     AccountReference: 'ORDER-42',
     TransactionDesc: 'Order 42',
     ...overrides,
@@ -74,26 +128,26 @@ const queryBody = (checkoutRequestId: string) => ({
   CheckoutRequestID: checkoutRequestId,
 });
 
-const PUSH = '/mpesa/stkpush/v1/processrequest';
-const QUERY = '/mpesa/stkpushquery/v1/query';
-
 describe('fake Daraja: OAuth', () => {
-  it('issues a token for known credentials and refuses the rest in the documented shapes', () =>
+  it('issues a token for known credentials, in their own environment only, and refuses the rest in the documented shapes', () =>
     withFake(async (fake) => {
       const url = `${fake.baseUrl}/oauth/v1/generate?grant_type=client_credentials`;
       const good = await fetch(url, { headers: { authorization: basic('key-1', 'secret-1') } });
       expect(good.status).toBe(200);
       const body = (await good.json()) as Record<string, unknown>;
+      expect(shapeOf(body)).toEqual({ ...(shapeOf(sample('oauth.response.json')) as object), expires_in: 'string' });
       expect(body).toEqual({ access_token: expect.stringMatching(/^[A-Za-z0-9]{28}$/), expires_in: '3599' });
 
-      const wrong = await fetch(url, { headers: { authorization: basic('key-1', 'nope') } });
-      expect(wrong.status).toBe(401);
-      expect(await wrong.json()).toMatchObject({ requestId: expect.any(String), errorCode: expect.any(String) });
+      expect((await fetch(url, { headers: { authorization: basic('key-1', 'nope') } })).status).toBe(401);
+      // A sandbox app is no production app.
+      const elsewhere = await fetch(`${fake.productionBaseUrl}/oauth/v1/generate?grant_type=client_credentials`, {
+        headers: { authorization: basic('key-1', 'secret-1') },
+      });
+      expect(elsewhere.status).toBe(401);
 
       const noAuth = await fetch(url);
       expect(noAuth.status).toBe(400);
       expect(await noAuth.json()).toMatchObject({ errorCode: '400.008.01' });
-
       const grant = await fetch(`${fake.baseUrl}/oauth/v1/generate?grant_type=password`, {
         headers: { authorization: basic('key-1', 'secret-1') },
       });
@@ -101,22 +155,71 @@ describe('fake Daraja: OAuth', () => {
       expect(await grant.json()).toMatchObject({ errorCode: '400.008.02', errorMessage: 'Invalid grant type passed' });
     }));
 
-  it('requires a valid, unexpired bearer token on the API', () =>
+  it('a new token invalidates the previous one (FAQ 3), and a token works on its own environment only', () =>
     withFake(async (fake) => {
-      expect((await post(fake, PUSH, pushBody())).json).toMatchObject({ errorCode: '404.001.04' });
-      const bogus = await post(fake, PUSH, pushBody(), 'not-a-token');
-      expect(bogus).toEqual({
-        status: 404,
-        json: { requestId: expect.any(String), errorCode: '404.001.03', errorMessage: 'Invalid Access Token' },
+      const first = await token(fake);
+      expect((await post(fake, PUSH, pushBody(), first)).status).toBe(200);
+      const second = await token(fake);
+      expect(fake.tokensIssued).toEqual({ sandbox: 2, production: 0 });
+      expect((await post(fake, QUERY, queryBody('ws_CO_x'), first)).json).toMatchObject({ errorCode: '404.001.03' });
+      expect((await post(fake, QUERY, queryBody('ws_CO_x'), second)).json.errorMessage).toBe(
+        'Bad Request - Invalid CheckoutRequestID',
+      );
+      expect((await post(fake, QUERY, queryBody('ws_CO_x'), second, 'production')).json).toMatchObject({
+        errorCode: '404.001.03',
+      });
+    }));
+
+  it.each([
+    ['invalid_access_token', 404, '404.001.03', 'Invalid Access Token'],
+    ['invalid_access_token_401', 401, '401.002.01', expect.stringMatching(/^Error Occurred - Invalid Access Token - /)],
+    ['invalid_access_token_400', 400, '400.003.01', 'Invalid Access Token'],
+  ] as const)('answers an invalid token as documented: %s', (answer, status, errorCode, errorMessage) =>
+    withFake(async (fake) => {
+      fake.answerInvalidTokensWith(answer as InvalidTokenAnswer);
+      expect(await post(fake, PUSH, pushBody(), 'not-a-token')).toEqual({
+        status,
+        json: { requestId: expect.any(String), errorCode, errorMessage },
       });
       const t = await token(fake);
       fake.expireTokens();
-      expect((await post(fake, PUSH, pushBody(), t)).json.errorCode).toBe('404.001.03');
+      expect((await post(fake, PUSH, pushBody(), t)).json.errorCode).toBe(errorCode);
+      expect((await post(fake, PUSH, pushBody())).json).toMatchObject({ errorCode: '404.001.04' });
       expect(fake.pushes.size).toBe(0);
-    }));
+    }),
+  );
 });
 
-describe('fake Daraja: STK push validation', () => {
+describe('fake Daraja: the push, against the published request', () => {
+  it("takes Safaricom's own sample request and answers in the shape of its sample response", () =>
+    withFake(async (fake) => {
+      const res = await post(fake, PUSH, sample('stkpush.request.json'), await token(fake));
+      const published = sample('stkpush.response.json');
+      expect(res.status).toBe(200);
+      expect(shapeOf(res.json)).toEqual(shapeOf(published));
+      expect(res.json).toMatchObject({
+        ResponseCode: published.ResponseCode,
+        ResponseDescription: published.ResponseDescription,
+        CustomerMessage: published.CustomerMessage,
+        CheckoutRequestID: expect.stringMatching(/^ws_CO_\d{17}722111111$/),
+      });
+    }));
+
+  it("refuses a bad field in the sample error's shape, and reads no body without Content-Type (FAQ 9)", () =>
+    withFake(async (fake) => {
+      const t = await token(fake);
+      const refused = await post(fake, PUSH, pushBody({ BusinessShortCode: 'abc' }), t);
+      const published = sample('stkpush.error.invalid_shortcode.json');
+      expect(refused.status).toBe(400);
+      expect(refused.json).toEqual({ ...published, requestId: expect.any(String) });
+      const untyped = await fetch(`${fake.baseUrl}${PUSH}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t}`, 'content-type': 'text/plain' },
+        body: JSON.stringify(pushBody()),
+      });
+      expect(await untyped.json()).toMatchObject({ errorMessage: published.errorMessage });
+    }));
+
   it('checks the password against shortcode + passkey + timestamp', () =>
     withFake(async (fake) => {
       const t = await token(fake);
@@ -125,10 +228,12 @@ describe('fake Daraja: STK push validation', () => {
         status: 500,
         json: { errorCode: '500.001.1001', errorMessage: 'Wrong credentials' },
       });
-      const skew = await post(fake, PUSH, pushBody({ Timestamp: '20240710091527' }), t);
-      expect(skew.json.errorMessage).toBe('Wrong credentials');
-      const unknown = await post(fake, PUSH, pushBody({ BusinessShortCode: '600000' }), t);
-      expect(unknown.json.errorMessage).toBe('Merchant does not exist');
+      expect((await post(fake, PUSH, pushBody({ Timestamp: '20240710091527' }), t)).json.errorMessage).toBe(
+        'Wrong credentials',
+      );
+      expect((await post(fake, PUSH, pushBody({ BusinessShortCode: '600000' }), t)).json.errorMessage).toBe(
+        'Merchant does not exist',
+      );
     }));
 
   it.each([
@@ -157,123 +262,213 @@ describe('fake Daraja: STK push validation', () => {
     }),
   );
 
-  it('reads no body without Content-Type application/json, as the portal FAQ says', () =>
+  it("refuses the callback URLs Safaricom's URL rules forbid, as Invalid CallBackURL", () =>
     withFake(async (fake) => {
-      const res = await fetch(`${fake.baseUrl}${PUSH}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${await token(fake)}`, 'content-type': 'text/plain' },
-        body: JSON.stringify(pushBody()),
-      });
-      expect(await res.json()).toMatchObject({ errorMessage: 'Bad Request - Invalid BusinessShortCode' });
+      const sandbox = await token(fake);
+      const production = await token(fake, 'production');
+      const verdict = async (url: string, environment: FakeEnvironment) => {
+        const res = await post(
+          fake,
+          PUSH,
+          pushBody({ CallBackURL: url, PhoneNumber: '254711000001', PartyA: '254711000001' }),
+          environment === 'sandbox' ? sandbox : production,
+          environment,
+        );
+        if (res.status === 200) await fake.phone.cancel(res.json.CheckoutRequestID as string, { callback: false });
+        return res.status === 200 ? 'taken' : res.json.errorMessage;
+      };
+      const refused = 'Bad Request - Invalid CallBackURL';
+      for (const environment of ['sandbox', 'production'] as const) {
+        for (const url of [
+          'https://shop.example.com/mpesa/result',
+          'https://shop.example.com/M-PESA',
+          'https://m-pesa.shop.example.com/result',
+          'https://shop.example.com/safaricom',
+          'https://shop.example.com/cgi/run.exe',
+          'https://shop.example.com/exec',
+          'https://shop.example.com/CMD/1',
+          'https://shop.example.com/sql',
+          'https://shop.example.com/result?query=1',
+        ]) {
+          expect(await verdict(url, environment), `${environment} ${url}`).toBe(refused);
+        }
+      }
+      // Plain http and a private host: the sandbox takes them; production only HTTPS on the Internet.
+      expect(await verdict('http://127.0.0.1:9/hooks/stk/ab', 'sandbox')).toBe('taken');
+      for (const url of [
+        'http://shop.example.com/hooks/stk/ab',
+        'https://127.0.0.1/hooks/stk/ab',
+        'https://10.0.0.8/hooks/stk/ab',
+        'https://localhost/hooks/stk/ab',
+        'https://shop.internal/hooks/stk/ab',
+        'https://abc.ngrok-free.app/hooks/stk/ab',
+      ]) {
+        expect(await verdict(url, 'production'), url).toBe(refused);
+      }
+      expect(await verdict('https://shop.example.com/hooks/stk/ab', 'production')).toBe('taken');
     }));
 });
 
-describe('fake Daraja: the payer', () => {
-  it('push → accept → callback with metadata → query says 0', () =>
+describe('fake Daraja: the result, against the published callbacks and queries', () => {
+  it('accept: one callback in the shape of the published success sample (Amount a decimal), then the query says "0"', () =>
     withFake(async (fake) => {
       const receiver = await startReceiver();
       try {
         const t = await token(fake);
         const waiting = fake.waitForPush(PHONE, 5_000);
         const ack = await post(fake, PUSH, pushBody({ CallBackURL: receiver.url }), t);
-        expect(ack).toEqual({
-          status: 200,
-          json: {
-            MerchantRequestID: expect.any(String),
-            CheckoutRequestID: expect.stringMatching(/^ws_CO_\d{17}708374149$/),
-            ResponseCode: '0',
-            ResponseDescription: 'Success. Request accepted for processing',
-            CustomerMessage: 'Success. Request accepted for processing',
-          },
-        });
         const push = await waiting;
         expect(push).toMatchObject({ checkoutRequestId: ack.json.CheckoutRequestID, amount: 150, state: 'pending' });
+
+        // While the prompt is open the query answers as Safaricom's own sample shows.
+        const open = await post(fake, QUERY, queryBody(push.checkoutRequestId), t);
+        expect(open.status).toBe(500);
+        expect(open.json).toEqual({ ...sample('stkpushquery.being_processed.json'), requestId: expect.any(String) });
 
         await fake.phone.accept(push.checkoutRequestId);
         expect(receiver.received).toHaveLength(1);
         expect(receiver.received[0]!.contentType).toBe('application/json');
-        const callback = JSON.parse(receiver.received[0]!.body);
-        expect(callback).toEqual({
-          Body: {
-            stkCallback: {
-              MerchantRequestID: push.merchantRequestId,
-              CheckoutRequestID: push.checkoutRequestId,
-              ResultCode: 0,
-              ResultDesc: 'The service request is processed successfully.',
-              CallbackMetadata: {
-                Item: [
-                  { Name: 'Amount', Value: 150 },
-                  { Name: 'MpesaReceiptNumber', Value: expect.stringMatching(/^[A-Z][A-Z0-9]{9}$/) },
-                  { Name: 'TransactionDate', Value: expect.any(Number) },
-                  { Name: 'PhoneNumber', Value: 254708374149 },
-                ],
-              },
-            },
-          },
+        const raw = receiver.received[0]!.body;
+        expect(raw).toContain('{"Name":"Amount","Value":150.00}');
+        const callback = JSON.parse(raw);
+        const published = sample('stk_callback.success.json') as { Body: { stkCallback: Record<string, unknown> } };
+        expect(shapeOf(callback)).toEqual(shapeOf(published));
+        expect(callback.Body.stkCallback).toMatchObject({
+          MerchantRequestID: push.merchantRequestId,
+          CheckoutRequestID: push.checkoutRequestId,
+          ResultCode: 0,
+          ResultDesc: published.Body.stkCallback.ResultDesc,
         });
+        expect(callback.Body.stkCallback.CallbackMetadata.Item).toEqual([
+          { Name: 'Amount', Value: 150 },
+          { Name: 'MpesaReceiptNumber', Value: expect.stringMatching(/^[A-Z][A-Z0-9]{9}$/) },
+          { Name: 'TransactionDate', Value: expect.any(Number) },
+          { Name: 'PhoneNumber', Value: 254708374149 },
+        ]);
         expect(String(callback.Body.stkCallback.CallbackMetadata.Item[2].Value)).toMatch(/^20\d{12}$/);
-        expect(fake.callbacks).toEqual([{ url: receiver.url, body: receiver.received[0]!.body, status: 200 }]);
-        expect(fake.callbackBody(push.checkoutRequestId)).toBe(receiver.received[0]!.body);
+        expect(fake.callbackBody(push.checkoutRequestId)).toBe(raw);
 
         const query = await post(fake, QUERY, queryBody(push.checkoutRequestId), t);
-        expect(query).toEqual({
-          status: 200,
-          json: {
-            ResponseCode: '0',
-            ResponseDescription: 'The service request has been accepted successfully',
-            MerchantRequestID: push.merchantRequestId,
-            CheckoutRequestID: push.checkoutRequestId,
-            ResultCode: '0',
-            ResultDesc: 'The service request is processed successfully.',
-          },
+        expect(query.status).toBe(200);
+        expect(query.json).toEqual({
+          ...sample('stkpushquery.success.json'),
+          MerchantRequestID: push.merchantRequestId,
+          CheckoutRequestID: push.checkoutRequestId,
         });
       } finally {
         await receiver.close();
       }
     }));
 
-  it('cancel gives 1032 without metadata; a second push while one is pending cannot lock the subscriber', () =>
+  it('on production: the callback carries a Balance item with no Value and the query the live "successsfully", as live samples show', async () => {
+    const receiver = await startReceiver();
+    try {
+      // The test plays DNS and TLS for shop.example.com: its callbacks reach the receiver.
+      await withFake(
+        async (fake) => {
+          const t = await token(fake, 'production');
+          const phone = { PhoneNumber: '254711000002', PartyA: '254711000002' };
+          const paid = (await post(fake, PUSH, pushBody(phone), t, 'production')).json.CheckoutRequestID as string;
+          await fake.phone.accept(paid);
+          const live = sample('stk_callback.success_live_balance.json') as {
+            Body: { stkCallback: { CallbackMetadata: { Item: Array<{ Name: string }> } } };
+          };
+          const items = JSON.parse(receiver.received[0]!.body).Body.stkCallback.CallbackMetadata.Item;
+          expect(items.map((i: { Name: string }) => i.Name)).toEqual(
+            live.Body.stkCallback.CallbackMetadata.Item.map((i) => i.Name),
+          );
+          expect(items[2]).toEqual({ Name: 'Balance' });
+          expect(fake.callbacks[0]).toMatchObject({ url: 'https://shop.example.com/hooks/result', status: 200 });
+
+          const cancelled = (await post(fake, PUSH, pushBody(phone), t, 'production')).json.CheckoutRequestID as string;
+          await fake.phone.cancel(cancelled);
+          const query = await post(fake, QUERY, queryBody(cancelled), t, 'production');
+          expect(query.json).toEqual({
+            ...sample('stkpushquery.cancelled_live.json'),
+            MerchantRequestID: expect.any(String),
+            CheckoutRequestID: cancelled,
+          });
+          expect(JSON.parse(receiver.received[1]!.body)).toEqual({
+            Body: {
+              stkCallback: {
+                ...(sample('stk_callback.cancelled.json') as { Body: { stkCallback: object } }).Body.stkCallback,
+                MerchantRequestID: expect.any(String),
+                CheckoutRequestID: cancelled,
+              },
+            },
+          });
+        },
+        (url) => (url.hostname === 'shop.example.com' ? receiver.url : undefined),
+      );
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it("refuses the query page's own sample request: its Password lost characters when it was published", () =>
     withFake(async (fake) => {
-      const receiver = await startReceiver();
+      const res = await post(fake, QUERY, sample('stkpushquery.request.json'), await token(fake));
+      expect(res).toMatchObject({
+        status: 500,
+        json: { errorCode: '500.001.1001', errorMessage: 'Wrong credentials' },
+      });
+    }));
+
+  it.each(DARAJA_RESULT_CODES.map((r) => [r.code, r.description, r._source]))(
+    'produces result %s (%s), a number in the callback and a string in the query [%s]',
+    (code, description) =>
+      withFake(async (fake) => {
+        const receiver = await startReceiver();
+        try {
+          const t = await token(fake);
+          const ack = await post(fake, PUSH, pushBody({ CallBackURL: receiver.url }), t);
+          const id = ack.json.CheckoutRequestID as string;
+          await fake.phone.answer(id, code);
+          const callback = JSON.parse(receiver.received[0]!.body).Body.stkCallback;
+          expect(callback.ResultCode).toBe(/^\d+$/.test(code) ? Number(code) : code);
+          expect(callback.ResultDesc).toBe(code === '1032' ? 'Request cancelled by user' : description);
+          expect('CallbackMetadata' in callback).toBe(code === '0');
+          const query = await post(fake, QUERY, queryBody(id), t);
+          expect(query.json).toMatchObject({ ResponseCode: '0', ResultCode: code, ResultDesc: callback.ResultDesc });
+        } finally {
+          await receiver.close();
+        }
+      }),
+  );
+
+  it('sends one callback per push and never again, whatever the receiver answers', () =>
+    withFake(async (fake) => {
+      const receiver = await startReceiver(500);
       try {
         const t = await token(fake);
         const ack = await post(fake, PUSH, pushBody({ CallBackURL: receiver.url }), t);
-        const again = await post(fake, PUSH, pushBody({ CallBackURL: receiver.url }), t);
-        expect(again).toMatchObject({
-          status: 500,
-          json: {
-            errorCode: '500.001.1001',
-            errorMessage: 'Unable to lock subscriber, a transaction is already in process for the current subscriber',
-          },
-        });
-        const id = ack.json.CheckoutRequestID as string;
-        await fake.phone.cancel(id);
-        expect(JSON.parse(receiver.received[0]!.body).Body.stkCallback).toEqual({
-          MerchantRequestID: ack.json.MerchantRequestID,
-          CheckoutRequestID: id,
-          ResultCode: 1032,
-          ResultDesc: 'Request cancelled by user.',
-        });
-        expect((await post(fake, QUERY, queryBody(id), t)).json).toMatchObject({ ResultCode: '1032' });
-        expect((await post(fake, PUSH, pushBody(), t)).status).toBe(200);
+        await fake.phone.insufficientFunds(ack.json.CheckoutRequestID as string);
+        expect(fake.callbacks).toEqual([{ url: receiver.url, body: expect.any(String), status: 500 }]);
+        // Whatever else happens on the fake afterwards, that push's result is not sent again.
+        await post(fake, QUERY, queryBody(ack.json.CheckoutRequestID as string), t);
+        const next = await post(fake, PUSH, pushBody({ CallBackURL: receiver.url }), t);
+        await fake.phone.cancel(next.json.CheckoutRequestID as string);
+        expect(receiver.received.map((r) => JSON.parse(r.body).Body.stkCallback.CheckoutRequestID)).toEqual([
+          ack.json.CheckoutRequestID,
+          next.json.CheckoutRequestID,
+        ]);
       } finally {
         await receiver.close();
       }
     }));
 
-  it('query while pending says the transaction is being processed; timeout without a callback still answers', () =>
+  it('a second push while one is open cannot lock the subscriber; a timeout without a callback still answers the query', () =>
     withFake(async (fake) => {
       const t = await token(fake);
-      const ack = await post(fake, PUSH, pushBody(), t);
-      const id = ack.json.CheckoutRequestID as string;
-      expect(await post(fake, QUERY, queryBody(id), t)).toEqual({
+      const ack = await post(fake, PUSH, pushBody({ CallBackURL: 'http://127.0.0.1:9/down' }), t);
+      expect(await post(fake, PUSH, pushBody(), t)).toMatchObject({
         status: 500,
         json: {
-          requestId: expect.any(String),
           errorCode: '500.001.1001',
-          errorMessage: 'The transaction is being processed',
+          errorMessage: 'Unable to lock subscriber, a transaction is already in process for the current subscriber',
         },
       });
+      const id = ack.json.CheckoutRequestID as string;
       await fake.phone.timeout(id, { callback: false });
       expect(fake.callbacks).toHaveLength(0);
       expect((await post(fake, QUERY, queryBody(id), t)).json).toMatchObject({
@@ -283,15 +478,11 @@ describe('fake Daraja: the payer', () => {
       expect((await post(fake, QUERY, queryBody('ws_CO_nope'), t)).json).toMatchObject({
         errorMessage: 'Bad Request - Invalid CheckoutRequestID',
       });
-    }));
-
-  it('records a callback to a receiver that is down without throwing', () =>
-    withFake(async (fake) => {
-      const t = await token(fake);
-      const ack = await post(fake, PUSH, pushBody({ CallBackURL: 'http://127.0.0.1:9/down' }), t);
-      await fake.phone.insufficientFunds(ack.json.CheckoutRequestID as string);
+      const next = await post(fake, PUSH, pushBody({ CallBackURL: 'http://127.0.0.1:9/down' }), t);
+      await fake.phone.answer(next.json.CheckoutRequestID as string, '1');
       expect(fake.callbacks).toEqual([{ url: 'http://127.0.0.1:9/down', body: expect.any(String), status: 'error' }]);
-      expect(JSON.parse(fake.callbacks[0]!.body).Body.stkCallback.ResultCode).toBe(1);
       await expect(fake.waitForPush('254711111111', 50)).rejects.toThrow(/no STK push/);
+      await expect(fake.phone.answer(id, '0')).rejects.toThrow(/already ended/);
+      await expect(fake.phone.answer(next.json.CheckoutRequestID as string, '42')).rejects.toThrow(/already ended/);
     }));
 });

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from '../../src/core/logger.ts';
 import type { ProviderRail } from '../../src/db/tables/rails.ts';
 import {
   type CollectionAccount,
@@ -35,8 +36,18 @@ export interface RailsWorld {
 export async function railsWorld(
   options: {
     merchantName?: string;
-    /** What plainpay is given as Daraja's address, from the fake's own (a proxy in front of it, say). */
+    /** What plainpay is given as Daraja's addresses, from the fake's own (a proxy in front of it, say). */
     darajaUrl?: (fakeUrl: string) => Promise<string>;
+    /**
+     * PUBLIC_BASE_URL, when it is not the API host's own address (an HTTPS name, as Daraja
+     * production requires): the fake Daraja delivers callbacks on it to the API host, as DNS and a
+     * TLS proxy would.
+     */
+    publicBaseUrl?: string;
+    /** More of plainpay's environment (METRICS_TOKEN, say). */
+    env?: Record<string, string>;
+    /** plainpay's logger (a test reading what it logged). */
+    logger?: Logger;
   } = {},
 ): Promise<RailsWorld> {
   const apiPort = await freePort();
@@ -51,27 +62,33 @@ export async function railsWorld(
     ],
   });
   afterFile(() => paystack.close());
+  const publicOrigin = options.publicBaseUrl && new URL(options.publicBaseUrl).origin;
   const daraja = await startFakeDaraja({
-    apps: [
-      {
-        consumerKey: MPESA_APP.consumer_key,
-        consumerSecret: MPESA_APP.consumer_secret,
-        shortcode: MPESA_APP.shortcode,
-        passkey: MPESA_APP.passkey,
-      },
-    ],
+    // The same app in both of Daraja's environments (a sandbox app and a production app).
+    apps: (['sandbox', 'production'] as const).map((environment) => ({
+      consumerKey: MPESA_APP.consumer_key,
+      consumerSecret: MPESA_APP.consumer_secret,
+      shortcode: MPESA_APP.shortcode,
+      passkey: MPESA_APP.passkey,
+      environment,
+    })),
+    resolveCallback: (url) => (url.origin === publicOrigin ? `${apiUrl}${url.pathname}` : undefined),
   });
   afterFile(() => daraja.close());
-  const darajaUrl = options.darajaUrl ? await options.darajaUrl(daraja.baseUrl) : daraja.baseUrl;
-  const runtime = await testRuntime({
-    PUBLIC_BASE_URL: apiUrl,
-    CHECKOUT_BASE_URL: checkoutUrl,
-    PAYSTACK_BASE_URL: paystack.baseUrl,
-    PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
-    MPESA_SANDBOX_BASE_URL: darajaUrl,
-    MPESA_PRODUCTION_BASE_URL: darajaUrl,
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-  });
+  const viaProxy = (url: string) => (options.darajaUrl ? options.darajaUrl(url) : Promise.resolve(url));
+  const runtime = await testRuntime(
+    {
+      PUBLIC_BASE_URL: options.publicBaseUrl ?? apiUrl,
+      CHECKOUT_BASE_URL: checkoutUrl,
+      PAYSTACK_BASE_URL: paystack.baseUrl,
+      PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
+      MPESA_SANDBOX_BASE_URL: await viaProxy(daraja.baseUrl),
+      MPESA_PRODUCTION_BASE_URL: await viaProxy(daraja.productionBaseUrl),
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      ...options.env,
+    },
+    options.logger ? { logger: options.logger } : {},
+  );
   const api = await testApp(runtime);
   await api.listen({ port: apiPort, host: '127.0.0.1' });
   const checkout = await buildCheckoutApp(runtime);

@@ -1,6 +1,6 @@
 // record_payment_attempt: the one place a payment becomes paid. A provider success pays only what
-// the provider confirmed matches the attempt; anything else ends the attempt and the payment is
-// payable again; a success after the attempt was given up is a late success, refunded, never
+// the provider confirmed matches the attempt; an unknown answer keeps the attempt open; anything else
+// ends the attempt and the payment is payable again; a success after the attempt was given up is a late success, refunded, never
 // dropped; the same answer twice pays once. The sandbox answers synchronously, without an attempt id.
 
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -154,6 +154,52 @@ describe('record_payment_attempt', () => {
     expect(await statusOf(paymentId)).toBe('expired');
     expect(await attempt(attemptId)).toMatchObject({ outcome: 'succeeded', late: true, refund_status: 'due' });
     expect(await eventTypes(runtime, paymentId)).toEqual(['payment.expired', 'payment.late_success']);
+  });
+
+  it("unknown keeps an attempt open: the payment stays processing, no second attempt starts, and the provider's answer applies later", async () => {
+    const merchant = await testAccount(runtime);
+    const paymentId = await pendingPayment(runtime, merchant.accountId);
+    const { attempt_id: attemptId } = await runSystemTool(
+      runtime,
+      startPaymentAttempt,
+      { payment_id: paymentId, rail: 'mpesa', collection_id: COLLECTION.mpesa },
+      testMode(merchant.accountId),
+    );
+    const unknown = { payment_id: paymentId, attempt_id: attemptId, rail: 'mpesa', outcome: 'unknown' };
+    const first = await record(merchant.accountId, { ...unknown, reason: 'M-Pesa did not confirm the push: HTTP 503' });
+    expect(first).toMatchObject({ result: 'unknown', outcome: 'unknown' });
+    expect(await attempt(attemptId)).toMatchObject({
+      outcome: 'unknown',
+      failure_reason: 'M-Pesa did not confirm the push: HTTP 503',
+      completed_at: null,
+    });
+    expect(await statusOf(paymentId)).toBe('processing');
+    expect((await record(merchant.accountId, unknown)).result).toBe('duplicate');
+    await expect(
+      runSystemTool(
+        runtime,
+        startPaymentAttempt,
+        { payment_id: paymentId, rail: 'mpesa', collection_id: COLLECTION.mpesa },
+        testMode(merchant.accountId),
+      ),
+    ).rejects.toMatchObject({ code: 'conflict' });
+
+    // Daraja answers at last: the payer paid. Paid as from any attempt in flight, not late.
+    await runtime.db
+      .updateTable('payment_attempts')
+      .set({ provider_reference: 'ws_CO_0105202612000000012345678' })
+      .where('id', '=', attemptId)
+      .execute();
+    const paid = await record(merchant.accountId, {
+      ...unknown,
+      outcome: 'succeeded',
+      confirmed: { amount_minor: '500000', currency: 'NGN', reference: 'ws_CO_0105202612000000012345678' },
+    });
+    expect(paid).toMatchObject({ result: 'paid', outcome: 'succeeded' });
+    expect(await attempt(attemptId)).toMatchObject({ outcome: 'succeeded', late: false });
+    // An ended attempt is never made unknown again.
+    expect((await record(merchant.accountId, unknown)).result).toBe('duplicate');
+    expect(await eventTypes(runtime, paymentId)).toEqual(['payment.paid']);
   });
 
   it('the sandbox answers synchronously: paid at once, or declined and still payable', async () => {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../../src/core/errors.ts';
 import { defineTool, type ToolContext } from '../../src/core/tool.ts';
-import type { AttemptOutcome, PaymentRow } from '../../src/db/database.ts';
+import { type AttemptOutcome, isOpenAttempt, type PaymentRow } from '../../src/db/database.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
 import { transitionPayment } from '../../src/db/repositories/payments.ts';
 import { newId } from '../../src/domain/ids.ts';
@@ -11,7 +11,7 @@ import { paymentOutput } from '../payment-output.ts';
 import { RAIL_NAMES } from '../../src/db/tables/rails.ts';
 import { lockOwnedPayment, notPayable } from './attempt-rules.ts';
 
-const OUTCOMES = ['succeeded', 'declined', 'abandoned', 'cancelled', 'timed_out', 'failed'] as const;
+const OUTCOMES = ['succeeded', 'declined', 'abandoned', 'cancelled', 'timed_out', 'failed', 'unknown'] as const;
 
 const recordInput = z.strictObject({
   payment_id: z.string().min(1).max(100).describe('The payment (pay_…).'),
@@ -22,8 +22,12 @@ const recordInput = z.strictObject({
     .optional()
     .describe('The attempt; absent for a synchronous (sandbox) attempt.'),
   rail: z.enum(RAIL_NAMES),
-  outcome: z.enum(OUTCOMES),
-  reason: z.string().max(300).optional().describe("The provider's words for a failure."),
+  outcome: z
+    .enum(OUTCOMES)
+    .describe(
+      "How the attempt ended; `unknown`: the provider's answer was lost, timed out or came back 5xx, so the attempt stays open.",
+    ),
+  reason: z.string().max(300).optional().describe("The provider's words for a failure, or why the outcome is unknown."),
   confirmed: z
     .strictObject({
       amount_minor: z.string().regex(/^\d{1,30}$/),
@@ -37,7 +41,7 @@ const recordInput = z.strictObject({
 type RecordInput = z.output<typeof recordInput>;
 
 const recordOutput = z.object({
-  result: z.enum(['paid', 'ended', 'flagged', 'late', 'duplicate']),
+  result: z.enum(['paid', 'ended', 'unknown', 'flagged', 'late', 'duplicate']),
   attempt_id: z.string(),
   outcome: z.string(),
   payment: paymentOutput,
@@ -53,6 +57,9 @@ type RecordOutput = z.output<typeof recordOutput>;
  * - A success the payment can no longer take (its attempt was given up as abandoned or timed out,
  *   and the session expired or was paid another way) is a late success: recorded, announced as
  *   `payment.late_success`, and returned to the payer (docs/rails.md, "Late successes").
+ * - `unknown` leaves an attempt in flight open, its outcome unknown (the provider's answer was lost
+ *   or came back 5xx: it may have acted); the payment stays processing, so the payer cannot start
+ *   another attempt, until the provider says what happened (docs/rails.md, "Unknown answers").
  * - Anything else ends the attempt; the payment is payable again (processing → pending).
  * - An attempt that has already ended does not change again: the same event twice pays once.
  *
@@ -61,7 +68,8 @@ type RecordOutput = z.output<typeof recordOutput>;
 export const recordPaymentAttempt = defineTool({
   name: 'record_payment_attempt',
   title: 'Record how a payment attempt ended',
-  description: "Applies a payer rail's confirmed outcome to the payment attempt and the payment.",
+  description:
+    "Applies a payer rail's confirmed outcome to the payment attempt and the payment, or records that the provider's answer is unknown.",
   input: recordInput,
   output: recordOutput,
   effect: 'write',
@@ -81,7 +89,7 @@ export const recordPaymentAttempt = defineTool({
       .forUpdate()
       .executeTakeFirst();
     if (!attempt) throw new AppError('not_found', `No attempt '${input.attempt_id}' of this payment on ${input.rail}.`);
-    const answer = (result: 'paid' | 'ended' | 'flagged' | 'late' | 'duplicate', row: PaymentRow, outcome: string) => ({
+    const answer = (result: RecordOutput['result'], row: PaymentRow, outcome: string) => ({
       result,
       attempt_id: attempt.id,
       outcome,
@@ -92,9 +100,18 @@ export const recordPaymentAttempt = defineTool({
         ? ((await transitionPayment(db, payment.id, 'processing', 'pending', {}, now)) ?? payment)
         : payment;
 
-    const ended = attempt.outcome !== 'pending';
+    const ended = !isOpenAttempt(attempt.outcome);
     if (attempt.outcome === 'succeeded' || attempt.outcome === 'flagged') {
       return answer('duplicate', payment, attempt.outcome);
+    }
+    if (input.outcome === 'unknown') {
+      if (attempt.outcome !== 'pending') return answer('duplicate', payment, attempt.outcome);
+      await db
+        .updateTable('payment_attempts')
+        .set({ outcome: 'unknown', failure_reason: input.reason ?? null })
+        .where('id', '=', attempt.id)
+        .execute();
+      return answer('unknown', payment, 'unknown');
     }
     if (input.outcome !== 'succeeded') {
       if (ended) return answer('duplicate', payment, attempt.outcome);

@@ -141,7 +141,13 @@
     if (again && following) polling = setTimeout(poll, SLOW_POLL_MS);
   };
 
-  if (state === 'payable' || state === 'processing' || state === 'received' || (state === 'settled' && autoReturn)) {
+  if (
+    state === 'payable' ||
+    state === 'processing' ||
+    state === 'confirming' ||
+    state === 'received' ||
+    (state === 'settled' && autoReturn)
+  ) {
     if (typeof EventSource !== 'function') {
       polling = setTimeout(poll, SLOW_POLL_MS);
     } else {

@@ -1,11 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.ts';
 import type { Runtime } from '../../runtime.ts';
 import { checkAttempt, collectionOfAttempt, recordRailEvent } from '../../payments/rails/attempts.ts';
 import { sha256Hex } from '../../core/sha256.ts';
 import { paystackSignatureValid } from '../../payments/rails/paystack.ts';
 import type { ProviderVerdict } from '../../payments/rails/rail.ts';
+import { STK_CALLBACK_PATH } from '../../payments/rails/mpesa.ts';
+import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { isId } from '../../domain/ids.ts';
 
 /**
@@ -13,8 +15,9 @@ import { isId } from '../../domain/ids.ts';
  * themselves another way, and nothing they say is believed until the provider's own API confirms it.
  *
  *   POST /hooks/paystack                 Paystack's events, signed with the merchant's secret key
- *   POST /hooks/mpesa/:attempt/:token    Daraja's STK result callback (unsigned: the URL holds a
+ *   POST /hooks/stk/:token               Daraja's STK result callback (unsigned: the URL holds a
  *                                        secret of the attempt's own, and the STK query decides)
+ *   POST /hooks/mpesa/:attempt/:token    the same, at the URL pushes made before the upgrade named
  *
  * Every callback, accepted or refused, leaves a rail event on the payment for finance.
  */
@@ -137,9 +140,25 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
       return { received: true };
     });
 
+    // The secret alone names the attempt (hex, 256 bits; stored hashed, so looked up by its hash).
+    app.post<{ Params: { token: string } }>(`${STK_CALLBACK_PATH}/:token`, async (request) => {
+      const { token } = request.params;
+      const attempt = /^[0-9a-f]{64}$/.test(token)
+        ? await runtime.db
+            .selectFrom('payment_attempts')
+            .selectAll()
+            .where('callback_token_hash', '=', sha256Hex(token))
+            .where('rail', '=', 'mpesa')
+            .executeTakeFirst()
+        : undefined;
+      return receiveStkCallback(runtime, request, attempt, attempt !== undefined);
+    });
+
+    // The URL pushes were given before the callback path lost the word "mpesa" (which Safaricom
+    // tells integrators to keep out of callback URLs). Daraja posts a push's result once, to the
+    // URL the push named, so this keeps answering for pushes made before the upgrade; no push is
+    // given it any more (stkCallbackUrl).
     app.post<{ Params: { attempt: string; token: string } }>('/hooks/mpesa/:attempt/:token', async (request) => {
-      const now = () => runtime.clock.now();
-      const accepted = { ResultCode: 0, ResultDesc: 'Accepted' };
       const attempt = isId('att', request.params.attempt)
         ? await runtime.db
             .selectFrom('payment_attempts')
@@ -148,119 +167,129 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
             .where('rail', '=', 'mpesa')
             .executeTakeFirst()
         : undefined;
-      if (!attempt?.callback_token_hash || !sameHash(attempt.callback_token_hash, sha256Hex(request.params.token))) {
-        await recordRailEvent(
-          runtime.db,
-          'mpesa',
-          attempt ?? null,
-          'callback',
-          'refused_unknown',
-          'callback URL does not name an attempt with this secret',
-          now(),
-        );
-        request.log.warn({ attempt: request.params.attempt.slice(0, 40) }, 'M-Pesa callback on an unknown URL refused');
-        throw new AppError('not_found', 'No such callback.');
-      }
-      const body = parseJson(typeof request.body === 'string' ? request.body : '') as
-        | { Body?: { stkCallback?: Record<string, unknown> } }
-        | undefined;
-      const callback = body?.Body?.stkCallback;
-      const checkoutRequestId = callback?.CheckoutRequestID;
-      if (!callback || typeof checkoutRequestId !== 'string' || checkoutRequestId.length > 100) {
-        await recordRailEvent(
-          runtime.db,
-          'mpesa',
-          attempt,
-          'callback',
-          'refused_malformed',
-          'not an STK callback',
-          now(),
-        );
-        throw new AppError('invalid_request', 'The body is not an M-Pesa STK callback.');
-      }
-      if (attempt.provider_reference !== null && checkoutRequestId !== attempt.provider_reference) {
-        await recordRailEvent(
-          runtime.db,
-          'mpesa',
-          attempt,
-          'callback',
-          'refused_mismatch',
-          `callback for ${checkoutRequestId.slice(0, 60)}, the attempt is ${attempt.provider_reference}`,
-          now(),
-        );
-        throw new AppError('invalid_request', 'The callback is about another request.');
-      }
-      if (attempt.outcome === 'succeeded' || attempt.outcome === 'flagged') {
-        await recordRailEvent(
-          runtime.db,
-          'mpesa',
-          attempt,
-          'callback',
-          'duplicate',
-          `callback again: the attempt is already ${attempt.outcome}`,
-          now(),
-        );
-        return accepted;
-      }
-      if (attempt.provider_reference === null) {
-        // The push's answer was lost (a crash, a timeout): the callback names it, unless another attempt has it.
-        const taken = await runtime.db
-          .selectFrom('payment_attempts')
-          .select('id')
-          .where('rail', '=', 'mpesa')
-          .where('provider_reference', '=', checkoutRequestId)
-          .executeTakeFirst();
-        if (taken) {
-          await recordRailEvent(
-            runtime.db,
-            'mpesa',
-            attempt,
-            'callback',
-            'refused_mismatch',
-            `callback names ${checkoutRequestId.slice(0, 60)}, which belongs to another attempt`,
-            now(),
-          );
-          throw new AppError('invalid_request', 'The callback is about another request.');
-        }
-        await runtime.db
-          .updateTable('payment_attempts')
-          .set({ provider_reference: checkoutRequestId })
-          .where('id', '=', attempt.id)
-          .where('provider_reference', 'is', null)
-          .execute();
-        attempt.provider_reference = checkoutRequestId;
-      }
-      const claimed = mpesaClaim(callback);
+      const hash = attempt?.callback_token_hash;
+      const known = hash ? sameHash(hash, sha256Hex(request.params.token)) : false;
+      return receiveStkCallback(runtime, request, attempt, known);
+    });
+  };
+}
+
+/**
+ * Daraja's STK result for an attempt: acknowledged whatever it says, believed only as far as the
+ * STK query confirms it. `known`: the URL's secret is the attempt's own.
+ */
+async function receiveStkCallback(
+  runtime: Runtime,
+  request: FastifyRequest,
+  attempt: PaymentAttemptRow | undefined,
+  known: boolean,
+): Promise<{ ResultCode: number; ResultDesc: string }> {
+  const now = () => runtime.clock.now();
+  const accepted = { ResultCode: 0, ResultDesc: 'Accepted' };
+  if (!attempt || !known) {
+    await recordRailEvent(
+      runtime.db,
+      'mpesa',
+      attempt ?? null,
+      'callback',
+      'refused_unknown',
+      'callback URL does not name an attempt with this secret',
+      now(),
+    );
+    request.log.warn({ url: request.url.slice(0, 60) }, 'M-Pesa callback on an unknown URL refused');
+    throw new AppError('not_found', 'No such callback.');
+  }
+  const body = parseJson(typeof request.body === 'string' ? request.body : '') as
+    | { Body?: { stkCallback?: Record<string, unknown> } }
+    | undefined;
+  const callback = body?.Body?.stkCallback;
+  const checkoutRequestId = callback?.CheckoutRequestID;
+  if (!callback || typeof checkoutRequestId !== 'string' || checkoutRequestId.length > 100) {
+    await recordRailEvent(runtime.db, 'mpesa', attempt, 'callback', 'refused_malformed', 'not an STK callback', now());
+    throw new AppError('invalid_request', 'The body is not an M-Pesa STK callback.');
+  }
+  if (attempt.provider_reference !== null && checkoutRequestId !== attempt.provider_reference) {
+    await recordRailEvent(
+      runtime.db,
+      'mpesa',
+      attempt,
+      'callback',
+      'refused_mismatch',
+      `callback for ${checkoutRequestId.slice(0, 60)}, the attempt is ${attempt.provider_reference}`,
+      now(),
+    );
+    throw new AppError('invalid_request', 'The callback is about another request.');
+  }
+  if (attempt.outcome === 'succeeded' || attempt.outcome === 'flagged') {
+    await recordRailEvent(
+      runtime.db,
+      'mpesa',
+      attempt,
+      'callback',
+      'duplicate',
+      `callback again: the attempt is already ${attempt.outcome}`,
+      now(),
+    );
+    return accepted;
+  }
+  if (attempt.provider_reference === null) {
+    // The push's answer never came (lost, a timeout, a 5xx, a crash): only its callback names it
+    // (the STK query needs the ID), unless another attempt has it.
+    const taken = await runtime.db
+      .selectFrom('payment_attempts')
+      .select('id')
+      .where('rail', '=', 'mpesa')
+      .where('provider_reference', '=', checkoutRequestId)
+      .executeTakeFirst();
+    if (taken) {
       await recordRailEvent(
         runtime.db,
         'mpesa',
         attempt,
         'callback',
-        'received',
-        `ResultCode ${String(callback.ResultCode)}: ${String(callback.ResultDesc ?? '')}`.slice(0, 300),
+        'refused_mismatch',
+        `callback names ${checkoutRequestId.slice(0, 60)}, which belongs to another attempt`,
         now(),
       );
-      await checkAttempt(runtime, attempt, {
-        trigger: 'callback',
-        mayPay: true,
-        abandonIsFinal: true,
-        overlay: (v) =>
-          // The query decides; a callback that claimed a success must also claim the amount pushed.
-          v.outcome === 'succeeded' && v.confirmed && Number(callback.ResultCode) === 0
-            ? disagreeing(
-                { ...v, confirmed: { ...v.confirmed, receipt: claimed.receipt } },
-                {
-                  amount_minor: claimed.amountMinor ?? '',
-                  currency: 'KES',
-                  reference: v.confirmed.reference,
-                },
-              )
-            : v,
-      });
-      // Daraja wants an acknowledgement whatever plainpay made of it; the query decided, not this body.
-      return accepted;
-    });
-  };
+      throw new AppError('invalid_request', 'The callback is about another request.');
+    }
+    await runtime.db
+      .updateTable('payment_attempts')
+      .set({ provider_reference: checkoutRequestId })
+      .where('id', '=', attempt.id)
+      .where('provider_reference', 'is', null)
+      .execute();
+    attempt.provider_reference = checkoutRequestId;
+  }
+  const claimed = mpesaClaim(callback);
+  await recordRailEvent(
+    runtime.db,
+    'mpesa',
+    attempt,
+    'callback',
+    'received',
+    `ResultCode ${String(callback.ResultCode)}: ${String(callback.ResultDesc ?? '')}`.slice(0, 300),
+    now(),
+  );
+  await checkAttempt(runtime, attempt, {
+    trigger: 'callback',
+    mayPay: true,
+    abandonIsFinal: true,
+    overlay: (v) =>
+      // The query decides; a callback that claimed a success must also claim the amount pushed.
+      v.outcome === 'succeeded' && v.confirmed && Number(callback.ResultCode) === 0
+        ? disagreeing(
+            { ...v, confirmed: { ...v.confirmed, receipt: claimed.receipt } },
+            {
+              amount_minor: claimed.amountMinor ?? '',
+              currency: 'KES',
+              reference: v.confirmed.reference,
+            },
+          )
+        : v,
+  });
+  // Daraja wants an acknowledgement whatever plainpay made of it; the query decided, not this body.
+  return accepted;
 }
 
 /** A success whose confirmation disagrees with what the callback claimed carries the claim, so it is flagged. */

@@ -10,9 +10,9 @@ import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { startPaymentAttempt } from '../../../tools/system/start-payment-attempt.ts';
 import { collectionAccountFor, collectionById, collectionFor, type OpenCollection } from './collections.ts';
-import { mpesaRail } from './mpesa.ts';
+import { mpesaRail, stkCallbackUrl } from './mpesa.ts';
 import { paystackRail } from './paystack.ts';
-import { type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
+import { alertOperator, type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
 
 /**
  * The payer rails' flow (docs/rails.md): start an attempt, ask the provider, apply what it says.
@@ -76,8 +76,9 @@ export async function beginAttempt(
     throw new AppError('invalid_request', `${adapter.label} is not available for this payment.`, { param: 'rail' });
   const { credentials } = collection;
   const payer = adapter.readPayer(form);
-  // An unsigned callback (M-Pesa) is only heard on a URL holding a secret of this attempt's own.
-  const callbackToken = randomBytes(24).toString('base64url');
+  // An unsigned callback (M-Pesa) is only heard on a URL holding a secret of this attempt's own:
+  // 256 bits, in hex, whose letters cannot spell a word Daraja refuses in a callback URL.
+  const callbackToken = randomBytes(32).toString('hex');
   const started = await runSystemTool(
     runtime,
     startPaymentAttempt,
@@ -100,16 +101,24 @@ export async function beginAttempt(
       payment,
       payer,
       returnUrl: `${runtime.config.checkoutBaseUrl}/pay/${payment.id}/return/${attempt.id}`,
-      callbackUrl: `${runtime.config.publicBaseUrl}/hooks/mpesa/${attempt.id}/${callbackToken}`,
+      callbackUrl: stkCallbackUrl(runtime.config.publicBaseUrl, callbackToken),
     });
   } catch (error) {
     const reason = error instanceof RailUnavailableError ? error.message : 'the provider could not be reached';
     if (!(error instanceof RailUnavailableError))
       runtime.logger.error({ err: error, attemptId: attempt.id }, 'rail start failed');
-    const unanswered = !(error instanceof RailUnavailableError) || error.providerStatus === undefined;
-    if (unanswered && adapter.unansweredStartMayReachPayer) {
-      // The request may be on the payer's phone: the attempt stays open, its callback or the reconciler decides.
-      await recordRailEvent(runtime.db, rail, attempt, 'start', 'unanswered', reason, runtime.clock.now());
+    // Only the provider's clear refusal says nothing was done. A lost answer, a timeout or a 5xx
+    // may come after the provider acted: an M-Pesa prompt can be on the payer's phone.
+    const refused = error instanceof RailUnavailableError && error.refused;
+    if (!refused && adapter.unansweredStartMayReachPayer) {
+      // Open, its outcome unknown: its callback or the reconciler's queries decide (docs/rails.md, "Unknown answers").
+      await recordRailEvent(runtime.db, rail, attempt, 'start', 'unknown', reason, runtime.clock.now());
+      await runSystemTool(
+        runtime,
+        recordPaymentAttempt,
+        { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'unknown', reason: reason.slice(0, 300) },
+        scope,
+      );
       return { attemptId: attempt.id, payerUrl: undefined };
     }
     await recordRailEvent(runtime.db, rail, attempt, 'start', 'failed', reason, runtime.clock.now());
@@ -119,7 +128,7 @@ export async function beginAttempt(
       { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'failed', reason: reason.slice(0, 300) },
       scope,
     );
-    throw new AppError('unavailable', reason);
+    throw new AppError('unavailable', attemptNotice({ rail, outcome: 'failed', failure_reason: reason }) ?? reason);
   }
   // Started: from here on the attempt is open whatever happens, and is confirmed or ended by the provider.
   await runtime.db
@@ -209,7 +218,7 @@ export async function checkAttempt(
     now(),
   );
   if (waiting) return verdict;
-  await runSystemTool(
+  const recorded = await runSystemTool(
     runtime,
     recordPaymentAttempt,
     {
@@ -222,7 +231,19 @@ export async function checkAttempt(
     },
     scopeOf(payment),
   );
+  // Once, by whoever ended the attempt on it (a callback and the reconciler may both have asked).
+  if (verdict.operatorAlert && recorded.result === 'ended') {
+    alertOperator(runtime, rail, verdict.operatorAlert, { attemptId: attempt.id, paymentId: payment.id });
+  }
   return verdict;
+}
+
+/** What the payer's page says of an attempt that ended without paying, in the rail's own words where it has some. */
+export function attemptNotice(
+  attempt: Pick<PaymentAttemptRow, 'rail' | 'outcome' | 'failure_reason'>,
+): string | undefined {
+  const rail = PROVIDER_RAILS[attempt.rail as ProviderRail];
+  return rail?.payerNotice?.(attempt);
 }
 
 /** The collection account an attempt's money went to: its provider calls use that integration's credentials. */

@@ -3,6 +3,7 @@ import type { PaymentRow } from '../../db/database.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
 import type { RailCredentials } from './collections.ts';
+import { type RailAlertReason, recordRailAlert } from '../../metrics/metrics.ts';
 
 /**
  * A payer rail (docs/rails.md): how a payer pays a checkout in local currency. Small on purpose:
@@ -46,9 +47,15 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
    */
   listCollected?(args: CollectionListingArgs<R>): Promise<ProviderCollectedPayment[]>;
   /**
-   * Whether a start the provider never answered may still have reached the payer (an M-Pesa push
-   * can be on the phone although Daraja's answer was lost). Then the attempt stays open for the
-   * callback or the reconciler to decide, instead of being ended as failed while the payer pays.
+   * What the payer is told about an attempt that ended without paying, in words they can act on
+   * (M-Pesa's result codes); undefined for the general notice of its outcome.
+   */
+  payerNotice?(attempt: Pick<PaymentAttemptRow, 'outcome' | 'failure_reason'>): string | undefined;
+  /**
+   * Whether a start the provider did not clearly refuse (its answer lost, timed out, or a 5xx) may
+   * still have reached the payer (an M-Pesa push can be on the phone although Daraja's answer never
+   * came). Then the attempt stays open with its outcome unknown, for the callback or the reconciler
+   * to decide, instead of being ended as failed while the payer pays.
    */
   unansweredStartMayReachPayer: boolean;
 }
@@ -96,13 +103,21 @@ export interface StartedAttempt {
   payerUrl?: string;
 }
 
-/** What the provider says about an attempt. `pending`: not final yet, ask again later. */
+/**
+ * What the provider says about an attempt. `pending`: not final yet, ask again later; `failed`: the
+ * provider could not put it to the payer (M-Pesa busy).
+ */
 export interface ProviderVerdict {
-  outcome: 'pending' | 'succeeded' | 'declined' | 'abandoned' | 'cancelled' | 'timed_out';
+  outcome: 'pending' | 'succeeded' | 'declined' | 'abandoned' | 'cancelled' | 'timed_out' | 'failed';
   /** For a success: what the provider itself reports, checked against the attempt. */
   confirmed?: { amount_minor: string; currency: string; reference: string; receipt?: string };
   /** The provider's words, for the attempt's record. */
   detail: string;
+  /**
+   * The answer says the operator must act (a collection account set up wrong, or full): logged at
+   * error level and counted once, when the attempt ends on it.
+   */
+  operatorAlert?: { reason: RailAlertReason; message: string };
 }
 
 /** A provider that did not answer, or answered with an error: nothing is assumed about money. */
@@ -112,8 +127,9 @@ export class RailUnavailableError extends Error {
     message: string,
     readonly providerStatus?: number,
     /**
-     * The provider understood the request and said no (a validation refusal: nothing was done).
-     * Anything else (a timeout, a 5xx, a 429, a 2xx that did not parse) may have done it.
+     * Nothing was done: the provider understood the request and said no (a validation refusal), or
+     * the request was never sent (no token to send it with). Anything else (a timeout, a 5xx, a
+     * 429, a 2xx that did not parse) may have done it.
      */
     readonly refused = false,
   ) {
@@ -157,4 +173,18 @@ export async function providerCall(
     body = null;
   }
   return { status: response.status, body };
+}
+
+/**
+ * A provider's answer the operator must act on: an error in the log and a count in /metrics
+ * (plainpay_payer_rail_alerts_total), which the operator's alerting watches (docs/operations.md).
+ */
+export function alertOperator(
+  runtime: Pick<Runtime, 'logger'>,
+  rail: ProviderRail,
+  alert: NonNullable<ProviderVerdict['operatorAlert']>,
+  context: Record<string, string>,
+): void {
+  runtime.logger.error({ ...context, rail, alert: alert.reason }, alert.message);
+  recordRailAlert(rail, alert.reason);
 }

@@ -1,10 +1,13 @@
+import { isOpenAttempt, type ModeScope, OPEN_ATTEMPT_OUTCOMES } from '../../db/database.ts';
 import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../../db/tables/rails.ts';
 import type { Runtime } from '../../runtime.ts';
 import { pollingJob, type WorkerJob } from '../../worker-job.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
-import { checkAttempt, collectionOfAttempt, PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
-import { RailUnavailableError } from './rail.ts';
+import { checkAttempt, collectionOfAttempt, findAttempt, PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
+import { unconfirmedPushReason } from './mpesa.ts';
+import { type ProviderVerdict, RailUnavailableError } from './rail.ts';
+import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { processRailRefunds } from './refunds.ts';
 import { leaseLapsed, takeLease } from './lease.ts';
 
@@ -12,7 +15,10 @@ import { leaseLapsed, takeLease } from './lease.ts';
 const FIRST_CHECK_MS = 30_000;
 /** And again at most this often while it stays open. */
 const RECHECK_MS = 30_000;
-/** An M-Pesa prompt lapses on the phone after about a minute; past this, no answer means it timed out. */
+/**
+ * An M-Pesa prompt lapses on the phone after about a minute (Daraja then answers 1037 or 1019);
+ * past this, it can no longer be answered (mpesaPastItsPrompt).
+ */
 const MPESA_GIVE_UP_MS = 5 * 60_000;
 /** A Paystack payer may take a while on Paystack's page; past this (or the session's end) abandoned is final. */
 const PAYSTACK_ABANDON_MS = 30 * 60_000;
@@ -30,7 +36,7 @@ export async function reconcileRailAttempts(runtime: Runtime, stopping: () => bo
   const due = await runtime.db
     .selectFrom('payment_attempts')
     .select(['id', 'checked_at'])
-    .where('outcome', '=', 'pending')
+    .where('outcome', 'in', OPEN_ATTEMPT_OUTCOMES)
     .where('rail', 'in', PROVIDER_RAIL_NAMES)
     .where('created_at', '<=', new Date(now.getTime() - FIRST_CHECK_MS))
     .where(leaseLapsed(new Date(now.getTime() - RECHECK_MS)))
@@ -42,7 +48,7 @@ export async function reconcileRailAttempts(runtime: Runtime, stopping: () => bo
     // Stopping: no further lease is taken (leases are taken one row at a time, so the rest stay free).
     if (stopping()) return due.length;
     const attempt = await takeLease(runtime.db, 'payment_attempts', read, runtime.clock.now());
-    if (attempt?.outcome !== 'pending') continue;
+    if (!attempt || !isOpenAttempt(attempt.outcome)) continue;
     const payment = await runtime.db
       .selectFrom('payments')
       .select(['account_id', 'livemode', 'expires_at'])
@@ -58,24 +64,15 @@ export async function reconcileRailAttempts(runtime: Runtime, stopping: () => bo
         mayPay: attempt.rail === 'mpesa' || (await signedEventReceived(runtime, attempt.id)),
         abandonIsFinal: stale,
       });
-      // Unanswered for 5 minutes (or Daraja unreachable): ended; a later confirmed success is a late one.
       if (
         attempt.rail === 'mpesa' &&
-        (verdict === undefined || verdict.outcome === 'pending') &&
-        age > MPESA_GIVE_UP_MS
+        age > MPESA_GIVE_UP_MS &&
+        (verdict === undefined || verdict.outcome === 'pending')
       ) {
-        await runSystemTool(
-          runtime,
-          recordPaymentAttempt,
-          {
-            payment_id: attempt.payment_id,
-            attempt_id: attempt.id,
-            rail: 'mpesa',
-            outcome: 'timed_out',
-            reason: 'no answer from the phone in 5 minutes',
-          },
-          { accountId: payment.account_id, livemode: payment.livemode },
-        );
+        await mpesaPastItsPrompt(runtime, attempt, verdict, {
+          accountId: payment.account_id,
+          livemode: payment.livemode,
+        });
       }
       if (attempt.rail === 'paystack' && verdict?.outcome === 'succeeded') {
         runtime.logger.error(
@@ -89,6 +86,55 @@ export async function reconcileRailAttempts(runtime: Runtime, stopping: () => bo
   }
   if (!stopping()) await refundLateSuccesses(runtime, stopping);
   return due.length;
+}
+
+/**
+ * An M-Pesa attempt still open once its prompt can no longer be answered (docs/rails.md, "Unknown
+ * answers"). What ends it is what Daraja said:
+ *  - the query still answering "being processed": Daraja answered, nothing was paid; timed out (a
+ *    PIN entered later is a late success);
+ *  - the query not answering (a 5xx, a timeout): nobody knows whether the payer paid, so it is
+ *    unknown, and stays open, the payment `processing`, while the query is asked every pass: a
+ *    PIN entered during the outage is recorded when the query recovers;
+ *  - no CheckoutRequestID (Daraja never acknowledged the push, and no callback has named it):
+ *    there is nothing to ask Daraja about (the query needs the ID; only the callback carries it).
+ *    The push either never reached M-Pesa, or did and its one callback was lost. Ended as timed
+ *    out, saying so: the payer may pay again, and should a callback still name it, its success is
+ *    a late one; a success whose callback was lost shows in the M-Pesa org portal, whose listing the
+ *    daily reconciliation reads.
+ */
+async function mpesaPastItsPrompt(
+  runtime: Runtime,
+  checked: PaymentAttemptRow,
+  verdict: ProviderVerdict | undefined,
+  scope: ModeScope,
+): Promise<void> {
+  // As it is now: a callback may have named the push since the lease was taken.
+  const attempt = await findAttempt(runtime.db, checked.id);
+  if (!isOpenAttempt(attempt.outcome)) return;
+  // The verdict is Daraja's answer only if the query was asked (the push had its ID then).
+  const darajaSaid = checked.provider_reference === null ? undefined : verdict;
+  const record = (outcome: 'timed_out' | 'unknown', reason: string) =>
+    runSystemTool(
+      runtime,
+      recordPaymentAttempt,
+      { payment_id: attempt.payment_id, attempt_id: attempt.id, rail: 'mpesa', outcome, reason: reason.slice(0, 300) },
+      scope,
+    );
+  if (attempt.provider_reference === null) {
+    runtime.logger.warn(
+      { attemptId: attempt.id, paymentId: attempt.payment_id },
+      'M-Pesa never acknowledged this push and no callback named it: ended; if the payer paid, the M-Pesa org portal shows it',
+    );
+    await record('timed_out', unconfirmedPushReason(attempt.failure_reason));
+  } else if (darajaSaid?.outcome === 'pending') {
+    await record('timed_out', 'M-Pesa still reported the prompt open 5 minutes after the push');
+  } else if (attempt.outcome === 'pending') {
+    await record(
+      'unknown',
+      "M-Pesa's status query did not answer once the prompt could no longer be answered; asking until it does",
+    );
+  }
 }
 
 /** Whether a Paystack charge.success with a valid signature arrived for this attempt. */
