@@ -126,10 +126,23 @@ describe('checkGrounding: amounts', () => {
     expect(() => checkGrounding('refund_payment', { payment_id: PAYMENT, amount: 9000 }, e)).toThrow(AppError);
   });
 
-  it('neither reading of "5.000 USDC" (it could be 5 or 5,000): the model must ask', () => {
+  it('neither reading of "5.000" (it could be 5 or 5,000), in any currency: the model must ask', () => {
     const e = evidence(`pay out 5.000 USDC to ${SUPPLIER}`);
     expect(() => checkGrounding('create_payout', { amount: 5, to_address: SUPPLIER }, e)).toThrow(AppError);
     expect(() => checkGrounding('create_payout', { amount: 5000, to_address: SUPPLIER }, e)).toThrow(AppError);
+    const naira = evidence(`refund 5.000 naira of ${PAYMENT}`, payment);
+    expect(() => checkGrounding('refund_payment', { payment_id: PAYMENT, amount: 5000 }, naira)).toThrow(AppError);
+  });
+
+  it('an exponent, look-alike letters or a mixed numeral ground nothing (the same reader as the planner)', () => {
+    for (const written of ['1e3', '1O0', '1k5'])
+      for (const amount of [1, 1000, 100, 15, 1500, 10]) {
+        const e = evidence(`pay out ${written} USDC to ${SUPPLIER}`);
+        expect(() => checkGrounding('create_payout', { amount, to_address: SUPPLIER }, e), written).toThrow(AppError);
+      }
+    const e = evidence(`pay out 2 hundred USDC to ${SUPPLIER}`);
+    expect(() => checkGrounding('create_payout', { amount: 200, to_address: SUPPLIER }, e)).not.toThrow();
+    expect(() => checkGrounding('create_payout', { amount: 2, to_address: SUPPLIER }, e)).toThrow(AppError);
   });
 
   it('counts and other numbers in results ground nothing; a write echoes nothing back as evidence', () => {

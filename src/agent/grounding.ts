@@ -33,12 +33,6 @@ export interface RunEvidence {
   readonly fractions: readonly Rational[];
   /** The currency exponent of each payment read, so a refund's share of it may be rounded to it. */
   readonly paymentExponents: ReadonlyMap<string, number>;
-  /**
-   * Locale-ambiguous numbers of the instruction ("5.000"): the thousands reading grounds an amount
-   * only in a currency with fewer than 3 decimals (where "5.000" cannot be five); in USDC neither
-   * reading does, so a model must ask which one the merchant meant.
-   */
-  readonly ambiguous: readonly { grouped: Rational; decimal: Rational }[];
   /** The instruction asks for equal parts ("equally", "evenly", "three ways"). */
   readonly equalParts: boolean;
 }
@@ -84,7 +78,6 @@ export function evidenceFromInstruction(instruction: string, now: Date): RunEvid
   const proportions: Rational[] = [];
   const shareBps = new Set<bigint>();
   const fractions: Rational[] = [];
-  const ambiguous: { grouped: Rational; decimal: Rational }[] = [];
   let equalParts = false;
   for (const token of tokenize(instruction, now)) {
     if (token.kind === 'word' && ['equally', 'evenly', 'equal', 'even', 'ways', 'way'].includes(token.lower))
@@ -98,12 +91,8 @@ export function evidenceFromInstruction(instruction: string, now: Date): RunEvid
         ids.add(token.value);
         break;
       case 'amount':
+        // An unreadable figure ("1e3", "1O0", "5.000") grounds nothing: the model must ask.
         if (token.number.type === 'exact') addNumber(numbers, parseDecimal(token.number.text));
-        else if (token.number.type === 'ambiguous') {
-          const grouped = parseDecimal(token.number.grouped);
-          const decimal = parseDecimal(token.number.decimal);
-          if (grouped !== undefined && decimal !== undefined) ambiguous.push({ grouped, decimal });
-        }
         break;
       case 'percent':
         if (token.bps !== undefined) {
@@ -135,7 +124,6 @@ export function evidenceFromInstruction(instruction: string, now: Date): RunEvid
     shareBps,
     fractions,
     paymentExponents: new Map(),
-    ambiguous,
     equalParts,
   };
 }
@@ -263,8 +251,6 @@ function requireAmount(value: unknown, field: string, evidence: RunEvidence, exp
  */
 export function isGroundedAmount(amount: Rational, evidence: RunEvidence, exponent?: number): boolean {
   const bases = [...evidence.numbers.values()];
-  // "5.000 naira" is five thousand; "5.000 USDC" could be either, so it grounds neither.
-  if (exponent !== undefined && exponent < 3) for (const reading of evidence.ambiguous) bases.push(reading.grouped);
   for (const base of bases) {
     if (matches(amount, base, exponent)) return true;
     for (const proportion of evidence.proportions) {

@@ -34,6 +34,39 @@ const CONTEXT_SAFE = new Set([
   'entire',
 ]);
 
+/** Words that repeat or multiply an action: placed only when they tell what already happened. */
+const REPETITION = new Set(['twice', 'thrice', 'double', 'again']);
+
+/** Words that put a sentence in the past: "was charged twice", "last time it went twice". */
+const PAST = new Set([
+  'was',
+  'were',
+  'been',
+  'got',
+  'had',
+  'charged',
+  'paid',
+  'billed',
+  'debited',
+  'deducted',
+  'went',
+  'happened',
+  'came',
+  'did',
+  'sent',
+  'took',
+]);
+
+/**
+ * "the customer was charged twice", "(last time it went twice)": a repetition word after a verb in
+ * the past tells a story; "refund pay_… twice" or "pay him double" would multiply the action.
+ */
+export function tellsThePast(tokens: readonly Token[], at: number): boolean {
+  const token = tokens[at];
+  if (token?.kind !== 'word' || !REPETITION.has(token.lower)) return false;
+  return tokens.slice(Math.max(0, at - 4), at).some((t) => t.kind === 'word' && PAST.has(t.lower));
+}
+
 export interface Unplaced {
   token: Token;
   clause: string;
@@ -55,6 +88,7 @@ export function unplacedTokens(
       if (clause.consumed.has(token.index) || consumedBySequencing.has(token.index) || borrowed.has(token.index))
         continue;
       if (context && token.kind === 'word' && CONTEXT_SAFE.has(token.lower)) continue;
+      if (tellsThePast(clause.tokens, clause.tokens.indexOf(token))) continue;
       // "Approved by: Ngozi" under a ticket: who signed it off (a held action is approved only by a person).
       const next = clause.tokens[clause.tokens.indexOf(token) + 1];
       if (

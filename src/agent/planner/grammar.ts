@@ -1103,10 +1103,12 @@ export function fillSlots(
           slots.full = true;
           use(token);
         } else if (w === 'twice' || w === 'double' || w === 'duplicate' || w === 'duplicates' || w === 'duplicated') {
-          // A refund of "payments made twice" needs the merchant to say which ones.
-          if (intent === 'refund' && slots.paymentIds.length === 0 && !tokens.some((t) => t.kind === 'payment_id'))
-            slots.duplicates = true;
-          if (intent === 'refund') use(token);
+          // A refund of "payments made twice" needs the merchant to say which ones. "Refund pay_… twice"
+          // multiplies: it is left to be placed (asked back), never taken as one refund.
+          const which =
+            intent === 'refund' && slots.paymentIds.length === 0 && !tokens.some((t) => t.kind === 'payment_id');
+          if (which) slots.duplicates = true;
+          if (intent === 'refund' && (which || w.startsWith('duplicate'))) use(token);
         } else if ((w === 'only' || w === 'just') && intent === 'refund') {
           // "but only half of it", "just 1,000 naira though": the amount that follows is the refund.
           const value = tokens.slice(i + 1).find((t) => t.kind !== 'punct' && !isWord(t, 'the', 'a', 'refund'));

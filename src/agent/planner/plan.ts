@@ -462,19 +462,14 @@ function borrowContextIds(clauses: Clause[]): Set<number> {
 // Numbers and currencies
 // ---------------------------------------------------------------------------------------------
 
-/** The decimal text of a number in a currency: a locale-ambiguous "5.000" is settled by the currency's decimals, or asked. */
-function numberIn(value: NumberValue, currency: Currency): string {
-  if (value.type === 'exact') return value.text;
+/** The decimal text of a number; one the reader could not read exactly is asked back, quoted. */
+function numberIn(value: NumberValue): string {
   if (value.type === 'unreadable') problem(value.reason);
-  // "5.000 naira" cannot be 5 with three decimals: the naira has two, so it is five thousand.
-  if (currency.exponent < 3) return value.grouped;
-  problem(
-    `${value.reason}. Write ${value.grouped} or ${value.decimal.replace(/\.?0+$/, '')} ${currency.code} without the dot`,
-  );
+  return value.text;
 }
 
 function toMinor(value: NumberValue, written: string, currency: Currency): bigint {
-  const decimal = numberIn(value, currency);
+  const decimal = numberIn(value);
   const parsed = parseMajorAmount(decimal, currency);
   if (parsed.ok) return parsed.minor;
   if (parsed.reason === 'too_many_decimals')
@@ -894,6 +889,10 @@ function refundSteps(slots: Slots): Step[] {
   if (written !== undefined) {
     checkAmountToken(written);
     if (written.number.type === 'unreadable') problem(written.number.reason);
+    // "refund 12.3456 GHS": more decimals than the currency written has is asked before any read.
+    const mention = written.currency ?? slots.currency;
+    const named = mention === undefined ? undefined : getCurrency(mention.code === 'DOLLAR' ? 'USD' : mention.code);
+    if (named !== undefined) toMinor(written.number, written.text, named);
     amount = {
       type: 'exact',
       number: written.number,

@@ -4,6 +4,18 @@ import * as chronoEn from 'chrono-node/en';
 import { isAddress } from 'viem';
 import { isId } from '../../domain/ids.ts';
 import { CURRENCIES, type CurrencyCode } from '../../domain/money.ts';
+import {
+  isLetterLookAlike,
+  lookAlike,
+  NUMBER_WORDS,
+  type NumberValue,
+  readDigits,
+  readNumberPhrase,
+  readNumeral,
+  SCALE_WORDS,
+} from '../numbers.ts';
+
+export type { NumberValue } from '../numbers.ts';
 
 /**
  * Stage 1 of the offline planner: the lexer. It turns a message into tokens and marks the ones
@@ -17,16 +29,6 @@ export interface CurrencyMention {
   code: CurrencyCode | 'DOLLAR';
   word: string;
 }
-
-/**
- * A written number. `exact` is its decimal text ("1200.5"); `readings` holds the two values of a
- * locale-ambiguous number ("5.000" is 5 or 5000) for the plan to settle by the currency's
- * decimals or ask; `unreadable` says why a number cannot be read at all ("1,00").
- */
-export type NumberValue =
-  | { type: 'exact'; text: string }
-  | { type: 'ambiguous'; grouped: string; decimal: string; reason: string }
-  | { type: 'unreadable'; reason: string };
 
 interface Span {
   /** The text as written. */
@@ -112,6 +114,9 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'recurring',
   'again',
   'twice',
+  'thrice',
+  // Swahili "mara": times ("mara mbili", twice).
+  'mara',
   'not',
   "don't",
   'dont',
@@ -287,52 +292,6 @@ export const NEGATIONS: ReadonlySet<string> = new Set([
   'no',
 ]);
 
-const NUMBER_WORDS: ReadonlyMap<string, bigint> = new Map([
-  ['zero', 0n],
-  ['one', 1n],
-  ['two', 2n],
-  ['three', 3n],
-  ['four', 4n],
-  ['five', 5n],
-  ['six', 6n],
-  ['seven', 7n],
-  ['eight', 8n],
-  ['nine', 9n],
-  ['ten', 10n],
-  ['eleven', 11n],
-  ['twelve', 12n],
-  ['thirteen', 13n],
-  ['fourteen', 14n],
-  ['fifteen', 15n],
-  ['sixteen', 16n],
-  ['seventeen', 17n],
-  ['eighteen', 18n],
-  ['nineteen', 19n],
-  ['twenty', 20n],
-  ['thirty', 30n],
-  ['forty', 40n],
-  ['fourty', 40n],
-  ['fifty', 50n],
-  ['sixty', 60n],
-  ['seventy', 70n],
-  ['eighty', 80n],
-  ['ninety', 90n],
-]);
-const SCALE_WORDS: ReadonlyMap<string, bigint> = new Map([
-  ['hundred', 100n],
-  ['thousand', 1000n],
-  ['grand', 1000n],
-  ['million', 1_000_000n],
-  ['billion', 1_000_000_000n],
-]);
-const SUFFIX_SCALE: ReadonlyMap<string, number> = new Map([
-  ['k', 3],
-  ['m', 6],
-  ['mn', 6],
-  ['bn', 9],
-  ['b', 9],
-]);
-
 const FRACTION_WORDS: ReadonlyMap<string, [bigint, bigint]> = new Map([
   ['half', [1n, 2n]],
   ['halve', [1n, 2n]],
@@ -387,52 +346,6 @@ const CURRENCY_WORDS: ReadonlyMap<string, CurrencyCode | 'DOLLAR'> = new Map<str
 const SYMBOLS = ['us$', 'gh₵', '₦', '$', '€', '£', '₵', 'ksh', 'kshs'];
 
 // ---------------------------------------------------------------------------------------------
-// Numbers
-// ---------------------------------------------------------------------------------------------
-
-/** Multiplies decimal text by 10^places without floats: ("1.2", 3) → "1200". */
-export function shiftDecimal(text: string, places: number): string {
-  const [whole = '0', fraction = ''] = text.split('.');
-  const digits = whole + fraction.padEnd(places, '0');
-  const point = whole.length + places;
-  const intPart = digits.slice(0, point).replace(/^0+(?=\d)/, '');
-  const fracPart = digits.slice(point).replace(/0+$/, '');
-  return fracPart === '' ? intPart : `${intPart}.${fracPart}`;
-}
-
-/** Reads digits as written, with the locale rules of docs/agent.md ("Numbers"). */
-export function readDigits(raw: string): NumberValue {
-  if (/^\d+(?:\.\d+)?$/.test(raw)) {
-    // "5.000": a dot and exactly three digits is a thousands separator in much of the world.
-    if (/^\d{1,3}\.\d{3}$/.test(raw))
-      return {
-        type: 'ambiguous',
-        grouped: raw.replace('.', ''),
-        decimal: raw,
-        reason: `"${raw}" can be read as ${raw.replace('.', ',')} or as ${raw.replace(/\.?0+$/, '')}`,
-      };
-    return { type: 'exact', text: raw };
-  }
-  if (/^\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(raw)) return { type: 'exact', text: raw.replace(/,/g, '') };
-  // "1.200,50" and "1.000.000": European grouping, unambiguous once there is a comma or two dots.
-  if (/^\d{1,3}(?:\.\d{3})+,\d+$/.test(raw) || /^\d{1,3}(?:\.\d{3}){2,}$/.test(raw))
-    return { type: 'exact', text: raw.replace(/\./g, '').replace(',', '.') };
-  if (/^\d+,\d{1,2}$/.test(raw))
-    return {
-      type: 'unreadable',
-      reason: `"${raw}" could be a decimal comma (${raw.replace(',', '.')}) or a typo: write it as ${raw.replace(',', '.')} or in full`,
-    };
-  return { type: 'unreadable', reason: `"${raw}" is not a number I can read: write it as 1,000 or 1000.50` };
-}
-
-function scaled(value: NumberValue, places: number): NumberValue {
-  if (value.type === 'exact') return { type: 'exact', text: shiftDecimal(value.text, places) };
-  if (value.type === 'ambiguous')
-    return { ...value, grouped: shiftDecimal(value.grouped, places), decimal: shiftDecimal(value.decimal, places) };
-  return value;
-}
-
-// ---------------------------------------------------------------------------------------------
 // The lexer
 // ---------------------------------------------------------------------------------------------
 
@@ -442,7 +355,7 @@ const URL_LIKE = /^https?:\/\/\S+$/i;
 // One raw piece: quoted text, a URL, an id or address, a number with its attached symbols, a word
 // (with an apostrophe), an arrow, or one punctuation character.
 const PIECE =
-  /"[^"]{0,300}"|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\d,.]*\d)?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:-\d+(?:\.\d+)?)?|[a-z₦$€£₵][a-z'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
+  /"[^"]{0,300}"|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\da-z,.]*[\da-z])?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:-\d+(?:\.\d+)?)?|[a-z₦$€£₵][a-z'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
 
 interface RawPiece {
   text: string;
@@ -495,6 +408,7 @@ export function tokenize(message: string, now: Date): Token[] {
     .replace(/\s*[\r\n]+\s*/g, ' ; ');
   const dates = datePhrases(normalised, now);
   const raw = pieces(normalised);
+  const lowered = raw.map((piece) => piece.text.toLowerCase());
   const tokens: Token[] = [];
   const push = (token: NewToken): void => {
     tokens.push({ ...token, index: tokens.length } as Token);
@@ -540,6 +454,14 @@ export function tokenize(message: string, now: Date): Token[] {
       continue;
     }
     if (
+      isLetterLookAlike(text) &&
+      ((i + 1 < raw.length && currencyAt(raw, i + 1) !== undefined) || tokens.at(-1)?.kind === 'currency')
+    ) {
+      // "pay l00 USDC", "refund GH₵ I50": where an amount stands, letters among digits are asked back.
+      push({ kind: 'amount', text, number: lookAlike(text), currency: undefined, negative: false });
+      continue;
+    }
+    if (
       /^#\w/.test(text) ||
       /^[a-z]+[-/]?\d[\w\-/]*$/i.test(text) ||
       /^[a-z]+(?:-[a-z0-9]+)*-[a-z]*\d[\w-]*$/i.test(text)
@@ -558,13 +480,18 @@ export function tokenize(message: string, now: Date): Token[] {
     }
     if (/\d/.test(text) && /^(?:us\$|gh₵|[$€£₦₵])?-?\d/iu.test(text)) {
       pushNumber(text, push);
-      const scale = SCALE_WORDS.get(raw[i + 1]?.text.toLowerCase() ?? '');
       const last = tokens.at(-1);
-      if (scale !== undefined && scale >= 1000n && last?.kind === 'amount') {
-        // "1.5 million", "2 thousand": the word scales the digits before it.
-        last.number = scaled(last.number, scale.toString().length - 1);
-        last.text = `${last.text} ${raw[i + 1]!.text}`;
-        i++;
+      if (last?.kind === 'amount' && last.number.type === 'exact' && /^[\d.,]+$/.test(text)) {
+        // "2 hundred", "1.5 million", "12 thousand 5 hundred": the words read on from the digits.
+        const phrase = readNumberPhrase(lowered, i, last.number);
+        if (phrase.next > i + 1) {
+          last.number = phrase.value;
+          last.text = raw
+            .slice(i, phrase.next)
+            .map((p) => p.text)
+            .join(' ');
+          i = phrase.next - 1;
+        }
       }
       continue;
     }
@@ -574,25 +501,19 @@ export function tokenize(message: string, now: Date): Token[] {
       i = fraction.next - 1;
       continue;
     }
-    if (
-      NUMBER_WORDS.has(lower) ||
-      ((lower === 'a' || lower === 'an') && SCALE_WORDS.has(raw[i + 1]?.text.toLowerCase() ?? ''))
-    ) {
-      const whole = numberWords(raw, i);
-      const decimals = decimalWords(raw, whole.next);
-      const value = decimals.digits === '' ? whole.value.toString() : `${whole.value}.${decimals.digits}`;
-      const next = decimals.next;
+    if (NUMBER_WORDS.has(lower) || ((lower === 'a' || lower === 'an') && SCALE_WORDS.has(lowered[i + 1] ?? ''))) {
+      const phrase = readNumberPhrase(lowered, i);
       push({
         kind: 'amount',
         text: raw
-          .slice(i, next)
+          .slice(i, phrase.next)
           .map((p) => p.text)
           .join(' '),
-        number: { type: 'exact', text: value },
+        number: phrase.value,
         currency: undefined,
         negative: false,
       });
-      i = next - 1;
+      i = phrase.next - 1;
       continue;
     }
     if (lower === 'percent' || lower === 'pct' || (lower === 'per' && raw[i + 1]?.text.toLowerCase() === 'cent')) {
@@ -659,7 +580,7 @@ function pushNumber(text: string, push: (token: NewToken) => void): void {
       break;
     }
   }
-  const currency = symbol === undefined ? undefined : mentionOf(symbol);
+  let currency = symbol === undefined ? undefined : mentionOf(symbol);
   const negative = rest.startsWith('-');
   if (negative) rest = rest.slice(1);
   // Ratios: "70/30", "50/30/20", "50-50", "70%/30%".
@@ -674,27 +595,24 @@ function pushNumber(text: string, push: (token: NewToken) => void): void {
     push({ kind: 'percent', text, bps: percentBps(readDigits(rest.slice(0, -1))) });
     return;
   }
-  const suffix = /^(?<digits>[\d,.]*\d)\.?\s?(?<scale>k|mn|m|bn|b)?$/i.exec(rest);
-  if (suffix?.groups === undefined) {
-    push({
-      kind: 'amount',
-      text,
-      number: { type: 'unreadable', reason: `"${text}" is not a number I can read` },
-      currency,
-      negative,
-    });
+  // "5 k": the suffix written apart.
+  const numeral = readNumeral(rest.replace(/\s+(?=(?:k|mn|m|bn|b)$)/i, ''));
+  if (numeral.kind === 'not_an_amount') {
+    push({ kind: 'code', text, value: text });
     return;
   }
-  const digits = suffix.groups.digits ?? '';
-  const scale = suffix.groups.scale?.toLowerCase();
-  const value = readDigits(digits.replace(/[.,]$/, ''));
-  push({
-    kind: 'amount',
-    text,
-    number: scale === undefined ? value : scaled(value, SUFFIX_SCALE.get(scale) ?? 0),
-    currency,
-    negative,
-  });
+  let number = numeral.value;
+  if (numeral.tail !== undefined) {
+    // "50usdc", "100naira": a currency glued to the digits; any other word there is no amount.
+    const glued = mentionOf(numeral.tail);
+    if (glued === undefined || currency !== undefined)
+      number = {
+        type: 'unreadable',
+        reason: `"${text}" is not a number I can read: write the amount in digits, e.g. 1,000 or 1000.50`,
+      };
+    else currency = glued;
+  }
+  push({ kind: 'amount', text, number, currency, negative });
 }
 
 function percentBps(value: NumberValue): bigint | undefined {
@@ -702,62 +620,6 @@ function percentBps(value: NumberValue): bigint | undefined {
   const match = /^(\d{1,3})(?:\.(\d{1,2}))?$/.exec(value.text);
   if (match === null) return undefined;
   return BigInt(match[1]!) * 100n + BigInt((match[2] ?? '').padEnd(2, '0'));
-}
-
-/** "fifty", "two hundred", "a thousand", "twenty five", "one hundred and fifty". */
-function numberWords(raw: readonly RawPiece[], start: number): { value: bigint; next: number } {
-  let total = 0n;
-  let current = 0n;
-  let i = start;
-  let seen = false;
-  for (; i < raw.length; i++) {
-    const word = raw[i]!.text.toLowerCase();
-    if ((word === 'a' || word === 'an') && !seen) {
-      current = 1n;
-      continue;
-    }
-    if (NUMBER_WORDS.has(word)) {
-      const value = NUMBER_WORDS.get(word)!;
-      // "twenty five" adds up; "sixty forty" and "five five" are two numbers.
-      const small = current % 100n;
-      if (seen && small !== 0n && !(small % 10n === 0n && small >= 20n && value < 10n)) break;
-      current += value;
-      seen = true;
-      continue;
-    }
-    if (word === '-' && NUMBER_WORDS.has(raw[i + 1]?.text.toLowerCase() ?? '')) continue;
-    if (SCALE_WORDS.has(word) && (seen || current > 0n)) {
-      const scale = SCALE_WORDS.get(word)!;
-      if (scale === 100n) current = (current === 0n ? 1n : current) * 100n;
-      else {
-        total += (current === 0n ? 1n : current) * scale;
-        current = 0n;
-      }
-      seen = true;
-      continue;
-    }
-    if (word === 'and' && seen && NUMBER_WORDS.has(raw[i + 1]?.text.toLowerCase() ?? '')) continue;
-    break;
-  }
-  return { value: total + current, next: i };
-}
-
-/** "seventy five point five": digits after "point", one word each. */
-function decimalWords(raw: readonly RawPiece[], start: number): { digits: string; next: number } {
-  if (raw[start]?.text.toLowerCase() !== 'point') return { digits: '', next: start };
-  let digits = '';
-  let i = start + 1;
-  for (; i < raw.length; i++) {
-    const value = NUMBER_WORDS.get(raw[i]!.text.toLowerCase());
-    const digit = /^\d$/.test(raw[i]!.text)
-      ? raw[i]!.text
-      : value !== undefined && value < 10n
-        ? value.toString()
-        : undefined;
-    if (digit === undefined) break;
-    digits += digit;
-  }
-  return digits === '' ? { digits: '', next: start } : { digits, next: i };
 }
 
 function fractionAt(
