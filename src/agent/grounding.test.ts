@@ -140,6 +140,9 @@ describe('checkGrounding: amounts', () => {
         const e = evidence(`pay out ${written} USDC to ${SUPPLIER}`);
         expect(() => checkGrounding('create_payout', { amount, to_address: SUPPLIER }, e), written).toThrow(AppError);
       }
+    // A written figure grounds itself only, not itself rounded to the currency (found by the fuzzer).
+    const precise = evidence(`pay out 1.0000001 USDC to ${SUPPLIER}`);
+    expect(() => checkGrounding('create_payout', { amount: 1, to_address: SUPPLIER }, precise)).toThrow(AppError);
     const e = evidence(`pay out 2 hundred USDC to ${SUPPLIER}`);
     expect(() => checkGrounding('create_payout', { amount: 200, to_address: SUPPLIER }, e)).not.toThrow();
     expect(() => checkGrounding('create_payout', { amount: 2, to_address: SUPPLIER }, e)).toThrow(AppError);

@@ -245,14 +245,15 @@ function requireAmount(value: unknown, field: string, evidence: RunEvidence, exp
 }
 
 /**
- * An amount is grounded when it is a grounded number, that number times a proportion of the
- * instruction ("30%", "half", a part of "70/30"), or that number divided into 2 to 20 equal parts.
- * A product or quotient with more decimals than the currency has may be rounded down or up to it.
+ * An amount is grounded when it is a grounded number exactly, that number times a proportion of
+ * the instruction ("30%", "half", a part of "70/30"), or that number divided into 2 to 20 equal
+ * parts. A product or quotient with more decimals than the currency has may be rounded down or up to it.
  */
 export function isGroundedAmount(amount: Rational, evidence: RunEvidence, exponent?: number): boolean {
   const bases = [...evidence.numbers.values()];
   for (const base of bases) {
-    if (matches(amount, base, exponent)) return true;
+    // A number as written grounds only itself: "1.0000001 USDC" is not 1 USDC rounded.
+    if (amount.n === base.n && amount.d === base.d) return true;
     for (const proportion of evidence.proportions) {
       if (matches(amount, multiply(base, proportion), exponent)) return true;
     }

@@ -85,6 +85,11 @@ describe('the number reader', () => {
     expect(amountOf('send 20 usdc x2')).toEqual(exact('20'));
     const glued = tokenize('send 50usdc now', NOW).find((t) => t.kind === 'amount');
     expect(glued).toMatchObject({ number: exact('50'), currency: { code: 'USDC' } });
+    // Found by the number fuzzer (test/agent.numbers.fuzz.test.ts): each once planned an amount.
+    expect(amountOf('pay 4e+4 USDC')).toMatchObject({ type: 'unreadable' });
+    expect(amountOf('refund 1l naira of it')).toMatchObject({ type: 'unreadable' });
+    expect(amountOf('pay 100+ USDC')).toMatchObject({ type: 'unreadable' });
+    expect(amountOf('pay 1.k USDC')).toMatchObject({ type: 'unreadable' });
     // A reference is not a look-alike amount: no currency stands beside it.
     expect(tokenize('refund order SO55', NOW).some((t) => t.kind === 'amount')).toBe(false);
   });

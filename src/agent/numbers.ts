@@ -70,9 +70,12 @@ const SUFFIX_SCALE: ReadonlyMap<string, number> = new Map([
  */
 const LOOK_ALIKE = /[OoIlS]/;
 
-/** Letters that may follow digits without making an amount of them: ordinals, times, units. */
+/**
+ * Letters that may follow digits without making an amount of them: ordinals, times, units. Not a
+ * lone "l" (litres): "1l" is as likely a 1 and an l typed for a 1.
+ */
 const NOT_AN_AMOUNT_TAIL =
-  /^(?:st|nd|rd|th|am|pm|hrs?|h|mins?|days?|wks?|kg|g|km|cm|mm|ml|ltrs?|l|pcs?|yds?|ft|gb|mb|tb|px)$/i;
+  /^(?:st|nd|rd|th|am|pm|hrs?|h|mins?|days?|wks?|kg|g|km|cm|mm|ml|ltrs?|pcs?|yds?|ft|gb|mb|tb|px)$/i;
 
 /** Multiplies decimal text by 10^places without floats: ("1.2", 3) → "1200". */
 export function shiftDecimal(text: string, places: number): string {
@@ -134,7 +137,7 @@ export function readNumeral(raw: string): Numeral {
       kind: 'number',
       value: unreadable(`"${raw}" is exponent notation, which I do not read as an amount: write the amount in digits`),
     };
-  const suffixed = /^(?<digits>\d(?:[\d,.]*\d)?)\.?(?<scale>k|mn|m|bn|b)$/i.exec(raw);
+  const suffixed = /^(?<digits>\d(?:[\d,.]*\d)?)(?<scale>k|mn|m|bn|b)$/i.exec(raw);
   if (suffixed?.groups) {
     const value = readDigits(suffixed.groups.digits ?? '');
     const places = SUFFIX_SCALE.get((suffixed.groups.scale ?? '').toLowerCase()) ?? 0;

@@ -925,6 +925,9 @@ function refundSteps(slots: Slots): Step[] {
   }
   if (slots.full && amount.type !== 'full' && amount.type !== 'less')
     problem('"in full" and an amount: say one of them');
+  // "refund naira of pay_…": a currency written with no amount beside it lost its amount somewhere.
+  if (amount.type === 'full' && slots.currency !== undefined)
+    problem(`"${slots.currency.word}" without an amount: say how much to refund, or "in full"`);
   return slots.paymentIds.map((paymentId) => ({ kind: 'refund' as const, paymentId, amount, ...reason }));
 }
 

@@ -355,7 +355,7 @@ const URL_LIKE = /^https?:\/\/\S+$/i;
 // One raw piece: quoted text, a URL, an id or address, a number with its attached symbols, a word
 // (with an apostrophe), an arrow, or one punctuation character.
 const PIECE =
-  /"[^"]{0,300}"|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\da-z,.]*[\da-z])?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:-\d+(?:\.\d+)?)?|[a-z₦$€£₵][a-z'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
+  /"[^"]{0,300}"|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\da-z,.]*[\da-z])?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:[-+]\d+(?:\.\d+)?)?|[a-z₦$€£₵][a-z'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
 
 interface RawPiece {
   text: string;
@@ -481,6 +481,18 @@ export function tokenize(message: string, now: Date): Token[] {
     if (/\d/.test(text) && /^(?:us\$|gh₵|[$€£₦₵])?-?\d/iu.test(text)) {
       pushNumber(text, push);
       const last = tokens.at(-1);
+      if (last?.kind === 'code' && i + 1 < raw.length && currencyAt(raw, i + 1) !== undefined) {
+        // "3rd naira", "5kg USDC": beside a currency it stands where an amount would, unread.
+        tokens[tokens.length - 1] = {
+          kind: 'amount',
+          text,
+          number: { type: 'unreadable', reason: `"${text}" is not an amount I can read: write it in digits` },
+          currency: undefined,
+          negative: false,
+          index: last.index,
+        };
+        continue;
+      }
       if (last?.kind === 'amount' && last.number.type === 'exact' && /^[\d.,]+$/.test(text)) {
         // "2 hundred", "1.5 million", "12 thousand 5 hundred": the words read on from the digits.
         const phrase = readNumberPhrase(lowered, i, last.number);
@@ -540,6 +552,17 @@ export function tokenize(message: string, now: Date): Token[] {
     }
     if (/^[a-z]/i.test(text)) {
       push({ kind: 'word', text, lower: lower.replace(/’/g, "'") });
+      continue;
+    }
+    const previous = tokens.at(-1);
+    const glued = i > 0 && raw[i - 1]!.at + raw[i - 1]!.text.length === piece.at;
+    if ((text === '+' || text === '-') && glued && previous?.kind === 'amount') {
+      // "100+" (at least 100) or "100-" (a range cut short) is no amount to pay.
+      previous.number = {
+        type: 'unreadable',
+        reason: `"${previous.text}${text}" is not an exact amount: say exactly how much`,
+      };
+      previous.text = `${previous.text}${text}`;
       continue;
     }
     push({ kind: 'punct', text });
