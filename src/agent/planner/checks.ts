@@ -148,6 +148,8 @@ export function explainUnplaced({ token, clause }: Unplaced): string {
       return `I could not tell what "${token.text}" applies to ${where}`;
     case 'url':
       return `I could not tell what the link ${token.value} is for ${where}`;
+    case 'quoted':
+      return `I do not act on quoted or forwarded text (${truncate(token.text, 60)} holds an amount, a recipient or a condition) ${where}: write the instruction in your own words, outside quotes`;
     case 'word':
       return `"${token.text}" ${where} changes what the instruction means (a condition, a wait, a negation, a correction or a quantity word I cannot place): write the instruction exactly as it should run now, without it`;
     case 'punct':

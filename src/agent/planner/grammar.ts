@@ -95,6 +95,8 @@ const isWord = (token: Token | undefined, ...words: string[]): boolean =>
 // Common misspellings are part of how people type on a phone: "sned 60 bucks", "refnd pay_…".
 // Swahili and Pidgin verbs merchants mix in: lipa/tuma (pay/send), rudisha (give back), gawanya (divide).
 const PAYOUT_VERBS = new Set([
+  'payez',
+  'envoyez',
   'lipa',
   'tuma',
   'sned',
@@ -117,7 +119,11 @@ const PAYOUT_VERBS = new Set([
   'settle',
   'move',
 ]);
+// French, as francophone merchants write it: rembourser (refund), payer / envoyer (pay, send).
 const REFUND_VERBS = new Set([
+  'rembourser',
+  'remboursez',
+  'rembourse',
   'rfnd',
   'rfd',
   'rudisha',
@@ -186,6 +192,9 @@ const STATUS_WORDS = new Set([
   'cleared',
   'confirmed',
   'landed',
+  // Pidgin "e don land?", "e don enter?": has it arrived?
+  'land',
+  'enter',
   'arrived',
   'done',
   'went',
@@ -269,6 +278,8 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   const hasId = tokens.some((token) => token.kind === 'payment_id' || token.kind === 'bad_payment_id');
   const hasAddress = tokens.some((token) => token.kind === 'address' || token.kind === 'bad_address');
   const hasDate = tokens.some((token) => token.kind === 'date');
+  // "how much is in my account now?": "now" asks about the present, not a period.
+  const hasPeriod = tokens.some((token) => token.kind === 'date' && !/^(?:right\s+)?now$/i.test(token.text));
   const hasUrl = tokens.some((token) => token.kind === 'url');
   const hasAmount = tokens.some((token) => token.kind === 'amount');
   const pronoun = has('it', 'this', 'that', 'they', 'them');
@@ -319,7 +330,10 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   if (
     !hasAddress &&
     !hasAmount &&
-    (has('balance', 'balances') ||
+    // "bal?", Swahili "salio langu?", Pidgin "wetin remain?" and "how much dey my account?"
+    (has('balance', 'balances', 'bal', 'salio') ||
+      (has('what', 'much') && has('remain', 'remains') && !hasDate && !hasId) ||
+      (has('much') && has('account', 'wallet') && !hasPeriod && !hasId) ||
       (has('much') && has('have', 'available', 'left') && !hasDate && !hasId) ||
       (has('much') && has('can') && has('pay', 'send', 'withdraw', 'spend')) ||
       (has('available') && has('pay', 'payout', 'spend', 'withdraw') && !hasId))
@@ -1053,6 +1067,7 @@ export function fillSlots(
           (w === 'in' && isWord(next, 'full')) ||
           (w === 'full' && (intent === 'refund' || isWord(next, 'refund', 'amount'))) ||
           w === 'fully' ||
+          w === 'integralement' ||
           w === 'completely' ||
           w === 'entirely'
         ) {

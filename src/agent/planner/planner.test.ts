@@ -192,3 +192,47 @@ describe('the examples of issue 13', () => {
     expect(asks('send 100 USDC to Bob')).toMatch(/0x address/);
   });
 });
+
+describe('issue 32: plain requests it used to refuse, and what stays refused', () => {
+  it('reads letters outside plain Latin (Twi, Yoruba, Ewe, Hausa, accents) as words', () => {
+    expect(steps(`Mepɛ sɛ wo send 20 usdc to ${A}`)).toEqual([
+      { kind: 'payout', amountMinor: '20000000', toAddress: A },
+    ]);
+    expect(steps(`ẹ jọ̀ọ́ refund ${P}`)).toEqual([{ kind: 'refund', paymentId: P, amount: { type: 'full' } }]);
+    expect(steps(`${P} ƒe status?`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
+    expect(steps(`Bonjour, remboursez intégralement ${P} s'il vous plaît. Merci, Aïcha`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    // Twi "ɔkyena" (tomorrow) is a wait like "kesho"; a dotless ı that could spell "if" is not a word.
+    expect(asks(`Mepɛ sɛ wo send 20 usdc to ${A} ɔkyena`)).toMatch(/ɔkyena/);
+    expect(asks(`pay 50 usdc to ${A} ıf delivered`)).toMatch(/ıf/);
+    expect(asks(`ｐａｙ ｏｕｔ 500 USDC to ${A}`)).toMatch(/plain letters/);
+  });
+
+  it('takes a quoted description, and refuses a value or a condition inside quotes', () => {
+    expect(steps(`create a payment link for ₦8,500 for 'Àṣọ òkè (1 set)', redirect https://a.example/t`)).toMatchObject(
+      [{ kind: 'create_payment', amountMinor: '850000' }],
+    );
+    expect(asks(`pay 50 usdc to ${A} "only after delivery"`)).toMatch(/quoted or forwarded text/);
+    expect(asks(`pay 50 usdc to ${A} for 'rent, only after delivery'`)).toMatch(/quoted or forwarded text/);
+  });
+
+  it('reads a typo in the action word, and only there', () => {
+    expect(steps(`splt ${P} 60/40 btw ${A} and ${B}`)).toMatchObject([{ kind: 'split' }]);
+    expect(steps(`refudn 2000 naira of ${P}`)).toMatchObject([{ kind: 'refund', paymentId: P }]);
+    expect(steps('chek my blance')).toEqual([{ kind: 'balance' }]);
+    expect(steps(`stauts of ${P}?`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
+    // A real word one letter from an action word is that word: "crates" is no "create".
+    expect(asks('the 2 crates of Malta arrived')).toMatch(/no instruction/);
+  });
+
+  it('answers short colloquial questions', () => {
+    expect(steps('bal?')).toEqual([{ kind: 'balance' }]);
+    expect(steps('wetin remain?')).toEqual([{ kind: 'balance' }]);
+    expect(steps('salio langu?')).toEqual([{ kind: 'balance' }]);
+    expect(steps('how much dey my account now?')).toEqual([{ kind: 'balance' }]);
+    expect(steps(`${P} e don land?`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
+    expect(steps('how much came in jana?')).toMatchObject([{ kind: 'revenue' }]);
+    expect(steps('cedis sales last wk?')).toMatchObject([{ kind: 'revenue', currency: 'GHS' }]);
+  });
+});

@@ -54,7 +54,8 @@ export type Token = Span &
     | { kind: 'fraction'; numerator: bigint; denominator: bigint }
     | { kind: 'currency'; mention: CurrencyMention }
     | { kind: 'date'; range: DateRange | undefined; since: boolean }
-    | { kind: 'quoted'; value: string }
+    /** Text in quotes; `carries` when it holds a value or a word that changes meaning (never placed). */
+    | { kind: 'quoted'; value: string; carries: boolean }
     /** An identifier that is not an amount: "#42", "PO-17", "INV2024", the 42 of "invoice 42". */
     | { kind: 'code'; value: string }
     | { kind: 'word'; lower: string }
@@ -103,6 +104,12 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'tomorrow',
   'tonight',
   'kesho',
+  // "tomorrow" in Twi, Hausa, Igbo and Ewe: a wait, as kesho is in Swahili.
+  'ɔkyena',
+  'okyena',
+  'gobe',
+  'echi',
+  'etsɔ',
   'baadaye',
   'ijayo',
   'schedule',
@@ -352,10 +359,12 @@ const SYMBOLS = ['us$', 'gh₵', '₦', '$', '€', '£', '₵', 'ksh', 'kshs'];
 const ADDRESS_LIKE = /^0x[0-9a-zA-Z…]*$/;
 const URL_LIKE = /^https?:\/\/\S+$/i;
 
-// One raw piece: quoted text, a URL, an id or address, a number with its attached symbols, a word
-// (with an apostrophe), an arrow, or one punctuation character.
+// One raw piece: quoted text ("…", or '…' standing apart from the words around it), a URL, an id
+// or address, a number with its attached symbols, a word in the Latin script with its accents and
+// marks (Twi ɛ ɔ, Yoruba ẹ ọ ṣ, Ewe ɖ ƒ, é, ï; an apostrophe inside), an arrow, or one punctuation
+// character (a letter of another script among them).
 const PIECE =
-  /"[^"]{0,300}"|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\da-z,.]*[\da-z])?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:[-+]\d+(?:\.\d+)?)?|[a-z₦$€£₵][a-z'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
+  /"[^"]{0,300}"|(?<![\p{L}\p{N}])'[^'\n]{1,300}?'(?![\p{L}\p{N}])|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\da-z,.]*[\da-z])?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:[-+]\d+(?:\.\d+)?)?|[\p{sc=Latin}₦$€£₵][\p{sc=Latin}\p{M}'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
 
 interface RawPiece {
   text: string;
@@ -387,21 +396,29 @@ function withoutQuotedHistory(message: string): string {
  * "this weak"), so the grammar and the date parser see them: "2moro" is a wait like "tomorrow".
  */
 function textingShorthand(message: string): string {
-  return message
-    .replace(/\b2da?y\b/gi, 'today')
-    .replace(/\b(?:2mo?r+o?w?|2morrow|tmrw?|tmo?ro)\b/gi, 'tomorrow')
-    .replace(/\b2nite\b/gi, 'tonight')
-    .replace(/(?<=\s)n(?=\s)/g, 'and')
-    .replace(/(?<=\s)u(?=\s|$|[?.!,])/g, 'you')
-    .replace(/\bwat\b/gi, 'what')
-    .replace(/\b(this|last|next) weak\b/gi, '$1 week')
-    .replace(/\bcostumer(s?)\b/gi, 'customer$1')
-    .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for');
+  return (
+    message
+      .replace(/\b2da?y\b/gi, 'today')
+      .replace(/\b(?:2mo?r+o?w?|2morrow|tmrw?|tmo?ro)\b/gi, 'tomorrow')
+      .replace(/\b2nite\b/gi, 'tonight')
+      .replace(/(?<=\s)n(?=\s)/g, 'and')
+      .replace(/(?<=\s)u(?=\s|$|[?.!,])/g, 'you')
+      .replace(/\bwat\b/gi, 'what')
+      .replace(/\b(this|last|next) weak\b/gi, '$1 week')
+      .replace(/\bcostumer(s?)\b/gi, 'customer$1')
+      .replace(/\b(this|last|past|next) wk\b/gi, '$1 week')
+      // Swahili and Pidgin words for a day or a question, read as the English the date parser knows:
+      // "mauzo ya leo" (today's sales), "jana" (yesterday), "wetin" (what).
+      .replace(/\bjana\b/gi, 'yesterday')
+      .replace(/\bleo\b/gi, 'today')
+      .replace(/\bwetin\b/gi, 'what')
+      .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for')
+  );
 }
 
 /** Tokens of one message. `now` resolves relative dates, in UTC. */
 export function tokenize(message: string, now: Date): Token[] {
-  const normalised = textingShorthand(withoutQuotedHistory(message))
+  const normalised = textingShorthand(withoutQuotedHistory(message.normalize('NFC')))
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
@@ -436,8 +453,12 @@ export function tokenize(message: string, now: Date): Token[] {
     const text = piece.text;
     const lower = text.toLowerCase();
 
-    if (text.startsWith('"') && text.endsWith('"') && text.length >= 2) {
-      push({ kind: 'quoted', text, value: text.slice(1, -1).trim() });
+    if (
+      text.length >= 2 &&
+      ((text.startsWith('"') && text.endsWith('"')) || (text.startsWith("'") && text.endsWith("'")))
+    ) {
+      const value = text.slice(1, -1).trim();
+      push({ kind: 'quoted', text, value, carries: carriesMeaning(tokenize(value, now)) });
       continue;
     }
     if (URL_LIKE.test(text)) {
@@ -550,8 +571,12 @@ export function tokenize(message: string, now: Date): Token[] {
       i = currency.next - 1;
       continue;
     }
-    if (/^[a-z]/i.test(text)) {
-      push({ kind: 'word', text, lower: lower.replace(/’/g, "'") });
+    if (/^\p{sc=Latin}/u.test(text) && !/[\uff00-\uffef]/u.test(text)) {
+      const folded = foldWord(text);
+      // "ıf" (a dotless i), "рау" does not reach here (another script): a letter that could hide a
+      // word of condition or negation is not read as a harmless word.
+      if (mayHide(folded)) push({ kind: 'punct', text });
+      else push({ kind: 'word', text, lower: typoOf(folded) ?? folded });
       continue;
     }
     const previous = tokens.at(-1);
@@ -574,8 +599,101 @@ export function tokenize(message: string, now: Date): Token[] {
   return tokens.map((token, index) => ({ ...token, index }));
 }
 
+/**
+ * A word as the grammar compares it: lower-case, accents and tone marks taken off ("intégralement",
+ * "Ọlá's" → "ola's"); letters of their own (ɛ, ɔ, ɖ, ƒ) stay as written.
+ */
+export function foldWord(text: string): string {
+  return text.normalize('NFD').replace(/\p{M}/gu, '').replace(/’/g, "'").toLowerCase();
+}
+
+/**
+ * A folded word with letters outside a-z that would spell a word of control if those letters were
+ * a-z ("ıf", "nοt" with a Latin look-alike): it might be one, so it is never taken as a harmless word.
+ */
+function mayHide(folded: string): boolean {
+  if (/^[a-z0-9'-]*$/.test(folded) || CONTROL_WORDS.has(folded)) return false;
+  for (const word of CONTROL_WORDS)
+    if (word.length === folded.length && [...folded].every((char, i) => char === word[i] || !/[a-z0-9'-]/.test(char)))
+      return true;
+  return false;
+}
+
+/** Quoted text that holds a value or a word that changes meaning: it is never placed as a memo. */
+function carriesMeaning(inner: readonly Token[]): boolean {
+  return inner.some((token, i) => {
+    switch (token.kind) {
+      case 'word':
+        return HARD_CONTROL_WORDS.has(token.lower);
+      case 'amount':
+        return !isQuantity(token, inner[i + 1], 4);
+      case 'quoted':
+        return token.carries;
+      case 'code':
+      case 'currency':
+      case 'punct':
+        return false;
+      default:
+        return true;
+    }
+  });
+}
+
+/**
+ * The action words merchants mistype, read as meant ("splt", "refudn", "chek my blance", "stauts"):
+ * one letter dropped, added, changed or swapped with its neighbour. Only these words, only when
+ * the typed word is not itself a word the agent or English uses ("crate", "layout", "spit").
+ */
+const TYPO_TARGETS = ['split', 'refund', 'payout', 'transfer', 'create', 'payment', 'check', 'balance', 'status'];
+const REAL_WORDS = new Set([
+  'spit',
+  'slit',
+  'splat',
+  'crate',
+  'crates',
+  'created',
+  'creates',
+  'cheek',
+  'chuck',
+  'chick',
+  'chock',
+  'checks',
+  'checked',
+  'layout',
+  'payouts',
+  'payments',
+  'statue',
+  'statues',
+  'stats',
+  'balanced',
+  'balances',
+  'refunds',
+  'transfers',
+  'splits',
+]);
+
+function typoOf(word: string): string | undefined {
+  if (word.length < 4 || REAL_WORDS.has(word) || TYPO_TARGETS.includes(word)) return undefined;
+  const found = TYPO_TARGETS.filter((target) => oneEditApart(word, target));
+  return found.length === 1 ? found[0] : undefined;
+}
+
+/** One deletion, insertion, substitution or swap of neighbours turns `a` into `b`. */
+function oneEditApart(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 1) return false;
+  if (a.length === b.length) {
+    const diff = [...a].flatMap((char, i) => (char === b[i] ? [] : [i]));
+    if (diff.length === 1) return b.length >= 6;
+    return diff.length === 2 && diff[1] === diff[0]! + 1 && a[diff[0]!] === b[diff[1]!] && a[diff[1]!] === b[diff[0]!];
+  }
+  const [short, long] = a.length < b.length ? [a, b] : [b, a];
+  for (let i = 0; i < long.length; i++) if (long.slice(0, i) + long.slice(i + 1) === short) return true;
+  return false;
+}
+
 function addressToken(text: string): NewToken {
-  const value = text.replace(/[.,;:!?]+$/, '');
+  // "0x…9e2…" trailing off in an ellipsis is still the whole address; "0x12…ab" is not one.
+  const value = text.replace(/[.,;:!?]+$/, '').replace(/(?<=^0x[0-9a-fA-F]{40})…+$/, '');
   if (/^0x[0-9a-fA-F]{40}$/.test(value)) {
     // The same rule as the tools' schema: a wrong EIP-55 checksum is almost surely a typo.
     if (!isAddress(value, { strict: true }))
@@ -969,6 +1087,7 @@ export function isSignificant(token: Token): boolean {
       // the grammar does not read (fullwidth "ｐａｙ"): the message says something it cannot place.
       return token.text === "'" || /\p{L}/u.test(token.text);
     case 'quoted':
+      return token.carries;
     case 'code':
     case 'currency':
       return false;
