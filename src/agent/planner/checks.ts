@@ -1,5 +1,5 @@
 import { type Clause, text } from './grammar.ts';
-import { isQuantity, isSignificant, type Token } from './tokens.ts';
+import { HARD_CONTROL_WORDS, isQuantity, isSignificant, NEGATIONS, type Token } from './tokens.ts';
 
 /**
  * Stage 4 of the offline planner: the checks that run before anything does. A plan may run only
@@ -55,7 +55,27 @@ const PAST = new Set([
   'did',
   'sent',
   'took',
+  'returned',
+  'arrived',
+  'bought',
+  'ordered',
+  'broke',
+  'checked',
+  'cancelled',
+  'canceled',
+  'received',
 ]);
+
+/** A small whole number with no currency: a count, when a sentence tells the past. */
+function isCount(token: Token): boolean {
+  return (
+    token.kind === 'amount' &&
+    token.currency === undefined &&
+    token.number.type === 'exact' &&
+    /^\d{1,4}$/.test(token.number.text) &&
+    !token.negative
+  );
+}
 
 /**
  * "the customer was charged twice", "(last time it went twice)": a repetition word after a verb in
@@ -65,6 +85,36 @@ export function tellsThePast(tokens: readonly Token[], at: number): boolean {
   const token = tokens[at];
   if (token?.kind !== 'word' || !REPETITION.has(token.lower)) return false;
   return tokens.slice(Math.max(0, at - 4), at).some((t) => t.kind === 'word' && PAST.has(t.lower));
+}
+
+/**
+ * "(last time it went twice)", "(he was paid late last month)": a note in brackets that tells what
+ * happened, with no value in it and no word of condition or wait, is context wherever it stands.
+ */
+function storyInBrackets(tokens: readonly Token[]): Set<number> {
+  const placed = new Set<number>();
+  for (let open = 0; open < tokens.length; open++) {
+    if (tokens[open]?.text !== '(') continue;
+    const close = tokens.findIndex((t, k) => k > open && t.text === ')');
+    if (close < 0) break;
+    const inside = tokens.slice(open + 1, close);
+    const story =
+      inside.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
+      inside.every(
+        (t) =>
+          (t.kind === 'word' &&
+            (!HARD_CONTROL_WORDS.has(t.lower) || REPETITION.has(t.lower) || NEGATIONS.has(t.lower))) ||
+          t.kind === 'punct' ||
+          t.kind === 'code' ||
+          (t.kind === 'amount' &&
+            t.currency === undefined &&
+            t.number.type === 'exact' &&
+            /^\d{1,4}$/.test(t.number.text)),
+      );
+    if (story) for (const t of inside) placed.add(t.index);
+    open = close;
+  }
+  return placed;
 }
 
 export interface Unplaced {
@@ -83,8 +133,10 @@ export function unplacedTokens(
   const out: Unplaced[] = [];
   for (const clause of clauses) {
     const context = clause.intent === undefined;
+    const story = storyInBrackets(clause.tokens);
+    const pastTense = clause.tokens.some((t) => t.kind === 'word' && PAST.has(t.lower));
     for (const token of clause.tokens) {
-      if (!isSignificant(token)) continue;
+      if (!isSignificant(token) || story.has(token.index)) continue;
       if (clause.consumed.has(token.index) || consumedBySequencing.has(token.index) || borrowed.has(token.index))
         continue;
       if (context && token.kind === 'word' && CONTEXT_SAFE.has(token.lower)) continue;
@@ -99,6 +151,8 @@ export function unplacedTokens(
       )
         continue;
       if (context && isQuantity(token, clause.tokens[clause.tokens.indexOf(token) + 1])) continue;
+      // "one of the two items came back", "order 7 of 10": counts in a sentence about the past.
+      if (context && pastTense && isCount(token)) continue;
       // "placed last Tuesday", "in January": a past date in a context sentence tells a story; a
       // future one ("do it on Friday") could defer the instruction, so it stays to be placed.
       if (context && token.kind === 'date' && token.range !== undefined && token.range.from.getTime() < now.getTime())

@@ -78,6 +78,9 @@ export interface Clause {
   wantsPaymentFromContext: boolean;
 }
 
+const isMoneyIntent = (intent: Intent | undefined): boolean =>
+  intent === 'payout' || intent === 'refund' || intent === 'split' || intent === 'create_payment';
+
 export const text = (tokens: readonly Token[]): string =>
   tokens
     .map((token) => token.text)
@@ -429,6 +432,9 @@ const CORRECTION_STARTS: readonly (readonly string[])[] = [
   ['i', 'mean'],
   ['wait', 'no'],
   ['sorry', 'i', 'meant'],
+  // Pidgin "sorry o", Swahili "samahani" (sorry): a new value follows.
+  ['sorry', 'o'],
+  ['samahani'],
   ['sorry', 'meant'],
   ['i', 'meant'],
   ['actually'],
@@ -457,7 +463,7 @@ export function correctionAt(tokens: readonly Token[], i: number): number {
     }
     if (!ok) continue;
     // "no" and "sorry" alone mark a correction only at a clause start followed by a new value.
-    if ((marker.length === 1 && (marker[0] === 'no' || marker[0] === 'sorry')) || marker[0] === 'oops') {
+    if ((marker.length === 1 && ['no', 'sorry', 'samahani'].includes(marker[0]!)) || marker[0] === 'oops') {
       const next = tokens.slice(j).find((token) => token.kind !== 'punct');
       if (
         next === undefined ||
@@ -470,6 +476,27 @@ export function correctionAt(tokens: readonly Token[], i: number): number {
   }
   return 0;
 }
+
+/** How many times a word repeats an action. */
+const REPEATS: ReadonlyMap<string, number> = new Map([
+  ['twice', 2],
+  ['thrice', 3],
+]);
+
+/** "once to 0x…": one payout to that recipient. */
+function onceTo(tokens: readonly Token[], i: number): boolean {
+  return isWord(tokens[i], 'once') && isWord(tokens[i + 1], 'to') && tokens[i + 2]?.kind === 'address';
+}
+
+function countOnceTo(tokens: readonly Token[]): number {
+  return tokens.filter((_t, i) => onceTo(tokens, i)).length;
+}
+
+/** Verbs in the past that start a story before a request ("Guest checked out 2 nights early"). */
+const STORY_VERBS = new Set(['checked', 'bought', 'ordered', 'returned', 'paid', 'was', 'were', 'had', 'got', 'came']);
+
+/** The kinds of token a negation may exclude ("not 300", "not pay_B", "not 0xA…"). */
+export const VALUE_KINDS: readonly Token['kind'][] = ['amount', 'address', 'payment_id'];
 
 /** Courtesy phrases whose condition words carry no condition: "let me know if …", "if possible". */
 function dropCourtesy(tokens: Token[]): Token[] {
@@ -503,8 +530,13 @@ function dropCourtesy(tokens: Token[]): Token[] {
         continue;
       }
     }
-    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush')) {
+    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush', 'hurry')) {
       i += 1;
+      continue;
+    }
+    if (isWord(t, 'not') && isWord(tokens[i + 1], 'urgent')) {
+      // "it's not urgent but pls pay …": courtesy, and the "but" that leads to the request.
+      i += isWord(tokens[i + 2], 'but') ? 2 : 1;
       continue;
     }
     if (isWord(t, 'thanks', 'thank') && isWord(tokens[i + 1], 'in') && isWord(tokens[i + 2], 'advance')) {
@@ -672,7 +704,13 @@ export function splitClauses(all: readonly Token[]): { clauses: Token[][]; seque
         'never',
         'do',
       );
-    if (joined.length > 0 && ((firstWord >= 0 && correctionAt(clause, firstWord) > 0) || negated)) {
+    // "pay 0x… 30 usdc. not 300, 30.": the merchant stresses the amount of the clause before.
+    const restated =
+      firstWord >= 0 &&
+      isWord(clause[firstWord], 'not') &&
+      VALUE_KINDS.includes(clause[firstWord + 1]?.kind ?? 'punct') &&
+      clause.slice(firstWord + 2).some((t) => t.kind === clause[firstWord + 1]!.kind);
+    if (joined.length > 0 && ((firstWord >= 0 && correctionAt(clause, firstWord) > 0) || negated || restated)) {
       joined[joined.length - 1] = [...joined[joined.length - 1]!, ...clause];
       continue;
     }
@@ -762,6 +800,22 @@ function freeText(
       continue;
     }
     if (token.kind === 'amount') {
+      // "(delivery 3 of 4)": which one of how many, in the text.
+      const countOf =
+        isWord(next, 'of') &&
+        [token, tokens[i + 2]].every(
+          (t) =>
+            t?.kind === 'amount' &&
+            t.currency === undefined &&
+            t.number.type === 'exact' &&
+            /^\d{1,3}$/.test(t.number.text),
+        );
+      if (countOf) {
+        consumed.push(token.index, tokens[i + 2]!.index);
+        taken.push(token, next!, tokens[i + 2]!);
+        i += 2;
+        continue;
+      }
       // "2 bags of rice": a small whole number before a noun is a quantity in the text.
       const quantity = isQuantity(token, next);
       if (!quantity) break;
@@ -881,6 +935,19 @@ export function fillSlots(
           slots.equal = { ways: Number(token.number.text) };
           use(token, next!);
           i++;
+          break;
+        }
+        // "Guest checked out 2 nights early — refund KSh 9,000": a count in the story told before
+        // the request. After the verb a count shapes the action ("in two instalments", "among 3
+        // people") and is left to be placed.
+        const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
+        if (
+          isQuantity(token, next) &&
+          i < verb &&
+          tokens.slice(0, i).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower)) &&
+          tokens.some((t, k) => k > verb && t.kind === 'amount')
+        ) {
+          use(token);
           break;
         }
         // "last 5 payments": a list's length.
@@ -1064,6 +1131,26 @@ export function fillSlots(
           slots.equal = { ways: undefined };
           use(token);
         } else if (
+          w === 'not' &&
+          intent === 'refund' &&
+          isWord(next?.kind === 'word' && next.lower === 'the' ? tokens[i + 2] : next, 'full') &&
+          tokens.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent')
+        ) {
+          // "not the full amount, just 5000 naira": the amount says how much; "full" is what it is not.
+          const full = isWord(next, 'the') ? i + 2 : i + 1;
+          use(token, ...tokens.slice(i + 1, full + 1));
+          if (isWord(tokens[full + 1], 'amount', 'refund')) use(tokens[full + 1]!);
+          i = full;
+        } else if (
+          w === 'not' &&
+          intent === 'refund' &&
+          isWord(next, 'partially', 'partly', 'partial', 'half') &&
+          tokens.some((t) => isWord(t, 'fully', 'full', 'entirely', 'completely'))
+        ) {
+          // "refund pay_… fully, not partially": says again that the refund is whole.
+          use(token, next!);
+          i++;
+        } else if (
           (w === 'in' && isWord(next, 'full')) ||
           (w === 'full' && (intent === 'refund' || isWord(next, 'refund', 'amount'))) ||
           w === 'fully' ||
@@ -1117,6 +1204,17 @@ export function fillSlots(
         } else if ((w === 'rest' || w === 'remaining' || w === 'remainder') && intent === 'refund') {
           slots.full = true;
           use(token);
+        } else if (
+          intent === 'payout' &&
+          (onceTo(tokens, i) || (REPEATS.has(w) && REPEATS.get(w) === countOnceTo(tokens)))
+        ) {
+          // "pay the same 25 usdc twice — once to 0xA… and once to 0xB…": one payout to each, the
+          // count written out by the "once to" of each recipient.
+          slots.each = true;
+          use(token);
+          if (isWord(tokens[i - 1], 'same') && isWord(tokens[i - 2], 'the')) use(tokens[i - 1]!);
+        } else if (w === 'same' && intent === 'payout' && countOnceTo(tokens) > 1 && next?.kind === 'amount') {
+          use(token);
         } else if (w === 'twice' || w === 'double' || w === 'duplicate' || w === 'duplicates' || w === 'duplicated') {
           // A refund of "payments made twice" needs the merchant to say which ones. "Refund pay_… twice"
           // multiplies: it is left to be placed (asked back), never taken as one refund.
@@ -1124,13 +1222,28 @@ export function fillSlots(
             intent === 'refund' && slots.paymentIds.length === 0 && !tokens.some((t) => t.kind === 'payment_id');
           if (which) slots.duplicates = true;
           if (intent === 'refund' && (which || w.startsWith('duplicate'))) use(token);
-        } else if ((w === 'only' || w === 'just') && intent === 'refund') {
-          // "but only half of it", "just 1,000 naira though": the amount that follows is the refund.
+        } else if ((w === 'only' || w === 'just') && isMoneyIntent(intent)) {
+          // "but only half of it", "just 1,000 naira though", "send only 20 usdc", "refund only
+          // pay_A": the value that follows is the one meant, no more. "only once" stresses one run,
+          // unless something follows it ("only once delivered" is a condition).
           const value = tokens.slice(i + 1).find((t) => t.kind !== 'punct' && !isWord(t, 'the', 'a', 'refund'));
-          if (value?.kind === 'amount' || value?.kind === 'fraction' || value?.kind === 'percent') {
+          const after = tokens.slice(i + 2).find((t) => t.kind !== 'punct');
+          if (
+            value?.kind === 'amount' ||
+            value?.kind === 'fraction' ||
+            value?.kind === 'percent' ||
+            value?.kind === 'payment_id' ||
+            value?.kind === 'address'
+          ) {
             use(token);
             const before = tokens[i - 1];
-            if (isWord(before, 'but')) use(before!);
+            if (isWord(before, 'but') && intent === 'refund') use(before!);
+          } else if (
+            isWord(next, 'once') &&
+            (after === undefined || isWord(after, 'pls', 'please', 'thanks', 'abeg'))
+          ) {
+            use(token, next!);
+            i++;
           }
         } else if (w === 'but' && intent === 'refund' && isWord(next, 'only', 'just')) {
           // consumed with its "only"

@@ -21,6 +21,7 @@ import {
   type Slots,
   splitClauses,
   text,
+  VALUE_KINDS,
 } from './grammar.ts';
 import {
   type CurrencyMention,
@@ -157,6 +158,64 @@ function negationLead(tokens: readonly Token[]): { length: number; comma: number
   return comma > 0 ? { length, comma } : undefined;
 }
 
+/** Two values of one kind written the same way ("30 usdc" and "30"; pay_A and pay_A). */
+function sameValue(a: Token, b: Token): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === 'amount' && b.kind === 'amount')
+    return a.number.type === 'exact' && b.number.type === 'exact' && a.number.text === b.number.text;
+  if (a.kind === 'address' && b.kind === 'address') return a.value.toLowerCase() === b.value.toLowerCase();
+  return a.kind === 'payment_id' && b.kind === 'payment_id' && a.value === b.value;
+}
+
+/**
+ * "refund only pay_A, not pay_B", "to 0xB not 0xA", "400 usdc not 600", "30 usdc. not 300, 30":
+ * a negated value the merchant rules out, beside another value of its kind that stays. The negation
+ * and the value ruled out are set aside (they change nothing that runs); a value that only restates
+ * one kept ("not 300, 30" after "30 usdc") is too. Without another value of its kind, or when the
+ * value ruled out is the one kept, nothing is set aside and the "not" is asked about.
+ */
+function excludedAlternatives(tokens: readonly Token[], dropped: Set<number>): void {
+  for (let i = 0; i + 1 < tokens.length; i++) {
+    const not = tokens[i]!;
+    const value = tokens[i + 1]!;
+    if (not.kind !== 'word' || not.lower !== 'not' || !VALUE_KINDS.includes(value.kind) || dropped.has(not.index))
+      continue;
+    const others = tokens.filter((t, k) => k !== i + 1 && t.kind === value.kind && !dropped.has(t.index));
+    if (others.every((t) => sameValue(t, value))) continue;
+    const following = tokens[i + 2];
+    // "not 300 but 30" is read by the rule for "not … but …".
+    if (following?.kind === 'word' && following.lower === 'but') continue;
+    dropped.add(not.index).add(value.index);
+    // "not 300, 30": the value after the comma restates the one kept.
+    const restated = following?.kind === 'punct' && following.text === ',' ? tokens[i + 3] : undefined;
+    if (restated !== undefined && others.some((t) => t !== restated && sameValue(t, restated))) {
+      dropped.add(following!.index).add(restated.index);
+    }
+  }
+}
+
+/**
+ * "…, pay_B not the first one", "…, 0xB, not that one": after a correction, the words that say
+ * again what it replaces. They change nothing (the "one" is no amount).
+ */
+function restatedReplacement(after: readonly Token[]): Token[] {
+  const word = (k: number): string => {
+    const token = after[k];
+    return token?.kind === 'word' || token?.kind === 'amount' ? token.text.toLowerCase() : '';
+  };
+  for (let k = 0; k < after.length; k++) {
+    if (word(k) !== 'not') continue;
+    if (
+      word(k + 1) === 'the' &&
+      ['first', 'other', 'previous', 'wrong', 'old'].includes(word(k + 2)) &&
+      word(k + 3) === 'one'
+    )
+      return after.slice(k, k + 4);
+    if (word(k + 1) === 'that' && word(k + 2) === 'one') return after.slice(k, k + 3);
+  }
+  return [];
+}
+
 function parseClause(tokens: Token[]): Clause {
   const significant = isSignificant;
   const consumed0 = new Set<number>();
@@ -192,6 +251,7 @@ function parseClause(tokens: Token[]): Clause {
     )
       for (const token of tokens.slice(i, valueAt + 2)) dropped.add(token.index);
   }
+  excludedAlternatives(tokens, dropped);
   const kept = tokens.filter((token) => !dropped.has(token.index));
   let marker = -1;
   let markerLength = 0;
@@ -221,10 +281,11 @@ function parseClause(tokens: Token[]): Clause {
     }
   }
   const before = marker >= 0 ? kept.slice(negation?.length ?? 0, marker) : kept;
-  const after = marker >= 0 ? kept.slice(marker + markerLength) : [];
+  const restating = marker >= 0 ? restatedReplacement(kept.slice(marker + markerLength)) : [];
+  const after = marker >= 0 ? kept.slice(marker + markerLength).filter((t) => !restating.includes(t)) : [];
   const intent = intentOf(before) ?? intentOf(after);
   const left = fillSlots(intent, before, significant);
-  const consumed = new Set([...left.consumed, ...dropped, ...consumed0]);
+  const consumed = new Set([...left.consumed, ...dropped, ...consumed0, ...restating.map((t) => t.index)]);
   let slots = left.slots;
   let clauseProblem = left.problem;
   if (marker >= 0) {

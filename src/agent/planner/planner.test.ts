@@ -235,4 +235,61 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps('how much came in jana?')).toMatchObject([{ kind: 'revenue' }]);
     expect(steps('cedis sales last wk?')).toMatchObject([{ kind: 'revenue', currency: 'GHS' }]);
   });
+
+  it('reads ordinary qualifiers as what they are, not as conditions', () => {
+    expect(steps(`send only 20 usdc to ${A}`)).toEqual([{ kind: 'payout', amountMinor: '20000000', toAddress: A }]);
+    expect(steps(`not the full amount, just 5000 naira of it — refund ${P}`)).toMatchObject([
+      { kind: 'refund', amount: { type: 'exact', number: { text: '5000' } } },
+    ]);
+    expect(steps(`refund ${P} fully, not partially`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    expect(steps(`refund only ${P}, not ${Q}`)).toEqual([{ kind: 'refund', paymentId: P, amount: { type: 'full' } }]);
+    expect(steps(`it's not urgent but pls pay ${A} 60 usdc for the logo design`)).toMatchObject([{ kind: 'payout' }]);
+    expect(steps(`pay ${A} 30 usdc. not 300, 30.`)).toEqual([
+      { kind: 'payout', amountMinor: '30000000', toAddress: A },
+    ]);
+    expect(steps(`pay ${A} 40 usdc, only once pls (last time it went twice)`)).toHaveLength(1);
+    // The same words still refuse what they would change.
+    expect(asks(`pay ${A} 40 usdc only once delivered`)).toMatch(/once/);
+    expect(asks(`refund ${P} twice pls`)).toMatch(/twice/);
+    expect(asks(`pay 600 usdc to ${A} in two instalments`)).toMatch(/two/);
+  });
+
+  it('takes the corrected amount or recipient, and only it', () => {
+    expect(steps(`send 3k usdc to ${A}… no make it 2k`)).toEqual([
+      { kind: 'payout', amountMinor: '2000000000', toAddress: A },
+    ]);
+    expect(steps(`abeg pay ${A} 150 usdc, sorry o, 105 usdc`)).toEqual([
+      { kind: 'payout', amountMinor: '105000000', toAddress: A },
+    ]);
+    expect(steps(`tuma 70 usdc kwa ${A}, samahani, 75 usdc`)).toEqual([
+      { kind: 'payout', amountMinor: '75000000', toAddress: A },
+    ]);
+    expect(steps(`send 25 usdc to ${A} — no sorry, to ${B} not ${A}`)).toEqual([
+      { kind: 'payout', amountMinor: '25000000', toAddress: B },
+    ]);
+    expect(steps(`refund ${P} no sorry, ${Q} not the first one`)).toEqual([
+      { kind: 'refund', paymentId: Q, amount: { type: 'full' } },
+    ]);
+    expect(steps(`split 600 usdc 50/50 between ${A} and ${B}. correction: 400 usdc not 600`)).toMatchObject([
+      { kind: 'split', source: { amountMinor: '400000000' } },
+    ]);
+  });
+
+  it('leaves incidental numbers in a story or a reason out of the amount', () => {
+    expect(steps(`one of the two items came back, refund 3,000 naira of ${P}`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '3000' } } },
+    ]);
+    expect(steps(`Guest in room 204 checked out 2 nights early — refund KSh 9,000 of ${P}`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '9000' } } },
+    ]);
+    expect(steps(`customer paid twice on 14 March for order 7 of 10; refund ${Q}, it is the duplicate`)).toEqual([
+      { kind: 'refund', paymentId: Q, amount: { type: 'full' }, reason: 'it is the duplicate' },
+    ]);
+    expect(steps(`pay ${A} 45 usdc for invoice 2026-117 (delivery 3 of 4)`)).toMatchObject([
+      { kind: 'payout', amountMinor: '45000000' },
+    ]);
+    expect(steps(`pay the same 25 usdc twice — once to ${A} and once to ${B}`)).toHaveLength(2);
+  });
 });

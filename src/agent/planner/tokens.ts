@@ -872,6 +872,16 @@ const DOCUMENT_WORDS = new Set([
   'floor',
   'plot',
   'house',
+  // "school fees term 2", "form 4": a school's or a season's number.
+  'term',
+  'semester',
+  'grade',
+  'form',
+  'phase',
+  'stage',
+  'round',
+  'season',
+  'chapter',
 ]);
 
 const PHONE_WORDS = new Set(['tel', 'phone', 'mobile', 'whatsapp', 'cell', 'call', 'fax', 'mob', 'tel.']);
@@ -923,8 +933,8 @@ function markDocumentNumbers(tokens: Token[]): void {
       documentWord &&
       token.kind === 'amount' &&
       token.currency === undefined &&
-      token.number.type === 'exact' &&
-      /^\d+$/.test(token.text)
+      // "invoice 42", "invoice 2026-117": a document's number, never an amount.
+      ((token.number.type === 'exact' && /^\d+$/.test(token.text)) || /^\d+(?:-\d+)+$/.test(token.text))
     ) {
       tokens[i] = { kind: 'code', text: token.text, value: token.text, index: i };
     }
