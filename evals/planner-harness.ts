@@ -678,6 +678,8 @@ export function createFakeWorld(testCase: EvalCase): FakeWorld {
         const data = [...payments.values()]
           .map((entry) => entry.record)
           .filter((record) => args.status === undefined || record.status === args.status)
+          // As the real tool: `reference` is an exact filter.
+          .filter((record) => args.reference === undefined || record.reference === args.reference)
           .slice(0, typeof args.limit === 'number' ? args.limit : 20);
         return { status: 'ok', output: { object: 'list', data, has_more: false } };
       }

@@ -64,7 +64,16 @@ export interface Slots {
   questionIf?: boolean;
   /** "minus the 500 naira delivery fee": a refund of all but this amount. */
   less?: AmountToken;
+  /** "order ORD-1042", "the blue kente cloth order": a payment named by the merchant's own words. */
+  lookup?: PaymentLookup;
 }
+
+/**
+ * A payment the merchant names without its id: by its reference ("order ORD-1042", "#GH-2210",
+ * "order 1042"), or by words of its description ("the blue kente cloth order"). The planner looks
+ * it up with list_payments before anything else runs (plan.ts, resolveLookups).
+ */
+export type PaymentLookup = { reference: string } | { words: string[] };
 
 export interface Clause {
   intent: Intent | undefined;
@@ -279,6 +288,7 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   const words = tokens.flatMap((token) => (token.kind === 'word' ? [token.lower] : []));
   const has = (...list: string[]): boolean => list.some((word) => words.includes(word));
   const hasId = tokens.some((token) => token.kind === 'payment_id' || token.kind === 'bad_payment_id');
+  const hasReference = tokens.some((_token, i) => referenceAt(tokens, i) !== undefined);
   const hasAddress = tokens.some((token) => token.kind === 'address' || token.kind === 'bad_address');
   const hasDate = tokens.some((token) => token.kind === 'date');
   // "how much is in my account now?": "now" asks about the present, not a period.
@@ -397,6 +407,16 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
       ))
   )
     return 'payment_status';
+  // "has order INV-330 been paid?": a question about an order named by its reference.
+  if (
+    hasReference &&
+    !hasId &&
+    !hasAddress &&
+    !hasAmount &&
+    statusWord &&
+    (['has', 'is', 'did', 'was', 'status'].includes(lead ?? '') || tokens.at(-1)?.text === '?')
+  )
+    return 'payment_status';
   if (
     !hasId &&
     !hasAddress &&
@@ -477,6 +497,18 @@ export function correctionAt(tokens: readonly Token[], i: number): number {
   return 0;
 }
 
+/** Words before which a code names one of the merchant's orders: "order ORD-1042", "invoice INV-330". */
+const ORDER_WORDS = new Set(['order', 'invoice', 'receipt', 'transaction', 'booking']);
+
+/** The reference a code at `i` gives for an order ("order #GH-2210" → "GH-2210"), if it is one. */
+export function referenceAt(tokens: readonly Token[], i: number): string | undefined {
+  const token = tokens[i];
+  if (token?.kind !== 'code') return undefined;
+  const previous = tokens[i - 1];
+  if (!(previous?.kind === 'word' && ORDER_WORDS.has(previous.lower))) return undefined;
+  return token.value.replace(/^#/, '');
+}
+
 /** How many times a word repeats an action. */
 const REPEATS: ReadonlyMap<string, number> = new Map([
   ['twice', 2],
@@ -493,7 +525,20 @@ function countOnceTo(tokens: readonly Token[]): number {
 }
 
 /** Verbs in the past that start a story before a request ("Guest checked out 2 nights early"). */
-const STORY_VERBS = new Set(['checked', 'bought', 'ordered', 'returned', 'paid', 'was', 'were', 'had', 'got', 'came']);
+const STORY_VERBS = new Set([
+  'checked',
+  'bought',
+  'ordered',
+  'returned',
+  'paid',
+  'was',
+  'were',
+  'had',
+  'got',
+  'came',
+  'kept',
+  'arrived',
+]);
 
 /** The kinds of token a negation may exclude ("not 300", "not pay_B", "not 0xA…"). */
 export const VALUE_KINDS: readonly Token['kind'][] = ['amount', 'address', 'payment_id'];
@@ -940,12 +985,16 @@ export function fillSlots(
         // "Guest checked out 2 nights early — refund KSh 9,000": a count in the story told before
         // the request. After the verb a count shapes the action ("in two instalments", "among 3
         // people") and is left to be placed.
+        // After the request, a statement of its own after a comma tells the story too: "refund 2,000
+        // naira on order ORD-7781, customer returned one plate".
         const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
+        const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–]$/.test(t.text));
+        const story = (from: number): boolean =>
+          tokens.slice(from, i).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower));
         if (
           isQuantity(token, next) &&
-          i < verb &&
-          tokens.slice(0, i).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower)) &&
-          tokens.some((t, k) => k > verb && t.kind === 'amount')
+          ((i < verb && story(0) && tokens.some((t, k) => k > verb && t.kind === 'amount')) ||
+            (statement > verb && verb >= 0 && story(statement) && slots.amounts.length > 0))
         ) {
           use(token);
           break;
@@ -1074,6 +1123,14 @@ export function fillSlots(
       case 'currency':
         slots.currency = token.mention;
         break;
+      case 'code': {
+        const reference = referenceAt(tokens, i);
+        if (reference !== undefined && FINDS_PAYMENTS.has(intent ?? 'approve') && slots.lookup === undefined) {
+          slots.lookup = { reference };
+          use(tokens[i - 1]!, token);
+        }
+        break;
+      }
       case 'word': {
         const w = token.lower;
         const labelled = tokens.slice(i + 1, i + 3).find((t) => t.kind !== 'punct');
@@ -1326,8 +1383,12 @@ export function fillSlots(
                 ref.currency === undefined &&
                 /^\d+$/.test(ref.text)))
           ) {
-            slots.reference = ref.kind === 'code' ? ref.value.replace(/^#/, '') : ref.text;
-            use(ref);
+            const value = ref.kind === 'code' ? ref.value.replace(/^#/, '') : ref.text;
+            // A refund's or a status read's "ref" names the payment; a payout's or a split's, its own.
+            if ((intent === 'refund' || intent === 'payment_status') && slots.paymentIds.length === 0)
+              slots.lookup = { reference: value };
+            else slots.reference = value;
+            use(token, ref);
             i = j;
           }
         } else if (intent === 'list_payments' && LIST_STATUS_WORDS.has(w)) {
@@ -1345,7 +1406,111 @@ export function fillSlots(
         break;
     }
   }
+  if (
+    FINDS_PAYMENTS.has(intent ?? 'approve') &&
+    slots.lookup === undefined &&
+    slots.paymentIds.length === 0 &&
+    slots.date === undefined &&
+    !slots.allPayments
+  ) {
+    const described = describedPayment(tokens);
+    if (described !== undefined) {
+      slots.lookup = { words: described.words };
+      for (const token of described.used) consumed.add(token.index);
+      // "the 2 crates of Malta Guinness": the count describes the order; it is no amount.
+      slots.amounts = slots.amounts.filter((amount) => !described.used.includes(amount));
+    }
+  }
   return problem === undefined ? { slots, consumed } : { slots, consumed, problem };
+}
+
+/** Intents that act on one payment, which may be named by reference or description instead of its id. */
+const FINDS_PAYMENTS: ReadonlySet<Intent> = new Set(['refund', 'split', 'payment_status']);
+
+/** Nouns that say the words around them describe an order: "the blue kente cloth order". */
+const ORDER_NOUNS = new Set(['order', 'orders', 'purchase', 'sale', 'transaction', 'booking']);
+/** "the customer wey buy …", "who bought …": the words after describe what was paid for. */
+const BOUGHT = new Set(['buy', 'bought', 'purchased', 'ordered']);
+
+/** Words that never describe what was bought: the request's own words, courtesy, grammar. */
+const NOT_DESCRIPTIVE = new Set([
+  ...REFUND_VERBS,
+  ...SPLIT_VERBS,
+  ...LEADING_FILLERS,
+  ...ORDER_NOUNS,
+  ...BOUGHT,
+  'refunds',
+  'the',
+  'a',
+  'an',
+  'of',
+  'for',
+  'from',
+  'on',
+  'in',
+  'my',
+  'our',
+  'their',
+  'his',
+  'her',
+  'this',
+  'that',
+  'who',
+  'which',
+  'wey',
+  'ya',
+  'kwa',
+  'pesa',
+  'money',
+  'back',
+  'give',
+  'return',
+  'customer',
+  'client',
+  'buyer',
+  'payment',
+  'proceeds',
+  'status',
+  'has',
+  'is',
+  'was',
+  'been',
+  'paid',
+  'did',
+  'it',
+  'between',
+  'among',
+  'with',
+  'and',
+]);
+
+/**
+ * "refund the blue kente cloth order", "abeg refund the customer wey buy the 2 crates of Malta
+ * Guinness", "rudisha pesa ya order ya 'Kitenge dress'": the words that describe what was paid for,
+ * when an order noun or a verb of buying says they do. Only plain words, quoted text and counts; a
+ * clause with any other value, or no such word, names no payment this way.
+ */
+function describedPayment(tokens: readonly Token[]): { words: string[]; used: Token[] } | undefined {
+  if (!tokens.some((t) => t.kind === 'word' && (ORDER_NOUNS.has(t.lower) || BOUGHT.has(t.lower)))) return undefined;
+  const words: string[] = [];
+  const used: Token[] = [];
+  for (const [i, token] of tokens.entries()) {
+    if (token.kind === 'word' && !NOT_DESCRIPTIVE.has(token.lower) && !CONTROL_WORDS.has(token.lower)) {
+      words.push(token.lower);
+    } else if (token.kind === 'quoted' && !token.carries) {
+      words.push(
+        ...token.value
+          .toLowerCase()
+          .split(/[^\p{L}\p{N}]+/u)
+          .filter((w) => w !== '' && !NOT_DESCRIPTIVE.has(w)),
+      );
+      used.push(token);
+    } else if (token.kind === 'amount' && isQuantity(token, tokens[i + 1])) {
+      words.push(token.text);
+      used.push(token);
+    }
+  }
+  return words.length > 0 ? { words, used } : undefined;
 }
 
 /** A correction's right side overrides the left side's slots of the same kind. */
@@ -1371,6 +1536,7 @@ export function mergeCorrection(before: Slots, after: Slots): { slots: Slots; pr
   replaces('memos', after.memos.length > 0);
   replaces('reason', after.reason !== undefined);
   replaces('reference', after.reference !== undefined);
+  replaces('lookup', after.lookup !== undefined);
   replaces('currency', after.currency !== undefined);
   if (after.fraction !== undefined || after.amounts.length > 0 || after.full) {
     // A new refund size replaces the old one, whatever its form.

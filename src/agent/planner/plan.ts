@@ -15,6 +15,7 @@ import {
   fillSlots,
   type Intent,
   leadingWord,
+  type PaymentLookup,
   MONEY_VERBS,
   intentOf,
   mergeCorrection,
@@ -53,11 +54,11 @@ export type RefundAmount =
 
 export type Step =
   | { kind: 'payout'; amountMinor: bigint; toAddress: string; memo?: string; reference?: string }
-  | { kind: 'refund'; paymentId: string; amount: RefundAmount; reason?: string }
+  | { kind: 'refund'; paymentId: string; amount: RefundAmount; reason?: string; lookup?: PaymentLookup }
   | { kind: 'refund_period'; range: DateRange; currency?: string; reason?: string }
   | {
       kind: 'split';
-      source: { paymentId: string } | { amountMinor: bigint } | { range: DateRange };
+      source: { paymentId: string; lookup?: PaymentLookup } | { amountMinor: bigint } | { range: DateRange };
       splits: { toAddress: string; shareBps: number }[];
       reference?: string;
     }
@@ -69,11 +70,14 @@ export type Step =
       description?: string;
       reference?: string;
     }
-  | { kind: 'payment_status'; paymentId: string }
+  | { kind: 'payment_status'; paymentId: string; lookup?: PaymentLookup }
   | { kind: 'balance' }
   | { kind: 'pending_confirmations' }
   | { kind: 'list_payments'; status?: PaymentStatus; limit?: number; range?: DateRange }
   | { kind: 'revenue'; range: DateRange; currency?: string };
+
+/** The payment id of a step whose payment is named by reference or description, until it is found. */
+export const FOUND_LATER = '';
 
 export type Understanding = { ok: true; steps: Step[] } | { ok: false; problems: string[] };
 
@@ -323,6 +327,7 @@ function parseClause(tokens: Token[]): Clause {
   const wantsPaymentFromContext =
     (intent === 'refund' || intent === 'payment_status') &&
     slots.paymentIds.length === 0 &&
+    slots.lookup === undefined &&
     // "Please confirm status." asks about the one payment the message named; a refund needs "it".
     (intent === 'payment_status' ||
       tokens.some(
@@ -409,6 +414,7 @@ function dropListHeaders(clauses: Clause[]): void {
       slots.ratio !== undefined ||
       slots.date !== undefined ||
       slots.url !== undefined ||
+      slots.lookup !== undefined ||
       clause.tokens.some((token) => token.kind === 'bad_address' || token.kind === 'bad_payment_id');
     if (hasValues) continue;
     // A money verb with nothing to act on, said of something ("a customer who wants to pay online")
@@ -585,6 +591,7 @@ const READ_ASIDES: readonly (keyof Slots)[] = ['memo', 'memos', 'reason'];
 const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
   payout: ['addresses', 'amounts', 'each', 'memo', 'memos', 'reference', 'currency'],
   refund: [
+    'lookup',
     'paymentIds',
     'amounts',
     'fraction',
@@ -599,6 +606,7 @@ const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
     'less',
   ],
   split: [
+    'lookup',
     'addresses',
     'paymentIds',
     'amounts',
@@ -613,7 +621,7 @@ const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
     'memos',
   ],
   create_payment: ['amounts', 'url', 'memo', 'memos', 'reference', 'currency'],
-  payment_status: ['paymentIds', ...READ_ASIDES],
+  payment_status: ['paymentIds', 'lookup', ...READ_ASIDES],
   balance: ['currency', ...READ_ASIDES],
   pending_confirmations: [...READ_ASIDES],
   list_payments: ['status', 'limit', 'date', 'revenueWord', ...READ_ASIDES],
@@ -637,6 +645,7 @@ const SLOT_WORDS: Partial<Record<keyof Slots, string>> = {
   url: 'a link',
   memo: 'a memo',
   reason: 'a reason',
+  lookup: 'an order named by reference or description',
   reference: 'a reference',
   currency: 'a currency',
   status: 'a status',
@@ -686,6 +695,8 @@ function stepsOf(clause: Clause): Step[] {
     case 'create_payment':
       return [createPaymentStep(slots)];
     case 'payment_status':
+      if (slots.lookup !== undefined && slots.paymentIds.length === 0)
+        return [{ kind: 'payment_status', paymentId: FOUND_LATER, lookup: slots.lookup }];
       if (slots.paymentIds.length === 0) problem('say which payment by its id (pay_…)');
       return slots.paymentIds.map((paymentId) => ({ kind: 'payment_status' as const, paymentId }));
     case 'balance':
@@ -929,7 +940,10 @@ function refundSteps(slots: Slots): Step[] {
     return [{ kind: 'refund_period', range: slots.date, ...(currency ? { currency } : {}), ...reason }];
   }
   if (slots.date !== undefined) problem('a refund of one payment takes its id, not a date');
-  if (slots.paymentIds.length === 0) problem('say which payment to refund by its id (pay_…): I never pick one for you');
+  if (slots.paymentIds.length === 0 && slots.lookup === undefined)
+    problem('say which payment to refund by its id (pay_…) or its order reference: I never pick one for you');
+  if (slots.paymentIds.length > 0 && slots.lookup !== undefined)
+    problem('a payment id and an order reference: say which payment, once');
   if (slots.addresses.length > 0)
     problem('a refund goes back to the payer, not to an address: to pay an address, say "pay out … to 0x…"');
   // "refund 3/4 of pay_…": a fraction written with a slash.
@@ -989,6 +1003,8 @@ function refundSteps(slots: Slots): Step[] {
   // "refund naira of pay_…": a currency written with no amount beside it lost its amount somewhere.
   if (amount.type === 'full' && slots.currency !== undefined)
     problem(`"${slots.currency.word}" without an amount: say how much to refund, or "in full"`);
+  if (slots.lookup !== undefined)
+    return [{ kind: 'refund', paymentId: FOUND_LATER, lookup: slots.lookup, amount, ...reason }];
   return slots.paymentIds.map((paymentId) => ({ kind: 'refund' as const, paymentId, amount, ...reason }));
 }
 
@@ -1015,7 +1031,10 @@ function splitStep(slots: Slots): Step {
   const splits = addresses.map((toAddress, i) => ({ toAddress, shareBps: Number(shares[i]) }));
   const reference = slots.reference ? { reference: slots.reference } : {};
 
-  const sources = (slots.paymentIds.length > 0 ? 1 : 0) + (slots.amounts.length > 0 ? 1 : 0) + (slots.date ? 1 : 0);
+  const sources =
+    (slots.paymentIds.length > 0 || slots.lookup !== undefined ? 1 : 0) +
+    (slots.amounts.length > 0 ? 1 : 0) +
+    (slots.date ? 1 : 0);
   if (sources === 0)
     problem('say what to split: a payment (pay_…), an amount in USDC, or a period\'s revenue ("yesterday\'s revenue")');
   if (sources > 1 || slots.paymentIds.length > 1 || slots.amounts.length > 1)
@@ -1023,6 +1042,8 @@ function splitStep(slots: Slots): Step {
   if (slots.currency && slots.amounts.length === 0)
     problem(`a split shares the USDC credited to you, not ${slots.currency.word}: say it without the currency`);
   if (slots.paymentIds[0]) return { kind: 'split', source: { paymentId: slots.paymentIds[0] }, splits, ...reference };
+  if (slots.lookup)
+    return { kind: 'split', source: { paymentId: FOUND_LATER, lookup: slots.lookup }, splits, ...reference };
   if (slots.date) return { kind: 'split', source: { range: slots.date }, splits, ...reference };
   return {
     kind: 'split',
@@ -1111,7 +1132,83 @@ export function describeRange(range: DateRange): string {
 }
 
 export function toolsFor(step: Step): string[] {
-  return [...readsFor(step).map((call) => call.tool), toolOf(step)];
+  return [...(lookupOf(step) ? ['list_payments'] : []), ...readsFor(step).map((call) => call.tool), toolOf(step)];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Payments named by reference or description
+// ---------------------------------------------------------------------------------------------
+
+/** The lookup a step's payment waits for, if it is named without its id. */
+export function lookupOf(step: Step): PaymentLookup | undefined {
+  if (step.kind === 'refund' || step.kind === 'payment_status') return step.lookup;
+  if (step.kind === 'split' && 'paymentId' in step.source) return step.source.lookup;
+  return undefined;
+}
+
+/** A payment as list_payments lists it: its typed fields, and its description (only to match words). */
+export interface ListedPayment {
+  id: string;
+  reference: string | null;
+  description: string | null;
+  status: string;
+  facts: PaymentFacts;
+}
+
+/**
+ * The read that finds a lookup's payment: a reference with letters through list_payments' own
+ * reference filter ("ORD-1042" is exact); a bare number or a description among the newest 100.
+ */
+export function lookupRead(lookup: PaymentLookup): PlannedCall {
+  if ('reference' in lookup && /[a-z]/i.test(lookup.reference))
+    return {
+      tool: 'list_payments',
+      input: { reference: lookup.reference },
+      label: `Find the payment with reference ${lookup.reference}`,
+    };
+  return { tool: 'list_payments', input: { limit: 100 }, label: `Find ${describeLookup(lookup)}` };
+}
+
+export function describeLookup(lookup: PaymentLookup): string {
+  return 'reference' in lookup ? `order ${lookup.reference}` : `the order "${lookup.words.join(' ')}"`;
+}
+
+const stem = (word: string): string => word.replace(/(?<=\w{3})(?:es|s)$/, '');
+const wordsOf = (text: string): string[] =>
+  text
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word !== '')
+    .map(stem);
+
+/**
+ * The listed payments a lookup names: the reference as written (a bare number matches a reference
+ * that holds it as a whole group: "1042" names ORD-1042 and INV-1042), or every word of the
+ * description. The caller acts on exactly one and asks back when there are none or several.
+ */
+export function matchLookup(lookup: PaymentLookup, listed: readonly ListedPayment[]): ListedPayment[] {
+  if ('reference' in lookup) {
+    const wanted = lookup.reference.toLowerCase();
+    if (/[a-z]/.test(wanted)) return listed.filter((payment) => payment.reference?.toLowerCase() === wanted);
+    return listed.filter((payment) => new RegExp(`(?:^|\\D)${wanted}(?:$|\\D)`).test(payment.reference ?? ''));
+  }
+  const wanted = lookup.words.map((word) => stem(word.normalize('NFD').replace(/\p{M}/gu, '')));
+  return listed.filter((payment) => {
+    const words = wordsOf(payment.description ?? '');
+    return wanted.every((word) => words.includes(word));
+  });
+}
+
+/** A step with its payment found: the id written in, the lookup gone. */
+export function withPayment(step: Step, paymentId: string): Step {
+  if (step.kind === 'refund' || step.kind === 'payment_status') {
+    const { lookup: _found, ...rest } = step;
+    return { ...rest, paymentId };
+  }
+  if (step.kind === 'split' && 'paymentId' in step.source) return { ...step, source: { paymentId } };
+  return step;
 }
 
 function toolOf(step: Step): string {

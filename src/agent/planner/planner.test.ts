@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { understand } from './plan.ts';
+import { CURRENCIES } from '../../domain/money.ts';
+import { type ListedPayment, matchLookup, understand } from './plan.ts';
 import { tokenize } from './tokens.ts';
 
 // The offline planner's stages, on the examples issue 13 reported (each must run exactly as meant
@@ -291,5 +292,46 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       { kind: 'payout', amountMinor: '45000000' },
     ]);
     expect(steps(`pay the same 25 usdc twice — once to ${A} and once to ${B}`)).toHaveLength(2);
+  });
+
+  it('names a payment by its order reference or description, to be found with list_payments', () => {
+    expect(steps('refund order ORD-1042')).toEqual([
+      { kind: 'refund', paymentId: '', lookup: { reference: 'ORD-1042' }, amount: { type: 'full' } },
+    ]);
+    expect(steps('has order INV-330 been paid?')).toEqual([
+      { kind: 'payment_status', paymentId: '', lookup: { reference: 'INV-330' } },
+    ]);
+    expect(steps('abeg refund the customer wey buy the 2 crates of Malta Guinness')).toEqual([
+      {
+        kind: 'refund',
+        paymentId: '',
+        lookup: { words: ['2', 'crates', 'malta', 'guinness'] },
+        amount: { type: 'full' },
+      },
+    ]);
+    expect(steps(`rudisha pesa ya order ya 'Kitenge dress' tafadhali`)).toMatchObject([
+      { kind: 'refund', lookup: { words: ['kitenge', 'dress'] } },
+    ]);
+    // A story that mentions an order is no status question.
+    expect(steps(`customer paid twice on 14 March for order 7 of 10; refund ${Q}`)).toEqual([
+      { kind: 'refund', paymentId: Q, amount: { type: 'full' } },
+    ]);
+  });
+
+  it('acts on exactly one match, by reference or by every word of the description', () => {
+    const listed = (id: string, reference: string | null, description: string | null): ListedPayment => ({
+      id,
+      reference,
+      description,
+      status: 'settled',
+      facts: { currency: CURRENCIES.NGN, amountMinor: 100n, refundedMinor: 0n, status: 'settled' },
+    });
+    const all = [listed(P, 'ORD-1042', 'Blue kente cloth, 6 yards'), listed(Q, 'INV-1042', 'Kente stole (graduation)')];
+    expect(matchLookup({ reference: 'ORD-1042' }, all).map((p) => p.id)).toEqual([P]);
+    expect(matchLookup({ reference: '1042' }, all).map((p) => p.id)).toEqual([P, Q]);
+    expect(matchLookup({ reference: '104' }, all)).toEqual([]);
+    expect(matchLookup({ words: ['blue', 'kente', 'cloth'] }, all).map((p) => p.id)).toEqual([P]);
+    expect(matchLookup({ words: ['kente'] }, all).map((p) => p.id)).toEqual([P, Q]);
+    expect(matchLookup({ words: ['red', 'kente'] }, all)).toEqual([]);
   });
 });
