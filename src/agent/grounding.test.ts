@@ -205,6 +205,20 @@ describe('checkGrounding: shares', () => {
     expect(() => checkGrounding('split_revenue', split([7000, 3000]), e)).not.toThrow();
   });
 
+  it('equal parts (share_parts) only when the instruction asks for equal parts, every leg the same', () => {
+    const parts = (values: number[], addresses = [A, B, C]) => ({
+      amount: 100,
+      splits: values.map((share_parts, i) => ({ to_address: addresses[i], share_parts })),
+    });
+    const e = evidence(`split 100 USDC three ways between ${A}, ${B} and ${C}`);
+    expect(() => checkGrounding('split_revenue', parts([1, 1, 1]), e)).not.toThrow();
+    expect(() => checkGrounding('split_revenue', parts([2, 1, 1]), e)).toThrow(AppError);
+    const unequal = evidence(`split 100 USDC between ${A}, ${B} and ${C}`);
+    expect(() => checkGrounding('split_revenue', parts([1, 1, 1]), unequal)).toThrow(AppError);
+    const ratio = evidence(`split 100 USDC 70/30 between ${A} and ${B}`);
+    expect(() => checkGrounding('split_revenue', parts([70, 30], [A, B]), ratio)).not.toThrow();
+  });
+
   it('3334/3333/3333 for "three ways"', () => {
     const e = evidence(`split 100 USDC three ways between ${A}, ${B} and ${C}`);
     expect(() => checkGrounding('split_revenue', split([3334, 3333, 3333]), e)).not.toThrow();

@@ -214,7 +214,9 @@ export function checkGrounding(toolName: string, input: unknown, evidence: RunEv
       const total = typeof value.amount === 'number' ? parseDecimal(String(value.amount)) : undefined;
       for (const [i, split] of splits.entries()) {
         requireAddress(split.to_address, `splits.${i}.to_address`, evidence);
-        requireShare(split.share_bps, `splits.${i}.share_bps`, splits.length, total, evidence);
+        if (split.share_parts !== undefined)
+          requireParts(split.share_parts, `splits.${i}.share_parts`, splits, evidence);
+        else requireShare(split.share_bps, `splits.${i}.share_bps`, splits.length, total, evidence);
       }
       return;
     }
@@ -297,6 +299,22 @@ function requireShare(
       if (matches(leg, base, SETTLEMENT_CURRENCY.exponent)) return;
     }
   }
+  throw ungrounded(field, value);
+}
+
+/**
+ * Parts of a split (share_parts) are grounded when the instruction asks for equal parts and every
+ * leg has the same parts, or when they are the parts of a ratio it writes ("70/30" as 70 and 30).
+ */
+function requireParts(
+  value: unknown,
+  field: string,
+  splits: readonly Record<string, unknown>[],
+  evidence: RunEvidence,
+): void {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) throw ungrounded(field, value);
+  if (evidence.equalParts && splits.every((leg) => leg.share_parts === value)) return;
+  if (evidence.shareBps.has(BigInt(value) * 100n)) return;
   throw ungrounded(field, value);
 }
 

@@ -379,7 +379,12 @@ function describeAction(
           ? `${money(amount, SETTLEMENT_CURRENCY, 'USDC')}${typeof given.payment_id === 'string' ? ` of ${given.payment_id}` : ''}`
           : `the proceeds of ${String(given.payment_id)}`;
       const splits = Array.isArray(given.splits) ? given.splits.map(fieldsOf) : [];
-      const legs = splits.map((leg) => `${String(leg.to_address)} (${Number(leg.share_bps) / 100}%)`).join(', ');
+      const parts = splits.reduce((sum, leg) => sum + (typeof leg.share_parts === 'number' ? leg.share_parts : 0), 0);
+      const share = (leg: Fields): string =>
+        typeof leg.share_parts === 'number'
+          ? `${leg.share_parts} of ${parts} parts`
+          : `${Number(leg.share_bps) / 100}%`;
+      const legs = splits.map((leg) => `${String(leg.to_address)} (${share(leg)})`).join(', ');
       return `Split ${what} between ${legs}`;
     }
     default: {

@@ -41,6 +41,8 @@ export interface Slots {
   fraction?: { numerator: bigint; denominator: bigint; text: string };
   /** "equally", "evenly", "three ways": equal shares; the count when the ways are given. */
   equal?: { ways: number | undefined };
+  /** "among these 6 people", "our 3 partners": how many recipients the merchant counts. */
+  recipients?: number;
   each: boolean;
   /** "in full", "everything", "all of it": a full refund. */
   full: boolean;
@@ -524,6 +526,27 @@ function countOnceTo(tokens: readonly Token[]): number {
   return tokens.filter((_t, i) => onceTo(tokens, i)).length;
 }
 
+/** Nouns a split's recipients are counted in: "our 7 riders", "these 6 people". */
+const RECIPIENT_NOUNS = new Set([
+  'people',
+  'persons',
+  'recipients',
+  'partners',
+  'riders',
+  'drivers',
+  'staff',
+  'workers',
+  'members',
+  'friends',
+  'suppliers',
+  'vendors',
+  'agents',
+  'sellers',
+  'wallets',
+  'addresses',
+  'of',
+]);
+
 /** Verbs in the past that start a story before a request ("Guest checked out 2 nights early"). */
 const STORY_VERBS = new Set([
   'checked',
@@ -975,6 +998,23 @@ export function fillSlots(
           i++;
           break;
         }
+        // "among these 6 people", "our 3 partners:", "equally among 3:": how many recipients.
+        if (
+          intent === 'split' &&
+          token.currency === undefined &&
+          token.number.type === 'exact' &&
+          /^\d{1,2}$/.test(token.number.text) &&
+          (RECIPIENT_NOUNS.has(next?.kind === 'word' ? next.lower : '') ||
+            (next?.text === ':' && isWord(tokens[i - 1], 'among', 'amongst', 'between')))
+        ) {
+          slots.recipients = Number(token.number.text);
+          use(token);
+          if (next?.kind === 'word') {
+            use(next);
+            i++;
+          }
+          break;
+        }
         // "three ways", "3 ways": the number of equal shares.
         if (isWord(next, 'ways', 'way') && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
           slots.equal = { ways: Number(token.number.text) };
@@ -1184,6 +1224,11 @@ export function fillSlots(
               if (word.kind === 'word' && ['fee', 'fees', 'charge', 'charges', 'cost', 'costs'].includes(word.lower))
                 use(word);
           }
+        } else if (w === 'equal' && isWord(next, 'equal')) {
+          // Pidgin "equal equal": equally.
+          slots.equal = { ways: undefined };
+          use(token, next!);
+          i++;
         } else if (w === 'equally' || w === 'evenly' || (w === 'equal' && isWord(next, 'shares', 'parts', 'split'))) {
           slots.equal = { ways: undefined };
           use(token);

@@ -59,7 +59,8 @@ export type Step =
   | {
       kind: 'split';
       source: { paymentId: string; lookup?: PaymentLookup } | { amountMinor: bigint } | { range: DateRange };
-      splits: { toAddress: string; shareBps: number }[];
+      /** Basis points of 10000 as written ("70/30", "60%"), or equal parts ("equally", "three ways"). */
+      splits: ({ toAddress: string; shareBps: number } | { toAddress: string; shareParts: number })[];
       reference?: string;
     }
   | {
@@ -569,13 +570,6 @@ function formatBps(bps: bigint): string {
   return cents === 0n ? whole.toString() : `${whole}.${cents.toString().padStart(2, '0').replace(/0$/, '')}`;
 }
 
-/** Equal shares in basis points; the first recipients get the extra basis point (3 ways: 3334/3333/3333). */
-function equalShares(count: number): number[] {
-  const base = Math.floor(10_000 / count);
-  const extra = 10_000 - base * count;
-  return Array.from({ length: count }, (_, i) => base + (i < extra ? 1 : 0));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Clause → steps
 // ---------------------------------------------------------------------------------------------
@@ -613,6 +607,7 @@ const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
     'percents',
     'ratio',
     'equal',
+    'recipients',
     'date',
     'reference',
     'currency',
@@ -637,6 +632,7 @@ const SLOT_WORDS: Partial<Record<keyof Slots, string>> = {
   ratio: 'shares',
   fraction: 'a fraction',
   equal: '"equally"',
+  recipients: 'a count of recipients',
   each: '"each"',
   full: '"in full"',
   allPayments: '"all payments"',
@@ -1014,21 +1010,29 @@ function splitStep(slots: Slots): Step {
     problem('a split needs at least two recipients as full 0x addresses (I never guess a recipient)');
   if (new Set(addresses.map((a) => a.toLowerCase())).size !== addresses.length)
     problem('the same address appears twice in the split');
-  let shares: bigint[];
-  if (slots.ratio) shares = slots.ratio;
-  else if (slots.percents.length > 0)
-    shares = slots.percents.map((p) => p.bps ?? problem(`"${p.text}" is not a percentage I can read`));
-  else if (slots.equal) {
+  if (slots.recipients !== undefined && slots.recipients !== addresses.length)
+    problem(
+      `${slots.recipients} recipients counted but ${addresses.length} addresses given: give every recipient's address`,
+    );
+  let splits: Extract<Step, { kind: 'split' }>['splits'];
+  if (slots.equal && !slots.ratio && slots.percents.length === 0) {
     if (slots.equal.ways !== undefined && slots.equal.ways !== addresses.length)
       problem(`${slots.equal.ways} ways but ${addresses.length} recipients`);
-    shares = equalShares(addresses.length).map(BigInt);
-  } else problem('say how to share it: "70/30", "50% to 0x… and 50% to 0x…" or "equally"');
-  if (shares.length !== addresses.length)
-    problem(`${shares.length} shares for ${addresses.length} recipients: give one share per address`);
-  if (shares.some((share) => share <= 0n)) problem('every share must be more than 0%');
-  const total = shares.reduce((sum, share) => sum + share, 0n);
-  if (total !== 10_000n) problem(`the shares add up to ${formatBps(total)}%, not 100%`);
-  const splits = addresses.map((toAddress, i) => ({ toAddress, shareBps: Number(shares[i]) }));
+    // Equal to the smallest unit (split_revenue's share_parts), never 3334/3333/3333 basis points.
+    splits = addresses.map((toAddress) => ({ toAddress, shareParts: 1 }));
+  } else {
+    let shares: bigint[];
+    if (slots.ratio) shares = slots.ratio;
+    else if (slots.percents.length > 0)
+      shares = slots.percents.map((p) => p.bps ?? problem(`"${p.text}" is not a percentage I can read`));
+    else problem('say how to share it: "70/30", "50% to 0x… and 50% to 0x…" or "equally"');
+    if (shares.length !== addresses.length)
+      problem(`${shares.length} shares for ${addresses.length} recipients: give one share per address`);
+    if (shares.some((share) => share <= 0n)) problem('every share must be more than 0%');
+    const total = shares.reduce((sum, share) => sum + share, 0n);
+    if (total !== 10_000n) problem(`the shares add up to ${formatBps(total)}%, not 100%`);
+    splits = addresses.map((toAddress, i) => ({ toAddress, shareBps: Number(shares[i]) }));
+  }
   const reference = slots.reference ? { reference: slots.reference } : {};
 
   const sources =
@@ -1289,9 +1293,17 @@ function callsOf(step: Step, facts: ReadFacts, remaining: Map<string, bigint>): 
       }));
     }
     case 'split': {
-      const splits = step.splits.map((split) => ({ to_address: split.toAddress, share_bps: split.shareBps }));
+      const splits = step.splits.map((split) =>
+        'shareParts' in split
+          ? { to_address: split.toAddress, share_parts: split.shareParts }
+          : { to_address: split.toAddress, share_bps: split.shareBps },
+      );
       const shares = step.splits
-        .map((split) => `${formatBps(BigInt(split.shareBps))}% to ${split.toAddress}`)
+        .map((split) =>
+          'shareParts' in split
+            ? `an equal part (1 of ${step.splits.length}) to ${split.toAddress}`
+            : `${formatBps(BigInt(split.shareBps))}% to ${split.toAddress}`,
+        )
         .join(', ');
       let input: Record<string, unknown>;
       let what: string;
