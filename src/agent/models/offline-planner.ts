@@ -1,8 +1,10 @@
 import type { AgentModel, AgentModelRequest, AgentModelResult, ToolCallOutcome } from '../model.ts';
 import {
+  describeLookup,
   lookupOf,
   lookupRead,
   matchLookup,
+  selectLookup,
   type PaymentFacts,
   type PlannedCall,
   rangeKey,
@@ -75,12 +77,16 @@ async function findPayments(
       };
     }
     const matches = matchLookup(lookup, readListedPayments(outcome.output));
-    const [match] = matches;
-    if (matches.length !== 1 || match === undefined)
-      return { understood: false, reply: `${lookupProblem(lookup, matches)}.` };
-    known.set(match.id, match.facts);
-    if (step.kind === 'payment_status') lines.push(`${describeListed(match)}.`);
-    else found.push(withPayment(step, match.id));
+    const selected = selectLookup(lookup, matches);
+    if (selected === undefined) return { understood: false, reply: `${lookupProblem(lookup, matches)}.` };
+    // The selection is said before any action line: what "all the … orders" took, by id.
+    if ('all' in lookup)
+      lines.push(`Selected for ${describeLookup(lookup)}: ${selected.map(describeListed).join('; ')}.`);
+    for (const match of selected) {
+      known.set(match.id, match.facts);
+      if (step.kind === 'payment_status') lines.push(`${describeListed(match)}.`);
+      else found.push(withPayment(step, match.id));
+    }
   }
   return { steps: found, known, lines };
 }

@@ -75,7 +75,7 @@ export interface Slots {
  * "order 1042"), or by words of its description ("the blue kente cloth order"). The planner looks
  * it up with list_payments before anything else runs (plan.ts, resolveLookups).
  */
-export type PaymentLookup = { reference: string } | { words: string[] };
+export type PaymentLookup = { reference: string } | { words: string[]; all?: true };
 
 export interface Clause {
   intent: Intent | undefined;
@@ -1456,11 +1456,13 @@ export function fillSlots(
     slots.lookup === undefined &&
     slots.paymentIds.length === 0 &&
     slots.date === undefined &&
-    !slots.allPayments
+    (!slots.allPayments || intent === 'refund')
   ) {
     const described = describedPayment(tokens);
     if (described !== undefined) {
-      slots.lookup = { words: described.words };
+      // "refund all the kente orders": every payment the words describe, each in full.
+      slots.lookup = slots.allPayments ? { words: described.words, all: true } : { words: described.words };
+      slots.allPayments = false;
       for (const token of described.used) consumed.add(token.index);
       // "the 2 crates of Malta Guinness": the count describes the order; it is no amount.
       slots.amounts = slots.amounts.filter((amount) => !described.used.includes(amount));
@@ -1539,7 +1541,12 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   if (!tokens.some((t) => t.kind === 'word' && (ORDER_NOUNS.has(t.lower) || BOUGHT.has(t.lower)))) return undefined;
   const words: string[] = [];
   const used: Token[] = [];
+  // A quoted description is the description; else the words up to a comma or a dash after them
+  // (", the batch was spoilt" tells why, it describes nothing).
+  const quoted = tokens.filter((t) => t.kind === 'quoted' && !t.carries);
   for (const [i, token] of tokens.entries()) {
+    if (token.kind === 'punct' && /^[,;—–]$/.test(token.text) && words.length > 0) break;
+    if (quoted.length > 0 && token.kind !== 'quoted') continue;
     if (token.kind === 'word' && !NOT_DESCRIPTIVE.has(token.lower) && !CONTROL_WORDS.has(token.lower)) {
       words.push(token.lower);
     } else if (token.kind === 'quoted' && !token.carries) {

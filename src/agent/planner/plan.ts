@@ -999,6 +999,8 @@ function refundSteps(slots: Slots): Step[] {
   // "refund naira of pay_…": a currency written with no amount beside it lost its amount somewhere.
   if (amount.type === 'full' && slots.currency !== undefined)
     problem(`"${slots.currency.word}" without an amount: say how much to refund, or "in full"`);
+  if (slots.lookup !== undefined && 'all' in slots.lookup && amount.type !== 'full')
+    problem('a refund of every order the words describe refunds each in full; give payment ids to refund part of one');
   if (slots.lookup !== undefined)
     return [{ kind: 'refund', paymentId: FOUND_LATER, lookup: slots.lookup, amount, ...reason }];
   return slots.paymentIds.map((paymentId) => ({ kind: 'refund' as const, paymentId, amount, ...reason }));
@@ -1174,7 +1176,25 @@ export function lookupRead(lookup: PaymentLookup): PlannedCall {
 }
 
 export function describeLookup(lookup: PaymentLookup): string {
-  return 'reference' in lookup ? `order ${lookup.reference}` : `the order "${lookup.words.join(' ')}"`;
+  if ('reference' in lookup) return `order ${lookup.reference}`;
+  return `${'all' in lookup ? 'every order' : 'the order'} "${lookup.words.join(' ')}"`;
+}
+
+/** Statuses a refund can take: the selection of "refund all the … orders" is these payments. */
+const REFUNDABLE_STATUSES = new Set(['settled', 'partially_refunded']);
+
+/**
+ * The payments a lookup selects: exactly one; or for "all the … orders" every match, when each can
+ * still be refunded (one that cannot, a pending one say, makes "all" unclear) and they fit in one
+ * message. Undefined when the selection is empty or unclear; the caller asks back.
+ */
+export function selectLookup(lookup: PaymentLookup, matches: readonly ListedPayment[]): ListedPayment[] | undefined {
+  if (!('all' in lookup)) return matches.length === 1 ? [...matches] : undefined;
+  const clear =
+    matches.length > 0 &&
+    matches.length <= MAX_STEPS_PER_MESSAGE &&
+    matches.every((payment) => REFUNDABLE_STATUSES.has(payment.status));
+  return clear ? [...matches] : undefined;
 }
 
 const stem = (word: string): string => word.replace(/(?<=\w{3})(?:es|s)$/, '');

@@ -81,6 +81,8 @@ export function describeListed(payment: ListedPayment): string {
 
 /** Why a payment named by reference or description was not acted on: none or several match. */
 export function lookupProblem(lookup: PaymentLookup, matches: readonly ListedPayment[]): string {
+  if ('all' in lookup && matches.length > 0)
+    return `${matches.length} payments match ${describeLookup(lookup)}, and not all of them can be refunded (or they are more than I refund in one message), so I did nothing: ${matches.map(describeListed).join('; ')}. List the payment ids to refund`;
   if (matches.length === 0)
     return `I found no payment for ${describeLookup(lookup)} among your payments, so I did nothing: say which payment by its id (pay_…)`;
   return `${matches.length} payments match ${describeLookup(lookup)}, so I did nothing: ${matches.map(describeListed).join('; ')}. Say which one by its id`;
