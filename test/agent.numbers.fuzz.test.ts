@@ -318,9 +318,8 @@ describe('the number fuzzer', () => {
             return false;
           }
         };
-        // A multiplier's figure is written ("20 usdc x2"): what holds it is the instruction check.
-        const figureUnreadable = notation.kind !== 'multiplier';
-        for (const reading of figureUnreadable ? notation.naive : [])
+        // (A multiplier's figure is written, "20 usdc x2": what holds it is the instruction's "x2".)
+        for (const reading of notation.naive)
           if (
             reading !== notation.value &&
             minorOfText(reading, code) !== wanted &&

@@ -258,3 +258,49 @@ describe('checkGrounding: other tools', () => {
     expect(() => checkGrounding('get_payment', { payment_id: PAYMENT }, evidence('status?'))).not.toThrow();
   });
 });
+
+describe('issue 32: currencies, corrections and what holds money back', () => {
+  it('a number grounds amounts in its own currency only', () => {
+    const naira = evidence(`the client paid ₦50,000; pay the supplier ${SUPPLIER} his share`);
+    expect(() => checkGrounding('create_payout', { amount: 50_000, to_address: SUPPLIER }, naira)).toThrow(AppError);
+    const dollars = evidence(`pay the supplier ${SUPPLIER} $50`);
+    expect(() => checkGrounding('create_payout', { amount: 50, to_address: SUPPLIER }, dollars)).not.toThrow();
+    const bare = evidence(`pay the supplier ${SUPPLIER} 50`);
+    expect(() => checkGrounding('create_payout', { amount: 50, to_address: SUPPLIER }, bare)).not.toThrow();
+    // A read payment's naira amount grounds a refund of it, not a USDC payout; its USDC settlement does.
+    const read = evidence(`refund ${PAYMENT} and pay ${SUPPLIER} what it settled`, payment);
+    expect(() => checkGrounding('create_payout', { amount: 10_000, to_address: SUPPLIER }, read)).toThrow(AppError);
+    expect(() => checkGrounding('create_payout', { amount: 6.25, to_address: SUPPLIER }, read)).not.toThrow();
+    expect(() => checkGrounding('refund_payment', { payment_id: PAYMENT, amount: 10_000 }, read)).not.toThrow();
+    const cedis = evidence(`refund 500 cedis of ${PAYMENT}`, payment);
+    expect(() => checkGrounding('refund_payment', { payment_id: PAYMENT, amount: 500 }, cedis)).toThrow(AppError);
+  });
+
+  it('in a correction only the corrected value grounds; a value ruled out by "not" grounds nothing', () => {
+    const e = evidence(`send 3k usdc to ${SUPPLIER}… no make it 2k`);
+    expect(() => checkGrounding('create_payout', { amount: 2000, to_address: SUPPLIER }, e)).not.toThrow();
+    expect(() => checkGrounding('create_payout', { amount: 3000, to_address: SUPPLIER }, e)).toThrow(AppError);
+    const to = evidence(`send 25 usdc to ${A} — no sorry, to ${B} not ${A}`);
+    expect(() => checkGrounding('create_payout', { amount: 25, to_address: B }, to)).not.toThrow();
+    expect(() => checkGrounding('create_payout', { amount: 25, to_address: A }, to)).toThrow(AppError);
+  });
+
+  it('a condition, wait, negation or repetition the grammar cannot place holds every money call', () => {
+    for (const instruction of [
+      `send 50 usdc to ${SUPPLIER} but only after delivery`,
+      `don't actually send 50 usdc to ${SUPPLIER}`,
+      `send 50 usdc to ${SUPPLIER}, wait until Friday`,
+      `pay ${SUPPLIER} 50 usdc twice`,
+      `pay ${SUPPLIER} 50 usdc on Friday`,
+    ]) {
+      const error = refusal(() =>
+        checkGrounding('create_payout', { amount: 50, to_address: SUPPLIER }, evidence(instruction)),
+      );
+      expect(error.code, instruction).toBe('unclear_instruction');
+    }
+    // A read moves nothing, and a plain request holds nothing back.
+    const e = evidence(`send 50 usdc to ${SUPPLIER} but only after delivery`);
+    expect(() => checkGrounding('get_balance', {}, e)).not.toThrow();
+    expect(evidence(`pay 50 usdc to ${SUPPLIER} for the logo design`).holds).toEqual([]);
+  });
+});

@@ -87,6 +87,7 @@ export async function runAgent(
   let reply: string;
   let usage: ModelUsage | undefined;
   let incomplete: AgentModelIncomplete | undefined;
+  let question: AgentModelResult['question'];
   try {
     const result = await model.run({
       instruction: request.instruction,
@@ -122,6 +123,7 @@ export async function runAgent(
       reply = reply.trim() === '' ? incomplete.message : `${reply}\n\n${incomplete.message}`;
     }
     status = result.understood ? 'completed' : 'rejected';
+    question = result.question;
   } catch (error) {
     runtime.logger.error({ err: error, runId }, 'agent run failed');
     status = 'failed';
@@ -139,7 +141,11 @@ export async function runAgent(
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  if (status === 'completed') status = outcomeOf(actions, call.unrecorded.length > 0);
+  // What moved decides, whatever the model says: a model that asked back after a payout ran still
+  // moved money, and a run that wrote nothing and asked back is rejected.
+  const wrote = actions.some((action) => effectOf(usable, action.tool) !== 'read');
+  if (status === 'completed' || (wrote && status === 'rejected' && question !== undefined))
+    status = outcomeOf(actions, call.unrecorded.length > 0);
   // A model cut off at its token limit, or that declined, did not finish: never `completed`.
   if (incomplete !== undefined && status !== 'failed') {
     status = incomplete.reason === 'refusal' ? 'rejected' : 'failed';
@@ -255,15 +261,50 @@ async function callThroughPipeline(call: RunCall, name: string, input: unknown):
   }
 }
 
+function effectOf(tools: readonly AnyTool[], name: string): string | undefined {
+  return tools.find((tool) => tool.name === name)?.effect;
+}
+
 /**
- * A run that made calls: held if any call is held, failed if any failed or was denied. A dry run's
- * refused call is not recorded, but fails the run as the same call would have failed a real one.
+ * The run's status from each action's final state (issue 32). A failed call the model made again,
+ * fixed, later in the run (the same tool on the same target, and the later one not failed) is not
+ * that action's final state: a model that corrects a payout after an error and pays moved money,
+ * and the run must not say `failed` (a client would retry and pay twice). Then: failed if any
+ * action failed (a dry run's refused call is not recorded, but fails the run as the same call
+ * would have failed a real one); rejected if policy denied one; held if any is held; else completed.
  */
 function outcomeOf(actions: readonly AgentActionRow[], refusedUnrecorded: boolean): Exclude<AgentRunStatus, 'running'> {
-  if (refusedUnrecorded || actions.some((a) => a.status === 'failed')) return 'failed';
-  if (actions.some((a) => a.status === 'denied')) return 'rejected';
-  if (actions.some((a) => a.status === 'held')) return 'confirmation_required';
+  const final = actions.filter(
+    (action, i) =>
+      action.status !== 'failed' ||
+      !actions.slice(i + 1).some((later) => later.status !== 'failed' && sameTarget(action, later)),
+  );
+  if (refusedUnrecorded || final.some((a) => a.status === 'failed')) return 'failed';
+  if (final.some((a) => a.status === 'denied')) return 'rejected';
+  if (final.some((a) => a.status === 'held')) return 'confirmation_required';
   return 'completed';
+}
+
+/** Two calls of one tool aimed at the same thing: the same payment, recipient or amount. */
+function sameTarget(a: AgentActionRow, b: AgentActionRow): boolean {
+  if (a.tool !== b.tool) return false;
+  const x = fieldsOf(a.input);
+  const y = fieldsOf(b.input);
+  const same = (key: string): boolean =>
+    x[key] !== undefined && String(x[key]).toLowerCase() === String(y[key]).toLowerCase();
+  switch (a.tool) {
+    case 'create_payout':
+      return same('to_address') || same('amount');
+    case 'refund_payment':
+      return same('payment_id');
+    case 'split_revenue':
+      return same('payment_id') || same('amount');
+    case 'create_payment':
+      return (same('amount') && same('currency')) || same('reference');
+    default:
+      // A read tried again: its last answer is the one that counts.
+      return true;
+  }
 }
 
 /**

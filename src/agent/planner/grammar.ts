@@ -83,6 +83,8 @@ export interface Clause {
   slots: Slots;
   /** Indexes (Token.index) of the tokens this clause accounts for. */
   consumed: Set<number>;
+  /** Indexes of values a correction or a "not" ruled out: accounted for, and never meant. */
+  superseded: Set<number>;
   /** Set when the clause says something the grammar recognises but cannot accept. */
   problem?: string;
   /** A pronoun ("refund it", "their money back") stands for a payment named elsewhere. */

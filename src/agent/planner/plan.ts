@@ -7,7 +7,7 @@ import {
   parseMajorAmount,
 } from '../../domain/money.ts';
 import type { PaymentStatus } from '../../domain/payment-status.ts';
-import { explainAll, truncate, unplacedTokens } from './checks.ts';
+import { explainAll, truncate, type Unplaced, unplacedTokens } from './checks.ts';
 import {
   type AmountToken,
   type Clause,
@@ -27,6 +27,7 @@ import {
 import {
   type CurrencyMention,
   type DateRange,
+  HOLD_WORDS,
   isSignificant,
   type NumberValue,
   type Token,
@@ -92,21 +93,59 @@ function problem(reason: string): never {
 // ---------------------------------------------------------------------------------------------
 
 /** Reads a whole message; any problem anywhere means nothing runs. */
-export function understand(message: string, now: Date): Understanding {
-  if (message.length > MAX_MESSAGE_LENGTH)
-    return { ok: false, problems: [`the message is longer than ${MAX_MESSAGE_LENGTH} characters`] };
+/** Stages 1 and 2, and the words no clause placed: what understand and readInstruction share. */
+function analyse(message: string, now: Date): { tokens: Token[]; clauses: Clause[]; unplaced: Unplaced[] } {
   const tokens = tokenize(message, now);
   const { clauses: raw, sequencers } = splitClauses(tokens);
   const clauses = joinAddressLines(raw).map(parseClause);
   inheritIntents(clauses, sequencers);
   dropListHeaders(clauses);
   relaxReadOnly(clauses);
-  const problems: string[] = [];
   const borrowed = borrowContextIds(clauses);
+  return { tokens, clauses, unplaced: unplacedTokens(clauses, sequencers, borrowed, now) };
+}
+
+/**
+ * What the merchant's instruction says that every model's money calls answer to (DESIGN.md §9,
+ * issue 32): its tokens (amounts with their currencies, addresses, ids, shares), the values a
+ * correction or a "not" ruled out, and what holds money back: a word of condition, wait, negation,
+ * test or repetition the grammar could not place, a date still to come, quoted text holding a
+ * value, a letter that may hide a word, and every figure the number reader could not read.
+ */
+export interface InstructionReading {
+  tokens: Token[];
+  superseded: ReadonlySet<number>;
+  holds: Token[];
+}
+
+export function readInstruction(message: string, now: Date): InstructionReading {
+  const { tokens, clauses, unplaced } = analyse(message.slice(0, MAX_MESSAGE_LENGTH), now);
+  const superseded = new Set(clauses.flatMap((clause) => [...clause.superseded]));
+  const holds = unplaced
+    .map((item) => item.token)
+    .filter(
+      (token) =>
+        (token.kind === 'word' && HOLD_WORDS.has(token.lower)) ||
+        // A date still to come, or one the reader could not place in time ("on Friday").
+        (token.kind === 'date' && (token.range === undefined || token.range.from.getTime() >= now.getTime())) ||
+        (token.kind === 'quoted' && token.carries) ||
+        // Letters of another script, or one that may hide a word ("ıf").
+        (token.kind === 'punct' && /\p{L}/u.test(token.text)),
+    );
+  for (const token of tokens)
+    if (token.kind === 'amount' && token.number.type === 'unreadable' && !holds.includes(token)) holds.push(token);
+  return { tokens, superseded, holds };
+}
+
+export function understand(message: string, now: Date): Understanding {
+  if (message.length > MAX_MESSAGE_LENGTH)
+    return { ok: false, problems: [`the message is longer than ${MAX_MESSAGE_LENGTH} characters`] };
+  const { clauses, unplaced } = analyse(message, now);
+  const problems: string[] = [];
 
   for (const clause of clauses)
     if (clause.problem) problems.push(`"${truncate(text(clause.tokens), 100)}": ${clause.problem}`);
-  problems.push(...explainAll(unplacedTokens(clauses, sequencers, borrowed, now)));
+  problems.push(...explainAll(unplaced));
   const actionable = clauses.filter((clause) => clause.intent !== undefined);
   if (problems.length === 0 && actionable.length === 0)
     problems.push(
@@ -258,6 +297,10 @@ function parseClause(tokens: Token[]): Clause {
   }
   excludedAlternatives(tokens, dropped);
   const kept = tokens.filter((token) => !dropped.has(token.index));
+  /** Values the merchant ruled out or corrected ("not 300", "3k … no make it 2k"): never evidence. */
+  const superseded = new Set(
+    tokens.filter((token) => dropped.has(token.index) && VALUE_KINDS.includes(token.kind)).map((token) => token.index),
+  );
   let marker = -1;
   let markerLength = 0;
   const negation = negationLead(kept);
@@ -312,6 +355,9 @@ function parseClause(tokens: Token[]): Clause {
     if (hasContentBefore) {
       // Everything the correction replaced is accounted for: the correction consumed it.
       for (const token of before) if (isSignificant(token) && token.kind !== 'word') consumed.add(token.index);
+      // A value of a kind the correction gives again is no longer meant: it grounds nothing.
+      for (const token of before)
+        if (VALUE_KINDS.includes(token.kind) && after.some((t) => t.kind === token.kind)) superseded.add(token.index);
       const merged = mergeCorrection(left.slots, right.slots);
       slots = merged.slots;
       clauseProblem ??= merged.problem;
@@ -354,6 +400,7 @@ function parseClause(tokens: Token[]): Clause {
     tokens,
     slots,
     consumed,
+    superseded,
     wantsPaymentFromContext,
     ...(clauseProblem ? { problem: clauseProblem } : {}),
   };

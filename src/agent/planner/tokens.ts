@@ -190,6 +190,75 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * The words that hold money back on every model's path when the grammar cannot place them
+ * (plan.ts, readInstruction): conditions, waits, negations, tests and repetitions. Sequencing,
+ * correction and authority words are the grammar's business; these are the ones a model might act
+ * through ("… but only after delivery", "don't actually send …", "… wait until Friday", "twice").
+ */
+export const HOLD_WORDS: ReadonlySet<string> = new Set([
+  'if',
+  'unless',
+  'until',
+  'till',
+  'after',
+  'before',
+  'when',
+  'whenever',
+  'once',
+  'only',
+  'provided',
+  'assuming',
+  'otherwise',
+  'wait',
+  'hold',
+  'later',
+  'tomorrow',
+  'tonight',
+  'kesho',
+  'baadaye',
+  'ijayo',
+  'ɔkyena',
+  'okyena',
+  'gobe',
+  'echi',
+  'etsɔ',
+  'schedule',
+  'scheduled',
+  'every',
+  'daily',
+  'weekly',
+  'monthly',
+  'recurring',
+  'twice',
+  'thrice',
+  'mara',
+  'double',
+  'triple',
+  'times',
+  'not',
+  "don't",
+  'dont',
+  "doesn't",
+  "didn't",
+  "isn't",
+  "won't",
+  'never',
+  'no',
+  'cancel',
+  'stop',
+  'testing',
+  'dry',
+  'dry-run',
+  'dryrun',
+  'preview',
+  'simulation',
+  'hypothetically',
+  'hypothetical',
+  'pretend',
+  'simulate',
+]);
+
+/**
  * Words that change an amount or an action but may sit in free text ("school fees", "first
  * instalment"): quantities, approximations, values taken from elsewhere, actions the agent does
  * not have, other assets.
