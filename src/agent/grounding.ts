@@ -97,11 +97,13 @@ export function evidenceFromInstruction(instruction: string, now: Date): RunEvid
   const proportions: Rational[] = [];
   const shareBps = new Set<bigint>();
   const fractions: Rational[] = [];
-  let equalParts = false;
   const reading = readInstruction(instruction, now);
+  // The grammar's own reading of shares: "sixty forty" is a ratio, "sawa sawa" asks for equal parts.
+  for (const bps of reading.shareBps) {
+    shareBps.add(bps);
+    proportions.push(rational(bps, BPS));
+  }
   for (const token of reading.tokens) {
-    if (token.kind === 'word' && ['equally', 'evenly', 'equal', 'even', 'ways', 'way'].includes(token.lower))
-      equalParts = true;
     // "3k … no make it 2k", "400 usdc not 600": only the value meant grounds.
     if (reading.superseded.has(token.index)) continue;
     switch (token.kind) {
@@ -122,12 +124,17 @@ export function evidenceFromInstruction(instruction: string, now: Date): RunEvid
           proportions.push(rational(token.bps, BPS));
         }
         break;
-      case 'ratio':
+      case 'ratio': {
         for (const part of token.parts) {
           shareBps.add(part);
           proportions.push(rational(part, BPS));
         }
+        // "refund 3/4 of pay_…": two parts, the first no more than the second, also read as a fraction.
+        const [first, second] = token.parts;
+        if (token.parts.length === 2 && first !== undefined && second !== undefined && first > 0n && first <= second)
+          proportions.push(rational(first, second));
         break;
+      }
       case 'fraction':
         if (token.denominator > 0n) {
           fractions.push(rational(token.numerator, token.denominator));
@@ -146,7 +153,7 @@ export function evidenceFromInstruction(instruction: string, now: Date): RunEvid
     shareBps,
     fractions,
     paymentCurrencies: new Map(),
-    equalParts,
+    equalParts: reading.equalParts,
     holds: reading.holds.map((token) => token.text),
   };
 }

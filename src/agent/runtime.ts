@@ -10,6 +10,7 @@ import { approveUrl } from '../policy/confirmations.ts';
 import type { DeclaredCall } from '../policy/run-plan.ts';
 import type { Runtime } from '../runtime.ts';
 import { checkGrounding, evidenceFromInstruction, type RunEvidence, withToolResult } from './grounding.ts';
+import { fixedLater } from './run-status.ts';
 import type { AgentModel, AgentModelResult, ModelUsage, PlannedCall, ToolCallOutcome } from './model.ts';
 import { systemPrompt } from './prompts.ts';
 import { recordAgentRunFinished } from '../metrics/metrics.ts';
@@ -87,7 +88,6 @@ export async function runAgent(
   let reply: string;
   let usage: ModelUsage | undefined;
   let incomplete: AgentModelIncomplete | undefined;
-  let question: AgentModelResult['question'];
   try {
     const result = await model.run({
       instruction: request.instruction,
@@ -123,7 +123,6 @@ export async function runAgent(
       reply = reply.trim() === '' ? incomplete.message : `${reply}\n\n${incomplete.message}`;
     }
     status = result.understood ? 'completed' : 'rejected';
-    question = result.question;
   } catch (error) {
     runtime.logger.error({ err: error, runId }, 'agent run failed');
     status = 'failed';
@@ -144,7 +143,7 @@ export async function runAgent(
   // What moved decides, whatever the model says: a model that asked back after a payout ran still
   // moved money, and a run that wrote nothing and asked back is rejected.
   const wrote = actions.some((action) => effectOf(usable, action.tool) !== 'read');
-  if (status === 'completed' || (wrote && status === 'rejected' && question !== undefined))
+  if (status === 'completed' || (wrote && status === 'rejected'))
     status = outcomeOf(actions, call.unrecorded.length > 0);
   // A model cut off at its token limit, or that declined, did not finish: never `completed`.
   if (incomplete !== undefined && status !== 'failed') {
@@ -266,45 +265,18 @@ function effectOf(tools: readonly AnyTool[], name: string): string | undefined {
 }
 
 /**
- * The run's status from each action's final state (issue 32). A failed call the model made again,
- * fixed, later in the run (the same tool on the same target, and the later one not failed) is not
- * that action's final state: a model that corrects a payout after an error and pays moved money,
- * and the run must not say `failed` (a client would retry and pay twice). Then: failed if any
+ * The run's status from each action's final state (issue 32): a failed call the model made again,
+ * fixed, on the same target is judged by the fix (run-status.ts). Then: failed if any
  * action failed (a dry run's refused call is not recorded, but fails the run as the same call
  * would have failed a real one); rejected if policy denied one; held if any is held; else completed.
  */
 function outcomeOf(actions: readonly AgentActionRow[], refusedUnrecorded: boolean): Exclude<AgentRunStatus, 'running'> {
-  const final = actions.filter(
-    (action, i) =>
-      action.status !== 'failed' ||
-      !actions.slice(i + 1).some((later) => later.status !== 'failed' && sameTarget(action, later)),
-  );
+  const fixed = fixedLater(actions.map((a) => ({ tool: a.tool, input: a.input, failed: a.status === 'failed' })));
+  const final = actions.filter((_action, i) => !fixed.has(i));
   if (refusedUnrecorded || final.some((a) => a.status === 'failed')) return 'failed';
   if (final.some((a) => a.status === 'denied')) return 'rejected';
   if (final.some((a) => a.status === 'held')) return 'confirmation_required';
   return 'completed';
-}
-
-/** Two calls of one tool aimed at the same thing: the same payment, recipient or amount. */
-function sameTarget(a: AgentActionRow, b: AgentActionRow): boolean {
-  if (a.tool !== b.tool) return false;
-  const x = fieldsOf(a.input);
-  const y = fieldsOf(b.input);
-  const same = (key: string): boolean =>
-    x[key] !== undefined && String(x[key]).toLowerCase() === String(y[key]).toLowerCase();
-  switch (a.tool) {
-    case 'create_payout':
-      return same('to_address') || same('amount');
-    case 'refund_payment':
-      return same('payment_id');
-    case 'split_revenue':
-      return same('payment_id') || same('amount');
-    case 'create_payment':
-      return (same('amount') && same('currency')) || same('reference');
-    default:
-      // A read tried again: its last answer is the one that counts.
-      return true;
-  }
 }
 
 /**

@@ -116,6 +116,10 @@ export interface InstructionReading {
   tokens: Token[];
   superseded: ReadonlySet<number>;
   holds: Token[];
+  /** The grammar read a request for equal parts ("equally", "three ways", "sawa sawa"). */
+  equalParts: boolean;
+  /** Shares the grammar read, in basis points: ratios ("70/30", "sixty forty") and percentages. */
+  shareBps: bigint[];
 }
 
 export function readInstruction(message: string, now: Date): InstructionReading {
@@ -134,7 +138,12 @@ export function readInstruction(message: string, now: Date): InstructionReading 
     );
   for (const token of tokens)
     if (token.kind === 'amount' && token.number.type === 'unreadable' && !holds.includes(token)) holds.push(token);
-  return { tokens, superseded, holds };
+  const equalParts = clauses.some((clause) => clause.slots.equal !== undefined);
+  const shareBps = clauses.flatMap((clause) => [
+    ...(clause.slots.ratio ?? []),
+    ...clause.slots.percents.flatMap((percent) => (percent.bps === undefined ? [] : [percent.bps])),
+  ]);
+  return { tokens, superseded, holds, equalParts, shareBps };
 }
 
 export function understand(message: string, now: Date): Understanding {
