@@ -360,10 +360,7 @@ describe('issue 32: the same guarantees whatever the model says', () => {
               type: 'tool_use',
               id: 'tu_q',
               name: 'ask_merchant',
-              input: {
-                question: 'Which supplier do you mean: 0x3333… or another address?',
-                proposed_calls: [{ tool: 'create_payout', input: { amount: 5, to_address: ADDRESS_C } }],
-              },
+              input: { question: 'Which supplier do you mean: 0x3333… or another address?' },
             },
           ],
         };

@@ -60,11 +60,6 @@ export interface AgentModelResult {
    */
   incomplete?: { reason: 'max_tokens' | 'max_turns' | 'refusal'; message: string };
   usage?: ModelUsage;
-  /**
-   * The model asked the merchant instead of acting (`understood` is then false): the question, and
-   * the calls it proposes where one reading is most likely. None of them ran.
-   */
-  question?: { text: string; proposed: PlannedCall[] };
 }
 
 export interface ModelUsage {

@@ -143,10 +143,7 @@ export function createClaudeModel(options: ClaudeOptions): AgentModel {
             // The model asks the merchant: none of this message's calls run, and the run ends with
             // the question (the runtime says what moved before it).
             const ask = toolUses.find((use) => use.name === ASK_TOOL);
-            if (ask !== undefined) {
-              const question = askedQuestion(ask.input);
-              return { reply: question.text, understood: false, question, usage };
-            }
+            if (ask !== undefined) return { reply: askedQuestion(ask.input), understood: false, usage };
             setAssistantTurn(messages, content);
             // Every tool_use needs its tool_result in the very next user message: all of them, in
             // the order the model wrote them, in one message.
@@ -300,16 +297,6 @@ export const ASK_TOOL = 'ask_merchant';
 
 const askInput = z.strictObject({
   question: z.string().min(1).max(2000).describe('The question for the merchant, quoting what is unclear.'),
-  proposed_calls: z
-    .array(
-      z.strictObject({
-        tool: z.string().describe('A tool name from this list.'),
-        input: z.record(z.string(), z.unknown()).describe("The tool's input."),
-      }),
-    )
-    .max(10)
-    .optional()
-    .describe('Where one reading is most likely: the calls you would make for it. They are not run.'),
 });
 
 function askDefinition(): Anthropic.Tool {
@@ -322,14 +309,10 @@ function askDefinition(): Anthropic.Tool {
   };
 }
 
-/** The question of an ask_merchant call; a malformed one still ends the run, asking what the model wrote. */
-function askedQuestion(input: unknown): { text: string; proposed: { name: string; input: unknown }[] } {
+/** The question of an ask_merchant call; a malformed one still ends the run, saying it must ask. */
+function askedQuestion(input: unknown): string {
   const parsed = askInput.safeParse(input);
-  if (!parsed.success) return { text: 'I need to ask you about this instruction before I act on it.', proposed: [] };
-  return {
-    text: parsed.data.question,
-    proposed: (parsed.data.proposed_calls ?? []).map((call) => ({ name: call.tool, input: call.input })),
-  };
+  return parsed.success ? parsed.data.question : 'I need to ask you about this instruction before I act on it.';
 }
 
 /** The catalogue as Claude tools: JSON Schema from the same zod schemas; the last tool carries the cache breakpoint. */
