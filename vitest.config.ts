@@ -28,6 +28,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const UNIT = [
   'evals/planner.test.ts',
   'src/agent/grounding.test.ts',
+  'src/agent/numbers.test.ts',
   'src/agent/planner/planner.test.ts',
   'src/chain/contracts/build.test.ts',
   'src/checkout/html.test.ts',

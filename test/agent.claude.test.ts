@@ -157,7 +157,9 @@ describe('Claude through the real SDK against a local Messages API', () => {
     ]);
     const run = (await settle(`pay 5 USDC to our supplier ${ADDRESS_C}`)).json();
     expect(run.actions.map((a: { status: string }) => a.status)).toEqual(['failed', 'executed']);
-    expect(run.status).toBe('failed');
+    // Issue 32: the run says what moved. The fixed payout is the action's final state; `failed`
+    // here would invite a client to retry and pay twice.
+    expect(run.status).toBe('completed');
   });
 
   it('a model that answers with an API error fails the run without moving money', async () => {
@@ -263,8 +265,112 @@ describe('Claude through the real SDK against a local Messages API', () => {
       }),
       () => ({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'Both payouts wait for approval.' }] }),
     ]);
-    const run = (await settle(`pay out 600 USDC to ${ADDRESS_C} twice, once for each invoice`)).json();
+    // (Not "600 USDC … twice": a multiplier is asked back before any money call, issue 32.)
+    const run = (
+      await settle(`pay out 600 USDC to ${ADDRESS_C} for invoice 7 and 600 USDC to ${ADDRESS_C} for invoice 8`)
+    ).json();
     expect(run.status).toBe('confirmation_required');
     expect(run.actions.map((a: { status: string }) => a.status)).toEqual(['held', 'held']);
+  });
+});
+
+/** Scripts one money call, then a final answer that says what the model saw. */
+function scriptMoneyCall(name: string, input: Record<string, unknown>, seen: (content: string) => void = () => {}) {
+  fake.script([
+    () => ({ stop_reason: 'tool_use', content: [{ type: 'tool_use', id: 'tu_m', name, input }] }),
+    (req) => {
+      seen(lastToolResults(req)[0]?.content ?? '');
+      return { stop_reason: 'end_turn', content: [{ type: 'text', text: 'Done.' }] };
+    },
+  ]);
+}
+
+describe('issue 32: the same guarantees whatever the model says', () => {
+  it('a payout on "… but only after delivery" is refused before it runs, and nothing moves', async () => {
+    let seen = '';
+    scriptMoneyCall('create_payout', { amount: 50, to_address: ADDRESS_C }, (content) => {
+      seen = content;
+    });
+    const before = await availableBalance(app, merchant.apiKey);
+    const run = (await settle(`send 50 USDC to ${ADDRESS_C} but only after delivery`)).json();
+    expect(seen).toContain('unclear_instruction');
+    expect(seen).toContain('only');
+    expect(run.actions).toMatchObject([
+      { tool: 'create_payout', status: 'failed', error: { code: 'unclear_instruction' } },
+    ]);
+    expect(run.status).toBe('failed');
+    expect(await availableBalance(app, merchant.apiKey)).toBe(before);
+  });
+
+  it('"don\'t actually send …" and "… wait until Friday" hold the money call too', async () => {
+    for (const instruction of [
+      `don't actually send 5 USDC to ${ADDRESS_C}, just testing`,
+      `send 5 USDC to ${ADDRESS_C} but wait until Friday`,
+    ]) {
+      scriptMoneyCall('create_payout', { amount: 5, to_address: ADDRESS_C });
+      const run = (await settle(instruction)).json();
+      expect(run.actions[0]?.error?.code, instruction).toBe('unclear_instruction');
+      expect(run.status, instruction).toBe('failed');
+    }
+  });
+
+  it('a USDC payout grounded only by a naira figure is refused', async () => {
+    scriptMoneyCall('create_payout', { amount: 50_000, to_address: ADDRESS_C });
+    const before = await availableBalance(app, merchant.apiKey);
+    const run = (await settle(`the client paid us ₦50,000 yesterday; send the supplier ${ADDRESS_C} his share`)).json();
+    expect(run.actions).toMatchObject([
+      { tool: 'create_payout', status: 'failed', error: { code: 'ungrounded_argument', param: 'amount' } },
+    ]);
+    expect(await availableBalance(app, merchant.apiKey)).toBe(before);
+    // The same figure in USDC grounds the same payout.
+    scriptMoneyCall('create_payout', { amount: 5, to_address: ADDRESS_C });
+    expect((await settle(`send the supplier ${ADDRESS_C} 5 USDC`)).json().status).toBe('completed');
+  });
+
+  it('a payout read from an exponent ("1e3") or a look-alike ("1O0") is refused, whatever amount the model read', async () => {
+    for (const [written, amount] of [
+      ['1e3', 1000],
+      ['1e3', 1],
+      ['1O0', 100],
+    ] as const) {
+      scriptMoneyCall('create_payout', { amount, to_address: ADDRESS_C });
+      const run = (await settle(`pay ${written} USDC to ${ADDRESS_C}`)).json();
+      expect(run.actions[0]?.error?.code, `${written} as ${amount}`).toBe('unclear_instruction');
+      expect(run.actions[0]?.error?.message).toContain(`"${written} USDC"`);
+    }
+  });
+
+  it('in a correction only the corrected amount grounds', async () => {
+    scriptMoneyCall('create_payout', { amount: 3, to_address: ADDRESS_C });
+    const first = (await settle(`send 3 usdc to ${ADDRESS_C}… no make it 2`)).json();
+    expect(first.actions[0]).toMatchObject({ status: 'failed', error: { code: 'ungrounded_argument' } });
+    scriptMoneyCall('create_payout', { amount: 2, to_address: ADDRESS_C });
+    expect((await settle(`send 3 usdc to ${ADDRESS_C}… no make it 2`)).json().status).toBe('completed');
+  });
+
+  it('a model that reads and then asks back ends the run rejected, with its question, and nothing moves', async () => {
+    fake.script([
+      () => ({ stop_reason: 'tool_use', content: [{ type: 'tool_use', id: 'tu_r', name: 'get_balance', input: {} }] }),
+      (req) => {
+        expect(req.body.tools[0]?.name).toBe('ask_merchant');
+        return {
+          stop_reason: 'tool_use',
+          content: [
+            {
+              type: 'tool_use',
+              id: 'tu_q',
+              name: 'ask_merchant',
+              input: { question: 'Which supplier do you mean: 0x3333… or another address?' },
+            },
+          ],
+        };
+      },
+    ]);
+    const before = await availableBalance(app, merchant.apiKey);
+    const run = (await settle('pay the usual supplier 5 USDC')).json();
+    expect(run.status).toBe('rejected');
+    expect(run.reply).toContain('Which supplier do you mean');
+    expect(run.actions.map((a: { tool: string }) => a.tool)).toEqual(['get_balance']);
+    expect(await availableBalance(app, merchant.apiKey)).toBe(before);
   });
 });

@@ -146,6 +146,40 @@ describe('split_revenue', () => {
     expect(share.legs.map((l) => l.amount)).toEqual([0.000004, 0.000003, 0.000003]);
   });
 
+  it('equal parts are equal to the smallest unit: 100 USDC in three is 33.333334, 33.333333, 33.333333', async () => {
+    const actor = await merchant(101);
+    const share = executedOutput(
+      await executeTool(
+        splitRevenue,
+        {
+          amount: 100,
+          splits: [
+            { to_address: ADDRESS_A, share_parts: 1 },
+            { to_address: ADDRESS_B, share_parts: 1 },
+            { to_address: ADDRESS_C, share_parts: 1 },
+          ],
+        },
+        { runtime, actor },
+      ),
+    );
+    // In basis points the same split was 33.34 / 33.33 / 33.33 (3334/3333/3333): a tenth of a percent apart.
+    expect(share.legs.map((l) => l.amount)).toEqual([33.333334, 33.333333, 33.333333]);
+    const thirds = executedOutput(
+      await executeTool(
+        splitRevenue,
+        {
+          amount: 0.00001,
+          splits: [
+            { to_address: ADDRESS_A, share_parts: 2 },
+            { to_address: ADDRESS_B, share_parts: 1 },
+          ],
+        },
+        { runtime, actor },
+      ),
+    );
+    expect(thirds.legs.map((l) => l.amount)).toEqual([0.000007, 0.000003]);
+  });
+
   it("shares a settled payment's proceeds once; a second share of them is a conflict naming payment_id", async () => {
     const actor = await merchant(0);
     const paymentId = await settledPayment(runtime, actor);
@@ -232,6 +266,24 @@ describe('split_revenue', () => {
         'appears twice',
       ],
       [{ amount: 1, splits: [{ to_address: ADDRESS_A, share_bps: 10_000.5 }] }, 'splits[0].share_bps', 'whole number'],
+      [{ amount: 1, splits: [{ to_address: ADDRESS_A }] }, 'splits', 'exactly one of share_bps or share_parts'],
+      [
+        { amount: 1, splits: [{ to_address: ADDRESS_A, share_bps: 10_000, share_parts: 1 }] },
+        'splits',
+        'exactly one of share_bps or share_parts',
+      ],
+      [
+        {
+          amount: 1,
+          splits: [
+            { to_address: ADDRESS_A, share_bps: 5000 },
+            { to_address: ADDRESS_B, share_parts: 1 },
+          ],
+        },
+        'splits',
+        'not a mix',
+      ],
+      [{ amount: 1, splits: [{ to_address: ADDRESS_A, share_parts: 0 }] }, 'splits[0].share_parts', 'between 1 and'],
       [{ amount: 1, splits: [{ to_address: '0x12', share_bps: 10_000 }] }, 'splits[0].to_address', '0x EVM address'],
       [{ amount: 0, splits: SEVENTY_THIRTY }, 'amount', 'positive'],
       [{ amount: 1, asset: 'EURC', splits: SEVENTY_THIRTY }, 'asset', "asset must be 'USDC'"],

@@ -11,6 +11,8 @@ import { presentRevenueShare, revenueShareOutput } from '../src/payouts/present.
 import { evmAddress, optionalText, paymentId, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
 
 const MAX_LEGS = 20;
+/** Parts per leg: enough for any ratio a person writes, small enough that total × parts stays exact. */
+const MAX_PARTS = 1_000_000;
 
 const input = z
   .strictObject({
@@ -32,26 +34,54 @@ const input = z
             .int('share_bps must be a whole number of basis points')
             .min(1, 'share_bps must be between 1 and 10000')
             .max(10_000, 'share_bps must be between 1 and 10000')
-            .describe('Share in basis points (7000 = 70%).'),
+            .optional()
+            .describe('Share in basis points (7000 = 70%). Give this or share_parts, the same on every leg.'),
+          share_parts: z
+            .number({ error: 'share_parts must be a whole number of parts' })
+            .int('share_parts must be a whole number of parts')
+            .min(1, `share_parts must be between 1 and ${MAX_PARTS}`)
+            .max(MAX_PARTS, `share_parts must be between 1 and ${MAX_PARTS}`)
+            .optional()
+            .describe(
+              "Or this leg's parts of the total, for shares basis points cannot state exactly: 1 on every leg is an equal split (a third each), 2 and 1 two thirds and a third. Each leg gets total × parts ÷ all parts, rounded down to the smallest unit; the units left over go one each to the first legs, in order.",
+            ),
         }),
-        { error: 'splits must be a list of { to_address, share_bps }' },
+        { error: 'splits must be a list of { to_address, share_bps } or { to_address, share_parts }' },
       )
       .min(1, 'splits must have at least one recipient')
       .max(MAX_LEGS, `splits must have at most ${MAX_LEGS} recipients`)
-      .describe('Recipients and their shares; the shares must add up to 10000 basis points (100%).'),
+      .describe(
+        'Recipients and their shares: share_bps on every leg, adding up to 10000 (100%), or share_parts on every leg.',
+      ),
     reference: optionalText('reference', 64).describe('Your own id for this revenue share.'),
   })
   .superRefine((value, ctx) => {
     if ((value.payment_id === undefined) === (value.amount === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['payment_id'], message: 'payment_id or amount: give exactly one of them' });
     }
-    const total = value.splits.reduce((sum, s) => sum + s.share_bps, 0);
-    if (total !== 10_000) {
+    const byBps = value.splits.filter((s) => s.share_bps !== undefined).length;
+    const byParts = value.splits.filter((s) => s.share_parts !== undefined).length;
+    if (value.splits.some((s) => (s.share_bps === undefined) === (s.share_parts === undefined))) {
       ctx.addIssue({
         code: 'custom',
         path: ['splits'],
-        message: `splits shares must add up to 10000 basis points (100%); they add up to ${total}`,
+        message: 'each split needs exactly one of share_bps or share_parts',
       });
+    } else if (byBps > 0 && byParts > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['splits'],
+        message: 'splits must all give share_bps or all give share_parts, not a mix',
+      });
+    } else if (byBps > 0) {
+      const total = value.splits.reduce((sum, s) => sum + (s.share_bps ?? 0), 0);
+      if (total !== 10_000) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['splits'],
+          message: `splits shares must add up to 10000 basis points (100%); they add up to ${total}`,
+        });
+      }
     }
     const seen = new Set<string>();
     for (const [i, split] of value.splits.entries()) {
@@ -68,13 +98,28 @@ const input = z
   });
 
 type SplitInput = z.output<typeof input>;
+type Leg = SplitInput['splits'][number];
 
-/** Legs by share, rounded down, the leftover minor units handed out one by one from the first leg. */
-export function splitAmounts(total: bigint, shares: readonly number[]): bigint[] {
-  const legs = shares.map((bps) => (total * BigInt(bps)) / 10_000n);
-  let left = total - legs.reduce((a, b) => a + b, 0n);
-  for (let i = 0; left > 0n; i = (i + 1) % legs.length, left--) legs[i]! += 1n;
-  return legs;
+/**
+ * Legs by share, rounded down to the smallest unit, the leftover units handed out one by one from
+ * the first leg: legs add up to the total exactly, and equal parts differ by at most one unit
+ * (100 USDC in three: 33.333334, 33.333333, 33.333333). Shares are basis points of 10000, or parts
+ * of their sum.
+ */
+export function splitAmounts(total: bigint, legs: readonly Leg[]): bigint[] {
+  const weights = legs.map((leg) => BigInt(leg.share_parts ?? leg.share_bps ?? 0));
+  const whole = legs.some((leg) => leg.share_parts !== undefined) ? weights.reduce((a, b) => a + b, 0n) : 10_000n;
+  const amounts = weights.map((weight) => (total * weight) / whole);
+  let left = total - amounts.reduce((a, b) => a + b, 0n);
+  for (let i = 0; left > 0n; i = (i + 1) % amounts.length, left--) amounts[i]! += 1n;
+  return amounts;
+}
+
+/** A leg's share in words: "70%", or "1 of 3 parts". */
+export function describeShare(leg: Leg, legs: readonly Leg[]): string {
+  if (leg.share_parts === undefined) return `${(leg.share_bps ?? 0) / 100}%`;
+  const whole = legs.reduce((sum, other) => sum + (other.share_parts ?? 0), 0);
+  return `${leg.share_parts} of ${whole} parts`;
 }
 
 async function totalToShare(value: SplitInput, ctx: ToolContext): Promise<{ total: bigint; paymentId: string | null }> {
@@ -95,7 +140,7 @@ export const splitRevenue = defineTool({
   name: 'split_revenue',
   title: 'Split revenue between addresses',
   description:
-    "Shares a settled payment's proceeds, or an amount of the balance, between several EVM addresses by basis points (adding up to 10000). All legs are created together and paid on-chain together; gas is paid by the service. Subject to the account policy.",
+    "Shares a settled payment's proceeds, or an amount of the balance, between several EVM addresses by basis points (adding up to 10000) or by parts (share_parts 1 on every leg is an exactly equal split). All legs are created together and paid on-chain together; gas is paid by the service. Subject to the account policy.",
   input,
   output: revenueShareOutput,
   effect: 'money',
@@ -121,10 +166,7 @@ export const splitRevenue = defineTool({
         ? row.payment_id === value.payment_id
         : row.payment_id === null && row.amount_minor === settlementMinor(value.amount!));
     // Legs are compared as recipient → amount: their order in the table says nothing.
-    const amounts = splitAmounts(
-      row.amount_minor,
-      value.splits.map((s) => s.share_bps),
-    );
+    const amounts = splitAmounts(row.amount_minor, value.splits);
     const asked = new Map(value.splits.map((s, i) => [s.to_address.toLowerCase(), amounts[i]]));
     const sameSplits =
       legs.length === asked.size && legs.every((leg) => asked.get(leg.to_address.toLowerCase()) === leg.amount_minor);
@@ -149,16 +191,13 @@ export const splitRevenue = defineTool({
     return {
       amountSettlementMinor: total,
       recipients: value.splits.map((s) => s.to_address),
-      summary: `Split ${formatDisplay(total, SETTLEMENT_CURRENCY)} between ${value.splits.map((s) => `${s.to_address} (${s.share_bps / 100}%)`).join(', ')}`,
+      summary: `Split ${formatDisplay(total, SETTLEMENT_CURRENCY)} between ${value.splits.map((s) => `${s.to_address} (${describeShare(s, value.splits)})`).join(', ')}`,
     };
   },
   async handler(value, ctx) {
     const { db, actor, now } = ctx;
     const { total, paymentId: sharedPayment } = await totalToShare(value, ctx);
-    const amounts = splitAmounts(
-      total,
-      value.splits.map((s) => s.share_bps),
-    );
+    const amounts = splitAmounts(total, value.splits);
     if (amounts.some((a) => a === 0n)) {
       throw new AppError(
         'invalid_request',

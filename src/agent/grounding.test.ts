@@ -126,10 +126,26 @@ describe('checkGrounding: amounts', () => {
     expect(() => checkGrounding('refund_payment', { payment_id: PAYMENT, amount: 9000 }, e)).toThrow(AppError);
   });
 
-  it('neither reading of "5.000 USDC" (it could be 5 or 5,000): the model must ask', () => {
+  it('neither reading of "5.000" (it could be 5 or 5,000), in any currency: the model must ask', () => {
     const e = evidence(`pay out 5.000 USDC to ${SUPPLIER}`);
     expect(() => checkGrounding('create_payout', { amount: 5, to_address: SUPPLIER }, e)).toThrow(AppError);
     expect(() => checkGrounding('create_payout', { amount: 5000, to_address: SUPPLIER }, e)).toThrow(AppError);
+    const naira = evidence(`refund 5.000 naira of ${PAYMENT}`, payment);
+    expect(() => checkGrounding('refund_payment', { payment_id: PAYMENT, amount: 5000 }, naira)).toThrow(AppError);
+  });
+
+  it('an exponent, look-alike letters or a mixed numeral ground nothing (the same reader as the planner)', () => {
+    for (const written of ['1e3', '1O0', '1k5'])
+      for (const amount of [1, 1000, 100, 15, 1500, 10]) {
+        const e = evidence(`pay out ${written} USDC to ${SUPPLIER}`);
+        expect(() => checkGrounding('create_payout', { amount, to_address: SUPPLIER }, e), written).toThrow(AppError);
+      }
+    // A written figure grounds itself only, not itself rounded to the currency (found by the fuzzer).
+    const precise = evidence(`pay out 1.0000001 USDC to ${SUPPLIER}`);
+    expect(() => checkGrounding('create_payout', { amount: 1, to_address: SUPPLIER }, precise)).toThrow(AppError);
+    const e = evidence(`pay out 2 hundred USDC to ${SUPPLIER}`);
+    expect(() => checkGrounding('create_payout', { amount: 200, to_address: SUPPLIER }, e)).not.toThrow();
+    expect(() => checkGrounding('create_payout', { amount: 2, to_address: SUPPLIER }, e)).toThrow(AppError);
   });
 
   it('counts and other numbers in results ground nothing; a write echoes nothing back as evidence', () => {
@@ -189,6 +205,20 @@ describe('checkGrounding: shares', () => {
     expect(() => checkGrounding('split_revenue', split([7000, 3000]), e)).not.toThrow();
   });
 
+  it('equal parts (share_parts) only when the instruction asks for equal parts, every leg the same', () => {
+    const parts = (values: number[], addresses = [A, B, C]) => ({
+      amount: 100,
+      splits: values.map((share_parts, i) => ({ to_address: addresses[i], share_parts })),
+    });
+    const e = evidence(`split 100 USDC three ways between ${A}, ${B} and ${C}`);
+    expect(() => checkGrounding('split_revenue', parts([1, 1, 1]), e)).not.toThrow();
+    expect(() => checkGrounding('split_revenue', parts([2, 1, 1]), e)).toThrow(AppError);
+    const unequal = evidence(`split 100 USDC between ${A}, ${B} and ${C}`);
+    expect(() => checkGrounding('split_revenue', parts([1, 1, 1]), unequal)).toThrow(AppError);
+    const ratio = evidence(`split 100 USDC 70/30 between ${A} and ${B}`);
+    expect(() => checkGrounding('split_revenue', parts([70, 30], [A, B]), ratio)).not.toThrow();
+  });
+
   it('3334/3333/3333 for "three ways"', () => {
     const e = evidence(`split 100 USDC three ways between ${A}, ${B} and ${C}`);
     expect(() => checkGrounding('split_revenue', split([3334, 3333, 3333]), e)).not.toThrow();
@@ -226,5 +256,51 @@ describe('checkGrounding: shares', () => {
 describe('checkGrounding: other tools', () => {
   it('does not check reads or writes that move nothing', () => {
     expect(() => checkGrounding('get_payment', { payment_id: PAYMENT }, evidence('status?'))).not.toThrow();
+  });
+});
+
+describe('issue 32: currencies, corrections and what holds money back', () => {
+  it('a number grounds amounts in its own currency only', () => {
+    const naira = evidence(`the client paid ₦50,000; pay the supplier ${SUPPLIER} his share`);
+    expect(() => checkGrounding('create_payout', { amount: 50_000, to_address: SUPPLIER }, naira)).toThrow(AppError);
+    const dollars = evidence(`pay the supplier ${SUPPLIER} $50`);
+    expect(() => checkGrounding('create_payout', { amount: 50, to_address: SUPPLIER }, dollars)).not.toThrow();
+    const bare = evidence(`pay the supplier ${SUPPLIER} 50`);
+    expect(() => checkGrounding('create_payout', { amount: 50, to_address: SUPPLIER }, bare)).not.toThrow();
+    // A read payment's naira amount grounds a refund of it, not a USDC payout; its USDC settlement does.
+    const read = evidence(`refund ${PAYMENT} and pay ${SUPPLIER} what it settled`, payment);
+    expect(() => checkGrounding('create_payout', { amount: 10_000, to_address: SUPPLIER }, read)).toThrow(AppError);
+    expect(() => checkGrounding('create_payout', { amount: 6.25, to_address: SUPPLIER }, read)).not.toThrow();
+    expect(() => checkGrounding('refund_payment', { payment_id: PAYMENT, amount: 10_000 }, read)).not.toThrow();
+    const cedis = evidence(`refund 500 cedis of ${PAYMENT}`, payment);
+    expect(() => checkGrounding('refund_payment', { payment_id: PAYMENT, amount: 500 }, cedis)).toThrow(AppError);
+  });
+
+  it('in a correction only the corrected value grounds; a value ruled out by "not" grounds nothing', () => {
+    const e = evidence(`send 3k usdc to ${SUPPLIER}… no make it 2k`);
+    expect(() => checkGrounding('create_payout', { amount: 2000, to_address: SUPPLIER }, e)).not.toThrow();
+    expect(() => checkGrounding('create_payout', { amount: 3000, to_address: SUPPLIER }, e)).toThrow(AppError);
+    const to = evidence(`send 25 usdc to ${A} — no sorry, to ${B} not ${A}`);
+    expect(() => checkGrounding('create_payout', { amount: 25, to_address: B }, to)).not.toThrow();
+    expect(() => checkGrounding('create_payout', { amount: 25, to_address: A }, to)).toThrow(AppError);
+  });
+
+  it('a condition, wait, negation or repetition the grammar cannot place holds every money call', () => {
+    for (const instruction of [
+      `send 50 usdc to ${SUPPLIER} but only after delivery`,
+      `don't actually send 50 usdc to ${SUPPLIER}`,
+      `send 50 usdc to ${SUPPLIER}, wait until Friday`,
+      `pay ${SUPPLIER} 50 usdc twice`,
+      `pay ${SUPPLIER} 50 usdc on Friday`,
+    ]) {
+      const error = refusal(() =>
+        checkGrounding('create_payout', { amount: 50, to_address: SUPPLIER }, evidence(instruction)),
+      );
+      expect(error.code, instruction).toBe('unclear_instruction');
+    }
+    // A read moves nothing, and a plain request holds nothing back.
+    const e = evidence(`send 50 usdc to ${SUPPLIER} but only after delivery`);
+    expect(() => checkGrounding('get_balance', {}, e)).not.toThrow();
+    expect(evidence(`pay 50 usdc to ${SUPPLIER} for the logo design`).holds).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 import { AppError } from '../core/errors.ts';
 import { ID_PREFIXES, isId } from '../domain/ids.ts';
 import { getCurrency, SETTLEMENT_CURRENCY } from '../domain/money.ts';
-import { tokenize } from './planner/tokens.ts';
+import { readInstruction } from './planner/plan.ts';
+import { truncate } from './planner/checks.ts';
 
 /**
  * Grounding (DESIGN.md §9, issue 13 point 4): a money call on the agent channel runs only if each
@@ -10,6 +11,12 @@ import { tokenize } from './planner/tokens.ts';
  * metadata, memos, merchant names) is data a payer or a third party may have written: an address
  * found only there is never paid, whatever the model makes of it. Pure functions: the runtime
  * builds the evidence and asks; the pipeline records a refusal.
+ *
+ * Issue 32: every number carries its currency (a ₦50,000 payment that was read grounds no 50,000
+ * USDC payout), the instruction is read by the planner's own reader (an exponent or "1O0" grounds
+ * nothing; a value a correction replaced grounds nothing), and an instruction whose condition,
+ * wait, negation, test or repetition the grammar cannot place, or whose figure cannot be read
+ * exactly, grounds no money call at all: the model must ask the merchant.
  */
 
 /** An exact rational, reduced, with a positive denominator: amounts are compared without floats. */
@@ -18,29 +25,35 @@ export interface Rational {
   readonly d: bigint;
 }
 
+/**
+ * A number that grounds amounts, in the currency it was written or read in: a code ("NGN",
+ * "USDC"), "DOLLAR" for "$" or "dollars" in the instruction (USDC or USD), or undefined for a
+ * number written with no currency (it grounds an amount in any).
+ */
+export interface Grounded {
+  readonly value: Rational;
+  readonly currency: string | undefined;
+}
+
 export interface RunEvidence {
   /** Recipients, lower-cased. */
   readonly addresses: ReadonlySet<string>;
   /** Object ids (pay_…, po_…, …). */
   readonly ids: ReadonlySet<string>;
-  /** Amounts a call may use as they are, or as the base of a proportion, keyed by n/d. */
-  readonly numbers: ReadonlyMap<string, Rational>;
+  /** Amounts a call may use as they are, or as the base of a proportion, keyed by value and currency. */
+  readonly numbers: ReadonlyMap<string, Grounded>;
   /** Proportions written in the instruction: percentages, fractions ("half"), ratio parts. */
   readonly proportions: readonly Rational[];
   /** Shares written in the instruction, in basis points (percentages, ratio parts). */
   readonly shareBps: ReadonlySet<bigint>;
   /** Fractions written in the instruction ("a third"), for shares. */
   readonly fractions: readonly Rational[];
-  /** The currency exponent of each payment read, so a refund's share of it may be rounded to it. */
-  readonly paymentExponents: ReadonlyMap<string, number>;
-  /**
-   * Locale-ambiguous numbers of the instruction ("5.000"): the thousands reading grounds an amount
-   * only in a currency with fewer than 3 decimals (where "5.000" cannot be five); in USDC neither
-   * reading does, so a model must ask which one the merchant meant.
-   */
-  readonly ambiguous: readonly { grouped: Rational; decimal: Rational }[];
+  /** The currency of each payment read: a refund's amount is in it, and may be rounded to it. */
+  readonly paymentCurrencies: ReadonlyMap<string, string>;
   /** The instruction asks for equal parts ("equally", "evenly", "three ways"). */
   readonly equalParts: boolean;
+  /** What in the instruction holds every money call back, as written ("only after", "1e3"). */
+  readonly holds: readonly string[];
 }
 
 /** Keys whose values are free text, and everything under them: never evidence. */
@@ -80,15 +93,19 @@ const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/i;
 export function evidenceFromInstruction(instruction: string, now: Date): RunEvidence {
   const addresses = new Set<string>();
   const ids = new Set<string>();
-  const numbers = new Map<string, Rational>();
+  const numbers = new Map<string, Grounded>();
   const proportions: Rational[] = [];
   const shareBps = new Set<bigint>();
   const fractions: Rational[] = [];
-  const ambiguous: { grouped: Rational; decimal: Rational }[] = [];
-  let equalParts = false;
-  for (const token of tokenize(instruction, now)) {
-    if (token.kind === 'word' && ['equally', 'evenly', 'equal', 'even', 'ways', 'way'].includes(token.lower))
-      equalParts = true;
+  const reading = readInstruction(instruction, now);
+  // The grammar's own reading of shares: "sixty forty" is a ratio, "sawa sawa" asks for equal parts.
+  for (const bps of reading.shareBps) {
+    shareBps.add(bps);
+    proportions.push(rational(bps, BPS));
+  }
+  for (const token of reading.tokens) {
+    // "3k … no make it 2k", "400 usdc not 600": only the value meant grounds.
+    if (reading.superseded.has(token.index)) continue;
     switch (token.kind) {
       case 'address':
         addresses.add(token.value.toLowerCase());
@@ -98,12 +115,8 @@ export function evidenceFromInstruction(instruction: string, now: Date): RunEvid
         ids.add(token.value);
         break;
       case 'amount':
-        if (token.number.type === 'exact') addNumber(numbers, parseDecimal(token.number.text));
-        else if (token.number.type === 'ambiguous') {
-          const grouped = parseDecimal(token.number.grouped);
-          const decimal = parseDecimal(token.number.decimal);
-          if (grouped !== undefined && decimal !== undefined) ambiguous.push({ grouped, decimal });
-        }
+        // An unreadable figure ("1e3", "1O0", "5.000") grounds nothing: the model must ask.
+        if (token.number.type === 'exact') addNumber(numbers, parseDecimal(token.number.text), token.currency?.code);
         break;
       case 'percent':
         if (token.bps !== undefined) {
@@ -111,12 +124,17 @@ export function evidenceFromInstruction(instruction: string, now: Date): RunEvid
           proportions.push(rational(token.bps, BPS));
         }
         break;
-      case 'ratio':
+      case 'ratio': {
         for (const part of token.parts) {
           shareBps.add(part);
           proportions.push(rational(part, BPS));
         }
+        // "refund 3/4 of pay_…": two parts, the first no more than the second, also read as a fraction.
+        const [first, second] = token.parts;
+        if (token.parts.length === 2 && first !== undefined && second !== undefined && first > 0n && first <= second)
+          proportions.push(rational(first, second));
         break;
+      }
       case 'fraction':
         if (token.denominator > 0n) {
           fractions.push(rational(token.numerator, token.denominator));
@@ -134,9 +152,9 @@ export function evidenceFromInstruction(instruction: string, now: Date): RunEvid
     proportions,
     shareBps,
     fractions,
-    paymentExponents: new Map(),
-    ambiguous,
-    equalParts,
+    paymentCurrencies: new Map(),
+    equalParts: reading.equalParts,
+    holds: reading.holds.map((token) => token.text),
   };
 }
 
@@ -149,28 +167,32 @@ export function withToolResult(evidence: RunEvidence, output: unknown): RunEvide
   const addresses = new Set(evidence.addresses);
   const ids = new Set(evidence.ids);
   const numbers = new Map(evidence.numbers);
-  const paymentExponents = new Map(evidence.paymentExponents);
-  const visit = (value: unknown, depth: number, key: string): void => {
+  const paymentCurrencies = new Map(evidence.paymentCurrencies);
+  // A number's currency is the `currency` (or `asset`) of the object it sits in, inherited by the
+  // objects below it; a settlement figure is always USDC.
+  const visit = (value: unknown, depth: number, key: string, currency: string | undefined): void => {
     if (depth > 32) return;
     if (typeof value === 'number') {
       if (!AMOUNT_KEY.test(key.toLowerCase())) return;
       const parsed = Number.isFinite(value) ? parseDecimal(String(value)) : undefined;
-      addNumber(numbers, parsed);
+      addNumber(numbers, parsed, key.toLowerCase().startsWith('settlement') ? SETTLEMENT_CURRENCY.code : currency);
     } else if (typeof value === 'string') {
       if (ADDRESS.test(value)) addresses.add(value.toLowerCase());
       else if (ID_PREFIXES.some((prefix) => isId(prefix, value))) ids.add(value);
     } else if (Array.isArray(value)) {
-      for (const item of value) visit(item, depth + 1, key);
+      for (const item of value) visit(item, depth + 1, key, currency);
     } else if (typeof value === 'object' && value !== null) {
       const record = value as Record<string, unknown>;
-      notePayment(record, numbers, paymentExponents);
+      const own = typeof record.currency === 'string' ? record.currency : record.asset;
+      const here = typeof own === 'string' ? own.toUpperCase() : currency;
+      notePayment(record, numbers, paymentCurrencies);
       for (const [key, item] of Object.entries(record)) {
-        if (!isFreeTextKey(key)) visit(item, depth + 1, key);
+        if (!isFreeTextKey(key)) visit(item, depth + 1, key, here);
       }
     }
   };
-  visit(output, 0, '');
-  return { ...evidence, addresses, ids, numbers, paymentExponents };
+  visit(output, 0, '', undefined);
+  return { ...evidence, addresses, ids, numbers, paymentCurrencies };
 }
 
 function isFreeTextKey(key: string): boolean {
@@ -180,19 +202,19 @@ function isFreeTextKey(key: string): boolean {
   return FREE_TEXT_KEYS.has(last) || lower.endsWith('_name');
 }
 
-/** A payment read: its currency's exponent, and what is left to refund (amount − amount_refunded). */
+/** A payment read: its currency, and what is left to refund (amount − amount_refunded) in it. */
 function notePayment(
   record: Record<string, unknown>,
-  numbers: Map<string, Rational>,
-  paymentExponents: Map<string, number>,
+  numbers: Map<string, Grounded>,
+  paymentCurrencies: Map<string, string>,
 ): void {
   if (!isId('pay', record.id) || typeof record.currency !== 'string') return;
-  const currency = getCurrency(record.currency.toUpperCase());
-  if (currency !== undefined) paymentExponents.set(record.id, currency.exponent);
+  const code = record.currency.toUpperCase();
+  if (getCurrency(code) !== undefined) paymentCurrencies.set(record.id, code);
   if (typeof record.amount === 'number' && typeof record.amount_refunded === 'number') {
     const amount = parseDecimal(String(record.amount));
     const refunded = parseDecimal(String(record.amount_refunded));
-    if (amount !== undefined && refunded !== undefined) addNumber(numbers, subtract(amount, refunded));
+    if (amount !== undefined && refunded !== undefined) addNumber(numbers, subtract(amount, refunded), code);
   }
 }
 
@@ -202,17 +224,19 @@ function notePayment(
  */
 export function checkGrounding(toolName: string, input: unknown, evidence: RunEvidence): void {
   const value = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
+  if (MONEY_TOOLS.has(toolName) && evidence.holds.length > 0) throw unclear(evidence.holds);
   switch (toolName) {
     case 'create_payout':
       requireAddress(value.to_address, 'to_address', evidence);
-      requireAmount(value.amount, 'amount', evidence, SETTLEMENT_CURRENCY.exponent);
+      requireAmount(value.amount, 'amount', evidence, SETTLEMENT_CURRENCY.code);
       return;
     case 'refund_payment': {
       requirePaymentId(value.payment_id, 'payment_id', evidence);
-      // A full refund (no amount) needs only the payment: the tool refunds what is left of it.
-      const exponent =
-        typeof value.payment_id === 'string' ? evidence.paymentExponents.get(value.payment_id) : undefined;
-      if (value.amount !== undefined) requireAmount(value.amount, 'amount', evidence, exponent);
+      // A full refund (no amount) needs only the payment: the tool refunds what is left of it. An
+      // amount is in the payment's currency, known once the payment was read in the run.
+      const currency =
+        typeof value.payment_id === 'string' ? evidence.paymentCurrencies.get(value.payment_id) : undefined;
+      if (value.amount !== undefined) requireAmount(value.amount, 'amount', evidence, currency);
       return;
     }
     case 'create_payment':
@@ -221,18 +245,30 @@ export function checkGrounding(toolName: string, input: unknown, evidence: RunEv
       return;
     case 'split_revenue': {
       if (value.payment_id !== undefined) requirePaymentId(value.payment_id, 'payment_id', evidence);
-      if (value.amount !== undefined) requireAmount(value.amount, 'amount', evidence, SETTLEMENT_CURRENCY.exponent);
+      if (value.amount !== undefined) requireAmount(value.amount, 'amount', evidence, SETTLEMENT_CURRENCY.code);
       const splits = Array.isArray(value.splits) ? (value.splits as Record<string, unknown>[]) : [];
       const total = typeof value.amount === 'number' ? parseDecimal(String(value.amount)) : undefined;
       for (const [i, split] of splits.entries()) {
         requireAddress(split.to_address, `splits.${i}.to_address`, evidence);
-        requireShare(split.share_bps, `splits.${i}.share_bps`, splits.length, total, evidence);
+        if (split.share_parts !== undefined)
+          requireParts(split.share_parts, `splits.${i}.share_parts`, splits, evidence);
+        else requireShare(split.share_bps, `splits.${i}.share_bps`, splits.length, total, evidence);
       }
       return;
     }
     default:
       return;
   }
+}
+
+const MONEY_TOOLS: ReadonlySet<string> = new Set(['create_payout', 'refund_payment', 'split_revenue']);
+
+function unclear(holds: readonly string[]): AppError {
+  const quoted = [...new Set(holds)].map((text) => `"${truncate(text, 40)}"`).join(', ');
+  return new AppError(
+    'unclear_instruction',
+    `the instruction holds ${quoted}: a condition, a wait, a negation, a repetition, or a number that reads more than one way. Nothing moved: ask the merchant what to do now, quoting it, instead of moving money`,
+  );
 }
 
 function ungrounded(field: string, value: unknown): AppError {
@@ -251,27 +287,45 @@ function requirePaymentId(value: unknown, field: string, evidence: RunEvidence):
   if (typeof value !== 'string' || !evidence.ids.has(value)) throw ungrounded(field, value);
 }
 
-function requireAmount(value: unknown, field: string, evidence: RunEvidence, exponent: number | undefined): void {
+function requireAmount(value: unknown, field: string, evidence: RunEvidence, currency: string | undefined): void {
   const amount = typeof value === 'number' && Number.isFinite(value) ? parseDecimal(String(value)) : undefined;
-  if (amount === undefined || !isGroundedAmount(amount, evidence, exponent)) throw ungrounded(field, value);
+  if (amount === undefined || !isGroundedAmount(amount, evidence, currency)) throw ungrounded(field, value);
 }
 
 /**
- * An amount is grounded when it is a grounded number, that number times a proportion of the
- * instruction ("30%", "half", a part of "70/30"), or that number divided into 2 to 20 equal parts.
- * A product or quotient with more decimals than the currency has may be rounded down or up to it.
+ * A grounded number may stand for an amount in `target`: one written without a currency stands for
+ * any; "$" or "dollars" for USDC or USD; any other only for its own currency. An unknown target (a
+ * refund of a payment not read in the run) takes any, the tool holding the refund to the payment's own.
  */
-export function isGroundedAmount(amount: Rational, evidence: RunEvidence, exponent?: number): boolean {
-  const bases = [...evidence.numbers.values()];
-  // "5.000 naira" is five thousand; "5.000 USDC" could be either, so it grounds neither.
-  if (exponent !== undefined && exponent < 3) for (const reading of evidence.ambiguous) bases.push(reading.grouped);
-  for (const base of bases) {
-    if (matches(amount, base, exponent)) return true;
+function sameCurrency(grounded: string | undefined, target: string | undefined): boolean {
+  if (grounded === undefined || target === undefined) return true;
+  if (grounded === 'DOLLAR') return target === SETTLEMENT_CURRENCY.code || target === 'USD';
+  return grounded === target;
+}
+
+/**
+ * An amount is grounded when it is a grounded number in its currency exactly, that number times a
+ * proportion of the instruction ("30%", "half", a part of "70/30"), that number less another of
+ * the same currency, or that number divided into 2 to 20 equal parts. A product or quotient with
+ * more decimals than the currency has may be rounded down or up to it.
+ */
+export function isGroundedAmount(amount: Rational, evidence: RunEvidence, currency?: string): boolean {
+  const exponent = currency === undefined ? undefined : getCurrency(currency)?.exponent;
+  const bases = [...evidence.numbers.values()].filter((base) => sameCurrency(base.currency, currency));
+  for (const { value: base, currency: baseCurrency } of bases) {
+    // A number as written grounds only itself: "1.0000001 USDC" is not 1 USDC rounded.
+    if (amount.n === base.n && amount.d === base.d) return true;
     for (const proportion of evidence.proportions) {
       if (matches(amount, multiply(base, proportion), exponent)) return true;
     }
-    // "refund pay_… minus the 500 naira fee": a grounded amount less another one.
-    for (const other of bases) if (other !== base && matches(amount, subtract(base, other), exponent)) return true;
+    // "refund pay_… minus the 500 naira fee": a grounded amount less another one of its currency.
+    for (const other of bases)
+      if (
+        other.value !== base &&
+        sameCurrency(other.currency, baseCurrency) &&
+        matches(amount, subtract(base, other.value), exponent)
+      )
+        return true;
     if (!evidence.equalParts) continue;
     for (let k = 2n; k <= MAX_EQUAL_PARTS; k++) {
       if (matches(amount, rational(base.n, base.d * k), exponent)) return true;
@@ -307,9 +361,29 @@ function requireShare(
   if (total !== undefined) {
     const leg = multiply(total, rational(share, BPS));
     for (const base of evidence.numbers.values()) {
-      if (matches(leg, base, SETTLEMENT_CURRENCY.exponent)) return;
+      if (
+        sameCurrency(base.currency, SETTLEMENT_CURRENCY.code) &&
+        matches(leg, base.value, SETTLEMENT_CURRENCY.exponent)
+      )
+        return;
     }
   }
+  throw ungrounded(field, value);
+}
+
+/**
+ * Parts of a split (share_parts) are grounded when the instruction asks for equal parts and every
+ * leg has the same parts, or when they are the parts of a ratio it writes ("70/30" as 70 and 30).
+ */
+function requireParts(
+  value: unknown,
+  field: string,
+  splits: readonly Record<string, unknown>[],
+  evidence: RunEvidence,
+): void {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) throw ungrounded(field, value);
+  if (evidence.equalParts && splits.every((leg) => leg.share_parts === value)) return;
+  if (evidence.shareBps.has(BigInt(value) * 100n)) return;
   throw ungrounded(field, value);
 }
 
@@ -362,7 +436,7 @@ export function parseDecimal(text: string): Rational | undefined {
   return rational(n, d);
 }
 
-function addNumber(numbers: Map<string, Rational>, value: Rational | undefined): void {
+function addNumber(numbers: Map<string, Grounded>, value: Rational | undefined, currency: string | undefined): void {
   if (value === undefined || value.n <= 0n) return;
-  numbers.set(`${value.n}/${value.d}`, value);
+  numbers.set(`${value.n}/${value.d}/${currency ?? ''}`, { value, currency });
 }

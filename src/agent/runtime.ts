@@ -10,6 +10,7 @@ import { approveUrl } from '../policy/confirmations.ts';
 import type { DeclaredCall } from '../policy/run-plan.ts';
 import type { Runtime } from '../runtime.ts';
 import { checkGrounding, evidenceFromInstruction, type RunEvidence, withToolResult } from './grounding.ts';
+import { fixedLater } from './run-status.ts';
 import type { AgentModel, AgentModelResult, ModelUsage, PlannedCall, ToolCallOutcome } from './model.ts';
 import { systemPrompt } from './prompts.ts';
 import { recordAgentRunFinished } from '../metrics/metrics.ts';
@@ -139,7 +140,11 @@ export async function runAgent(
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  if (status === 'completed') status = outcomeOf(actions, call.unrecorded.length > 0);
+  // What moved decides, whatever the model says: a model that asked back after a payout ran still
+  // moved money, and a run that wrote nothing and asked back is rejected.
+  const wrote = actions.some((action) => effectOf(usable, action.tool) !== 'read');
+  if (status === 'completed' || (wrote && status === 'rejected'))
+    status = outcomeOf(actions, call.unrecorded.length > 0);
   // A model cut off at its token limit, or that declined, did not finish: never `completed`.
   if (incomplete !== undefined && status !== 'failed') {
     status = incomplete.reason === 'refusal' ? 'rejected' : 'failed';
@@ -255,14 +260,22 @@ async function callThroughPipeline(call: RunCall, name: string, input: unknown):
   }
 }
 
+function effectOf(tools: readonly AnyTool[], name: string): string | undefined {
+  return tools.find((tool) => tool.name === name)?.effect;
+}
+
 /**
- * A run that made calls: held if any call is held, failed if any failed or was denied. A dry run's
- * refused call is not recorded, but fails the run as the same call would have failed a real one.
+ * The run's status from each action's final state (issue 32): a failed call the model made again,
+ * fixed, on the same target is judged by the fix (run-status.ts). Then: failed if any
+ * action failed (a dry run's refused call is not recorded, but fails the run as the same call
+ * would have failed a real one); rejected if policy denied one; held if any is held; else completed.
  */
 function outcomeOf(actions: readonly AgentActionRow[], refusedUnrecorded: boolean): Exclude<AgentRunStatus, 'running'> {
-  if (refusedUnrecorded || actions.some((a) => a.status === 'failed')) return 'failed';
-  if (actions.some((a) => a.status === 'denied')) return 'rejected';
-  if (actions.some((a) => a.status === 'held')) return 'confirmation_required';
+  const fixed = fixedLater(actions.map((a) => ({ tool: a.tool, input: a.input, failed: a.status === 'failed' })));
+  const final = actions.filter((_action, i) => !fixed.has(i));
+  if (refusedUnrecorded || final.some((a) => a.status === 'failed')) return 'failed';
+  if (final.some((a) => a.status === 'denied')) return 'rejected';
+  if (final.some((a) => a.status === 'held')) return 'confirmation_required';
   return 'completed';
 }
 
@@ -379,7 +392,12 @@ function describeAction(
           ? `${money(amount, SETTLEMENT_CURRENCY, 'USDC')}${typeof given.payment_id === 'string' ? ` of ${given.payment_id}` : ''}`
           : `the proceeds of ${String(given.payment_id)}`;
       const splits = Array.isArray(given.splits) ? given.splits.map(fieldsOf) : [];
-      const legs = splits.map((leg) => `${String(leg.to_address)} (${Number(leg.share_bps) / 100}%)`).join(', ');
+      const parts = splits.reduce((sum, leg) => sum + (typeof leg.share_parts === 'number' ? leg.share_parts : 0), 0);
+      const share = (leg: Fields): string =>
+        typeof leg.share_parts === 'number'
+          ? `${leg.share_parts} of ${parts} parts`
+          : `${Number(leg.share_bps) / 100}%`;
+      const legs = splits.map((leg) => `${String(leg.to_address)} (${share(leg)})`).join(', ');
       return `Split ${what} between ${legs}`;
     }
     default: {

@@ -13,6 +13,8 @@ export const ERROR_CODES = {
   policy_denied: { status: 403, type: 'policy_error' },
   /** An agent's money call names a recipient, amount or payment id it did not get from the instruction or a typed read. */
   ungrounded_argument: { status: 403, type: 'policy_error' },
+  /** An agent's money call while the instruction holds a condition, wait, negation, repetition or unreadable number. */
+  unclear_instruction: { status: 403, type: 'policy_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   idempotency_conflict: { status: 409, type: 'idempotency_error' },

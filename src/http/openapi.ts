@@ -60,6 +60,8 @@ const ERROR_MEANINGS: Record<ErrorCode, string> = {
   permission_denied: 'the key lacks the scope this operation needs, or may not do it (approve its own request)',
   policy_denied: "the account's policy refuses the action; nothing moved",
   ungrounded_argument: "an agent's money call named a value it did not get from the instruction or a read",
+  unclear_instruction:
+    "an agent's money call while the instruction holds a condition, a wait, a negation, a repetition or a number that reads more than one way: nothing moved, the agent asks",
   not_found: "no such object, which is also the answer for another account's or the other mode's ids",
   method_not_allowed: 'the method is not allowed here',
   idempotency_conflict: 'the Idempotency-Key was first used with other parameters',

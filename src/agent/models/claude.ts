@@ -85,7 +85,7 @@ export function createClaudeModel(options: ClaudeOptions): AgentModel {
     name: options.model,
     async run(request: AgentModelRequest): Promise<AgentModelResult> {
       const prompt = systemPrompt();
-      const tools = toolDefinitions(request.tools);
+      const tools = [askDefinition(), ...toolDefinitions(request.tools)];
       const messages: MessageParam[] = [{ role: 'user', content: firstUserContent(request) }];
       const usage: ModelUsage = {
         input_tokens: 0,
@@ -140,6 +140,10 @@ export function createClaudeModel(options: ClaudeOptions): AgentModel {
           case 'tool_use': {
             const toolUses = content.filter((block): block is Anthropic.ToolUseBlock => block.type === 'tool_use');
             if (toolUses.length === 0) break;
+            // The model asks the merchant: none of this message's calls run, and the run ends with
+            // the question (the runtime says what moved before it).
+            const ask = toolUses.find((use) => use.name === ASK_TOOL);
+            if (ask !== undefined) return { reply: askedQuestion(ask.input), understood: false, usage };
             setAssistantTurn(messages, content);
             // Every tool_use needs its tool_result in the very next user message: all of them, in
             // the order the model wrote them, in one message.
@@ -286,6 +290,29 @@ function describe(error: unknown): string {
     return `${error.status} ${error.type ?? 'error'}: ${error.apiMessage ?? error.message}`;
   }
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The model's way to ask back instead of acting; not a tool of the catalogue, and it runs nothing. */
+export const ASK_TOOL = 'ask_merchant';
+
+const askInput = z.strictObject({
+  question: z.string().min(1).max(2000).describe('The question for the merchant, quoting what is unclear.'),
+});
+
+function askDefinition(): Anthropic.Tool {
+  const { $schema: _drop, ...schema } = z.toJSONSchema(askInput, { io: 'input' }) as Record<string, unknown>;
+  return {
+    name: ASK_TOOL,
+    description:
+      'Ask the merchant instead of acting, when the instruction is unclear: a condition, a wait or a negation, a number that reads more than one way, a value you cannot take from the instruction or a read, several payments that match. Ends the run; nothing moves until the merchant answers.',
+    input_schema: { type: 'object', ...schema },
+  };
+}
+
+/** The question of an ask_merchant call; a malformed one still ends the run, saying it must ask. */
+function askedQuestion(input: unknown): string {
+  const parsed = askInput.safeParse(input);
+  return parsed.success ? parsed.data.question : 'I need to ask you about this instruction before I act on it.';
 }
 
 /** The catalogue as Claude tools: JSON Schema from the same zod schemas; the last tool carries the cache breakpoint. */

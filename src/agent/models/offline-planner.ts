@@ -1,5 +1,10 @@
 import type { AgentModel, AgentModelRequest, AgentModelResult, ToolCallOutcome } from '../model.ts';
 import {
+  describeLookup,
+  lookupOf,
+  lookupRead,
+  matchLookup,
+  selectLookup,
   type PaymentFacts,
   type PlannedCall,
   rangeKey,
@@ -9,8 +14,17 @@ import {
   type Step,
   toolsFor,
   understand,
+  withPayment,
 } from '../planner/plan.ts';
-import { describeOutcome, notUnderstoodReply, readPaymentFacts, readRevenueFacts } from '../planner/reply.ts';
+import {
+  describeListed,
+  describeOutcome,
+  lookupProblem,
+  notUnderstoodReply,
+  readListedPayments,
+  readPaymentFacts,
+  readRevenueFacts,
+} from '../planner/reply.ts';
 
 /**
  * The offline planner: the default agent model when no ANTHROPIC_API_KEY is set. Deterministic,
@@ -30,18 +44,66 @@ import { describeOutcome, notUnderstoodReply, readPaymentFacts, readRevenueFacts
 
 export const OFFLINE_PLANNER_NAME = 'offline-planner/2';
 
+/**
+ * Payments named by reference or description are found first, with list_payments (DESIGN.md §9:
+ * the merchant's own reference, then the description): exactly one match is acted on, none or
+ * several are asked back with the candidates in typed fields. A status question is answered by the
+ * list itself. What the list says of a found payment (amount, currency, refunds) stands for a read.
+ */
+async function findPayments(
+  steps: readonly Step[],
+  request: AgentModelRequest,
+): Promise<
+  { steps: Step[]; known: Map<string, PaymentFacts>; lines: string[] } | { reply: string; understood: boolean }
+> {
+  const found: Step[] = [];
+  const known = new Map<string, PaymentFacts>();
+  const lines: string[] = [];
+  for (const step of steps) {
+    const lookup = lookupOf(step);
+    if (lookup === undefined) {
+      found.push(step);
+      continue;
+    }
+    if (request.signal.aborted)
+      return { understood: true, reply: "Stopped before doing anything: the run's step or time budget was spent." };
+    const read = lookupRead(lookup);
+    const outcome = await request.callTool(read.tool, read.input);
+    if (outcome.status !== 'ok') {
+      const message = outcome.status === 'error' ? outcome.error.message : 'unexpected confirmation on a read';
+      return {
+        understood: true,
+        reply: `${read.label}: I could not read your payments (${message}), so I did nothing.`,
+      };
+    }
+    const matches = matchLookup(lookup, readListedPayments(outcome.output));
+    const selected = selectLookup(lookup, matches);
+    if (selected === undefined) return { understood: false, reply: `${lookupProblem(lookup, matches)}.` };
+    // The selection is said before any action line: what "all the … orders" took, by id.
+    if ('all' in lookup)
+      lines.push(`Selected for ${describeLookup(lookup)}: ${selected.map(describeListed).join('; ')}.`);
+    for (const match of selected) {
+      known.set(match.id, match.facts);
+      if (step.kind === 'payment_status') lines.push(`${describeListed(match)}.`);
+      else found.push(withPayment(step, match.id));
+    }
+  }
+  return { steps: found, known, lines };
+}
+
 async function readFirst(
   steps: readonly Step[],
+  known: ReadonlyMap<string, PaymentFacts>,
   request: AgentModelRequest,
 ): Promise<
   { payments: Map<string, PaymentFacts>; revenue: Map<string, RevenueFacts> } | { reply: string; understood: boolean }
 > {
-  const payments = new Map<string, PaymentFacts>();
+  const payments = new Map<string, PaymentFacts>(known);
   const revenue = new Map<string, RevenueFacts>();
   const seen = new Set<string>();
   for (const read of steps.flatMap(readsFor)) {
     const key = `${read.tool}:${JSON.stringify(read.input)}`;
-    if (seen.has(key)) continue;
+    if (seen.has(key) || (read.tool === 'get_payment' && payments.has(String(read.input.payment_id)))) continue;
     seen.add(key);
     if (request.signal.aborted)
       return { understood: true, reply: "Stopped before doing anything: the run's step or time budget was spent." };
@@ -80,9 +142,11 @@ async function runSteps(steps: readonly Step[], request: AgentModelRequest): Pro
       reply: `This API key cannot use ${missing.join(', ')}, so I did nothing. Ask for a key with the needed scope.`,
     };
 
-  const facts = await readFirst(steps, request);
+  const named = await findPayments(steps, request);
+  if ('reply' in named) return named;
+  const facts = await readFirst(named.steps, named.known, request);
   if ('reply' in facts) return facts;
-  const resolved = resolveCalls(steps, facts);
+  const resolved = resolveCalls(named.steps, facts);
   if (!Array.isArray(resolved))
     return { understood: false, reply: `I cannot do that as asked: ${resolved.problem}. I did nothing.` };
 
@@ -93,7 +157,7 @@ async function runSteps(steps: readonly Step[], request: AgentModelRequest): Pro
       .map((call) => ({ name: call.tool, input: call.input })),
   );
 
-  const lines: string[] = [];
+  const lines: string[] = [...named.lines];
   for (const [index, call] of resolved.entries()) {
     if (request.signal.aborted) {
       lines.push(`Stopped: the run's step or time budget was spent. Not done: ${labels(resolved.slice(index))}.`);

@@ -1,5 +1,5 @@
 import { type Clause, text } from './grammar.ts';
-import { isQuantity, isSignificant, type Token } from './tokens.ts';
+import { HARD_CONTROL_WORDS, isQuantity, isSignificant, NEGATIONS, type Token } from './tokens.ts';
 
 /**
  * Stage 4 of the offline planner: the checks that run before anything does. A plan may run only
@@ -34,6 +34,89 @@ const CONTEXT_SAFE = new Set([
   'entire',
 ]);
 
+/** Words that repeat or multiply an action: placed only when they tell what already happened. */
+const REPETITION = new Set(['twice', 'thrice', 'double', 'again']);
+
+/** Words that put a sentence in the past: "was charged twice", "last time it went twice". */
+const PAST = new Set([
+  'was',
+  'were',
+  'been',
+  'got',
+  'had',
+  'charged',
+  'paid',
+  'billed',
+  'debited',
+  'deducted',
+  'went',
+  'happened',
+  'came',
+  'did',
+  'sent',
+  'took',
+  'returned',
+  'arrived',
+  'bought',
+  'ordered',
+  'broke',
+  'checked',
+  'cancelled',
+  'canceled',
+  'received',
+]);
+
+/** A small whole number with no currency: a count, when a sentence tells the past. */
+function isCount(token: Token): boolean {
+  return (
+    token.kind === 'amount' &&
+    token.currency === undefined &&
+    token.number.type === 'exact' &&
+    /^\d{1,4}$/.test(token.number.text) &&
+    !token.negative
+  );
+}
+
+/**
+ * "the customer was charged twice", "(last time it went twice)": a repetition word after a verb in
+ * the past tells a story; "refund pay_… twice" or "pay him double" would multiply the action.
+ */
+export function tellsThePast(tokens: readonly Token[], at: number): boolean {
+  const token = tokens[at];
+  if (token?.kind !== 'word' || !REPETITION.has(token.lower)) return false;
+  return tokens.slice(Math.max(0, at - 4), at).some((t) => t.kind === 'word' && PAST.has(t.lower));
+}
+
+/**
+ * "(last time it went twice)", "(he was paid late last month)": a note in brackets that tells what
+ * happened, with no value in it and no word of condition or wait, is context wherever it stands.
+ */
+function storyInBrackets(tokens: readonly Token[]): Set<number> {
+  const placed = new Set<number>();
+  for (let open = 0; open < tokens.length; open++) {
+    if (tokens[open]?.text !== '(') continue;
+    const close = tokens.findIndex((t, k) => k > open && t.text === ')');
+    if (close < 0) break;
+    const inside = tokens.slice(open + 1, close);
+    const story =
+      inside.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
+      inside.every(
+        (t) =>
+          (t.kind === 'word' &&
+            (!HARD_CONTROL_WORDS.has(t.lower) || REPETITION.has(t.lower) || NEGATIONS.has(t.lower))) ||
+          t.kind === 'punct' ||
+          t.kind === 'code' ||
+          (t.kind === 'amount' &&
+            t.currency === undefined &&
+            t.number.type === 'exact' &&
+            /^\d{1,4}$/.test(t.number.text)),
+      );
+    if (story) for (const t of inside) placed.add(t.index);
+    open = close;
+  }
+  return placed;
+}
+
 export interface Unplaced {
   token: Token;
   clause: string;
@@ -50,11 +133,14 @@ export function unplacedTokens(
   const out: Unplaced[] = [];
   for (const clause of clauses) {
     const context = clause.intent === undefined;
+    const story = storyInBrackets(clause.tokens);
+    const pastTense = clause.tokens.some((t) => t.kind === 'word' && PAST.has(t.lower));
     for (const token of clause.tokens) {
-      if (!isSignificant(token)) continue;
+      if (!isSignificant(token) || story.has(token.index)) continue;
       if (clause.consumed.has(token.index) || consumedBySequencing.has(token.index) || borrowed.has(token.index))
         continue;
       if (context && token.kind === 'word' && CONTEXT_SAFE.has(token.lower)) continue;
+      if (tellsThePast(clause.tokens, clause.tokens.indexOf(token))) continue;
       // "Approved by: Ngozi" under a ticket: who signed it off (a held action is approved only by a person).
       const next = clause.tokens[clause.tokens.indexOf(token) + 1];
       if (
@@ -65,6 +151,8 @@ export function unplacedTokens(
       )
         continue;
       if (context && isQuantity(token, clause.tokens[clause.tokens.indexOf(token) + 1])) continue;
+      // "one of the two items came back", "order 7 of 10": counts in a sentence about the past.
+      if (context && pastTense && isCount(token)) continue;
       // "placed last Tuesday", "in January": a past date in a context sentence tells a story; a
       // future one ("do it on Friday") could defer the instruction, so it stays to be placed.
       if (context && token.kind === 'date' && token.range !== undefined && token.range.from.getTime() < now.getTime())
@@ -114,6 +202,8 @@ export function explainUnplaced({ token, clause }: Unplaced): string {
       return `I could not tell what "${token.text}" applies to ${where}`;
     case 'url':
       return `I could not tell what the link ${token.value} is for ${where}`;
+    case 'quoted':
+      return `I do not act on quoted or forwarded text (${truncate(token.text, 60)} holds an amount, a recipient or a condition) ${where}: write the instruction in your own words, outside quotes`;
     case 'word':
       return `"${token.text}" ${where} changes what the instruction means (a condition, a wait, a negation, a correction or a quantity word I cannot place): write the instruction exactly as it should run now, without it`;
     case 'punct':

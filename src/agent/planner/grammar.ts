@@ -41,6 +41,8 @@ export interface Slots {
   fraction?: { numerator: bigint; denominator: bigint; text: string };
   /** "equally", "evenly", "three ways": equal shares; the count when the ways are given. */
   equal?: { ways: number | undefined };
+  /** "among these 6 people", "our 3 partners": how many recipients the merchant counts. */
+  recipients?: number;
   each: boolean;
   /** "in full", "everything", "all of it": a full refund. */
   full: boolean;
@@ -64,7 +66,16 @@ export interface Slots {
   questionIf?: boolean;
   /** "minus the 500 naira delivery fee": a refund of all but this amount. */
   less?: AmountToken;
+  /** "order ORD-1042", "the blue kente cloth order": a payment named by the merchant's own words. */
+  lookup?: PaymentLookup;
 }
+
+/**
+ * A payment the merchant names without its id: by its reference ("order ORD-1042", "#GH-2210",
+ * "order 1042"), or by words of its description ("the blue kente cloth order"). The planner looks
+ * it up with list_payments before anything else runs (plan.ts, resolveLookups).
+ */
+export type PaymentLookup = { reference: string } | { words: string[]; all?: true };
 
 export interface Clause {
   intent: Intent | undefined;
@@ -72,11 +83,16 @@ export interface Clause {
   slots: Slots;
   /** Indexes (Token.index) of the tokens this clause accounts for. */
   consumed: Set<number>;
+  /** Indexes of values a correction or a "not" ruled out: accounted for, and never meant. */
+  superseded: Set<number>;
   /** Set when the clause says something the grammar recognises but cannot accept. */
   problem?: string;
   /** A pronoun ("refund it", "their money back") stands for a payment named elsewhere. */
   wantsPaymentFromContext: boolean;
 }
+
+const isMoneyIntent = (intent: Intent | undefined): boolean =>
+  intent === 'payout' || intent === 'refund' || intent === 'split' || intent === 'create_payment';
 
 export const text = (tokens: readonly Token[]): string =>
   tokens
@@ -95,6 +111,8 @@ const isWord = (token: Token | undefined, ...words: string[]): boolean =>
 // Common misspellings are part of how people type on a phone: "sned 60 bucks", "refnd pay_…".
 // Swahili and Pidgin verbs merchants mix in: lipa/tuma (pay/send), rudisha (give back), gawanya (divide).
 const PAYOUT_VERBS = new Set([
+  'payez',
+  'envoyez',
   'lipa',
   'tuma',
   'sned',
@@ -117,7 +135,11 @@ const PAYOUT_VERBS = new Set([
   'settle',
   'move',
 ]);
+// French, as francophone merchants write it: rembourser (refund), payer / envoyer (pay, send).
 const REFUND_VERBS = new Set([
+  'rembourser',
+  'remboursez',
+  'rembourse',
   'rfnd',
   'rfd',
   'rudisha',
@@ -186,6 +208,9 @@ const STATUS_WORDS = new Set([
   'cleared',
   'confirmed',
   'landed',
+  // Pidgin "e don land?", "e don enter?": has it arrived?
+  'land',
+  'enter',
   'arrived',
   'done',
   'went',
@@ -267,8 +292,11 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   const words = tokens.flatMap((token) => (token.kind === 'word' ? [token.lower] : []));
   const has = (...list: string[]): boolean => list.some((word) => words.includes(word));
   const hasId = tokens.some((token) => token.kind === 'payment_id' || token.kind === 'bad_payment_id');
+  const hasReference = tokens.some((_token, i) => referenceAt(tokens, i) !== undefined);
   const hasAddress = tokens.some((token) => token.kind === 'address' || token.kind === 'bad_address');
   const hasDate = tokens.some((token) => token.kind === 'date');
+  // "how much is in my account now?": "now" asks about the present, not a period.
+  const hasPeriod = tokens.some((token) => token.kind === 'date' && !/^(?:right\s+)?now$/i.test(token.text));
   const hasUrl = tokens.some((token) => token.kind === 'url');
   const hasAmount = tokens.some((token) => token.kind === 'amount');
   const pronoun = has('it', 'this', 'that', 'they', 'them');
@@ -319,7 +347,10 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   if (
     !hasAddress &&
     !hasAmount &&
-    (has('balance', 'balances') ||
+    // "bal?", Swahili "salio langu?", Pidgin "wetin remain?" and "how much dey my account?"
+    (has('balance', 'balances', 'bal', 'salio') ||
+      (has('what', 'much') && has('remain', 'remains') && !hasDate && !hasId) ||
+      (has('much') && has('account', 'wallet') && !hasPeriod && !hasId) ||
       (has('much') && has('have', 'available', 'left') && !hasDate && !hasId) ||
       (has('much') && has('can') && has('pay', 'send', 'withdraw', 'spend')) ||
       (has('available') && has('pay', 'payout', 'spend', 'withdraw') && !hasId))
@@ -380,6 +411,16 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
       ))
   )
     return 'payment_status';
+  // "has order INV-330 been paid?": a question about an order named by its reference.
+  if (
+    hasReference &&
+    !hasId &&
+    !hasAddress &&
+    !hasAmount &&
+    statusWord &&
+    (['has', 'is', 'did', 'was', 'status'].includes(lead ?? '') || tokens.at(-1)?.text === '?')
+  )
+    return 'payment_status';
   if (
     !hasId &&
     !hasAddress &&
@@ -415,6 +456,9 @@ const CORRECTION_STARTS: readonly (readonly string[])[] = [
   ['i', 'mean'],
   ['wait', 'no'],
   ['sorry', 'i', 'meant'],
+  // Pidgin "sorry o", Swahili "samahani" (sorry): a new value follows.
+  ['sorry', 'o'],
+  ['samahani'],
   ['sorry', 'meant'],
   ['i', 'meant'],
   ['actually'],
@@ -443,7 +487,7 @@ export function correctionAt(tokens: readonly Token[], i: number): number {
     }
     if (!ok) continue;
     // "no" and "sorry" alone mark a correction only at a clause start followed by a new value.
-    if ((marker.length === 1 && (marker[0] === 'no' || marker[0] === 'sorry')) || marker[0] === 'oops') {
+    if ((marker.length === 1 && ['no', 'sorry', 'samahani'].includes(marker[0]!)) || marker[0] === 'oops') {
       const next = tokens.slice(j).find((token) => token.kind !== 'punct');
       if (
         next === undefined ||
@@ -456,6 +500,73 @@ export function correctionAt(tokens: readonly Token[], i: number): number {
   }
   return 0;
 }
+
+/** Words before which a code names one of the merchant's orders: "order ORD-1042", "invoice INV-330". */
+const ORDER_WORDS = new Set(['order', 'invoice', 'receipt', 'transaction', 'booking']);
+
+/** The reference a code at `i` gives for an order ("order #GH-2210" → "GH-2210"), if it is one. */
+export function referenceAt(tokens: readonly Token[], i: number): string | undefined {
+  const token = tokens[i];
+  if (token?.kind !== 'code') return undefined;
+  const previous = tokens[i - 1];
+  if (!(previous?.kind === 'word' && ORDER_WORDS.has(previous.lower))) return undefined;
+  return token.value.replace(/^#/, '');
+}
+
+/** How many times a word repeats an action. */
+const REPEATS: ReadonlyMap<string, number> = new Map([
+  ['twice', 2],
+  ['thrice', 3],
+]);
+
+/** "once to 0x…": one payout to that recipient. */
+function onceTo(tokens: readonly Token[], i: number): boolean {
+  return isWord(tokens[i], 'once') && isWord(tokens[i + 1], 'to') && tokens[i + 2]?.kind === 'address';
+}
+
+function countOnceTo(tokens: readonly Token[]): number {
+  return tokens.filter((_t, i) => onceTo(tokens, i)).length;
+}
+
+/** Nouns a split's recipients are counted in: "our 7 riders", "these 6 people". */
+const RECIPIENT_NOUNS = new Set([
+  'people',
+  'persons',
+  'recipients',
+  'partners',
+  'riders',
+  'drivers',
+  'staff',
+  'workers',
+  'members',
+  'friends',
+  'suppliers',
+  'vendors',
+  'agents',
+  'sellers',
+  'wallets',
+  'addresses',
+  'of',
+]);
+
+/** Verbs in the past that start a story before a request ("Guest checked out 2 nights early"). */
+const STORY_VERBS = new Set([
+  'checked',
+  'bought',
+  'ordered',
+  'returned',
+  'paid',
+  'was',
+  'were',
+  'had',
+  'got',
+  'came',
+  'kept',
+  'arrived',
+]);
+
+/** The kinds of token a negation may exclude ("not 300", "not pay_B", "not 0xA…"). */
+export const VALUE_KINDS: readonly Token['kind'][] = ['amount', 'address', 'payment_id'];
 
 /** Courtesy phrases whose condition words carry no condition: "let me know if …", "if possible". */
 function dropCourtesy(tokens: Token[]): Token[] {
@@ -489,8 +600,13 @@ function dropCourtesy(tokens: Token[]): Token[] {
         continue;
       }
     }
-    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush')) {
+    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush', 'hurry')) {
       i += 1;
+      continue;
+    }
+    if (isWord(t, 'not') && isWord(tokens[i + 1], 'urgent')) {
+      // "it's not urgent but pls pay …": courtesy, and the "but" that leads to the request.
+      i += isWord(tokens[i + 2], 'but') ? 2 : 1;
       continue;
     }
     if (isWord(t, 'thanks', 'thank') && isWord(tokens[i + 1], 'in') && isWord(tokens[i + 2], 'advance')) {
@@ -658,7 +774,13 @@ export function splitClauses(all: readonly Token[]): { clauses: Token[][]; seque
         'never',
         'do',
       );
-    if (joined.length > 0 && ((firstWord >= 0 && correctionAt(clause, firstWord) > 0) || negated)) {
+    // "pay 0x… 30 usdc. not 300, 30.": the merchant stresses the amount of the clause before.
+    const restated =
+      firstWord >= 0 &&
+      isWord(clause[firstWord], 'not') &&
+      VALUE_KINDS.includes(clause[firstWord + 1]?.kind ?? 'punct') &&
+      clause.slice(firstWord + 2).some((t) => t.kind === clause[firstWord + 1]!.kind);
+    if (joined.length > 0 && ((firstWord >= 0 && correctionAt(clause, firstWord) > 0) || negated || restated)) {
       joined[joined.length - 1] = [...joined[joined.length - 1]!, ...clause];
       continue;
     }
@@ -748,6 +870,22 @@ function freeText(
       continue;
     }
     if (token.kind === 'amount') {
+      // "(delivery 3 of 4)": which one of how many, in the text.
+      const countOf =
+        isWord(next, 'of') &&
+        [token, tokens[i + 2]].every(
+          (t) =>
+            t?.kind === 'amount' &&
+            t.currency === undefined &&
+            t.number.type === 'exact' &&
+            /^\d{1,3}$/.test(t.number.text),
+        );
+      if (countOf) {
+        consumed.push(token.index, tokens[i + 2]!.index);
+        taken.push(token, next!, tokens[i + 2]!);
+        i += 2;
+        continue;
+      }
       // "2 bags of rice": a small whole number before a noun is a quantity in the text.
       const quantity = isQuantity(token, next);
       if (!quantity) break;
@@ -862,11 +1000,45 @@ export function fillSlots(
           i++;
           break;
         }
+        // "among these 6 people", "our 3 partners:", "equally among 3:": how many recipients.
+        if (
+          intent === 'split' &&
+          token.currency === undefined &&
+          token.number.type === 'exact' &&
+          /^\d{1,2}$/.test(token.number.text) &&
+          (RECIPIENT_NOUNS.has(next?.kind === 'word' ? next.lower : '') ||
+            (next?.text === ':' && isWord(tokens[i - 1], 'among', 'amongst', 'between')))
+        ) {
+          slots.recipients = Number(token.number.text);
+          use(token);
+          if (next?.kind === 'word') {
+            use(next);
+            i++;
+          }
+          break;
+        }
         // "three ways", "3 ways": the number of equal shares.
         if (isWord(next, 'ways', 'way') && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
           slots.equal = { ways: Number(token.number.text) };
           use(token, next!);
           i++;
+          break;
+        }
+        // "Guest checked out 2 nights early — refund KSh 9,000": a count in the story told before
+        // the request. After the verb a count shapes the action ("in two instalments", "among 3
+        // people") and is left to be placed.
+        // After the request, a statement of its own after a comma tells the story too: "refund 2,000
+        // naira on order ORD-7781, customer returned one plate".
+        const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
+        const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–]$/.test(t.text));
+        const story = (from: number): boolean =>
+          tokens.slice(from, i).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower));
+        if (
+          isQuantity(token, next) &&
+          ((i < verb && story(0) && tokens.some((t, k) => k > verb && t.kind === 'amount')) ||
+            (statement > verb && verb >= 0 && story(statement) && slots.amounts.length > 0))
+        ) {
+          use(token);
           break;
         }
         // "last 5 payments": a list's length.
@@ -993,6 +1165,14 @@ export function fillSlots(
       case 'currency':
         slots.currency = token.mention;
         break;
+      case 'code': {
+        const reference = referenceAt(tokens, i);
+        if (reference !== undefined && FINDS_PAYMENTS.has(intent ?? 'approve') && slots.lookup === undefined) {
+          slots.lookup = { reference };
+          use(tokens[i - 1]!, token);
+        }
+        break;
+      }
       case 'word': {
         const w = token.lower;
         const labelled = tokens.slice(i + 1, i + 3).find((t) => t.kind !== 'punct');
@@ -1046,13 +1226,39 @@ export function fillSlots(
               if (word.kind === 'word' && ['fee', 'fees', 'charge', 'charges', 'cost', 'costs'].includes(word.lower))
                 use(word);
           }
+        } else if (w === 'equal' && isWord(next, 'equal')) {
+          // Pidgin "equal equal": equally.
+          slots.equal = { ways: undefined };
+          use(token, next!);
+          i++;
         } else if (w === 'equally' || w === 'evenly' || (w === 'equal' && isWord(next, 'shares', 'parts', 'split'))) {
           slots.equal = { ways: undefined };
           use(token);
         } else if (
+          w === 'not' &&
+          intent === 'refund' &&
+          isWord(next?.kind === 'word' && next.lower === 'the' ? tokens[i + 2] : next, 'full') &&
+          tokens.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent')
+        ) {
+          // "not the full amount, just 5000 naira": the amount says how much; "full" is what it is not.
+          const full = isWord(next, 'the') ? i + 2 : i + 1;
+          use(token, ...tokens.slice(i + 1, full + 1));
+          if (isWord(tokens[full + 1], 'amount', 'refund')) use(tokens[full + 1]!);
+          i = full;
+        } else if (
+          w === 'not' &&
+          intent === 'refund' &&
+          isWord(next, 'partially', 'partly', 'partial', 'half') &&
+          tokens.some((t) => isWord(t, 'fully', 'full', 'entirely', 'completely'))
+        ) {
+          // "refund pay_… fully, not partially": says again that the refund is whole.
+          use(token, next!);
+          i++;
+        } else if (
           (w === 'in' && isWord(next, 'full')) ||
           (w === 'full' && (intent === 'refund' || isWord(next, 'refund', 'amount'))) ||
           w === 'fully' ||
+          w === 'integralement' ||
           w === 'completely' ||
           w === 'entirely'
         ) {
@@ -1102,18 +1308,46 @@ export function fillSlots(
         } else if ((w === 'rest' || w === 'remaining' || w === 'remainder') && intent === 'refund') {
           slots.full = true;
           use(token);
+        } else if (
+          intent === 'payout' &&
+          (onceTo(tokens, i) || (REPEATS.has(w) && REPEATS.get(w) === countOnceTo(tokens)))
+        ) {
+          // "pay the same 25 usdc twice — once to 0xA… and once to 0xB…": one payout to each, the
+          // count written out by the "once to" of each recipient.
+          slots.each = true;
+          use(token);
+          if (isWord(tokens[i - 1], 'same') && isWord(tokens[i - 2], 'the')) use(tokens[i - 1]!);
+        } else if (w === 'same' && intent === 'payout' && countOnceTo(tokens) > 1 && next?.kind === 'amount') {
+          use(token);
         } else if (w === 'twice' || w === 'double' || w === 'duplicate' || w === 'duplicates' || w === 'duplicated') {
-          // A refund of "payments made twice" needs the merchant to say which ones.
-          if (intent === 'refund' && slots.paymentIds.length === 0 && !tokens.some((t) => t.kind === 'payment_id'))
-            slots.duplicates = true;
-          if (intent === 'refund') use(token);
-        } else if ((w === 'only' || w === 'just') && intent === 'refund') {
-          // "but only half of it", "just 1,000 naira though": the amount that follows is the refund.
+          // A refund of "payments made twice" needs the merchant to say which ones. "Refund pay_… twice"
+          // multiplies: it is left to be placed (asked back), never taken as one refund.
+          const which =
+            intent === 'refund' && slots.paymentIds.length === 0 && !tokens.some((t) => t.kind === 'payment_id');
+          if (which) slots.duplicates = true;
+          if (intent === 'refund' && (which || w.startsWith('duplicate'))) use(token);
+        } else if ((w === 'only' || w === 'just') && isMoneyIntent(intent)) {
+          // "but only half of it", "just 1,000 naira though", "send only 20 usdc", "refund only
+          // pay_A": the value that follows is the one meant, no more. "only once" stresses one run,
+          // unless something follows it ("only once delivered" is a condition).
           const value = tokens.slice(i + 1).find((t) => t.kind !== 'punct' && !isWord(t, 'the', 'a', 'refund'));
-          if (value?.kind === 'amount' || value?.kind === 'fraction' || value?.kind === 'percent') {
+          const after = tokens.slice(i + 2).find((t) => t.kind !== 'punct');
+          if (
+            value?.kind === 'amount' ||
+            value?.kind === 'fraction' ||
+            value?.kind === 'percent' ||
+            value?.kind === 'payment_id' ||
+            value?.kind === 'address'
+          ) {
             use(token);
             const before = tokens[i - 1];
-            if (isWord(before, 'but')) use(before!);
+            if (isWord(before, 'but') && intent === 'refund') use(before!);
+          } else if (
+            isWord(next, 'once') &&
+            (after === undefined || isWord(after, 'pls', 'please', 'thanks', 'abeg'))
+          ) {
+            use(token, next!);
+            i++;
           }
         } else if (w === 'but' && intent === 'refund' && isWord(next, 'only', 'just')) {
           // consumed with its "only"
@@ -1196,8 +1430,12 @@ export function fillSlots(
                 ref.currency === undefined &&
                 /^\d+$/.test(ref.text)))
           ) {
-            slots.reference = ref.kind === 'code' ? ref.value.replace(/^#/, '') : ref.text;
-            use(ref);
+            const value = ref.kind === 'code' ? ref.value.replace(/^#/, '') : ref.text;
+            // A refund's or a status read's "ref" names the payment; a payout's or a split's, its own.
+            if ((intent === 'refund' || intent === 'payment_status') && slots.paymentIds.length === 0)
+              slots.lookup = { reference: value };
+            else slots.reference = value;
+            use(token, ref);
             i = j;
           }
         } else if (intent === 'list_payments' && LIST_STATUS_WORDS.has(w)) {
@@ -1215,7 +1453,118 @@ export function fillSlots(
         break;
     }
   }
+  if (
+    FINDS_PAYMENTS.has(intent ?? 'approve') &&
+    slots.lookup === undefined &&
+    slots.paymentIds.length === 0 &&
+    slots.date === undefined &&
+    (!slots.allPayments || intent === 'refund')
+  ) {
+    const described = describedPayment(tokens);
+    if (described !== undefined) {
+      // "refund all the kente orders": every payment the words describe, each in full.
+      slots.lookup = slots.allPayments ? { words: described.words, all: true } : { words: described.words };
+      slots.allPayments = false;
+      for (const token of described.used) consumed.add(token.index);
+      // "the 2 crates of Malta Guinness": the count describes the order; it is no amount.
+      slots.amounts = slots.amounts.filter((amount) => !described.used.includes(amount));
+    }
+  }
   return problem === undefined ? { slots, consumed } : { slots, consumed, problem };
+}
+
+/** Intents that act on one payment, which may be named by reference or description instead of its id. */
+const FINDS_PAYMENTS: ReadonlySet<Intent> = new Set(['refund', 'split', 'payment_status']);
+
+/** Nouns that say the words around them describe an order: "the blue kente cloth order". */
+const ORDER_NOUNS = new Set(['order', 'orders', 'purchase', 'sale', 'transaction', 'booking']);
+/** "the customer wey buy …", "who bought …": the words after describe what was paid for. */
+const BOUGHT = new Set(['buy', 'bought', 'purchased', 'ordered']);
+
+/** Words that never describe what was bought: the request's own words, courtesy, grammar. */
+const NOT_DESCRIPTIVE = new Set([
+  ...REFUND_VERBS,
+  ...SPLIT_VERBS,
+  ...LEADING_FILLERS,
+  ...ORDER_NOUNS,
+  ...BOUGHT,
+  'refunds',
+  'the',
+  'a',
+  'an',
+  'of',
+  'for',
+  'from',
+  'on',
+  'in',
+  'my',
+  'our',
+  'their',
+  'his',
+  'her',
+  'this',
+  'that',
+  'who',
+  'which',
+  'wey',
+  'ya',
+  'kwa',
+  'pesa',
+  'money',
+  'back',
+  'give',
+  'return',
+  'customer',
+  'client',
+  'buyer',
+  'payment',
+  'proceeds',
+  'status',
+  'has',
+  'is',
+  'was',
+  'been',
+  'paid',
+  'did',
+  'it',
+  'between',
+  'among',
+  'with',
+  'and',
+]);
+
+/**
+ * "refund the blue kente cloth order", "abeg refund the customer wey buy the 2 crates of Malta
+ * Guinness", "rudisha pesa ya order ya 'Kitenge dress'": the words that describe what was paid for,
+ * when an order noun or a verb of buying says they do. Only plain words, quoted text and counts; a
+ * clause with any other value, or no such word, names no payment this way.
+ */
+function describedPayment(tokens: readonly Token[]): { words: string[]; used: Token[] } | undefined {
+  if (!tokens.some((t) => t.kind === 'word' && (ORDER_NOUNS.has(t.lower) || BOUGHT.has(t.lower)))) return undefined;
+  const words: string[] = [];
+  const used: Token[] = [];
+  // A quoted description is the description; else the words up to a comma or a dash after them
+  // (", the batch was spoilt" tells why, it describes nothing).
+  const quoted = tokens.filter((t) => t.kind === 'quoted' && !t.carries);
+  for (const [i, token] of tokens.entries()) {
+    if (token.kind === 'punct' && /^[,;—–]$/.test(token.text) && words.length > 0) break;
+    if (quoted.length > 0 && token.kind !== 'quoted') continue;
+    if (token.kind === 'word' && !NOT_DESCRIPTIVE.has(token.lower) && !CONTROL_WORDS.has(token.lower)) {
+      words.push(token.lower);
+    } else if (token.kind === 'quoted' && !token.carries) {
+      words.push(
+        ...token.value
+          .toLowerCase()
+          .split(/[^\p{L}\p{N}]+/u)
+          .filter((w) => w !== '' && !NOT_DESCRIPTIVE.has(w)),
+      );
+      used.push(token);
+    } else if (token.kind === 'amount' && isQuantity(token, tokens[i + 1])) {
+      words.push(token.text);
+      used.push(token);
+    }
+  }
+  return words.length > 0 ? { words, used } : undefined;
 }
 
 /** A correction's right side overrides the left side's slots of the same kind. */
@@ -1241,6 +1590,7 @@ export function mergeCorrection(before: Slots, after: Slots): { slots: Slots; pr
   replaces('memos', after.memos.length > 0);
   replaces('reason', after.reason !== undefined);
   replaces('reference', after.reference !== undefined);
+  replaces('lookup', after.lookup !== undefined);
   replaces('currency', after.currency !== undefined);
   if (after.fraction !== undefined || after.amounts.length > 0 || after.full) {
     // A new refund size replaces the old one, whatever its form.

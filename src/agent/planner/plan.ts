@@ -7,7 +7,7 @@ import {
   parseMajorAmount,
 } from '../../domain/money.ts';
 import type { PaymentStatus } from '../../domain/payment-status.ts';
-import { explainAll, truncate, unplacedTokens } from './checks.ts';
+import { explainAll, truncate, type Unplaced, unplacedTokens } from './checks.ts';
 import {
   type AmountToken,
   type Clause,
@@ -15,16 +15,19 @@ import {
   fillSlots,
   type Intent,
   leadingWord,
+  type PaymentLookup,
   MONEY_VERBS,
   intentOf,
   mergeCorrection,
   type Slots,
   splitClauses,
   text,
+  VALUE_KINDS,
 } from './grammar.ts';
 import {
   type CurrencyMention,
   type DateRange,
+  HOLD_WORDS,
   isSignificant,
   type NumberValue,
   type Token,
@@ -52,12 +55,13 @@ export type RefundAmount =
 
 export type Step =
   | { kind: 'payout'; amountMinor: bigint; toAddress: string; memo?: string; reference?: string }
-  | { kind: 'refund'; paymentId: string; amount: RefundAmount; reason?: string }
+  | { kind: 'refund'; paymentId: string; amount: RefundAmount; reason?: string; lookup?: PaymentLookup }
   | { kind: 'refund_period'; range: DateRange; currency?: string; reason?: string }
   | {
       kind: 'split';
-      source: { paymentId: string } | { amountMinor: bigint } | { range: DateRange };
-      splits: { toAddress: string; shareBps: number }[];
+      source: { paymentId: string; lookup?: PaymentLookup } | { amountMinor: bigint } | { range: DateRange };
+      /** Basis points of 10000 as written ("70/30", "60%"), or equal parts ("equally", "three ways"). */
+      splits: ({ toAddress: string; shareBps: number } | { toAddress: string; shareParts: number })[];
       reference?: string;
     }
   | {
@@ -68,11 +72,14 @@ export type Step =
       description?: string;
       reference?: string;
     }
-  | { kind: 'payment_status'; paymentId: string }
+  | { kind: 'payment_status'; paymentId: string; lookup?: PaymentLookup }
   | { kind: 'balance' }
   | { kind: 'pending_confirmations' }
   | { kind: 'list_payments'; status?: PaymentStatus; limit?: number; range?: DateRange }
   | { kind: 'revenue'; range: DateRange; currency?: string };
+
+/** The payment id of a step whose payment is named by reference or description, until it is found. */
+export const FOUND_LATER = '';
 
 export type Understanding = { ok: true; steps: Step[] } | { ok: false; problems: string[] };
 
@@ -86,21 +93,68 @@ function problem(reason: string): never {
 // ---------------------------------------------------------------------------------------------
 
 /** Reads a whole message; any problem anywhere means nothing runs. */
-export function understand(message: string, now: Date): Understanding {
-  if (message.length > MAX_MESSAGE_LENGTH)
-    return { ok: false, problems: [`the message is longer than ${MAX_MESSAGE_LENGTH} characters`] };
+/** Stages 1 and 2, and the words no clause placed: what understand and readInstruction share. */
+function analyse(message: string, now: Date): { tokens: Token[]; clauses: Clause[]; unplaced: Unplaced[] } {
   const tokens = tokenize(message, now);
   const { clauses: raw, sequencers } = splitClauses(tokens);
   const clauses = joinAddressLines(raw).map(parseClause);
   inheritIntents(clauses, sequencers);
   dropListHeaders(clauses);
   relaxReadOnly(clauses);
-  const problems: string[] = [];
   const borrowed = borrowContextIds(clauses);
+  return { tokens, clauses, unplaced: unplacedTokens(clauses, sequencers, borrowed, now) };
+}
+
+/**
+ * What the merchant's instruction says that every model's money calls answer to (DESIGN.md §9,
+ * issue 32): its tokens (amounts with their currencies, addresses, ids, shares), the values a
+ * correction or a "not" ruled out, and what holds money back: a word of condition, wait, negation,
+ * test or repetition the grammar could not place, a date still to come, quoted text holding a
+ * value, a letter that may hide a word, and every figure the number reader could not read.
+ */
+export interface InstructionReading {
+  tokens: Token[];
+  superseded: ReadonlySet<number>;
+  holds: Token[];
+  /** The grammar read a request for equal parts ("equally", "three ways", "sawa sawa"). */
+  equalParts: boolean;
+  /** Shares the grammar read, in basis points: ratios ("70/30", "sixty forty") and percentages. */
+  shareBps: bigint[];
+}
+
+export function readInstruction(message: string, now: Date): InstructionReading {
+  const { tokens, clauses, unplaced } = analyse(message.slice(0, MAX_MESSAGE_LENGTH), now);
+  const superseded = new Set(clauses.flatMap((clause) => [...clause.superseded]));
+  const holds = unplaced
+    .map((item) => item.token)
+    .filter(
+      (token) =>
+        (token.kind === 'word' && HOLD_WORDS.has(token.lower)) ||
+        // A date still to come, or one the reader could not place in time ("on Friday").
+        (token.kind === 'date' && (token.range === undefined || token.range.from.getTime() >= now.getTime())) ||
+        (token.kind === 'quoted' && token.carries) ||
+        // Letters of another script, or one that may hide a word ("ıf").
+        (token.kind === 'punct' && /\p{L}/u.test(token.text)),
+    );
+  for (const token of tokens)
+    if (token.kind === 'amount' && token.number.type === 'unreadable' && !holds.includes(token)) holds.push(token);
+  const equalParts = clauses.some((clause) => clause.slots.equal !== undefined);
+  const shareBps = clauses.flatMap((clause) => [
+    ...(clause.slots.ratio ?? []),
+    ...clause.slots.percents.flatMap((percent) => (percent.bps === undefined ? [] : [percent.bps])),
+  ]);
+  return { tokens, superseded, holds, equalParts, shareBps };
+}
+
+export function understand(message: string, now: Date): Understanding {
+  if (message.length > MAX_MESSAGE_LENGTH)
+    return { ok: false, problems: [`the message is longer than ${MAX_MESSAGE_LENGTH} characters`] };
+  const { clauses, unplaced } = analyse(message, now);
+  const problems: string[] = [];
 
   for (const clause of clauses)
     if (clause.problem) problems.push(`"${truncate(text(clause.tokens), 100)}": ${clause.problem}`);
-  problems.push(...explainAll(unplacedTokens(clauses, sequencers, borrowed, now)));
+  problems.push(...explainAll(unplaced));
   const actionable = clauses.filter((clause) => clause.intent !== undefined);
   if (problems.length === 0 && actionable.length === 0)
     problems.push(
@@ -157,6 +211,64 @@ function negationLead(tokens: readonly Token[]): { length: number; comma: number
   return comma > 0 ? { length, comma } : undefined;
 }
 
+/** Two values of one kind written the same way ("30 usdc" and "30"; pay_A and pay_A). */
+function sameValue(a: Token, b: Token): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === 'amount' && b.kind === 'amount')
+    return a.number.type === 'exact' && b.number.type === 'exact' && a.number.text === b.number.text;
+  if (a.kind === 'address' && b.kind === 'address') return a.value.toLowerCase() === b.value.toLowerCase();
+  return a.kind === 'payment_id' && b.kind === 'payment_id' && a.value === b.value;
+}
+
+/**
+ * "refund only pay_A, not pay_B", "to 0xB not 0xA", "400 usdc not 600", "30 usdc. not 300, 30":
+ * a negated value the merchant rules out, beside another value of its kind that stays. The negation
+ * and the value ruled out are set aside (they change nothing that runs); a value that only restates
+ * one kept ("not 300, 30" after "30 usdc") is too. Without another value of its kind, or when the
+ * value ruled out is the one kept, nothing is set aside and the "not" is asked about.
+ */
+function excludedAlternatives(tokens: readonly Token[], dropped: Set<number>): void {
+  for (let i = 0; i + 1 < tokens.length; i++) {
+    const not = tokens[i]!;
+    const value = tokens[i + 1]!;
+    if (not.kind !== 'word' || not.lower !== 'not' || !VALUE_KINDS.includes(value.kind) || dropped.has(not.index))
+      continue;
+    const others = tokens.filter((t, k) => k !== i + 1 && t.kind === value.kind && !dropped.has(t.index));
+    if (others.every((t) => sameValue(t, value))) continue;
+    const following = tokens[i + 2];
+    // "not 300 but 30" is read by the rule for "not … but …".
+    if (following?.kind === 'word' && following.lower === 'but') continue;
+    dropped.add(not.index).add(value.index);
+    // "not 300, 30": the value after the comma restates the one kept.
+    const restated = following?.kind === 'punct' && following.text === ',' ? tokens[i + 3] : undefined;
+    if (restated !== undefined && others.some((t) => t !== restated && sameValue(t, restated))) {
+      dropped.add(following!.index).add(restated.index);
+    }
+  }
+}
+
+/**
+ * "…, pay_B not the first one", "…, 0xB, not that one": after a correction, the words that say
+ * again what it replaces. They change nothing (the "one" is no amount).
+ */
+function restatedReplacement(after: readonly Token[]): Token[] {
+  const word = (k: number): string => {
+    const token = after[k];
+    return token?.kind === 'word' || token?.kind === 'amount' ? token.text.toLowerCase() : '';
+  };
+  for (let k = 0; k < after.length; k++) {
+    if (word(k) !== 'not') continue;
+    if (
+      word(k + 1) === 'the' &&
+      ['first', 'other', 'previous', 'wrong', 'old'].includes(word(k + 2)) &&
+      word(k + 3) === 'one'
+    )
+      return after.slice(k, k + 4);
+    if (word(k + 1) === 'that' && word(k + 2) === 'one') return after.slice(k, k + 3);
+  }
+  return [];
+}
+
 function parseClause(tokens: Token[]): Clause {
   const significant = isSignificant;
   const consumed0 = new Set<number>();
@@ -192,7 +304,12 @@ function parseClause(tokens: Token[]): Clause {
     )
       for (const token of tokens.slice(i, valueAt + 2)) dropped.add(token.index);
   }
+  excludedAlternatives(tokens, dropped);
   const kept = tokens.filter((token) => !dropped.has(token.index));
+  /** Values the merchant ruled out or corrected ("not 300", "3k … no make it 2k"): never evidence. */
+  const superseded = new Set(
+    tokens.filter((token) => dropped.has(token.index) && VALUE_KINDS.includes(token.kind)).map((token) => token.index),
+  );
   let marker = -1;
   let markerLength = 0;
   const negation = negationLead(kept);
@@ -221,10 +338,11 @@ function parseClause(tokens: Token[]): Clause {
     }
   }
   const before = marker >= 0 ? kept.slice(negation?.length ?? 0, marker) : kept;
-  const after = marker >= 0 ? kept.slice(marker + markerLength) : [];
+  const restating = marker >= 0 ? restatedReplacement(kept.slice(marker + markerLength)) : [];
+  const after = marker >= 0 ? kept.slice(marker + markerLength).filter((t) => !restating.includes(t)) : [];
   const intent = intentOf(before) ?? intentOf(after);
   const left = fillSlots(intent, before, significant);
-  const consumed = new Set([...left.consumed, ...dropped, ...consumed0]);
+  const consumed = new Set([...left.consumed, ...dropped, ...consumed0, ...restating.map((t) => t.index)]);
   let slots = left.slots;
   let clauseProblem = left.problem;
   if (marker >= 0) {
@@ -246,6 +364,9 @@ function parseClause(tokens: Token[]): Clause {
     if (hasContentBefore) {
       // Everything the correction replaced is accounted for: the correction consumed it.
       for (const token of before) if (isSignificant(token) && token.kind !== 'word') consumed.add(token.index);
+      // A value of a kind the correction gives again is no longer meant: it grounds nothing.
+      for (const token of before)
+        if (VALUE_KINDS.includes(token.kind) && after.some((t) => t.kind === token.kind)) superseded.add(token.index);
       const merged = mergeCorrection(left.slots, right.slots);
       slots = merged.slots;
       clauseProblem ??= merged.problem;
@@ -262,6 +383,7 @@ function parseClause(tokens: Token[]): Clause {
   const wantsPaymentFromContext =
     (intent === 'refund' || intent === 'payment_status') &&
     slots.paymentIds.length === 0 &&
+    slots.lookup === undefined &&
     // "Please confirm status." asks about the one payment the message named; a refund needs "it".
     (intent === 'payment_status' ||
       tokens.some(
@@ -287,6 +409,7 @@ function parseClause(tokens: Token[]): Clause {
     tokens,
     slots,
     consumed,
+    superseded,
     wantsPaymentFromContext,
     ...(clauseProblem ? { problem: clauseProblem } : {}),
   };
@@ -348,6 +471,7 @@ function dropListHeaders(clauses: Clause[]): void {
       slots.ratio !== undefined ||
       slots.date !== undefined ||
       slots.url !== undefined ||
+      slots.lookup !== undefined ||
       clause.tokens.some((token) => token.kind === 'bad_address' || token.kind === 'bad_payment_id');
     if (hasValues) continue;
     // A money verb with nothing to act on, said of something ("a customer who wants to pay online")
@@ -462,19 +586,14 @@ function borrowContextIds(clauses: Clause[]): Set<number> {
 // Numbers and currencies
 // ---------------------------------------------------------------------------------------------
 
-/** The decimal text of a number in a currency: a locale-ambiguous "5.000" is settled by the currency's decimals, or asked. */
-function numberIn(value: NumberValue, currency: Currency): string {
-  if (value.type === 'exact') return value.text;
+/** The decimal text of a number; one the reader could not read exactly is asked back, quoted. */
+function numberIn(value: NumberValue): string {
   if (value.type === 'unreadable') problem(value.reason);
-  // "5.000 naira" cannot be 5 with three decimals: the naira has two, so it is five thousand.
-  if (currency.exponent < 3) return value.grouped;
-  problem(
-    `${value.reason}. Write ${value.grouped} or ${value.decimal.replace(/\.?0+$/, '')} ${currency.code} without the dot`,
-  );
+  return value.text;
 }
 
 function toMinor(value: NumberValue, written: string, currency: Currency): bigint {
-  const decimal = numberIn(value, currency);
+  const decimal = numberIn(value);
   const parsed = parseMajorAmount(decimal, currency);
   if (parsed.ok) return parsed.minor;
   if (parsed.reason === 'too_many_decimals')
@@ -507,13 +626,6 @@ function formatBps(bps: bigint): string {
   return cents === 0n ? whole.toString() : `${whole}.${cents.toString().padStart(2, '0').replace(/0$/, '')}`;
 }
 
-/** Equal shares in basis points; the first recipients get the extra basis point (3 ways: 3334/3333/3333). */
-function equalShares(count: number): number[] {
-  const base = Math.floor(10_000 / count);
-  const extra = 10_000 - base * count;
-  return Array.from({ length: count }, (_, i) => base + (i < extra ? 1 : 0));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Clause → steps
 // ---------------------------------------------------------------------------------------------
@@ -529,6 +641,7 @@ const READ_ASIDES: readonly (keyof Slots)[] = ['memo', 'memos', 'reason'];
 const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
   payout: ['addresses', 'amounts', 'each', 'memo', 'memos', 'reference', 'currency'],
   refund: [
+    'lookup',
     'paymentIds',
     'amounts',
     'fraction',
@@ -543,12 +656,14 @@ const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
     'less',
   ],
   split: [
+    'lookup',
     'addresses',
     'paymentIds',
     'amounts',
     'percents',
     'ratio',
     'equal',
+    'recipients',
     'date',
     'reference',
     'currency',
@@ -557,7 +672,7 @@ const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
     'memos',
   ],
   create_payment: ['amounts', 'url', 'memo', 'memos', 'reference', 'currency'],
-  payment_status: ['paymentIds', ...READ_ASIDES],
+  payment_status: ['paymentIds', 'lookup', ...READ_ASIDES],
   balance: ['currency', ...READ_ASIDES],
   pending_confirmations: [...READ_ASIDES],
   list_payments: ['status', 'limit', 'date', 'revenueWord', ...READ_ASIDES],
@@ -573,6 +688,7 @@ const SLOT_WORDS: Partial<Record<keyof Slots, string>> = {
   ratio: 'shares',
   fraction: 'a fraction',
   equal: '"equally"',
+  recipients: 'a count of recipients',
   each: '"each"',
   full: '"in full"',
   allPayments: '"all payments"',
@@ -581,6 +697,7 @@ const SLOT_WORDS: Partial<Record<keyof Slots, string>> = {
   url: 'a link',
   memo: 'a memo',
   reason: 'a reason',
+  lookup: 'an order named by reference or description',
   reference: 'a reference',
   currency: 'a currency',
   status: 'a status',
@@ -630,6 +747,8 @@ function stepsOf(clause: Clause): Step[] {
     case 'create_payment':
       return [createPaymentStep(slots)];
     case 'payment_status':
+      if (slots.lookup !== undefined && slots.paymentIds.length === 0)
+        return [{ kind: 'payment_status', paymentId: FOUND_LATER, lookup: slots.lookup }];
       if (slots.paymentIds.length === 0) problem('say which payment by its id (pay_…)');
       return slots.paymentIds.map((paymentId) => ({ kind: 'payment_status' as const, paymentId }));
     case 'balance':
@@ -873,7 +992,10 @@ function refundSteps(slots: Slots): Step[] {
     return [{ kind: 'refund_period', range: slots.date, ...(currency ? { currency } : {}), ...reason }];
   }
   if (slots.date !== undefined) problem('a refund of one payment takes its id, not a date');
-  if (slots.paymentIds.length === 0) problem('say which payment to refund by its id (pay_…): I never pick one for you');
+  if (slots.paymentIds.length === 0 && slots.lookup === undefined)
+    problem('say which payment to refund by its id (pay_…) or its order reference: I never pick one for you');
+  if (slots.paymentIds.length > 0 && slots.lookup !== undefined)
+    problem('a payment id and an order reference: say which payment, once');
   if (slots.addresses.length > 0)
     problem('a refund goes back to the payer, not to an address: to pay an address, say "pay out … to 0x…"');
   // "refund 3/4 of pay_…": a fraction written with a slash.
@@ -894,6 +1016,10 @@ function refundSteps(slots: Slots): Step[] {
   if (written !== undefined) {
     checkAmountToken(written);
     if (written.number.type === 'unreadable') problem(written.number.reason);
+    // "refund 12.3456 GHS": more decimals than the currency written has is asked before any read.
+    const mention = written.currency ?? slots.currency;
+    const named = mention === undefined ? undefined : getCurrency(mention.code === 'DOLLAR' ? 'USD' : mention.code);
+    if (named !== undefined) toMinor(written.number, written.text, named);
     amount = {
       type: 'exact',
       number: written.number,
@@ -926,6 +1052,13 @@ function refundSteps(slots: Slots): Step[] {
   }
   if (slots.full && amount.type !== 'full' && amount.type !== 'less')
     problem('"in full" and an amount: say one of them');
+  // "refund naira of pay_…": a currency written with no amount beside it lost its amount somewhere.
+  if (amount.type === 'full' && slots.currency !== undefined)
+    problem(`"${slots.currency.word}" without an amount: say how much to refund, or "in full"`);
+  if (slots.lookup !== undefined && 'all' in slots.lookup && amount.type !== 'full')
+    problem('a refund of every order the words describe refunds each in full; give payment ids to refund part of one');
+  if (slots.lookup !== undefined)
+    return [{ kind: 'refund', paymentId: FOUND_LATER, lookup: slots.lookup, amount, ...reason }];
   return slots.paymentIds.map((paymentId) => ({ kind: 'refund' as const, paymentId, amount, ...reason }));
 }
 
@@ -935,24 +1068,35 @@ function splitStep(slots: Slots): Step {
     problem('a split needs at least two recipients as full 0x addresses (I never guess a recipient)');
   if (new Set(addresses.map((a) => a.toLowerCase())).size !== addresses.length)
     problem('the same address appears twice in the split');
-  let shares: bigint[];
-  if (slots.ratio) shares = slots.ratio;
-  else if (slots.percents.length > 0)
-    shares = slots.percents.map((p) => p.bps ?? problem(`"${p.text}" is not a percentage I can read`));
-  else if (slots.equal) {
+  if (slots.recipients !== undefined && slots.recipients !== addresses.length)
+    problem(
+      `${slots.recipients} recipients counted but ${addresses.length} addresses given: give every recipient's address`,
+    );
+  let splits: Extract<Step, { kind: 'split' }>['splits'];
+  if (slots.equal && !slots.ratio && slots.percents.length === 0) {
     if (slots.equal.ways !== undefined && slots.equal.ways !== addresses.length)
       problem(`${slots.equal.ways} ways but ${addresses.length} recipients`);
-    shares = equalShares(addresses.length).map(BigInt);
-  } else problem('say how to share it: "70/30", "50% to 0x… and 50% to 0x…" or "equally"');
-  if (shares.length !== addresses.length)
-    problem(`${shares.length} shares for ${addresses.length} recipients: give one share per address`);
-  if (shares.some((share) => share <= 0n)) problem('every share must be more than 0%');
-  const total = shares.reduce((sum, share) => sum + share, 0n);
-  if (total !== 10_000n) problem(`the shares add up to ${formatBps(total)}%, not 100%`);
-  const splits = addresses.map((toAddress, i) => ({ toAddress, shareBps: Number(shares[i]) }));
+    // Equal to the smallest unit (split_revenue's share_parts), never 3334/3333/3333 basis points.
+    splits = addresses.map((toAddress) => ({ toAddress, shareParts: 1 }));
+  } else {
+    let shares: bigint[];
+    if (slots.ratio) shares = slots.ratio;
+    else if (slots.percents.length > 0)
+      shares = slots.percents.map((p) => p.bps ?? problem(`"${p.text}" is not a percentage I can read`));
+    else problem('say how to share it: "70/30", "50% to 0x… and 50% to 0x…" or "equally"');
+    if (shares.length !== addresses.length)
+      problem(`${shares.length} shares for ${addresses.length} recipients: give one share per address`);
+    if (shares.some((share) => share <= 0n)) problem('every share must be more than 0%');
+    const total = shares.reduce((sum, share) => sum + share, 0n);
+    if (total !== 10_000n) problem(`the shares add up to ${formatBps(total)}%, not 100%`);
+    splits = addresses.map((toAddress, i) => ({ toAddress, shareBps: Number(shares[i]) }));
+  }
   const reference = slots.reference ? { reference: slots.reference } : {};
 
-  const sources = (slots.paymentIds.length > 0 ? 1 : 0) + (slots.amounts.length > 0 ? 1 : 0) + (slots.date ? 1 : 0);
+  const sources =
+    (slots.paymentIds.length > 0 || slots.lookup !== undefined ? 1 : 0) +
+    (slots.amounts.length > 0 ? 1 : 0) +
+    (slots.date ? 1 : 0);
   if (sources === 0)
     problem('say what to split: a payment (pay_…), an amount in USDC, or a period\'s revenue ("yesterday\'s revenue")');
   if (sources > 1 || slots.paymentIds.length > 1 || slots.amounts.length > 1)
@@ -960,6 +1104,8 @@ function splitStep(slots: Slots): Step {
   if (slots.currency && slots.amounts.length === 0)
     problem(`a split shares the USDC credited to you, not ${slots.currency.word}: say it without the currency`);
   if (slots.paymentIds[0]) return { kind: 'split', source: { paymentId: slots.paymentIds[0] }, splits, ...reference };
+  if (slots.lookup)
+    return { kind: 'split', source: { paymentId: FOUND_LATER, lookup: slots.lookup }, splits, ...reference };
   if (slots.date) return { kind: 'split', source: { range: slots.date }, splits, ...reference };
   return {
     kind: 'split',
@@ -1048,7 +1194,101 @@ export function describeRange(range: DateRange): string {
 }
 
 export function toolsFor(step: Step): string[] {
-  return [...readsFor(step).map((call) => call.tool), toolOf(step)];
+  return [...(lookupOf(step) ? ['list_payments'] : []), ...readsFor(step).map((call) => call.tool), toolOf(step)];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Payments named by reference or description
+// ---------------------------------------------------------------------------------------------
+
+/** The lookup a step's payment waits for, if it is named without its id. */
+export function lookupOf(step: Step): PaymentLookup | undefined {
+  if (step.kind === 'refund' || step.kind === 'payment_status') return step.lookup;
+  if (step.kind === 'split' && 'paymentId' in step.source) return step.source.lookup;
+  return undefined;
+}
+
+/** A payment as list_payments lists it: its typed fields, and its description (only to match words). */
+export interface ListedPayment {
+  id: string;
+  reference: string | null;
+  description: string | null;
+  status: string;
+  facts: PaymentFacts;
+}
+
+/**
+ * The read that finds a lookup's payment: a reference with letters through list_payments' own
+ * reference filter ("ORD-1042" is exact); a bare number or a description among the newest 100.
+ */
+export function lookupRead(lookup: PaymentLookup): PlannedCall {
+  if ('reference' in lookup && /[a-z]/i.test(lookup.reference))
+    return {
+      tool: 'list_payments',
+      input: { reference: lookup.reference },
+      label: `Find the payment with reference ${lookup.reference}`,
+    };
+  return { tool: 'list_payments', input: { limit: 100 }, label: `Find ${describeLookup(lookup)}` };
+}
+
+export function describeLookup(lookup: PaymentLookup): string {
+  if ('reference' in lookup) return `order ${lookup.reference}`;
+  return `${'all' in lookup ? 'every order' : 'the order'} "${lookup.words.join(' ')}"`;
+}
+
+/** Statuses a refund can take: the selection of "refund all the … orders" is these payments. */
+const REFUNDABLE_STATUSES = new Set(['settled', 'partially_refunded']);
+
+/**
+ * The payments a lookup selects: exactly one; or for "all the … orders" every match, when each can
+ * still be refunded (one that cannot, a pending one say, makes "all" unclear) and they fit in one
+ * message. Undefined when the selection is empty or unclear; the caller asks back.
+ */
+export function selectLookup(lookup: PaymentLookup, matches: readonly ListedPayment[]): ListedPayment[] | undefined {
+  if (!('all' in lookup)) return matches.length === 1 ? [...matches] : undefined;
+  const clear =
+    matches.length > 0 &&
+    matches.length <= MAX_STEPS_PER_MESSAGE &&
+    matches.every((payment) => REFUNDABLE_STATUSES.has(payment.status));
+  return clear ? [...matches] : undefined;
+}
+
+const stem = (word: string): string => word.replace(/(?<=\w{3})(?:es|s)$/, '');
+const wordsOf = (text: string): string[] =>
+  text
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word !== '')
+    .map(stem);
+
+/**
+ * The listed payments a lookup names: the reference as written (a bare number matches a reference
+ * that holds it as a whole group: "1042" names ORD-1042 and INV-1042), or every word of the
+ * description. The caller acts on exactly one and asks back when there are none or several.
+ */
+export function matchLookup(lookup: PaymentLookup, listed: readonly ListedPayment[]): ListedPayment[] {
+  if ('reference' in lookup) {
+    const wanted = lookup.reference.toLowerCase();
+    if (/[a-z]/.test(wanted)) return listed.filter((payment) => payment.reference?.toLowerCase() === wanted);
+    return listed.filter((payment) => new RegExp(`(?:^|\\D)${wanted}(?:$|\\D)`).test(payment.reference ?? ''));
+  }
+  const wanted = lookup.words.map((word) => stem(word.normalize('NFD').replace(/\p{M}/gu, '')));
+  return listed.filter((payment) => {
+    const words = wordsOf(payment.description ?? '');
+    return wanted.every((word) => words.includes(word));
+  });
+}
+
+/** A step with its payment found: the id written in, the lookup gone. */
+export function withPayment(step: Step, paymentId: string): Step {
+  if (step.kind === 'refund' || step.kind === 'payment_status') {
+    const { lookup: _found, ...rest } = step;
+    return { ...rest, paymentId };
+  }
+  if (step.kind === 'split' && 'paymentId' in step.source) return { ...step, source: { paymentId } };
+  return step;
 }
 
 function toolOf(step: Step): string {
@@ -1129,9 +1369,17 @@ function callsOf(step: Step, facts: ReadFacts, remaining: Map<string, bigint>): 
       }));
     }
     case 'split': {
-      const splits = step.splits.map((split) => ({ to_address: split.toAddress, share_bps: split.shareBps }));
+      const splits = step.splits.map((split) =>
+        'shareParts' in split
+          ? { to_address: split.toAddress, share_parts: split.shareParts }
+          : { to_address: split.toAddress, share_bps: split.shareBps },
+      );
       const shares = step.splits
-        .map((split) => `${formatBps(BigInt(split.shareBps))}% to ${split.toAddress}`)
+        .map((split) =>
+          'shareParts' in split
+            ? `an equal part (1 of ${step.splits.length}) to ${split.toAddress}`
+            : `${formatBps(BigInt(split.shareBps))}% to ${split.toAddress}`,
+        )
         .join(', ');
       let input: Record<string, unknown>;
       let what: string;

@@ -1,7 +1,15 @@
 import type { ToolCallOutcome } from '../model.ts';
 import { type Currency, formatDisplay, getCurrency, parseMajorAmount } from '../../domain/money.ts';
 import { isId } from '../../domain/ids.ts';
-import { PAYOUT_ASSET, type PaymentFacts, type PlannedCall, type RevenueFacts } from './plan.ts';
+import {
+  describeLookup,
+  type ListedPayment,
+  PAYOUT_ASSET,
+  type PaymentFacts,
+  type PlannedCall,
+  type RevenueFacts,
+} from './plan.ts';
+import type { PaymentLookup } from './grammar.ts';
 
 /**
  * Stage 5 of the offline planner: the reply. Every action is restated in plain words (amount,
@@ -41,6 +49,43 @@ export function readPaymentFacts(output: unknown): PaymentFacts | undefined {
     refunded === undefined ? 0n : typeof refunded === 'number' ? numberToMinor(refunded, currency) : undefined;
   if (amountMinor === undefined || refundedMinor === undefined) return undefined;
   return { currency, amountMinor, refundedMinor, status: typeof status === 'string' ? status : 'unknown' };
+}
+
+/**
+ * The payments of a list_payments result, with their typed fields. The description is kept only
+ * for matching the merchant's words against it (plan.ts, matchLookup); it is never shown or acted on.
+ */
+export function readListedPayments(output: unknown): ListedPayment[] {
+  const data = typeof output === 'object' && output !== null ? (output as Record<string, unknown>).data : undefined;
+  return (Array.isArray(data) ? data : []).flatMap((record: unknown) => {
+    const fields = (typeof record === 'object' && record !== null ? record : {}) as Record<string, unknown>;
+    const facts = readPaymentFacts(record);
+    if (typeof fields.id !== 'string' || !isId('pay', fields.id) || facts === undefined) return [];
+    return [
+      {
+        id: fields.id,
+        reference: typeof fields.reference === 'string' ? fields.reference : null,
+        description: typeof fields.description === 'string' ? fields.description : null,
+        status: facts.status,
+        facts,
+      },
+    ];
+  });
+}
+
+/** A found payment in typed fields only: "pay_… (ref ORD-1042): settled, ₦6,500.00". */
+export function describeListed(payment: ListedPayment): string {
+  const reference = payment.reference === null ? '' : ` (ref ${payment.reference})`;
+  return `${payment.id}${reference}: ${payment.status}, ${formatDisplay(payment.facts.amountMinor, payment.facts.currency)}`;
+}
+
+/** Why a payment named by reference or description was not acted on: none or several match. */
+export function lookupProblem(lookup: PaymentLookup, matches: readonly ListedPayment[]): string {
+  if ('all' in lookup && matches.length > 0)
+    return `${matches.length} payments match ${describeLookup(lookup)}, and not all of them can be refunded (or they are more than I refund in one message), so I did nothing: ${matches.map(describeListed).join('; ')}. List the payment ids to refund`;
+  if (matches.length === 0)
+    return `I found no payment for ${describeLookup(lookup)} among your payments, so I did nothing: say which payment by its id (pay_…)`;
+  return `${matches.length} payments match ${describeLookup(lookup)}, so I did nothing: ${matches.map(describeListed).join('; ')}. Say which one by its id`;
 }
 
 const REFUNDABLE = new Set(['settled', 'partially_refunded']);

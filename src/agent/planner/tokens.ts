@@ -4,6 +4,18 @@ import * as chronoEn from 'chrono-node/en';
 import { isAddress } from 'viem';
 import { isId } from '../../domain/ids.ts';
 import { CURRENCIES, type CurrencyCode } from '../../domain/money.ts';
+import {
+  isLetterLookAlike,
+  lookAlike,
+  NUMBER_WORDS,
+  type NumberValue,
+  readDigits,
+  readNumberPhrase,
+  readNumeral,
+  SCALE_WORDS,
+} from '../numbers.ts';
+
+export type { NumberValue } from '../numbers.ts';
 
 /**
  * Stage 1 of the offline planner: the lexer. It turns a message into tokens and marks the ones
@@ -17,16 +29,6 @@ export interface CurrencyMention {
   code: CurrencyCode | 'DOLLAR';
   word: string;
 }
-
-/**
- * A written number. `exact` is its decimal text ("1200.5"); `readings` holds the two values of a
- * locale-ambiguous number ("5.000" is 5 or 5000) for the plan to settle by the currency's
- * decimals or ask; `unreadable` says why a number cannot be read at all ("1,00").
- */
-export type NumberValue =
-  | { type: 'exact'; text: string }
-  | { type: 'ambiguous'; grouped: string; decimal: string; reason: string }
-  | { type: 'unreadable'; reason: string };
 
 interface Span {
   /** The text as written. */
@@ -52,7 +54,8 @@ export type Token = Span &
     | { kind: 'fraction'; numerator: bigint; denominator: bigint }
     | { kind: 'currency'; mention: CurrencyMention }
     | { kind: 'date'; range: DateRange | undefined; since: boolean }
-    | { kind: 'quoted'; value: string }
+    /** Text in quotes; `carries` when it holds a value or a word that changes meaning (never placed). */
+    | { kind: 'quoted'; value: string; carries: boolean }
     /** An identifier that is not an amount: "#42", "PO-17", "INV2024", the 42 of "invoice 42". */
     | { kind: 'code'; value: string }
     | { kind: 'word'; lower: string }
@@ -101,6 +104,12 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'tomorrow',
   'tonight',
   'kesho',
+  // "tomorrow" in Twi, Hausa, Igbo and Ewe: a wait, as kesho is in Swahili.
+  'ɔkyena',
+  'okyena',
+  'gobe',
+  'echi',
+  'etsɔ',
   'baadaye',
   'ijayo',
   'schedule',
@@ -112,6 +121,9 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'recurring',
   'again',
   'twice',
+  'thrice',
+  // Swahili "mara": times ("mara mbili", twice).
+  'mara',
   'not',
   "don't",
   'dont',
@@ -175,6 +187,75 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'other',
   'others',
   'another',
+]);
+
+/**
+ * The words that hold money back on every model's path when the grammar cannot place them
+ * (plan.ts, readInstruction): conditions, waits, negations, tests and repetitions. Sequencing,
+ * correction and authority words are the grammar's business; these are the ones a model might act
+ * through ("… but only after delivery", "don't actually send …", "… wait until Friday", "twice").
+ */
+export const HOLD_WORDS: ReadonlySet<string> = new Set([
+  'if',
+  'unless',
+  'until',
+  'till',
+  'after',
+  'before',
+  'when',
+  'whenever',
+  'once',
+  'only',
+  'provided',
+  'assuming',
+  'otherwise',
+  'wait',
+  'hold',
+  'later',
+  'tomorrow',
+  'tonight',
+  'kesho',
+  'baadaye',
+  'ijayo',
+  'ɔkyena',
+  'okyena',
+  'gobe',
+  'echi',
+  'etsɔ',
+  'schedule',
+  'scheduled',
+  'every',
+  'daily',
+  'weekly',
+  'monthly',
+  'recurring',
+  'twice',
+  'thrice',
+  'mara',
+  'double',
+  'triple',
+  'times',
+  'not',
+  "don't",
+  'dont',
+  "doesn't",
+  "didn't",
+  "isn't",
+  "won't",
+  'never',
+  'no',
+  'cancel',
+  'stop',
+  'testing',
+  'dry',
+  'dry-run',
+  'dryrun',
+  'preview',
+  'simulation',
+  'hypothetically',
+  'hypothetical',
+  'pretend',
+  'simulate',
 ]);
 
 /**
@@ -287,52 +368,6 @@ export const NEGATIONS: ReadonlySet<string> = new Set([
   'no',
 ]);
 
-const NUMBER_WORDS: ReadonlyMap<string, bigint> = new Map([
-  ['zero', 0n],
-  ['one', 1n],
-  ['two', 2n],
-  ['three', 3n],
-  ['four', 4n],
-  ['five', 5n],
-  ['six', 6n],
-  ['seven', 7n],
-  ['eight', 8n],
-  ['nine', 9n],
-  ['ten', 10n],
-  ['eleven', 11n],
-  ['twelve', 12n],
-  ['thirteen', 13n],
-  ['fourteen', 14n],
-  ['fifteen', 15n],
-  ['sixteen', 16n],
-  ['seventeen', 17n],
-  ['eighteen', 18n],
-  ['nineteen', 19n],
-  ['twenty', 20n],
-  ['thirty', 30n],
-  ['forty', 40n],
-  ['fourty', 40n],
-  ['fifty', 50n],
-  ['sixty', 60n],
-  ['seventy', 70n],
-  ['eighty', 80n],
-  ['ninety', 90n],
-]);
-const SCALE_WORDS: ReadonlyMap<string, bigint> = new Map([
-  ['hundred', 100n],
-  ['thousand', 1000n],
-  ['grand', 1000n],
-  ['million', 1_000_000n],
-  ['billion', 1_000_000_000n],
-]);
-const SUFFIX_SCALE: ReadonlyMap<string, number> = new Map([
-  ['k', 3],
-  ['m', 6],
-  ['mn', 6],
-  ['bn', 9],
-  ['b', 9],
-]);
-
 const FRACTION_WORDS: ReadonlyMap<string, [bigint, bigint]> = new Map([
   ['half', [1n, 2n]],
   ['halve', [1n, 2n]],
@@ -387,62 +422,18 @@ const CURRENCY_WORDS: ReadonlyMap<string, CurrencyCode | 'DOLLAR'> = new Map<str
 const SYMBOLS = ['us$', 'gh₵', '₦', '$', '€', '£', '₵', 'ksh', 'kshs'];
 
 // ---------------------------------------------------------------------------------------------
-// Numbers
-// ---------------------------------------------------------------------------------------------
-
-/** Multiplies decimal text by 10^places without floats: ("1.2", 3) → "1200". */
-export function shiftDecimal(text: string, places: number): string {
-  const [whole = '0', fraction = ''] = text.split('.');
-  const digits = whole + fraction.padEnd(places, '0');
-  const point = whole.length + places;
-  const intPart = digits.slice(0, point).replace(/^0+(?=\d)/, '');
-  const fracPart = digits.slice(point).replace(/0+$/, '');
-  return fracPart === '' ? intPart : `${intPart}.${fracPart}`;
-}
-
-/** Reads digits as written, with the locale rules of docs/agent.md ("Numbers"). */
-export function readDigits(raw: string): NumberValue {
-  if (/^\d+(?:\.\d+)?$/.test(raw)) {
-    // "5.000": a dot and exactly three digits is a thousands separator in much of the world.
-    if (/^\d{1,3}\.\d{3}$/.test(raw))
-      return {
-        type: 'ambiguous',
-        grouped: raw.replace('.', ''),
-        decimal: raw,
-        reason: `"${raw}" can be read as ${raw.replace('.', ',')} or as ${raw.replace(/\.?0+$/, '')}`,
-      };
-    return { type: 'exact', text: raw };
-  }
-  if (/^\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(raw)) return { type: 'exact', text: raw.replace(/,/g, '') };
-  // "1.200,50" and "1.000.000": European grouping, unambiguous once there is a comma or two dots.
-  if (/^\d{1,3}(?:\.\d{3})+,\d+$/.test(raw) || /^\d{1,3}(?:\.\d{3}){2,}$/.test(raw))
-    return { type: 'exact', text: raw.replace(/\./g, '').replace(',', '.') };
-  if (/^\d+,\d{1,2}$/.test(raw))
-    return {
-      type: 'unreadable',
-      reason: `"${raw}" could be a decimal comma (${raw.replace(',', '.')}) or a typo: write it as ${raw.replace(',', '.')} or in full`,
-    };
-  return { type: 'unreadable', reason: `"${raw}" is not a number I can read: write it as 1,000 or 1000.50` };
-}
-
-function scaled(value: NumberValue, places: number): NumberValue {
-  if (value.type === 'exact') return { type: 'exact', text: shiftDecimal(value.text, places) };
-  if (value.type === 'ambiguous')
-    return { ...value, grouped: shiftDecimal(value.grouped, places), decimal: shiftDecimal(value.decimal, places) };
-  return value;
-}
-
-// ---------------------------------------------------------------------------------------------
 // The lexer
 // ---------------------------------------------------------------------------------------------
 
 const ADDRESS_LIKE = /^0x[0-9a-zA-Z…]*$/;
 const URL_LIKE = /^https?:\/\/\S+$/i;
 
-// One raw piece: quoted text, a URL, an id or address, a number with its attached symbols, a word
-// (with an apostrophe), an arrow, or one punctuation character.
+// One raw piece: quoted text ("…", or '…' standing apart from the words around it), a URL, an id
+// or address, a number with its attached symbols, a word in the Latin script with its accents and
+// marks (Twi ɛ ɔ, Yoruba ẹ ọ ṣ, Ewe ɖ ƒ, é, ï; an apostrophe inside), an arrow, or one punctuation
+// character (a letter of another script among them).
 const PIECE =
-  /"[^"]{0,300}"|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\d,.]*\d)?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:-\d+(?:\.\d+)?)?|[a-z₦$€£₵][a-z'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
+  /"[^"]{0,300}"|(?<![\p{L}\p{N}])'[^'\n]{1,300}?'(?![\p{L}\p{N}])|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\da-z,.]*[\da-z])?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:[-+]\d+(?:\.\d+)?)?|[\p{sc=Latin}₦$€£₵][\p{sc=Latin}\p{M}'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
 
 interface RawPiece {
   text: string;
@@ -474,27 +465,36 @@ function withoutQuotedHistory(message: string): string {
  * "this weak"), so the grammar and the date parser see them: "2moro" is a wait like "tomorrow".
  */
 function textingShorthand(message: string): string {
-  return message
-    .replace(/\b2da?y\b/gi, 'today')
-    .replace(/\b(?:2mo?r+o?w?|2morrow|tmrw?|tmo?ro)\b/gi, 'tomorrow')
-    .replace(/\b2nite\b/gi, 'tonight')
-    .replace(/(?<=\s)n(?=\s)/g, 'and')
-    .replace(/(?<=\s)u(?=\s|$|[?.!,])/g, 'you')
-    .replace(/\bwat\b/gi, 'what')
-    .replace(/\b(this|last|next) weak\b/gi, '$1 week')
-    .replace(/\bcostumer(s?)\b/gi, 'customer$1')
-    .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for');
+  return (
+    message
+      .replace(/\b2da?y\b/gi, 'today')
+      .replace(/\b(?:2mo?r+o?w?|2morrow|tmrw?|tmo?ro)\b/gi, 'tomorrow')
+      .replace(/\b2nite\b/gi, 'tonight')
+      .replace(/(?<=\s)n(?=\s)/g, 'and')
+      .replace(/(?<=\s)u(?=\s|$|[?.!,])/g, 'you')
+      .replace(/\bwat\b/gi, 'what')
+      .replace(/\b(this|last|next) weak\b/gi, '$1 week')
+      .replace(/\bcostumer(s?)\b/gi, 'customer$1')
+      .replace(/\b(this|last|past|next) wk\b/gi, '$1 week')
+      // Swahili and Pidgin words for a day or a question, read as the English the date parser knows:
+      // "mauzo ya leo" (today's sales), "jana" (yesterday), "wetin" (what).
+      .replace(/\bjana\b/gi, 'yesterday')
+      .replace(/\bleo\b/gi, 'today')
+      .replace(/\bwetin\b/gi, 'what')
+      .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for')
+  );
 }
 
 /** Tokens of one message. `now` resolves relative dates, in UTC. */
 export function tokenize(message: string, now: Date): Token[] {
-  const normalised = textingShorthand(withoutQuotedHistory(message))
+  const normalised = textingShorthand(withoutQuotedHistory(message.normalize('NFC')))
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
     .replace(/\s*[\r\n]+\s*/g, ' ; ');
   const dates = datePhrases(normalised, now);
   const raw = pieces(normalised);
+  const lowered = raw.map((piece) => piece.text.toLowerCase());
   const tokens: Token[] = [];
   const push = (token: NewToken): void => {
     tokens.push({ ...token, index: tokens.length } as Token);
@@ -522,8 +522,12 @@ export function tokenize(message: string, now: Date): Token[] {
     const text = piece.text;
     const lower = text.toLowerCase();
 
-    if (text.startsWith('"') && text.endsWith('"') && text.length >= 2) {
-      push({ kind: 'quoted', text, value: text.slice(1, -1).trim() });
+    if (
+      text.length >= 2 &&
+      ((text.startsWith('"') && text.endsWith('"')) || (text.startsWith("'") && text.endsWith("'")))
+    ) {
+      const value = text.slice(1, -1).trim();
+      push({ kind: 'quoted', text, value, carries: carriesMeaning(tokenize(value, now)) });
       continue;
     }
     if (URL_LIKE.test(text)) {
@@ -537,6 +541,14 @@ export function tokenize(message: string, now: Date): Token[] {
     if (/^[x×]\d+$/i.test(text)) {
       // "x3": three times.
       push({ kind: 'word', text, lower: 'times' });
+      continue;
+    }
+    if (
+      isLetterLookAlike(text) &&
+      ((i + 1 < raw.length && currencyAt(raw, i + 1) !== undefined) || tokens.at(-1)?.kind === 'currency')
+    ) {
+      // "pay l00 USDC", "refund GH₵ I50": where an amount stands, letters among digits are asked back.
+      push({ kind: 'amount', text, number: lookAlike(text), currency: undefined, negative: false });
       continue;
     }
     if (
@@ -558,13 +570,30 @@ export function tokenize(message: string, now: Date): Token[] {
     }
     if (/\d/.test(text) && /^(?:us\$|gh₵|[$€£₦₵])?-?\d/iu.test(text)) {
       pushNumber(text, push);
-      const scale = SCALE_WORDS.get(raw[i + 1]?.text.toLowerCase() ?? '');
       const last = tokens.at(-1);
-      if (scale !== undefined && scale >= 1000n && last?.kind === 'amount') {
-        // "1.5 million", "2 thousand": the word scales the digits before it.
-        last.number = scaled(last.number, scale.toString().length - 1);
-        last.text = `${last.text} ${raw[i + 1]!.text}`;
-        i++;
+      if (last?.kind === 'code' && i + 1 < raw.length && currencyAt(raw, i + 1) !== undefined) {
+        // "3rd naira", "5kg USDC": beside a currency it stands where an amount would, unread.
+        tokens[tokens.length - 1] = {
+          kind: 'amount',
+          text,
+          number: { type: 'unreadable', reason: `"${text}" is not an amount I can read: write it in digits` },
+          currency: undefined,
+          negative: false,
+          index: last.index,
+        };
+        continue;
+      }
+      if (last?.kind === 'amount' && last.number.type === 'exact' && /^[\d.,]+$/.test(text)) {
+        // "2 hundred", "1.5 million", "12 thousand 5 hundred": the words read on from the digits.
+        const phrase = readNumberPhrase(lowered, i, last.number);
+        if (phrase.next > i + 1) {
+          last.number = phrase.value;
+          last.text = raw
+            .slice(i, phrase.next)
+            .map((p) => p.text)
+            .join(' ');
+          i = phrase.next - 1;
+        }
       }
       continue;
     }
@@ -574,25 +603,19 @@ export function tokenize(message: string, now: Date): Token[] {
       i = fraction.next - 1;
       continue;
     }
-    if (
-      NUMBER_WORDS.has(lower) ||
-      ((lower === 'a' || lower === 'an') && SCALE_WORDS.has(raw[i + 1]?.text.toLowerCase() ?? ''))
-    ) {
-      const whole = numberWords(raw, i);
-      const decimals = decimalWords(raw, whole.next);
-      const value = decimals.digits === '' ? whole.value.toString() : `${whole.value}.${decimals.digits}`;
-      const next = decimals.next;
+    if (NUMBER_WORDS.has(lower) || ((lower === 'a' || lower === 'an') && SCALE_WORDS.has(lowered[i + 1] ?? ''))) {
+      const phrase = readNumberPhrase(lowered, i);
       push({
         kind: 'amount',
         text: raw
-          .slice(i, next)
+          .slice(i, phrase.next)
           .map((p) => p.text)
           .join(' '),
-        number: { type: 'exact', text: value },
+        number: phrase.value,
         currency: undefined,
         negative: false,
       });
-      i = next - 1;
+      i = phrase.next - 1;
       continue;
     }
     if (lower === 'percent' || lower === 'pct' || (lower === 'per' && raw[i + 1]?.text.toLowerCase() === 'cent')) {
@@ -617,8 +640,23 @@ export function tokenize(message: string, now: Date): Token[] {
       i = currency.next - 1;
       continue;
     }
-    if (/^[a-z]/i.test(text)) {
-      push({ kind: 'word', text, lower: lower.replace(/’/g, "'") });
+    if (/^\p{sc=Latin}/u.test(text) && !/[\uff00-\uffef]/u.test(text)) {
+      const folded = foldWord(text);
+      // "ıf" (a dotless i), "рау" does not reach here (another script): a letter that could hide a
+      // word of condition or negation is not read as a harmless word.
+      if (mayHide(folded)) push({ kind: 'punct', text });
+      else push({ kind: 'word', text, lower: typoOf(folded) ?? folded });
+      continue;
+    }
+    const previous = tokens.at(-1);
+    const glued = i > 0 && raw[i - 1]!.at + raw[i - 1]!.text.length === piece.at;
+    if ((text === '+' || text === '-') && glued && previous?.kind === 'amount') {
+      // "100+" (at least 100) or "100-" (a range cut short) is no amount to pay.
+      previous.number = {
+        type: 'unreadable',
+        reason: `"${previous.text}${text}" is not an exact amount: say exactly how much`,
+      };
+      previous.text = `${previous.text}${text}`;
       continue;
     }
     push({ kind: 'punct', text });
@@ -630,8 +668,101 @@ export function tokenize(message: string, now: Date): Token[] {
   return tokens.map((token, index) => ({ ...token, index }));
 }
 
+/**
+ * A word as the grammar compares it: lower-case, accents and tone marks taken off ("intégralement",
+ * "Ọlá's" → "ola's"); letters of their own (ɛ, ɔ, ɖ, ƒ) stay as written.
+ */
+export function foldWord(text: string): string {
+  return text.normalize('NFD').replace(/\p{M}/gu, '').replace(/’/g, "'").toLowerCase();
+}
+
+/**
+ * A folded word with letters outside a-z that would spell a word of control if those letters were
+ * a-z ("ıf", "nοt" with a Latin look-alike): it might be one, so it is never taken as a harmless word.
+ */
+function mayHide(folded: string): boolean {
+  if (/^[a-z0-9'-]*$/.test(folded) || CONTROL_WORDS.has(folded)) return false;
+  for (const word of CONTROL_WORDS)
+    if (word.length === folded.length && [...folded].every((char, i) => char === word[i] || !/[a-z0-9'-]/.test(char)))
+      return true;
+  return false;
+}
+
+/** Quoted text that holds a value or a word that changes meaning: it is never placed as a memo. */
+function carriesMeaning(inner: readonly Token[]): boolean {
+  return inner.some((token, i) => {
+    switch (token.kind) {
+      case 'word':
+        return HARD_CONTROL_WORDS.has(token.lower);
+      case 'amount':
+        return !isQuantity(token, inner[i + 1], 4);
+      case 'quoted':
+        return token.carries;
+      case 'code':
+      case 'currency':
+      case 'punct':
+        return false;
+      default:
+        return true;
+    }
+  });
+}
+
+/**
+ * The action words merchants mistype, read as meant ("splt", "refudn", "chek my blance", "stauts"):
+ * one letter dropped, added, changed or swapped with its neighbour. Only these words, only when
+ * the typed word is not itself a word the agent or English uses ("crate", "layout", "spit").
+ */
+const TYPO_TARGETS = ['split', 'refund', 'payout', 'transfer', 'create', 'payment', 'check', 'balance', 'status'];
+const REAL_WORDS = new Set([
+  'spit',
+  'slit',
+  'splat',
+  'crate',
+  'crates',
+  'created',
+  'creates',
+  'cheek',
+  'chuck',
+  'chick',
+  'chock',
+  'checks',
+  'checked',
+  'layout',
+  'payouts',
+  'payments',
+  'statue',
+  'statues',
+  'stats',
+  'balanced',
+  'balances',
+  'refunds',
+  'transfers',
+  'splits',
+]);
+
+function typoOf(word: string): string | undefined {
+  if (word.length < 4 || REAL_WORDS.has(word) || TYPO_TARGETS.includes(word)) return undefined;
+  const found = TYPO_TARGETS.filter((target) => oneEditApart(word, target));
+  return found.length === 1 ? found[0] : undefined;
+}
+
+/** One deletion, insertion, substitution or swap of neighbours turns `a` into `b`. */
+function oneEditApart(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 1) return false;
+  if (a.length === b.length) {
+    const diff = [...a].flatMap((char, i) => (char === b[i] ? [] : [i]));
+    if (diff.length === 1) return b.length >= 6;
+    return diff.length === 2 && diff[1] === diff[0]! + 1 && a[diff[0]!] === b[diff[1]!] && a[diff[1]!] === b[diff[0]!];
+  }
+  const [short, long] = a.length < b.length ? [a, b] : [b, a];
+  for (let i = 0; i < long.length; i++) if (long.slice(0, i) + long.slice(i + 1) === short) return true;
+  return false;
+}
+
 function addressToken(text: string): NewToken {
-  const value = text.replace(/[.,;:!?]+$/, '');
+  // "0x…9e2…" trailing off in an ellipsis is still the whole address; "0x12…ab" is not one.
+  const value = text.replace(/[.,;:!?]+$/, '').replace(/(?<=^0x[0-9a-fA-F]{40})…+$/, '');
   if (/^0x[0-9a-fA-F]{40}$/.test(value)) {
     // The same rule as the tools' schema: a wrong EIP-55 checksum is almost surely a typo.
     if (!isAddress(value, { strict: true }))
@@ -659,7 +790,7 @@ function pushNumber(text: string, push: (token: NewToken) => void): void {
       break;
     }
   }
-  const currency = symbol === undefined ? undefined : mentionOf(symbol);
+  let currency = symbol === undefined ? undefined : mentionOf(symbol);
   const negative = rest.startsWith('-');
   if (negative) rest = rest.slice(1);
   // Ratios: "70/30", "50/30/20", "50-50", "70%/30%".
@@ -674,27 +805,24 @@ function pushNumber(text: string, push: (token: NewToken) => void): void {
     push({ kind: 'percent', text, bps: percentBps(readDigits(rest.slice(0, -1))) });
     return;
   }
-  const suffix = /^(?<digits>[\d,.]*\d)\.?\s?(?<scale>k|mn|m|bn|b)?$/i.exec(rest);
-  if (suffix?.groups === undefined) {
-    push({
-      kind: 'amount',
-      text,
-      number: { type: 'unreadable', reason: `"${text}" is not a number I can read` },
-      currency,
-      negative,
-    });
+  // "5 k": the suffix written apart.
+  const numeral = readNumeral(rest.replace(/\s+(?=(?:k|mn|m|bn|b)$)/i, ''));
+  if (numeral.kind === 'not_an_amount') {
+    push({ kind: 'code', text, value: text });
     return;
   }
-  const digits = suffix.groups.digits ?? '';
-  const scale = suffix.groups.scale?.toLowerCase();
-  const value = readDigits(digits.replace(/[.,]$/, ''));
-  push({
-    kind: 'amount',
-    text,
-    number: scale === undefined ? value : scaled(value, SUFFIX_SCALE.get(scale) ?? 0),
-    currency,
-    negative,
-  });
+  let number = numeral.value;
+  if (numeral.tail !== undefined) {
+    // "50usdc", "100naira": a currency glued to the digits; any other word there is no amount.
+    const glued = mentionOf(numeral.tail);
+    if (glued === undefined || currency !== undefined)
+      number = {
+        type: 'unreadable',
+        reason: `"${text}" is not a number I can read: write the amount in digits, e.g. 1,000 or 1000.50`,
+      };
+    else currency = glued;
+  }
+  push({ kind: 'amount', text, number, currency, negative });
 }
 
 function percentBps(value: NumberValue): bigint | undefined {
@@ -702,62 +830,6 @@ function percentBps(value: NumberValue): bigint | undefined {
   const match = /^(\d{1,3})(?:\.(\d{1,2}))?$/.exec(value.text);
   if (match === null) return undefined;
   return BigInt(match[1]!) * 100n + BigInt((match[2] ?? '').padEnd(2, '0'));
-}
-
-/** "fifty", "two hundred", "a thousand", "twenty five", "one hundred and fifty". */
-function numberWords(raw: readonly RawPiece[], start: number): { value: bigint; next: number } {
-  let total = 0n;
-  let current = 0n;
-  let i = start;
-  let seen = false;
-  for (; i < raw.length; i++) {
-    const word = raw[i]!.text.toLowerCase();
-    if ((word === 'a' || word === 'an') && !seen) {
-      current = 1n;
-      continue;
-    }
-    if (NUMBER_WORDS.has(word)) {
-      const value = NUMBER_WORDS.get(word)!;
-      // "twenty five" adds up; "sixty forty" and "five five" are two numbers.
-      const small = current % 100n;
-      if (seen && small !== 0n && !(small % 10n === 0n && small >= 20n && value < 10n)) break;
-      current += value;
-      seen = true;
-      continue;
-    }
-    if (word === '-' && NUMBER_WORDS.has(raw[i + 1]?.text.toLowerCase() ?? '')) continue;
-    if (SCALE_WORDS.has(word) && (seen || current > 0n)) {
-      const scale = SCALE_WORDS.get(word)!;
-      if (scale === 100n) current = (current === 0n ? 1n : current) * 100n;
-      else {
-        total += (current === 0n ? 1n : current) * scale;
-        current = 0n;
-      }
-      seen = true;
-      continue;
-    }
-    if (word === 'and' && seen && NUMBER_WORDS.has(raw[i + 1]?.text.toLowerCase() ?? '')) continue;
-    break;
-  }
-  return { value: total + current, next: i };
-}
-
-/** "seventy five point five": digits after "point", one word each. */
-function decimalWords(raw: readonly RawPiece[], start: number): { digits: string; next: number } {
-  if (raw[start]?.text.toLowerCase() !== 'point') return { digits: '', next: start };
-  let digits = '';
-  let i = start + 1;
-  for (; i < raw.length; i++) {
-    const value = NUMBER_WORDS.get(raw[i]!.text.toLowerCase());
-    const digit = /^\d$/.test(raw[i]!.text)
-      ? raw[i]!.text
-      : value !== undefined && value < 10n
-        ? value.toString()
-        : undefined;
-    if (digit === undefined) break;
-    digits += digit;
-  }
-  return digits === '' ? { digits: '', next: start } : { digits, next: i };
 }
 
 function fractionAt(
@@ -869,6 +941,16 @@ const DOCUMENT_WORDS = new Set([
   'floor',
   'plot',
   'house',
+  // "school fees term 2", "form 4": a school's or a season's number.
+  'term',
+  'semester',
+  'grade',
+  'form',
+  'phase',
+  'stage',
+  'round',
+  'season',
+  'chapter',
 ]);
 
 const PHONE_WORDS = new Set(['tel', 'phone', 'mobile', 'whatsapp', 'cell', 'call', 'fax', 'mob', 'tel.']);
@@ -920,8 +1002,8 @@ function markDocumentNumbers(tokens: Token[]): void {
       documentWord &&
       token.kind === 'amount' &&
       token.currency === undefined &&
-      token.number.type === 'exact' &&
-      /^\d+$/.test(token.text)
+      // "invoice 42", "invoice 2026-117": a document's number, never an amount.
+      ((token.number.type === 'exact' && /^\d+$/.test(token.text)) || /^\d+(?:-\d+)+$/.test(token.text))
     ) {
       tokens[i] = { kind: 'code', text: token.text, value: token.text, index: i };
     }
@@ -1084,6 +1166,7 @@ export function isSignificant(token: Token): boolean {
       // the grammar does not read (fullwidth "ｐａｙ"): the message says something it cannot place.
       return token.text === "'" || /\p{L}/u.test(token.text);
     case 'quoted':
+      return token.carries;
     case 'code':
     case 'currency':
       return false;

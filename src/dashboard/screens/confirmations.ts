@@ -365,7 +365,12 @@ function inputFacts(input: Record<string, unknown>): SafeHtml[] {
 }
 
 /** Field names a finance person reads differently from the API's. */
-const FIELD_WORDS: Record<string, string> = { to_address: 'recipient', payment_id: 'payment', share_bps: 'share' };
+const FIELD_WORDS: Record<string, string> = {
+  to_address: 'recipient',
+  payment_id: 'payment',
+  share_bps: 'share',
+  share_parts: 'share (parts)',
+};
 
 function words(key: string): string {
   return FIELD_WORDS[key] ?? key.replaceAll('_', ' ');
