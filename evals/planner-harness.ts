@@ -370,15 +370,47 @@ export function scoreCase(testCase: EvalCase, run: CaseRun): CaseScore {
 const MONEY_KEYS = ['amount', 'asset', 'to_address', 'payment_id', 'splits'] as const;
 
 function sameMoney(expected: ObservedCall, actual: ObservedCall): boolean {
-  const matcher = expected.input as Record<string, unknown>;
+  const matcher = withExactShares(expected.input) as Record<string, unknown>;
   const money = Object.fromEntries(
     MONEY_KEYS.filter((key) => Object.hasOwn(matcher, key)).map((key) => [key, matcher[key]]),
   );
-  return expected.tool === actual.tool && matchesInput(money, actual.input);
+  return expected.tool === actual.tool && matchesInput(money, withExactShares(actual.input));
 }
 
 function sameCall(expected: ObservedCall, actual: ObservedCall | undefined): boolean {
-  return actual !== undefined && expected.tool === actual.tool && matchesInput(expected.input, actual.input);
+  return (
+    actual !== undefined &&
+    expected.tool === actual.tool &&
+    matchesInput(withExactShares(expected.input), withExactShares(actual.input))
+  );
+}
+
+/**
+ * A split's legs with each share as the exact fraction of the whole it gives (`share: "1/4"`),
+ * whichever form the call used: 2500 basis points and one part of four are the same money, so a
+ * case written in one form scores a run that used the other by what moves. A leg whose share is
+ * not a number (a matcher's "$any") is left as it is.
+ */
+function withExactShares(input: unknown): unknown {
+  if (!isRecord(input) || !Array.isArray(input.splits)) return input;
+  const legs = input.splits as unknown[];
+  const parts = legs.every((leg) => isRecord(leg) && typeof leg.share_parts === 'number')
+    ? legs.reduce<number>((sum, leg) => sum + ((leg as { share_parts: number }).share_parts ?? 0), 0)
+    : undefined;
+  const splits = legs.map((leg) => {
+    if (!isRecord(leg)) return leg;
+    const { share_bps, share_parts, ...rest } = leg;
+    if (typeof share_bps === 'number') return { ...rest, share: fraction(share_bps, 10_000) };
+    if (typeof share_parts === 'number' && parts !== undefined) return { ...rest, share: fraction(share_parts, parts) };
+    return leg;
+  });
+  return { ...input, splits };
+}
+
+function fraction(numerator: number, denominator: number): string {
+  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+  const d = gcd(numerator, denominator) || 1;
+  return `${numerator / d}/${denominator / d}`;
 }
 
 function sameCalls(expected: readonly ObservedCall[], actual: readonly ObservedCall[]): boolean {
@@ -912,4 +944,8 @@ export async function runEvalsOffline(
   const scores: CaseScore[] = [];
   for (const testCase of cases) scores.push(scoreCase(testCase, await runCaseOffline(model, testCase)));
   return summarise(model.name, scores);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
