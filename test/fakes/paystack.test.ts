@@ -2,11 +2,17 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { paystackFixture, shapeDifferences } from './fixtures/paystack/index.ts';
 import { type FakePaystack, paystackSignature, startFakePaystack } from './paystack.ts';
 
+/** A Nigerian business with USD enabled (Paystack's currencies by country: NGN, and USD). */
 const TEST_KEY = 'sk_test_fake_paystack_one';
 const OTHER_KEY = 'sk_test_fake_paystack_two';
 const LIVE_KEY = 'sk_live_fake_paystack_three';
+/** A Ghanaian business. */
+const GHANA_KEY = 'sk_test_fake_paystack_ghana';
+/** A Nigerian business that passes Paystack's fees to its customers. */
+const FEES_KEY = 'sk_test_fake_paystack_fees';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -37,9 +43,11 @@ beforeAll(async () => {
   receiver = await startReceiver();
   paystack = await startFakePaystack({
     integrations: [
-      { secretKey: TEST_KEY, webhookUrl: receiver.url },
-      { secretKey: OTHER_KEY },
-      { secretKey: LIVE_KEY },
+      { secretKey: TEST_KEY, webhookUrl: receiver.url, currencies: ['NGN', 'USD'] },
+      { secretKey: OTHER_KEY, currencies: ['NGN'] },
+      { secretKey: LIVE_KEY, currencies: ['NGN'] },
+      { secretKey: GHANA_KEY, currencies: ['GHS'] },
+      { secretKey: FEES_KEY, webhookUrl: receiver.url, currencies: ['NGN'], feesOnCustomer: true },
     ],
   });
 });
@@ -121,6 +129,7 @@ describe('fake Paystack: initialize', () => {
     [{ email: 'ada@example.com', amount: '12abc' }, 'Invalid Amount Sent'],
     [{ email: 'ada@example.com', amount: 0 }, 'You must specify a valid amount'],
     [{ email: 'ada@example.com', amount: 5000, currency: 'EUR' }, 'Currency not supported by merchant'],
+    [{ email: 'ada@example.com', amount: 5000, currency: 'KES' }, 'Currency not supported by merchant'],
     [{ email: 'ada@example.com', amount: 5000, reference: 'has space' }, 'Invalid character in transaction reference'],
     [
       { email: 'ada@example.com', amount: 5000, reference: 'under_score' },
@@ -133,11 +142,13 @@ describe('fake Paystack: initialize', () => {
   it('creates a transaction (amount as a numeric string) and refuses its reference again', async () => {
     const reference = ref();
     const { status, json } = await api('/transaction/initialize', {
+      key: GHANA_KEY,
       body: { email: 'ada@example.com', amount: '500000', currency: 'GHS', reference },
     });
-    expect(status).toBe(200);
-    expect(json.status).toBe(true);
-    expect(json.message).toBe('Authorization URL created');
+    const published = paystackFixture('transaction_initialize.200');
+    expect(status).toBe(published.status);
+    expect(shapeDifferences(json, published.body)).toEqual([]);
+    expect(json.message).toBe(published.body.message);
     expect(json.data.reference).toBe(reference);
     expect(json.data.authorization_url).toBe(`${paystack.checkoutOrigin}/${json.data.access_code}`);
     expect(paystack.transactions.get(reference)).toMatchObject({
@@ -146,15 +157,68 @@ describe('fake Paystack: initialize', () => {
       status: 'abandoned',
     });
 
-    const again = await api('/transaction/initialize', { body: { email: 'b@example.com', amount: 100, reference } });
+    const again = await api('/transaction/initialize', {
+      key: GHANA_KEY,
+      body: { email: 'b@example.com', amount: 100, reference },
+    });
     expect(again).toEqual({ status: 400, json: { status: false, message: 'Duplicate Transaction Reference' } });
   });
 
-  it('generates a reference, defaults to NGN and takes the domain from the key', async () => {
+  it("generates a reference, defaults to the integration's first currency and takes the domain from the key", async () => {
     const { reference } = await initialize({ amount: 100 }, LIVE_KEY);
     expect(reference).toMatch(/^[a-z0-9]{10}$/);
     const { json } = await api(`/transaction/verify/${reference}`, { key: LIVE_KEY });
     expect(json.data).toMatchObject({ domain: 'live', currency: 'NGN', status: 'abandoned', metadata: '' });
+    const ghana = await initialize({ amount: 100 }, GHANA_KEY);
+    expect(paystack.transactions.get(ghana.reference)?.currency).toBe('GHS');
+  });
+
+  it("answers a currency the integration has not enabled with Paystack's published refusal", async () => {
+    const published = paystackFixture('currency_not_supported.400');
+    for (const [key, currency] of [
+      [TEST_KEY, 'GHS'],
+      [GHANA_KEY, 'NGN'],
+      [OTHER_KEY, 'USD'],
+    ] as const) {
+      const { status, json } = await api('/transaction/initialize', {
+        key,
+        body: { email: 'ada@example.com', amount: 5000, currency },
+      });
+      expect({ status, json }).toEqual({ status: published.status, json: published.body });
+    }
+    // USD is enabled on this one.
+    await initialize({ amount: 5000, currency: 'USD' });
+  });
+});
+
+describe('fake Paystack: fees', () => {
+  it("with fees passed to the customer, charges the fee on top of what was asked, as Paystack's verify sample shows", async () => {
+    const published = paystackFixture('verify.success_customer_bears_fees.200');
+    const sample = published.body.data;
+    expect(sample.amount).toBe(sample.requested_amount + sample.fees);
+
+    const init = await initialize({ amount: 30050, currency: 'NGN' }, FEES_KEY);
+    const before = await api(`/transaction/verify/${init.reference}`, { key: FEES_KEY });
+    expect(before.json.data).toMatchObject({ amount: 30050, requested_amount: 30050, fees: null });
+    const hits = receiver.received.length;
+    await paystack.complete(init.reference, 'success');
+
+    const { status, json } = await api(`/transaction/verify/${init.reference}`, { key: FEES_KEY });
+    expect(status).toBe(published.status);
+    expect(json.message).toBe(published.body.message);
+    expect(shapeDifferences(json, published.body)).toEqual([]);
+    const fees = Math.round(30050 * 0.015);
+    expect(json.data).toMatchObject({ status: 'success', requested_amount: 30050, fees, amount: 30050 + fees });
+    // charge.success carries the transaction as charged.
+    const event = JSON.parse(receiver.received[hits]!.body);
+    expect(event.data).toMatchObject({ reference: init.reference, amount: 30050 + fees, requested_amount: 30050 });
+  });
+
+  it('with fees borne by the merchant, the payer is charged what was asked and the fee comes out of it', async () => {
+    const init = await initialize({ amount: 30050, currency: 'NGN' });
+    await paystack.complete(init.reference, 'success');
+    const { json } = await api(`/transaction/verify/${init.reference}`);
+    expect(json.data).toMatchObject({ amount: 30050, requested_amount: 30050, fees: Math.round(30050 * 0.015) });
   });
 });
 

@@ -1,34 +1,64 @@
 /**
  * A local fake of Paystack's HTTP API (api.paystack.co) and hosted checkout (checkout.paystack.com)
- * for the Paystack adapter's tests and the browser tests. Built from Paystack's documentation:
- * - Initialize: https://paystack.com/docs/api/transaction/#initialize; OpenAPI spec github.com/PaystackOSS/openapi
- *   dist/paystack.yaml (reference: "Only -, ., = and alphanumeric characters allowed"; currencies; metadata is a
- *   "Stringified JSON object"); sample answer in github.com/PaystackOSS/doc-code-snippets
- *   api/transactions/initialize/response.json.
- * - Verify: https://paystack.com/docs/payments/verify-payments/ (doc-code-snippets
- *   dist/doc/payments/verify-payment/verify.js).
- * - Webhooks: https://paystack.com/docs/payments/webhooks/ (doc-code-snippets dist/doc/payments/webhooks/events.js
- *   for charge.success, verifying-transaction.js: x-paystack-signature = hex HMAC-SHA512 of the raw body, secret key).
- * - Refunds: https://paystack.com/docs/payments/refunds/ (full when no amount; never above the transaction's).
- * - Errors: https://paystack.com/docs/api/errors/ (PaystackOSS/openapi errors/api-errors.json): every message below.
- * - metadata.cancel_action: https://paystack.com/docs/payments/metadata/#cancel-action
- * Errors are `{status:false, message}`, successes `{status:true, message, data}`. Deliberately simpler than Paystack:
- * references are unique across all integrations (Paystack: per integration); a refund is processed at once (the
- * answer still says "queued"); fees are a flat 1.5%; no retries, timeouts, refund.* events or other endpoints.
- * Messages not in the errors page (marked "fake's own") are this fake's wording.
+ * for the Paystack adapter's tests and the browser tests: a specification of Paystack (STYLE.md 15).
+ * Its published sample payloads are in fixtures/paystack/, each naming its source, and its tests
+ * replay them. Sources, short-named below:
+ *   API    https://paystack.com/docs/api/ (the API reference; its samples are github.com/PaystackOSS/doc-code-snippets)
+ *   OAS    github.com/PaystackOSS/openapi dist/paystack.yaml (Paystack's OpenAPI spec)
+ *   ERR    https://paystack.com/docs/api/errors/ (PaystackOSS/openapi errors/api-errors.json)
+ *   GUIDE  https://paystack.com/docs/payments/ (accept-payments, verify-payments, webhooks, refunds, metadata)
+ *
+ * The rules it enforces, each with its source:
+ * - Every answer is `{status:false, message}` on an error, `{status:true, message, data}` on success (API
+ *   "Errors"). Auth: no header, a header not `Bearer …`, an unknown key: 401 with ERR's messages. The key's
+ *   prefix is the mode (sk_test_/sk_live_), and each integration sees only its own transactions and refunds.
+ * - Initialize (API transaction#initialize, OAS TransactionInitialize): email required and valid, amount a positive
+ *   integer in the subunit (a digit string too), reference of "-, ., = and alphanumeric characters" and unique
+ *   (400 "Duplicate Transaction Reference"), metadata a "Stringified JSON object" (stored parsed), each message
+ *   from ERR. The answer is the published sample's shape (fixtures: transaction_initialize.200).
+ * - Currencies are enabled per integration (ERR "Currency not supported by merchant": "not enabled for this
+ *   integration"; Paystack's currencies by country: Nigeria NGN and USD, Ghana GHS, Kenya KES and USD, South Africa
+ *   ZAR): initialize in any other answers API #supported-currency's body (fixtures: currency_not_supported.400)
+ *   with HTTP 400, which Paystack does not publish and integrators report. No currency: the integration's first.
+ * - Fees (GUIDE verify-payments sample, fixtures: verify.success_customer_bears_fees.200: amount 40333 =
+ *   requested_amount 30050 + fees 10283): `requested_amount` is what was initialized; with "pass fees to
+ *   customers" the payer is charged the fee on top (`amount` = requested_amount + fees), else `amount` =
+ *   requested_amount and the fee comes out of it. The fee itself is the fake's own flat 1.5% of what was asked.
+ * - Verify (API transaction#verify, GUIDE verify-payments): the transaction object of the published sample;
+ *   statuses abandoned (initialized, not completed), failed, success, reversed (fully refunded).
+ * - The hosted page (GUIDE accept-payments): Pay, Decline, Cancel; the payer goes back to callback_url with
+ *   `trxref` and `reference`, or to metadata.cancel_action on Cancel (GUIDE metadata#cancel-action).
+ * - charge.success (GUIDE webhooks; fixtures: webhook.charge_success): POSTed to the integration's webhook URL with
+ *   x-paystack-signature = hex HMAC-SHA512 of the raw body keyed with the secret key.
+ * - Refunds (API refund#create, GUIDE refunds): full when no amount, never above what remains, not below USD 1
+ *   (ERR "Cannot refund less than USD 1"), "Transaction has been fully reversed" once it is.
+ * Deliberately simpler than Paystack: references are unique across all integrations (Paystack: per
+ * integration); a refund is processed at once (the answer still says "queued"); no retries, timeouts,
+ * refund.* events or other endpoints. Messages not in ERR (marked "fake's own") are this fake's wording.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+export interface FakePaystackIntegration {
+  /** The integration's secret key (sk_test_… or sk_live_…): its mode and its HMAC key. */
+  secretKey: string;
+  /** The webhook URL set on its Paystack dashboard (may be set later). */
+  webhookUrl?: string;
+  /**
+   * The currencies enabled on the integration: Paystack enables them per business and country
+   * (a Nigerian business has NGN, and USD where enabled). The first is used when initialize names
+   * none; initialize in any other answers "Currency not supported by merchant".
+   */
+  currencies: readonly string[];
+  /**
+   * "Pass fees to customers" on the dashboard: the payer is charged the fee on top, so verify's
+   * `amount` is `requested_amount` + `fees` (Paystack's own verify sample: 40333 = 30050 + 10283).
+   */
+  feesOnCustomer?: boolean;
+}
 export interface FakePaystackOptions {
-  /** Integrations the fake knows: each secret key (sk_test_… or sk_live_…) with the webhook URL set on its Paystack dashboard (may be set later). */
-  integrations: Array<{
-    secretKey: string;
-    webhookUrl?: string;
-    /** The integration's default currency (used when initialize sends none): NGN unless set. */
-    currency?: string;
-  }>;
+  integrations: FakePaystackIntegration[];
 }
 export interface FakePaystackTransaction {
   id: number;
@@ -36,7 +66,12 @@ export interface FakePaystackTransaction {
   access_code: string;
   secretKey: string;
   domain: 'test' | 'live';
+  /** What was initialized: verify's requested_amount. */
+  requested_amount: number;
+  /** What the payer is charged: requested_amount, plus the fee once paid when the customer bears fees. */
   amount: number;
+  /** Paystack's fee in the subunit, once paid (null before). */
+  fees: number | null;
   currency: string;
   email: string;
   status: 'abandoned' | 'success' | 'failed' | 'reversed';
@@ -86,7 +121,8 @@ export function paystackSignature(secretKey: string, body: string): string {
   return createHmac('sha512', secretKey).update(body).digest('hex');
 }
 
-const CURRENCIES = new Set(['NGN', 'GHS', 'KES', 'ZAR', 'USD']);
+/** Every currency Paystack's API takes (PaystackOSS/openapi dist/paystack.yaml components.schemas.Currency). */
+const CURRENCIES = new Set(['GHS', 'KES', 'NGN', 'ZAR', 'USD']);
 const REFERENCE_CHARS = /^[A-Za-z0-9.=-]+$/;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MAX_BODY = 1024 * 1024;
@@ -96,7 +132,8 @@ interface Integration {
   domain: 'test' | 'live';
   id: number;
   webhookUrl: string | null;
-  currency: string;
+  currencies: readonly string[];
+  feesOnCustomer: boolean;
 }
 interface StoredTransaction extends FakePaystackTransaction {
   ipAddress: string | null;
@@ -177,18 +214,20 @@ function listen(server: Server): Promise<string> {
 
 export async function startFakePaystack(options: FakePaystackOptions): Promise<FakePaystack> {
   const integrations = new Map<string, Integration>();
-  for (const [index, { secretKey, webhookUrl, currency }] of options.integrations.entries()) {
+  for (const [index, { secretKey, webhookUrl, currencies, feesOnCustomer }] of options.integrations.entries()) {
     const mode = /^sk_(test|live)_\S+$/.exec(secretKey)?.[1];
     if (mode !== 'test' && mode !== 'live') throw new Error(`not a Paystack secret key: ${secretKey}`);
     if (integrations.has(secretKey)) throw new Error(`secret key listed twice: ${secretKey}`);
-    if (currency !== undefined && !CURRENCIES.has(currency)) throw new Error(`unsupported currency ${currency}`);
+    const unknown = currencies.filter((c) => !CURRENCIES.has(c));
+    if (currencies.length === 0 || unknown.length > 0) throw new Error(`not Paystack currencies: ${currencies}`);
     const id = 100_000 + index;
     integrations.set(secretKey, {
       secretKey,
       domain: mode,
       id,
       webhookUrl: webhookUrl ?? null,
-      currency: currency ?? 'NGN',
+      currencies,
+      feesOnCustomer: feesOnCustomer ?? false,
     });
   }
   const transactions = new Map<string, StoredTransaction>();
@@ -214,8 +253,10 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
     const amount = wholeNumber(body.amount);
     if (amount === null) throw new HttpError(400, 'Invalid Amount Sent');
     if (amount === 0) throw new HttpError(400, 'You must specify a valid amount');
-    const currency = body.currency === undefined || body.currency === '' ? integration.currency : body.currency;
-    if (typeof currency !== 'string' || !CURRENCIES.has(currency)) {
+    const currency = body.currency === undefined || body.currency === '' ? integration.currencies[0] : body.currency;
+    // Enabled per integration (the error catalogue: "not enabled for this integration"); the
+    // status is not published, integrators report 400.
+    if (typeof currency !== 'string' || !integration.currencies.includes(currency)) {
       throw new HttpError(400, 'Currency not supported by merchant');
     }
     let reference: string;
@@ -249,7 +290,9 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
       access_code: accessCode,
       secretKey: integration.secretKey,
       domain: integration.domain,
+      requested_amount: amount,
       amount,
+      fees: null,
       currency,
       email,
       status: 'abandoned',
@@ -271,6 +314,16 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
     return { status: true, message: 'Authorization URL created', data };
   }
 
+  /**
+   * Paystack's fee, and what the payer is charged. The fee is the fake's own flat 1.5% of what was
+   * asked (Paystack's pricing differs by country and channel); with fees passed to the customer it
+   * is charged on top, as in Paystack's verify sample (amount = requested_amount + fees).
+   */
+  function charge(tx: StoredTransaction): void {
+    tx.fees = Math.round(tx.requested_amount * 0.015);
+    tx.amount = integrations.get(tx.secretKey)!.feesOnCustomer ? tx.requested_amount + tx.fees : tx.requested_amount;
+  }
+
   /** The transaction object as charge.success carries it (verify adds a few fields). */
   function chargeData(tx: StoredTransaction) {
     const charged = tx.status !== 'abandoned';
@@ -281,6 +334,7 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
       status: tx.status,
       reference: tx.reference,
       amount: tx.amount,
+      requested_amount: tx.requested_amount,
       message: null,
       gateway_response: tx.gateway_response,
       paid_at: tx.paid_at,
@@ -290,7 +344,7 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
       ip_address: tx.ipAddress,
       metadata: tx.metadata,
       log: null,
-      fees: paid ? Math.round(tx.amount * 0.015) : null,
+      fees: paid ? tx.fees : null,
       fees_split: null,
       authorization: charged
         ? {
@@ -322,7 +376,9 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
     if (!tx || tx.secretKey !== integration.secretKey) throw new HttpError(404, 'Transaction reference not found');
     const data = {
       ...chargeData(tx),
-      ...{ plan: null, order_id: null, paidAt: tx.paid_at, createdAt: tx.created_at, requested_amount: tx.amount },
+      ...{ receipt_number: null, plan: null, split: {}, order_id: null, paidAt: tx.paid_at, createdAt: tx.created_at },
+      ...{ pos_transaction_data: null, source: null, fees_breakdown: null },
+      connect: null,
       ...{ transaction_date: tx.created_at, plan_object: {}, subaccount: {} },
     };
     return { status: true, message: 'Verification successful', data };
@@ -414,6 +470,7 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
     tx.status = 'success';
     tx.gateway_response = 'Successful';
     tx.paid_at = now();
+    charge(tx);
     const body = JSON.stringify({ event: 'charge.success', data: chargeData(tx) });
     tx.event = { body, signature: paystackSignature(tx.secretKey, body) };
     await deliver(integrations.get(tx.secretKey)!, tx.event);
@@ -558,6 +615,7 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
       if (tx.event) return { ...tx.event };
       // Never paid: the event Paystack would send were it paid now, without paying it.
       const paid: StoredTransaction = { ...tx, status: 'success', gateway_response: 'Successful', channel: 'card' };
+      charge(paid);
       const body = JSON.stringify({ event: 'charge.success', data: chargeData({ ...paid, paid_at: now() }) });
       return { body, signature: paystackSignature(tx.secretKey, body) };
     },

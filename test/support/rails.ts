@@ -8,12 +8,16 @@ import {
 import { buildCheckoutApp } from '../../src/checkout/app.ts';
 import { type FakeDaraja, startFakeDaraja } from '../fakes/daraja.ts';
 import { type FakePaystack, startFakePaystack } from '../fakes/paystack.ts';
+import { paystackRail } from '../../src/payments/rails/paystack.ts';
 import { afterFile } from './after-file.ts';
 import { testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './harness.ts';
 import { freePort } from './server.ts';
 import { MPESA_APP, PAYSTACK_LIVE_KEY, PAYSTACK_MERCHANT_OWN_KEY, PAYSTACK_TEST_KEY } from '../fakes/credentials.ts';
 
 export { MPESA_APP, PAYSTACK_LIVE_KEY, PAYSTACK_MERCHANT_OWN_KEY, PAYSTACK_TEST_KEY } from '../fakes/credentials.ts';
+
+/** The currencies plainpay offers on Paystack. */
+const PAYSTACK_OFFERED = paystackRail.currencies;
 
 export interface RailsWorld {
   runtime: TestRuntime;
@@ -45,9 +49,11 @@ export async function railsWorld(
   const checkoutUrl = `http://127.0.0.1:${checkoutPort}`;
   const paystack = await startFakePaystack({
     integrations: [
-      { secretKey: PAYSTACK_TEST_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
-      { secretKey: PAYSTACK_LIVE_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
-      { secretKey: PAYSTACK_MERCHANT_OWN_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
+      // Every currency plainpay offers on Paystack, enabled at once (a real integration has its
+      // country's): the tests of one currency refused give an integration of their own.
+      { secretKey: PAYSTACK_TEST_KEY, webhookUrl: `${apiUrl}/hooks/paystack`, currencies: PAYSTACK_OFFERED },
+      { secretKey: PAYSTACK_LIVE_KEY, webhookUrl: `${apiUrl}/hooks/paystack`, currencies: PAYSTACK_OFFERED },
+      { secretKey: PAYSTACK_MERCHANT_OWN_KEY, webhookUrl: `${apiUrl}/hooks/paystack`, currencies: ['NGN'] },
     ],
   });
   afterFile(() => paystack.close());
