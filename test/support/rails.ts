@@ -7,7 +7,7 @@ import {
 } from '../../src/payments/rails/collections.ts';
 import { buildCheckoutApp } from '../../src/checkout/app.ts';
 import { type FakeDaraja, startFakeDaraja } from '../fakes/daraja.ts';
-import { type FakePaystack, startFakePaystack } from '../fakes/paystack.ts';
+import { type FakePaystack, type FakePaystackIntegration, startFakePaystack } from '../fakes/paystack.ts';
 import { paystackRail } from '../../src/payments/rails/paystack.ts';
 import { afterFile } from './after-file.ts';
 import { testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './harness.ts';
@@ -41,6 +41,8 @@ export async function railsWorld(
     merchantName?: string;
     /** What plainpay is given as Daraja's address, from the fake's own (a proxy in front of it, say). */
     darajaUrl?: (fakeUrl: string) => Promise<string>;
+    /** More Paystack integrations (their webhook URL is plainpay's). */
+    paystackIntegrations?: Array<Omit<FakePaystackIntegration, 'webhookUrl'>>;
   } = {},
 ): Promise<RailsWorld> {
   const apiPort = await freePort();
@@ -54,6 +56,7 @@ export async function railsWorld(
       { secretKey: PAYSTACK_TEST_KEY, webhookUrl: `${apiUrl}/hooks/paystack`, currencies: PAYSTACK_OFFERED },
       { secretKey: PAYSTACK_LIVE_KEY, webhookUrl: `${apiUrl}/hooks/paystack`, currencies: PAYSTACK_OFFERED },
       { secretKey: PAYSTACK_MERCHANT_OWN_KEY, webhookUrl: `${apiUrl}/hooks/paystack`, currencies: ['NGN'] },
+      ...(options.paystackIntegrations ?? []).map((i) => ({ ...i, webhookUrl: `${apiUrl}/hooks/paystack` })),
     ],
   });
   afterFile(() => paystack.close());

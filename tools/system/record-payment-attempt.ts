@@ -26,7 +26,17 @@ const recordInput = z.strictObject({
   reason: z.string().max(300).optional().describe("The provider's words for a failure."),
   confirmed: z
     .strictObject({
-      amount_minor: z.string().regex(/^\d{1,30}$/),
+      amount_minor: z
+        .string()
+        .regex(/^\d{1,30}$/)
+        .describe('What the payer was asked, as the provider reports it.'),
+      payer_fee_minor: z
+        .string()
+        .regex(/^\d{1,30}$/)
+        .optional()
+        .describe(
+          "What the payer paid on top and the provider kept (Paystack's fees passed to the customer): kept on the attempt, never the merchant's.",
+        ),
       currency: z.string().min(2).max(8),
       reference: z.string().min(1).max(100),
       receipt: z.string().max(100).optional(),
@@ -48,7 +58,9 @@ type RecordOutput = z.output<typeof recordOutput>;
  * How a payer's attempt ended, on any rail: the one place a payment becomes paid (docs/rails.md).
  *
  * - A success on a provider rail carries what the provider confirmed (amount, currency, reference);
- *   anything that differs from what the attempt asked flags the attempt and pays nothing.
+ *   anything that differs from what the attempt asked flags the attempt and pays nothing. A fee the
+ *   payer paid on top (Paystack's fees passed to the customer) is no difference: it is kept on the
+ *   attempt as payer_fee_minor, apart, and never credited to the merchant.
  * - A success for an attempt in flight pays the payment (processing → paid, `payment.paid`).
  * - A success the payment can no longer take (its attempt was given up as abandoned or timed out,
  *   and the session expired or was paid another way) is a late success: recorded, announced as
@@ -102,6 +114,7 @@ export const recordPaymentAttempt = defineTool({
       return answer('ended', await reopen(), input.outcome);
     }
 
+    const payerFee = input.confirmed?.payer_fee_minor === undefined ? null : BigInt(input.confirmed.payer_fee_minor);
     const mismatch =
       confirmationMismatch(input.confirmed, attempt, input.rail) ??
       (await notOperatorCollected(ctx, attempt.collection_id, input.rail));
@@ -113,6 +126,7 @@ export const recordPaymentAttempt = defineTool({
         .set({
           refund_status: input.rail === 'paystack' ? 'due' : 'manual',
           provider_receipt: input.confirmed?.receipt ?? null,
+          payer_fee_minor: payerFee,
           checked_at: null,
         })
         .where('id', '=', attempt.id)
@@ -125,7 +139,7 @@ export const recordPaymentAttempt = defineTool({
     if (!ended && payment.status === 'processing') {
       await db
         .updateTable('payment_attempts')
-        .set({ outcome: 'succeeded', provider_receipt: receipt, completed_at: now })
+        .set({ outcome: 'succeeded', provider_receipt: receipt, payer_fee_minor: payerFee, completed_at: now })
         .where('id', '=', attempt.id)
         .execute();
       const paid = await transitionPayment(db, payment.id, 'processing', 'paid', { paid_at: now }, now);
@@ -141,6 +155,7 @@ export const recordPaymentAttempt = defineTool({
         outcome: 'succeeded',
         late: true,
         provider_receipt: receipt,
+        payer_fee_minor: payerFee,
         refund_status: input.rail === 'paystack' ? 'due' : 'manual',
         // Due at the reconciler's next pass, not a recheck interval after the last verification.
         checked_at: null,

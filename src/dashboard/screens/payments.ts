@@ -88,7 +88,7 @@ ${pager('/dashboard/payments', { status, reference, starting_after: startingAfte
 <details><summary>Full record (as the API returns it)</summary>${json(p)}</details></div>
 <h2>Payment attempts</h2>
 ${table(
-  ['Attempt', 'Started', 'Rail', 'Outcome', 'Payer', 'Provider reference', 'Receipt', 'Why', 'Refund'],
+  ['Attempt', 'Started', 'Rail', 'Outcome', 'Payer', 'Provider reference', 'Receipt', "Payer's fee", 'Why', 'Refund'],
   attempts.map(
     (a) => html`<tr data-attempt-id="${a.id}">
 <td><code>${a.id}</code></td>
@@ -98,6 +98,7 @@ ${table(
 <td>${maybe(a.payer_hint)}</td>
 <td>${maybe(a.provider_reference)}</td>
 <td>${maybe(a.provider_receipt)}</td>
+<td class="num" data-payer-fee>${a.payer_fee_minor === null ? maybe(null) : formatDisplay(a.payer_fee_minor, currencyOf(row))}</td>
 <td>${maybe(a.failure_reason)}</td>
 <td>${maybe(a.refund_status === 'manual' ? 'due: reverse it in the M-Pesa portal' : a.refund_status)}</td>
 </tr>`,

@@ -113,7 +113,8 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
         'charge.success, signature valid',
         now(),
       );
-      // The event's own figures must agree with verify's: a signed event that disagrees flags the attempt.
+      // The event's own figures must agree with verify's: a signed event that disagrees flags the
+      // attempt. Both report in `amount` what the payer was charged, any fee passed to them included.
       const claimed = {
         amount_minor: String(event.data?.amount ?? ''),
         currency: String(event.data?.currency ?? ''),
@@ -263,14 +264,19 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
   };
 }
 
-/** A success whose confirmation disagrees with what the callback claimed carries the claim, so it is flagged. */
+/**
+ * A success whose confirmation disagrees with what the callback claimed carries the claim, so it is
+ * flagged. The claim's amount is what the payer was charged in all: the confirmed amount asked plus
+ * any fee the payer paid on top.
+ */
 function disagreeing(
   verdict: ProviderVerdict,
   claimed: { amount_minor: string; currency: string; reference: string },
 ): ProviderVerdict {
   if (verdict.outcome !== 'succeeded' || !verdict.confirmed) return verdict;
-  const c = verdict.confirmed;
-  if (c.amount_minor === claimed.amount_minor && c.currency === claimed.currency && c.reference === claimed.reference)
+  const { payer_fee_minor: fee, ...c } = verdict.confirmed;
+  const charged = fee === undefined ? c.amount_minor : String(BigInt(c.amount_minor) + BigInt(fee));
+  if (charged === claimed.amount_minor && c.currency === claimed.currency && c.reference === claimed.reference)
     return verdict;
   return {
     ...verdict,

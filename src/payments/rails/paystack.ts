@@ -175,7 +175,7 @@ function verdictOf(data: Record<string, unknown>): ProviderVerdict {
         outcome: 'succeeded',
         detail,
         confirmed: {
-          amount_minor: String(data.amount ?? ''),
+          ...paystackAmounts(data),
           currency: String(data.currency ?? ''),
           reference: String(data.reference ?? ''),
           receipt: data.id === undefined ? undefined : String(data.id),
@@ -191,6 +191,31 @@ function verdictOf(data: Record<string, unknown>): ProviderVerdict {
       // ongoing, pending, processing, queued: not final.
       return { outcome: 'pending', detail };
   }
+}
+
+/**
+ * What a Paystack transaction asked of the payer, and the fee the payer paid on top. `amount` is
+ * what the payer was charged; with fees passed to the customer it is `requested_amount` (what was
+ * initialized) plus Paystack's fee (Paystack's own verify sample: 40333 = 30050 + 10283). So the
+ * payment is judged on `requested_amount` (on `amount` where Paystack gives none) and the rest is
+ * the payer's fee. A charge below what was asked is reported as charged, so that it is flagged.
+ */
+export function paystackAmounts(data: Record<string, unknown>): { amount_minor: string; payer_fee_minor?: string } {
+  const charged = wholeMinor(data.amount);
+  const asked =
+    data.requested_amount === undefined || data.requested_amount === null ? charged : wholeMinor(data.requested_amount);
+  if (charged === undefined || asked === undefined || charged < asked)
+    return { amount_minor: String(data.amount ?? '') };
+  return charged === asked
+    ? { amount_minor: String(asked) }
+    : { amount_minor: String(asked), payer_fee_minor: String(charged - asked) };
+}
+
+/** A subunit amount as Paystack sends it (an integer, or its digits as a string); undefined otherwise. */
+function wholeMinor(value: unknown): bigint | undefined {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
+  if (typeof value === 'string' && /^\d{1,30}$/.test(value)) return BigInt(value);
+  return undefined;
 }
 
 /** A Paystack reference allows letters, digits, '-', '.' and '=': the attempt id with its '_' swapped. */

@@ -99,8 +99,12 @@ export interface StartedAttempt {
 /** What the provider says about an attempt. `pending`: not final yet, ask again later. */
 export interface ProviderVerdict {
   outcome: 'pending' | 'succeeded' | 'declined' | 'abandoned' | 'cancelled' | 'timed_out';
-  /** For a success: what the provider itself reports, checked against the attempt. */
-  confirmed?: { amount_minor: string; currency: string; reference: string; receipt?: string };
+  /**
+   * For a success: what the provider itself reports, checked against the attempt. `amount_minor`
+   * is what the payer was asked; `payer_fee_minor`, what the payer paid on top and the provider
+   * kept (Paystack's fees passed to the customer), absent when none.
+   */
+  confirmed?: { amount_minor: string; payer_fee_minor?: string; currency: string; reference: string; receipt?: string };
   /** The provider's words, for the attempt's record. */
   detail: string;
 }
