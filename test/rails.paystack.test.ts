@@ -1,4 +1,6 @@
+import { Writable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/core/logger.ts';
 import { getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import type { EventType } from '../src/webhooks/event-types.ts';
@@ -14,12 +16,28 @@ import { operatorCollects, PAYSTACK_TEST_KEY, type RailsWorld, railsWorld } from
 
 /** A Nigerian integration that passes Paystack's fees to its customers. */
 const FEES_KEY = 'sk_test_5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f';
+/** A Nigerian integration: NGN only, as Paystack enables currencies per business and country. */
+const NIGERIA_KEY = 'sk_test_1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b';
+const METRICS_TOKEN = 'paystack-metrics-token-0123456789abcdef';
 
 let w: RailsWorld;
+/** What plainpay logged, at warn and above. */
+const logged: Array<{ level: number; msg: string; [field: string]: unknown }> = [];
 
 beforeAll(async () => {
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) logged.push(JSON.parse(line));
+      done();
+    },
+  });
   w = await railsWorld({
-    paystackIntegrations: [{ secretKey: FEES_KEY, currencies: ['NGN'], feesOnCustomer: true }],
+    paystackIntegrations: [
+      { secretKey: FEES_KEY, currencies: ['NGN'], feesOnCustomer: true },
+      { secretKey: NIGERIA_KEY, currencies: ['NGN'] },
+    ],
+    env: { METRICS_TOKEN },
+    logger: createLogger('warn', sink),
   });
   await operatorCollects(w.runtime, 'paystack', { secret_key: PAYSTACK_TEST_KEY });
 }, 60_000);
@@ -96,5 +114,68 @@ describe('fees passed to the customer', () => {
     const cookie = await dashboardCookie(shop.apiKey);
     const page = await w.api.inject({ method: 'GET', url: `/dashboard/payments/${p.id}`, headers: { cookie } });
     expect(page.body).toMatch(new RegExp(`data-payer-fee>₦${(tx.fees! / 100).toFixed(2)}<`));
+  });
+});
+
+/** The value of a sample in GET /metrics, by its name and labels as written. */
+async function metric(line: string): Promise<number> {
+  const res = await w.api.inject({ method: 'GET', url: '/metrics', headers: bearer(METRICS_TOKEN) });
+  const found = res.body.split('\n').find((l) => l.startsWith(`${line} `));
+  return Number(found?.slice(line.length + 1) ?? Number.NaN);
+}
+
+describe('currencies enabled per integration', () => {
+  it('a currency the integration lacks is never offered to a payer after the first refusal', async () => {
+    const shop = await testAccount(w.runtime, { name: 'Lagos Shop' });
+    const collection = await operatorCollects(
+      w.runtime,
+      'paystack',
+      { secret_key: NIGERIA_KEY },
+      { accountId: shop.accountId },
+    );
+    const refusalsBefore = await metric('plainpay_rail_currency_refusals_total{rail="paystack"}');
+    const transactionsBefore = w.paystack.transactions.size;
+
+    // plainpay cannot know beforehand: Paystack is offered for cedis, and the payer tries it.
+    const p = await createPayment(w.api, shop.apiKey, { amount: 1500, currency: 'GHS' });
+    const page = await w.checkout.inject({ method: 'GET', url: `/pay/${p.id}` });
+    expect(page.body).toContain('Pay GH₵1,500.00 with Paystack');
+    const refused = await form(p.id, { rail: 'paystack', email: 'kofi@example.com' });
+    expect(refused.statusCode).toBe(400);
+    // Said plainly, with the other ways to pay still there; never "did not answer" or a provider's words.
+    expect(refused.body).toContain(
+      'Card, bank transfer, USSD or mobile money: not available in GHS for this checkout. No money was taken. Please pay another way.',
+    );
+    expect(refused.body).not.toMatch(/did not answer|refused|Currency not supported/);
+    expect(refused.body).not.toContain('with Paystack');
+    expect(refused.body).toContain('Simulate a declined payment');
+    expect((await payment(shop.apiKey, p.id)).status).toBe('pending');
+    const [attempt] = await attemptsOf(p.id);
+    expect(attempt).toMatchObject({ outcome: 'failed', failure_reason: expect.stringContaining('GHS') });
+    expect(w.paystack.transactions.size).toBe(transactionsBefore);
+
+    // The operator is told which collection account and currency, in the log and in /metrics.
+    expect(logged).toContainEqual(
+      expect.objectContaining({ level: 50, collectionId: collection.id, currency: 'GHS', rail: 'paystack' }),
+    );
+    expect(await metric('plainpay_rail_currency_refusals_total{rail="paystack"}')).toBe(refusalsBefore + 1);
+
+    // From now on Paystack is not offered in cedis on that collection account: not on this
+    // checkout, not on the next, and not through a hand-made form post; naira still are.
+    for (const id of [p.id, (await createPayment(w.api, shop.apiKey, { amount: 20, currency: 'GHS' })).id]) {
+      const again = await w.checkout.inject({ method: 'GET', url: `/pay/${id}` });
+      expect(again.body).not.toContain('with Paystack');
+      const forced = await form(id, { rail: 'paystack', email: 'kofi@example.com' });
+      expect(forced.statusCode).toBe(400);
+    }
+    expect(w.paystack.transactions.size).toBe(transactionsBefore);
+    const naira = await createPayment(w.api, shop.apiKey, { amount: 1500, currency: 'NGN' });
+    expect((await w.checkout.inject({ method: 'GET', url: `/pay/${naira.id}` })).body).toContain(
+      'Pay ₦1,500.00 with Paystack',
+    );
+    const rails = await w.api.inject({ method: 'GET', url: '/v1/payment_rails', headers: bearer(shop.apiKey) });
+    expect(rails.json().data).toContainEqual(
+      expect.objectContaining({ rail: 'paystack', currencies: ['NGN', 'KES', 'ZAR'] }),
+    );
   });
 });

@@ -97,6 +97,21 @@ export function recordStuckBatches(count: number): void {
   stuckBatches.set(count);
 }
 
+// Payer rails (src/payments/rails): what a provider refused for good, for the operator to act on.
+// Counted by the process that met it (the checkout host for a payer's start).
+const railCurrencyRefusals = new Counter({
+  name: 'plainpay_rail_currency_refusals_total',
+  help: "Payer attempts a provider refused because the collection account's integration does not take the payment's currency, by rail; the rail is no longer offered in that currency on that collection account (the error log names both).",
+  labelNames: ['rail'] as const,
+  registers: [],
+});
+for (const rail of ['paystack', 'mpesa']) railCurrencyRefusals.inc({ rail }, 0);
+
+/** A provider refused a currency for a collection account (src/payments/rails/attempts.ts). */
+export function recordRailCurrencyRefused(rail: string): void {
+  railCurrencyRefusals.inc({ rail });
+}
+
 let processRegistry: Registry | undefined;
 
 /** Made on first use: the default metrics start an event-loop monitor and a GC observer, once. */
@@ -109,6 +124,7 @@ function processMetrics(): Registry {
     for (const metric of [chainIdentityMismatch, settlementReorgsTotal, nonceRepairsTotal, stuckBatches]) {
       processRegistry.registerMetric(metric);
     }
+    processRegistry.registerMetric(railCurrencyRefusals);
     processRegistry.registerMetric(rateLimitDegraded);
     processRegistry.registerMetric(rateLimitFallbackDecisions);
   }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from '../../src/core/logger.ts';
 import type { ProviderRail } from '../../src/db/tables/rails.ts';
 import {
   type CollectionAccount,
@@ -43,6 +44,9 @@ export async function railsWorld(
     darajaUrl?: (fakeUrl: string) => Promise<string>;
     /** More Paystack integrations (their webhook URL is plainpay's). */
     paystackIntegrations?: Array<Omit<FakePaystackIntegration, 'webhookUrl'>>;
+    /** More configuration (METRICS_TOKEN, say), and a logger whose lines the test reads. */
+    env?: Record<string, string>;
+    logger?: Logger;
   } = {},
 ): Promise<RailsWorld> {
   const apiPort = await freePort();
@@ -72,15 +76,19 @@ export async function railsWorld(
   });
   afterFile(() => daraja.close());
   const darajaUrl = options.darajaUrl ? await options.darajaUrl(daraja.baseUrl) : daraja.baseUrl;
-  const runtime = await testRuntime({
-    PUBLIC_BASE_URL: apiUrl,
-    CHECKOUT_BASE_URL: checkoutUrl,
-    PAYSTACK_BASE_URL: paystack.baseUrl,
-    PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
-    MPESA_SANDBOX_BASE_URL: darajaUrl,
-    MPESA_PRODUCTION_BASE_URL: darajaUrl,
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-  });
+  const runtime = await testRuntime(
+    {
+      PUBLIC_BASE_URL: apiUrl,
+      CHECKOUT_BASE_URL: checkoutUrl,
+      PAYSTACK_BASE_URL: paystack.baseUrl,
+      PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
+      MPESA_SANDBOX_BASE_URL: darajaUrl,
+      MPESA_PRODUCTION_BASE_URL: darajaUrl,
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      ...options.env,
+    },
+    options.logger ? { logger: options.logger } : {},
+  );
   const api = await testApp(runtime);
   await api.listen({ port: apiPort, host: '127.0.0.1' });
   const checkout = await buildCheckoutApp(runtime);

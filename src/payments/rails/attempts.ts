@@ -9,10 +9,17 @@ import type { Runtime } from '../../runtime.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { startPaymentAttempt } from '../../../tools/system/start-payment-attempt.ts';
-import { collectionById, collectionFor, type OpenCollection } from './collections.ts';
+import {
+  type CollectionAccount,
+  collectionById,
+  collectionFor,
+  markCurrencyRefused,
+  type OpenCollection,
+} from './collections.ts';
 import { mpesaRail } from './mpesa.ts';
 import { paystackRail } from './paystack.ts';
-import { type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
+import { CurrencyRefusedError, type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
+import { recordRailCurrencyRefused } from '../../metrics/metrics.ts';
 
 /**
  * The payer rails' flow (docs/rails.md): start an attempt, ask the provider, apply what it says.
@@ -103,6 +110,9 @@ export async function beginAttempt(
       callbackUrl: `${runtime.config.publicBaseUrl}/hooks/mpesa/${attempt.id}/${callbackToken}`,
     });
   } catch (error) {
+    if (error instanceof CurrencyRefusedError) {
+      throw await currencyRefused(runtime, rail, collection.account, attempt, error);
+    }
     const reason = error instanceof RailUnavailableError ? error.message : 'the provider could not be reached';
     if (!(error instanceof RailUnavailableError))
       runtime.logger.error({ err: error, attemptId: attempt.id }, 'rail start failed');
@@ -137,6 +147,42 @@ export async function beginAttempt(
     runtime.clock.now(),
   );
   return { attemptId: attempt.id, payerUrl: result.payerUrl };
+}
+
+/**
+ * The provider does not take the payment's currency on this collection account, so nothing was
+ * started: the rail is no longer offered in that currency there (markCurrencyRefused), the operator
+ * is told (an error line naming the collection account and the currency, and a counter), the attempt
+ * ends, and the payer is told plainly to pay another way. Returns the payer's error.
+ */
+async function currencyRefused(
+  runtime: Runtime,
+  rail: ProviderRail,
+  collection: CollectionAccount,
+  attempt: PaymentAttemptRow,
+  error: CurrencyRefusedError,
+): Promise<AppError> {
+  const { currency } = error;
+  const now = runtime.clock.now();
+  await markCurrencyRefused(runtime.db, collection.id, currency, now);
+  recordRailCurrencyRefused(rail);
+  runtime.logger.error(
+    { rail, collectionId: collection.id, currency, accountId: collection.accountId, livemode: collection.livemode },
+    `${rail} refused ${currency} on collection account ${collection.id}: it is no longer offered in ${currency} there. Enable ${currency} on the provider's integration, then set the collection account again (plainpay collection set ${rail}).`,
+  );
+  await recordRailEvent(runtime.db, rail, attempt, 'start', 'refused_currency', error.message, now);
+  const payment = await paymentOf(runtime.db, attempt);
+  await runSystemTool(
+    runtime,
+    recordPaymentAttempt,
+    { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'failed', reason: error.message.slice(0, 300) },
+    scopeOf(payment),
+  );
+  return new AppError(
+    'invalid_request',
+    `${PROVIDER_RAILS[rail].label}: not available in ${currency} for this checkout. No money was taken. Please pay another way.`,
+    { param: 'rail' },
+  );
 }
 
 export interface CheckOptions {

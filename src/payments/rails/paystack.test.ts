@@ -6,6 +6,8 @@ import { paystackFixture } from '../../../test/fakes/fixtures/paystack/index.ts'
 import { isAppError } from '../../core/errors.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import type { PaymentRow } from '../../db/database.ts';
+import { CurrencyRefusedError } from './rail.ts';
 import { paystackAmounts, paystackReference, paystackRail, paystackSignatureValid } from './paystack.ts';
 
 const KEY = 'sk_test_0123456789abcdef';
@@ -100,5 +102,25 @@ describe("Paystack's amounts: what was asked, and the payer's fee", () => {
       payer_fee_minor: '150',
     });
     expect(paystackAmounts({ amount: 9000, requested_amount: 10000 })).toEqual({ amount_minor: '9000' });
+  });
+});
+
+describe("Paystack's refusal of a currency the integration has not enabled", () => {
+  it('reads its published answer as a currency refusal, not as Paystack being unavailable', async () => {
+    const error = await answeredBy('currency_not_supported.400', (runtime, attempt) =>
+      paystackRail
+        .start({
+          runtime,
+          credentials: { secret_key: KEY },
+          attempt,
+          payment: { currency: 'GHS', account_id: 'acct_1' } as PaymentRow,
+          payer: { email: 'kofi@example.com' },
+          returnUrl: 'https://pay.example/return',
+          callbackUrl: 'https://api.example/hooks',
+        })
+        .catch((e: unknown) => e),
+    );
+    expect(error).toBeInstanceOf(CurrencyRefusedError);
+    expect(error).toMatchObject({ currency: 'GHS', providerStatus: 400, refused: true });
   });
 });

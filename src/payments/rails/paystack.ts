@@ -1,7 +1,13 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../../core/errors.ts';
 import type { PaymentRow } from '../../db/database.ts';
-import { type ProviderRailAdapter, type ProviderVerdict, providerCall, RailUnavailableError } from './rail.ts';
+import {
+  CurrencyRefusedError,
+  type ProviderRailAdapter,
+  type ProviderVerdict,
+  providerCall,
+  RailUnavailableError,
+} from './rail.ts';
 
 /**
  * Paystack (cards, bank transfer, USSD, mobile money) through its redirect flow, as documented at
@@ -72,6 +78,21 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     );
     const data = body?.data as { authorization_url?: unknown } | undefined;
     if (status !== 200 || body?.status !== true || typeof data?.authorization_url !== 'string') {
+      // Currencies are enabled per integration (Paystack's error catalogue: "not enabled for this
+      // integration"); the published body, with the 400 integrators report.
+      if (
+        status >= 400 &&
+        status < 500 &&
+        body?.status === false &&
+        body.message === 'Currency not supported by merchant'
+      ) {
+        throw new CurrencyRefusedError(
+          'paystack',
+          payment.currency,
+          `Paystack does not take ${payment.currency} on this integration: ${messageOf(body, status)}`,
+          status,
+        );
+      }
       throw new RailUnavailableError(
         'paystack',
         `Paystack refused to start the payment: ${messageOf(body, status)}`,

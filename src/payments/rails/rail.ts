@@ -127,6 +127,23 @@ export class RailUnavailableError extends Error {
 }
 
 /**
+ * The provider said the collection account's integration does not take this currency (Paystack's
+ * "Currency not supported by merchant"): nothing was started, and nothing will be in that currency
+ * until the operator enables it with the provider.
+ */
+export class CurrencyRefusedError extends RailUnavailableError {
+  constructor(
+    rail: ProviderRail,
+    readonly currency: string,
+    message: string,
+    providerStatus: number,
+  ) {
+    super(rail, message, providerStatus, true);
+    this.name = 'CurrencyRefusedError';
+  }
+}
+
+/**
  * One JSON call to a provider with a deadline. Returns the status and the parsed body (or null);
  * a network failure or timeout is a RailUnavailableError.
  */
