@@ -541,6 +541,9 @@ describe('refunds go back through the rail the payer paid on', () => {
     const sent = w.paystack.refunds.filter((r) => r.merchant_note === rf);
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({ amount: 100000, transaction: reference });
+    // Queued at Paystack: still pending here, until Paystack reports it processed.
+    expect(await refundRow(rf)).toMatchObject({ status: 'pending', provider_reference: String(sent[0]!.id) });
+    await paystackProcesses(rf);
     expect(await refundRow(rf)).toMatchObject({ status: 'succeeded', provider_reference: String(sent[0]!.id) });
 
     // A send whose answer was lost: the next pass finds it by its note and never sends it again.
@@ -548,13 +551,21 @@ describe('refunds go back through the rail the payer paid on', () => {
     await processRailRefunds(w.runtime);
     await w.runtime.db
       .updateTable('refunds')
-      .set({ status: 'pending', provider_reference: null, checked_at: null })
+      .set({ provider_reference: null, checked_at: null })
       .where('id', '=', second)
       .execute();
-    await processRailRefunds(w.runtime);
+    await paystackProcesses(second);
     expect(w.paystack.refunds.filter((r) => r.merchant_note === second)).toHaveLength(1);
     expect((await refundRow(second)).status).toBe('succeeded');
   });
+
+  /** Paystack's processor pays the refund plainpay sent; plainpay's next pass reads it processed. */
+  async function paystackProcesses(rf: string) {
+    const [sent] = w.paystack.refunds.filter((r) => r.merchant_note === rf);
+    await w.paystack.setRefundStatus(sent!.id, 'processed');
+    await w.runtime.db.updateTable('refunds').set({ checked_at: null }).where('id', '=', rf).execute();
+    await processRailRefunds(w.runtime);
+  }
 
   it('a refund Paystack fails is undone: the balance, the payment and refund.failed say so', async () => {
     const { id } = await settledPaystackPayment(5000);
@@ -578,10 +589,12 @@ describe('refunds go back through the rail the payer paid on', () => {
     const b = (await refund(id, {})).json().id as string;
     expect((await sendThenBankSays(a, 'failed')).status).toBe('failed');
     await processRailRefunds(w.runtime);
+    await paystackProcesses(b);
     expect((await refundRow(b)).status).toBe('succeeded');
     const again = (await refund(id, {})).json();
     expect(again.amount).toBe(2000.01);
     await processRailRefunds(w.runtime);
+    await paystackProcesses(again.id);
     expect((await refundRow(again.id)).status).toBe('succeeded');
     const settled = await w.runtime.db
       .selectFrom('payments')
@@ -607,7 +620,7 @@ describe('refunds go back through the rail the payer paid on', () => {
    */
   async function sendThenBankSays(rf: string, status: 'failed' | 'processed') {
     const sentId = await sendOnly(rf);
-    w.paystack.setRefundStatus(Number(sentId), status);
+    await w.paystack.setRefundStatus(Number(sentId), status);
     await w.runtime.db.updateTable('refunds').set({ checked_at: null }).where('id', '=', rf).execute();
     await processRailRefunds(w.runtime);
     expect(w.paystack.refunds.filter((r) => r.merchant_note === rf)).toHaveLength(1);

@@ -49,11 +49,15 @@ export async function railsWorld(
     logger?: Logger;
   } = {},
 ): Promise<RailsWorld> {
+  let runtime: TestRuntime | undefined;
   const apiPort = await freePort();
   const checkoutPort = await freePort();
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const checkoutUrl = `http://127.0.0.1:${checkoutPort}`;
+  // Paystack and plainpay read one clock, as both read real time: a test that moves plainpay's moves Paystack's.
+  const clock = { now: (): Date => runtime?.clock.now() ?? new Date() };
   const paystack = await startFakePaystack({
+    clock,
     integrations: [
       // Every currency plainpay offers on Paystack, enabled at once (a real integration has its
       // country's): the tests of one currency refused give an integration of their own.
@@ -76,7 +80,7 @@ export async function railsWorld(
   });
   afterFile(() => daraja.close());
   const darajaUrl = options.darajaUrl ? await options.darajaUrl(daraja.baseUrl) : daraja.baseUrl;
-  const runtime = await testRuntime(
+  runtime = await testRuntime(
     {
       PUBLIC_BASE_URL: apiUrl,
       CHECKOUT_BASE_URL: checkoutUrl,
