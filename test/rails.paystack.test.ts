@@ -1,9 +1,13 @@
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/core/logger.ts';
 import { getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
+import { processRailRefunds } from '../src/payments/rails/refunds.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import type { EventType } from '../src/webhooks/event-types.ts';
+import { afterFile } from './support/after-file.ts';
 import { bearer, testAccount } from './support/harness.ts';
 import { createPayment } from './support/payments.ts';
 import { operatorCollects, PAYSTACK_TEST_KEY, type RailsWorld, railsWorld } from './support/rails.ts';
@@ -11,7 +15,9 @@ import { operatorCollects, PAYSTACK_TEST_KEY, type RailsWorld, railsWorld } from
 /**
  * Paystack as it really behaves (issue 31), end to end against the fake, which does what Paystack
  * publishes (test/fakes/paystack.ts): fees passed to the customer, currencies enabled per
- * integration, refunds that page, wait and need attention, and a provider that fails mid-call.
+ * integration, refunds that page, wait and need attention, and a provider that fails mid-call. A
+ * proxy stands between plainpay and the fake's API, forwarding everything until a test arms a
+ * fault on it.
  */
 
 /** A Nigerian integration that passes Paystack's fees to its customers. */
@@ -19,6 +25,50 @@ const FEES_KEY = 'sk_test_5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f';
 /** A Nigerian integration: NGN only, as Paystack enables currencies per business and country. */
 const NIGERIA_KEY = 'sk_test_1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b';
 const METRICS_TOKEN = 'paystack-metrics-token-0123456789abcdef';
+
+type Fault =
+  /** Forwarded, Paystack acts, and the connection drops before its answer. */
+  'lose_answer';
+const faults: Array<{ method: string; path: RegExp; fault: Fault; times: number }> = [];
+/** Arms a fault on the next `times` requests that match. */
+function arm(method: string, path: RegExp, fault: Fault, times = 1): void {
+  faults.push({ method, path, fault, times });
+}
+
+async function proxyTo(fakeUrl: string): Promise<string> {
+  const proxy = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const armed = faults.find((f) => f.times > 0 && f.method === req.method && f.path.test(req.url ?? ''));
+      if (armed) armed.times -= 1;
+      const answer = await forward(fakeUrl, req, Buffer.concat(chunks));
+      if (armed?.fault === 'lose_answer') {
+        req.socket.destroy();
+        return;
+      }
+      res.writeHead(answer.status, { 'content-type': answer.type }).end(answer.body);
+    });
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  afterFile(() => new Promise<void>((resolve) => proxy.close(() => resolve())));
+  return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+}
+
+async function forward(fakeUrl: string, req: IncomingMessage, body: Buffer) {
+  const answer = await fetch(`${fakeUrl}${req.url}`, {
+    method: req.method,
+    headers: Object.fromEntries(
+      Object.entries(req.headers).filter(([k, v]) => typeof v === 'string' && k !== 'host' && k !== 'content-length'),
+    ) as Record<string, string>,
+    body: req.method === 'GET' ? undefined : body,
+  });
+  return {
+    status: answer.status,
+    type: answer.headers.get('content-type') ?? 'application/json',
+    body: await answer.text(),
+  };
+}
 
 let w: RailsWorld;
 /** What plainpay logged, at warn and above. */
@@ -32,6 +82,7 @@ beforeAll(async () => {
     },
   });
   w = await railsWorld({
+    paystackUrl: proxyTo,
     paystackIntegrations: [
       { secretKey: FEES_KEY, currencies: ['NGN'], feesOnCustomer: true },
       { secretKey: NIGERIA_KEY, currencies: ['NGN'] },
@@ -177,5 +228,84 @@ describe('currencies enabled per integration', () => {
     expect(rails.json().data).toContainEqual(
       expect.objectContaining({ rail: 'paystack', currencies: ['NGN', 'KES', 'ZAR'] }),
     );
+  });
+});
+
+describe('refunds', () => {
+  /** A Paystack-paid payment of the default merchant, settled into its balance. */
+  async function settledPayment(amount: number): Promise<{ id: string; reference: string }> {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount, currency: 'NGN' });
+    const reference = await startPaystack(p.id);
+    await w.paystack.complete(reference, 'success');
+    await settleIntoBalance();
+    expect((await payment(w.merchant.apiKey, p.id)).status).toBe('settled');
+    return { id: p.id, reference };
+  }
+
+  const refund = async (id: string, body: Record<string, unknown>): Promise<string> => {
+    const res = await w.api.inject({
+      method: 'POST',
+      url: `/v1/payments/${id}/refunds`,
+      headers: { ...bearer(w.merchant.apiKey), 'content-type': 'application/json' },
+      payload: body,
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json().id as string;
+  };
+
+  const refundRow = (id: string) =>
+    w.runtime.db.selectFrom('refunds').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+  /** The worker's next pass over this refund (its lease lapsed). */
+  async function nextPass(rf: string): Promise<void> {
+    await w.runtime.db.updateTable('refunds').set({ checked_at: null }).where('id', '=', rf).execute();
+    await processRailRefunds(w.runtime);
+  }
+
+  /** Refunds other systems sharing the operator's integration make, straight at Paystack. */
+  async function otherSystemsRefund(count: number): Promise<void> {
+    const call = async (path: string, body: unknown) =>
+      (await (
+        await fetch(`${w.paystack.baseUrl}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${PAYSTACK_TEST_KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).json()) as { data: { reference: string } };
+    // Their events go to their own systems, not to plainpay.
+    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/elsewhere');
+    try {
+      for (let i = 0; i < count; i += 1) {
+        const { data } = await call('/transaction/initialize', { email: 'someone@example.com', amount: 5000 });
+        await w.paystack.complete(data.reference, 'success');
+        await call('/refund', { transaction: data.reference, merchant_note: `another system's refund ${i}` });
+      }
+    } finally {
+      w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${w.apiUrl}/hooks/paystack`);
+    }
+  }
+
+  it('a lost refund answer with more refunds than one page still refunds once', async () => {
+    const { id, reference } = await settledPayment(4000);
+    const rf = await refund(id, { amount: 1500 });
+    // Paystack takes the refund; its answer never reaches plainpay.
+    arm('POST', /^\/refund$/, 'lose_answer');
+    await processRailRefunds(w.runtime);
+    const ours = () => w.paystack.refunds.filter((r) => r.merchant_note === rf);
+    expect(ours()).toHaveLength(1);
+    expect(await refundRow(rf)).toMatchObject({ status: 'pending', provider_reference: null });
+    expect((await refundRow(rf)).submitted_at).not.toBeNull();
+
+    // Meanwhile the integration's other systems refund more than a page of List Refunds.
+    await otherSystemsRefund(120);
+
+    // The next pass looks it up (every page since just before the send), finds it, never sends again.
+    await nextPass(rf);
+    expect(ours()).toHaveLength(1);
+    expect(await refundRow(rf)).toMatchObject({ status: 'pending', provider_reference: String(ours()[0]!.id) });
+    await w.paystack.setRefundStatus(ours()[0]!.id, 'processed');
+    await nextPass(rf);
+    expect(await refundRow(rf)).toMatchObject({ status: 'succeeded' });
+    expect(ours()).toEqual([expect.objectContaining({ amount: 150000, transaction: reference, status: 'processed' })]);
   });
 });

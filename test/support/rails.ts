@@ -42,6 +42,8 @@ export async function railsWorld(
     merchantName?: string;
     /** What plainpay is given as Daraja's address, from the fake's own (a proxy in front of it, say). */
     darajaUrl?: (fakeUrl: string) => Promise<string>;
+    /** Likewise for Paystack's API. */
+    paystackUrl?: (fakeUrl: string) => Promise<string>;
     /** More Paystack integrations (their webhook URL is plainpay's). */
     paystackIntegrations?: Array<Omit<FakePaystackIntegration, 'webhookUrl'>>;
     /** More configuration (METRICS_TOKEN, say), and a logger whose lines the test reads. */
@@ -80,11 +82,12 @@ export async function railsWorld(
   });
   afterFile(() => daraja.close());
   const darajaUrl = options.darajaUrl ? await options.darajaUrl(daraja.baseUrl) : daraja.baseUrl;
+  const paystackUrl = options.paystackUrl ? await options.paystackUrl(paystack.baseUrl) : paystack.baseUrl;
   runtime = await testRuntime(
     {
       PUBLIC_BASE_URL: apiUrl,
       CHECKOUT_BASE_URL: checkoutUrl,
-      PAYSTACK_BASE_URL: paystack.baseUrl,
+      PAYSTACK_BASE_URL: paystackUrl,
       PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
       MPESA_SANDBOX_BASE_URL: darajaUrl,
       MPESA_PRODUCTION_BASE_URL: darajaUrl,

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../../core/errors.ts';
 import type { PaymentRow } from '../../db/database.ts';
+import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import {
   CurrencyRefusedError,
   type ProviderRailAdapter,
@@ -22,6 +23,12 @@ import {
 export const PAYSTACK_CURRENCIES = new Set(['NGN', 'GHS', 'KES', 'ZAR']);
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
+
+/** List Refunds is read this many at a time (OAS: perPage, default 50), at most this many pages. */
+const REFUND_PAGE_SIZE = 100;
+const REFUND_PAGES = 1000;
+/** Paystack's clock and plainpay's may differ: a listing window is widened by this much each side. */
+const CLOCK_SKEW_MS = 60 * 60_000;
 
 export interface PaystackPayer {
   email: string;
@@ -147,21 +154,37 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     return String(data.id);
   },
 
-  async findRefund({ runtime, credentials, attempt, note }) {
-    const transaction = attempt.provider_receipt ?? requireReference(attempt.provider_reference);
-    const { status, body } = await providerCall(
-      'paystack',
-      `${runtime.config.rails.paystackBaseUrl}/refund?transaction=${encodeURIComponent(transaction)}&perPage=100`,
-      { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
-      runtime.config.rails.timeoutMs,
-    );
-    if (status !== 200 || body?.status !== true || !Array.isArray(body.data)) {
-      throw new RailUnavailableError('paystack', `Paystack did not list refunds: ${messageOf(body, status)}`, status);
+  /**
+   * List Refunds documents only perPage, page, from and to (OAS; the official SDKs): no filter by
+   * transaction, and an integration may hold other systems' refunds. So every refund created from
+   * just before plainpay's first send until now is read, page by page, and plainpay's is the one
+   * with its note on this attempt's transaction.
+   */
+  async findRefund({ runtime, credentials, attempt, note, since }) {
+    const window = (at: number) => encodeURIComponent(new Date(at).toISOString());
+    const from = window(since.getTime() - CLOCK_SKEW_MS);
+    const to = window(runtime.clock.now().getTime() + CLOCK_SKEW_MS);
+    for (let page = 1; page <= REFUND_PAGES; page += 1) {
+      const { status, body } = await providerCall(
+        'paystack',
+        `${runtime.config.rails.paystackBaseUrl}/refund?perPage=${REFUND_PAGE_SIZE}&page=${page}&from=${from}&to=${to}`,
+        { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
+        runtime.config.rails.timeoutMs,
+      );
+      if (status !== 200 || body?.status !== true || !Array.isArray(body.data)) {
+        throw new RailUnavailableError('paystack', `Paystack did not list refunds: ${messageOf(body, status)}`, status);
+      }
+      const refunds = body.data as Array<Record<string, unknown> | null>;
+      const found = refunds.find((r) => r?.merchant_note === note && refundOf(r, attempt));
+      if (found?.id !== undefined && found.id !== null) return String(found.id);
+      const pageCount = (body.meta as { pageCount?: unknown } | undefined)?.pageCount;
+      // The last page: as Paystack counts them, or (without a count) the first empty one.
+      if (typeof pageCount === 'number' ? page >= pageCount : refunds.length === 0) return undefined;
     }
-    const found = (body.data as Array<{ id?: unknown; merchant_note?: unknown } | null>).find(
-      (r) => r?.merchant_note === note,
+    throw new RailUnavailableError(
+      'paystack',
+      `Paystack lists more than ${REFUND_PAGES * REFUND_PAGE_SIZE} refunds since ${since.toISOString()}: not looked further`,
     );
-    return found?.id === undefined ? undefined : String(found.id);
   },
 
   async refundStatus({ runtime, credentials, refundId }) {
@@ -185,6 +208,22 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     return 'pending';
   },
 };
+
+/**
+ * Whether a listed refund is of this attempt's transaction: List Refunds gives the transaction's
+ * integer id (the attempt's receipt, from verify), and the OpenAPI spec its reference too.
+ */
+function refundOf(refund: Record<string, unknown>, attempt: PaymentAttemptRow): boolean {
+  const transaction = refund.transaction;
+  const id =
+    typeof transaction === 'object' && transaction !== null ? (transaction as { id?: unknown }).id : transaction;
+  if (attempt.provider_receipt !== null && id !== undefined && id !== null && String(id) === attempt.provider_receipt) {
+    return true;
+  }
+  return (
+    typeof refund.transaction_reference === 'string' && refund.transaction_reference === attempt.provider_reference
+  );
+}
 
 /** Paystack's transaction statuses (verify's data.status) as an attempt outcome. */
 function verdictOf(data: Record<string, unknown>): ProviderVerdict {

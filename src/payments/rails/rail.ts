@@ -36,8 +36,12 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
    * was lost went through. Returns the provider's refund id. Absent where the provider has no API.
    */
   refund?(args: ProviderArgs<R> & { amountMinor?: bigint; note: string }): Promise<string>;
-  /** The refund this attempt's transaction already has with this note, if any. */
-  findRefund?(args: ProviderArgs<R> & { note: string }): Promise<string | undefined>;
+  /**
+   * The refund this attempt's transaction already has with this note, if any: undefined only when
+   * the provider's whole listing since `since` (when plainpay decided to refund, before any send)
+   * was read and it is not there; anything less is a RailUnavailableError.
+   */
+  findRefund?(args: ProviderArgs<R> & { note: string; since: Date }): Promise<string | undefined>;
   /** Where a refund the provider accepted stands. */
   refundStatus?(args: ProviderArgs<R> & { refundId: string }): Promise<'pending' | 'succeeded' | 'failed'>;
   /**

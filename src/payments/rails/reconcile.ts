@@ -128,8 +128,14 @@ async function refundLateSuccesses(runtime: Runtime, stopping: () => boolean): P
     try {
       // A send whose answer was lost is found by its note before anything is sent again.
       const refundId =
-        (await findRefund({ runtime, credentials, attempt, note: attempt.id })) ??
-        (await refund({ runtime, credentials, attempt, note: attempt.id }));
+        (await findRefund({
+          runtime,
+          credentials,
+          attempt,
+          note: attempt.id,
+          // Due since the success was recorded: never sent before then.
+          since: attempt.completed_at ?? attempt.created_at,
+        })) ?? (await refund({ runtime, credentials, attempt, note: attempt.id }));
       const detail = `Paystack refund ${refundId} of the whole amount`;
       await runtime.db.transaction().execute(async (trx) => {
         // Compare-and-set: two workers cannot both record (or both ask for) the refund.

@@ -87,7 +87,7 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
 
   let providerId = refund.provider_reference ?? undefined;
   if (providerId === undefined && refund.submitted_at !== null) {
-    providerId = await adapter.findRefund({ ...args, note: refund.id });
+    providerId = await adapter.findRefund({ ...args, note: refund.id, since: refund.created_at });
   }
   if (providerId === undefined) {
     const firstSend = refund.submitted_at === null;
