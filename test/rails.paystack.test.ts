@@ -7,6 +7,8 @@ import { getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
 import { processRailRefunds } from '../src/payments/rails/refunds.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import type { EventType } from '../src/webhooks/event-types.ts';
+import { paystackFixture } from './fakes/fixtures/paystack/index.ts';
+import { paystackSignature } from './fakes/paystack.ts';
 import { afterFile } from './support/after-file.ts';
 import { bearer, testAccount } from './support/harness.ts';
 import { createPayment } from './support/payments.ts';
@@ -307,5 +309,124 @@ describe('refunds', () => {
     await nextPass(rf);
     expect(await refundRow(rf)).toMatchObject({ status: 'succeeded' });
     expect(ours()).toEqual([expect.objectContaining({ amount: 150000, transaction: reference, status: 'processed' })]);
+  });
+
+  const balance = async () =>
+    (await w.api.inject({ method: 'GET', url: '/v1/balance', headers: bearer(w.merchant.apiKey) })).json();
+
+  it("a needs-attention refund reaches finance and an alert, and is paid once retried with the payer's bank account", async () => {
+    const { id, reference } = await settledPayment(2500);
+    const rf = await refund(id, {});
+    const held = await balance();
+    await processRailRefunds(w.runtime);
+    const [sent] = w.paystack.refunds.filter((r) => r.merchant_note === rf);
+    expect(await refundRow(rf)).toMatchObject({ status: 'pending', provider_reference: String(sent!.id) });
+    const alerts = 'plainpay_rail_refunds_needing_attention_total{rail="paystack"}';
+    const alertsBefore = await metric(alerts);
+
+    // Paystack cannot send it back to the card; its signed refund.* events reach plainpay and are acknowledged.
+    await w.paystack.setRefundStatus(sent!.id, 'needs-attention');
+    const events = w.paystack.deliveries.filter(
+      (d) => d.event.startsWith('refund.') && JSON.parse(d.body).data.transaction_reference === reference,
+    );
+    expect(events.map((d) => [d.event, d.status])).toEqual([
+      ['refund.pending', 200],
+      ['refund.processing', 200],
+      ['refund.needs-attention', 200],
+    ]);
+    await nextPass(rf);
+    expect(await refundRow(rf)).toMatchObject({ status: 'pending', provider_status: 'needs-attention' });
+
+    // Finance sees it on the refund (API) and on the payment's page, with what to do and how.
+    const listed = await w.api.inject({
+      method: 'GET',
+      url: `/v1/refunds?payment_id=${id}`,
+      headers: bearer(w.merchant.apiKey),
+    });
+    expect(listed.json().data).toEqual([
+      expect.objectContaining({
+        id: rf,
+        status: 'pending',
+        provider_status: 'needs-attention',
+        action_required: expect.stringContaining(
+          `bank account. Ask the payer for their account number and bank, and give them to the operator of this plainpay instance with Paystack refund ${sent!.id}`,
+        ),
+      }),
+    ]);
+    expect(listed.json().data[0].action_required).toContain(`POST /refund/retry_with_customer_details/${sent!.id}`);
+    const cookie = await dashboardCookie(w.merchant.apiKey);
+    const page = await w.api.inject({ method: 'GET', url: `/dashboard/payments/${id}`, headers: { cookie } });
+    expect(page.body).toContain(`data-refund-id="${rf}" data-provider-status="needs-attention"`);
+    expect(page.body).toMatch(/data-action-required>Paystack cannot send this refund back/);
+
+    // The operator is alerted, once: an error line naming the refund, and the counter.
+    expect(logged).toContainEqual(
+      expect.objectContaining({ level: 50, refundId: rf, providerRefund: String(sent!.id), rail: 'paystack' }),
+    );
+    expect(await metric(alerts)).toBe(alertsBefore + 1);
+    await nextPass(rf);
+    expect(await metric(alerts)).toBe(alertsBefore + 1);
+    // The refund's amount stays taken from the balance: it is owed to the payer.
+    expect(await balance()).toEqual(held);
+
+    // The operator retries it on Paystack with the bank account the payer gave; Paystack pays it.
+    const retried = await fetch(`${w.paystack.baseUrl}/refund/retry_with_customer_details/${sent!.id}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${PAYSTACK_TEST_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify(paystackFixture('refund_retry.request').body),
+    });
+    expect(retried.status).toBe(200);
+    await nextPass(rf);
+    expect(await refundRow(rf)).toMatchObject({ status: 'pending', provider_status: 'processing' });
+    await w.paystack.setRefundStatus(sent!.id, 'processed');
+    await nextPass(rf);
+    expect(await refundRow(rf)).toMatchObject({ status: 'succeeded', provider_status: 'processed' });
+    const after = await w.api.inject({
+      method: 'GET',
+      url: `/v1/refunds?payment_id=${id}`,
+      headers: bearer(w.merchant.apiKey),
+    });
+    expect(after.json().data[0]).toMatchObject({ status: 'succeeded', action_required: null });
+    expect(w.paystack.refunds.filter((r) => r.merchant_note === rf)).toHaveLength(1);
+  });
+
+  it("acknowledges Paystack's published refund.* events, and moves nothing on them", async () => {
+    const { id, reference } = await settledPayment(1200);
+    const rf = await refund(id, {});
+    const before = await refundRow(rf);
+    for (const name of ['pending', 'processing', 'processed', 'failed', 'needs_attention']) {
+      const sample = paystackFixture(`webhook.refund_${name}`).body;
+      for (const [ref, verdict] of [
+        [reference, 'noted'],
+        [sample.data.transaction_reference, 'refused_unknown'],
+      ]) {
+        // Each message a moment after the last, so that the newest rail event is this one's.
+        w.runtime.clock.advance(1);
+        const body = JSON.stringify({ ...sample, data: { ...sample.data, transaction_reference: ref } });
+        const res = await w.api.inject({
+          method: 'POST',
+          url: '/hooks/paystack',
+          headers: {
+            'content-type': 'application/json',
+            'x-paystack-signature': paystackSignature(PAYSTACK_TEST_KEY, body),
+          },
+          payload: body,
+        });
+        expect({ name, status: res.statusCode, body: res.json() }).toEqual({
+          name,
+          status: 200,
+          body: { received: true },
+        });
+        const [last] = await w.runtime.db
+          .selectFrom('rail_events')
+          .select(['verdict', 'detail'])
+          .where('rail', '=', 'paystack')
+          .orderBy('created_at', 'desc')
+          .limit(1)
+          .execute();
+        expect(last!.verdict).toBe(verdict);
+      }
+    }
+    expect(await refundRow(rf)).toEqual(before);
   });
 });

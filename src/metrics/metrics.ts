@@ -112,6 +112,20 @@ export function recordRailCurrencyRefused(rail: string): void {
   railCurrencyRefusals.inc({ rail });
 }
 
+// Counted by the payer-rails worker that read it.
+const railRefundsNeedingAttention = new Counter({
+  name: 'plainpay_rail_refunds_needing_attention_total',
+  help: "Rail refunds the provider will not pay by itself (Paystack's needs-attention: it needs the payer's bank account), by rail, counted once as each enters that state; the refund stays pending, its amount held, until it is retried with the payer's bank account.",
+  labelNames: ['rail'] as const,
+  registers: [],
+});
+for (const rail of ['paystack', 'mpesa']) railRefundsNeedingAttention.inc({ rail }, 0);
+
+/** A rail refund entered the provider's needs-attention (src/payments/rails/refunds.ts). */
+export function recordRailRefundNeedsAttention(rail: string): void {
+  railRefundsNeedingAttention.inc({ rail });
+}
+
 let processRegistry: Registry | undefined;
 
 /** Made on first use: the default metrics start an event-loop monitor and a GC observer, once. */
@@ -125,6 +139,7 @@ function processMetrics(): Registry {
       processRegistry.registerMetric(metric);
     }
     processRegistry.registerMetric(railCurrencyRefusals);
+    processRegistry.registerMetric(railRefundsNeedingAttention);
     processRegistry.registerMetric(rateLimitDegraded);
     processRegistry.registerMetric(rateLimitFallbackDecisions);
   }

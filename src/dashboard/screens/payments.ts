@@ -3,6 +3,8 @@ import { html } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
 import { listPaymentAttempts, listRailEvents } from '../../db/repositories/payment-attempts.ts';
 import { findPayment, listPaymentsPage } from '../../db/repositories/payments.ts';
+import { listPaymentRefunds } from '../../db/repositories/refunds.ts';
+import { refundActionRequired } from '../../refunds/refunds.ts';
 import { formatDisplay } from '../../domain/money.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../../domain/payment-status.ts';
 import { checkoutUrl, currencyOf, presentPayment } from '../../payments/present.ts';
@@ -66,6 +68,7 @@ ${pager('/dashboard/payments', { status, reference, starting_after: startingAfte
     // What finance needs to answer "did this payer pay?": every attempt and every provider message.
     const attempts = await listPaymentAttempts(runtime.db, row.id);
     const railEvents = await listRailEvents(runtime.db, row.id);
+    const refunds = await listPaymentRefunds(runtime.db, session, row.id);
     const body = html`<h1>Payment <code>${p.id}</code></h1>
 <div class="card"><dl class="facts">
 <dt>Status</dt><dd>${badge(p.status)}</dd>
@@ -105,6 +108,24 @@ ${table(
   ),
   'No attempt yet.',
   'attempts',
+)}
+<h2>Refunds</h2>
+${table(
+  ['Refund', 'Created', 'Amount', 'Status', 'Provider status', 'Provider reference', 'Why'],
+  refunds.map((r) => {
+    const action = refundActionRequired(r);
+    return html`<tr data-refund-id="${r.id}" data-provider-status="${r.provider_status ?? ''}">
+<td><code>${r.id}</code></td>
+<td>${time(r.created_at)}</td>
+<td class="num">${formatDisplay(r.amount_minor, currencyOf(row))}</td>
+<td>${badge(r.status)}</td>
+<td>${r.provider_status ? badge(r.provider_status) : maybe(null)}</td>
+<td>${maybe(r.provider_reference)}</td>
+<td>${action ? html`<p class="notice bad" data-action-required>${action}</p>` : maybe(r.failure_reason ?? r.reason)}</td>
+</tr>`;
+  }),
+  'No refund.',
+  'refunds',
 )}
 <h2>Provider messages</h2>
 ${table(

@@ -28,7 +28,10 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
       const raw = typeof request.body === 'string' ? request.body : '';
       const now = () => runtime.clock.now();
       const event = parseJson(raw) as { event?: unknown; data?: Record<string, unknown> } | undefined;
-      const reference = typeof event?.data?.reference === 'string' ? event.data.reference : undefined;
+      // A charge event names its transaction's `reference`; a refund.* event its `transaction_reference`
+      // (Paystack's published samples).
+      const named = event?.data?.reference ?? event?.data?.transaction_reference;
+      const reference = typeof named === 'string' ? named : undefined;
       if (!event || typeof event.event !== 'string' || !reference) {
         await recordRailEvent(
           runtime.db,
@@ -81,13 +84,18 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
         throw new AppError('authentication_failed', 'The x-paystack-signature header does not match the body.');
       }
       if (event.event !== 'charge.success') {
+        // A refund.* event is believed no more than a charge: the refunds worker reads the refund
+        // from Paystack's API (Fetch Refund), here only noted for finance.
+        const refundEvent = event.event.startsWith('refund.');
         await recordRailEvent(
           runtime.db,
           'paystack',
           attempt,
           'callback',
-          'ignored',
-          `${event.event} is not acted on`,
+          refundEvent ? 'noted' : 'ignored',
+          refundEvent
+            ? `${event.event}: the refund is read from Paystack's API, not from this event`
+            : `${event.event} is not acted on`,
           now(),
         );
         return { received: true };

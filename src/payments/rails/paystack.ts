@@ -202,10 +202,14 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
         status,
       );
     }
-    // Paystack's refund statuses: pending, processing, needs-attention, failed, processed.
-    if (data.status === 'processed') return 'succeeded';
-    if (data.status === 'failed') return 'failed';
-    return 'pending';
+    // Paystack's refund statuses (https://paystack.com/docs/payments/refunds/): pending, processing,
+    // needs-attention (it cannot go back to the payment instrument: it waits for a retry with the
+    // payer's bank account), processed, failed.
+    const providerStatus = data.status.slice(0, 40);
+    if (data.status === 'processed') return { outcome: 'succeeded', providerStatus };
+    if (data.status === 'failed') return { outcome: 'failed', providerStatus };
+    if (data.status === 'needs-attention') return { outcome: 'needs_attention', providerStatus };
+    return { outcome: 'pending', providerStatus };
   },
 };
 

@@ -43,7 +43,7 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
    */
   findRefund?(args: ProviderArgs<R> & { note: string; since: Date }): Promise<string | undefined>;
   /** Where a refund the provider accepted stands. */
-  refundStatus?(args: ProviderArgs<R> & { refundId: string }): Promise<'pending' | 'succeeded' | 'failed'>;
+  refundStatus?(args: ProviderArgs<R> & { refundId: string }): Promise<ProviderRefundState>;
   /**
    * What the provider reports it collected into this collection account in [from, to): its own
    * transaction listing, for the daily reconciliation (docs/reconciliation.md). Every page is read.
@@ -55,6 +55,16 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
    * callback or the reconciler to decide, instead of being ended as failed while the payer pays.
    */
   unansweredStartMayReachPayer: boolean;
+}
+
+export interface ProviderRefundState {
+  /**
+   * pending: not final, ask again later. needs_attention: not final either, and the provider will
+   * not pay it by itself (Paystack's needs-attention: it needs the payer's bank account).
+   */
+  outcome: 'pending' | 'needs_attention' | 'succeeded' | 'failed';
+  /** The provider's own word for it, shown to finance. */
+  providerStatus: string;
 }
 
 export interface ProviderArgs<R extends ProviderRail> {
