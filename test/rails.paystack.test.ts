@@ -4,7 +4,11 @@ import { Writable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/core/logger.ts';
 import { getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
+import { collectionFor } from '../src/payments/rails/collections.ts';
+import { reconcileRailAttempts } from '../src/payments/rails/reconcile.ts';
 import { processRailRefunds } from '../src/payments/rails/refunds.ts';
+import { runSystemTool } from '../src/pipeline/system-runs.ts';
+import { startPaymentAttempt } from '../tools/system/start-payment-attempt.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import type { EventType } from '../src/webhooks/event-types.ts';
 import { paystackFixture } from './fakes/fixtures/paystack/index.ts';
@@ -428,5 +432,27 @@ describe('refunds', () => {
       }
     }
     expect(await refundRow(rf)).toEqual(before);
+  });
+});
+
+describe('unknown is unknown', () => {
+  it('an attempt recorded but never initialized ends abandoned, as Paystack answers its reference unknown', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 900, currency: 'NGN' });
+    const scope = { accountId: w.merchant.accountId, livemode: false };
+    const collection = await collectionFor(w.runtime.db, w.runtime.secretBox, scope, 'paystack');
+    // plainpay stopped between recording the attempt (its reference is already kept) and initializing it.
+    const started = await runSystemTool(
+      w.runtime,
+      startPaymentAttempt,
+      { payment_id: p.id, rail: 'paystack', collection_id: collection!.account.id },
+      scope,
+    );
+    expect((await payment(w.merchant.apiKey, p.id)).status).toBe('processing');
+    w.runtime.clock.advance(31 * 60_000);
+    await reconcileRailAttempts(w.runtime);
+    const [attempt] = await attemptsOf(p.id);
+    expect(attempt).toMatchObject({ id: started.attempt_id, outcome: 'abandoned' });
+    expect(attempt!.failure_reason).toContain('Transaction reference not found (HTTP 400)');
+    expect((await payment(w.merchant.apiKey, p.id)).status).toBe('pending');
   });
 });

@@ -232,7 +232,8 @@ describe('fake Paystack: verify', () => {
     expect(json.data.metadata).toEqual({ order: 7 });
     expect(json.data.customer.email).toBe('ada@example.com');
 
-    const notFound = { status: 404, json: { status: false, message: 'Transaction reference not found' } };
+    const live = paystackFixture('verify.not_found.400_live');
+    const notFound = { status: live.status, json: live.body };
     expect(await api(`/transaction/verify/${encodeURIComponent(reference)}`, { key: OTHER_KEY })).toEqual(notFound);
     expect(await api('/transaction/verify/nope')).toEqual(notFound);
   });

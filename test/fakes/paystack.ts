@@ -25,7 +25,10 @@
  *   customers" the payer is charged the fee on top (`amount` = requested_amount + fees), else `amount` =
  *   requested_amount and the fee comes out of it. The fee itself is the fake's own flat 1.5% of what was asked.
  * - Verify (API transaction#verify, GUIDE verify-payments): the transaction object of the published sample;
- *   statuses abandoned (initialized, not completed), failed, success, reversed (fully refunded).
+ *   statuses abandoned (initialized, not completed), failed, success, reversed (fully refunded). A reference
+ *   the integration does not know (never initialized, or another integration's): OAS lists 404 "Entity not
+ *   found" (fixtures: verify.not_found.404_spec), ERR gives "Transaction reference not found", and integrators
+ *   see the live API answer it with HTTP 400; the fake answers that (fixtures: verify.not_found.400_live).
  * - The hosted page (GUIDE accept-payments): Pay, Decline, Cancel; the payer goes back to callback_url with
  *   `trxref` and `reference`, or to metadata.cancel_action on Cancel (GUIDE metadata#cancel-action).
  * - Events (GUIDE webhooks; fixtures: webhook.charge_success, webhook.refund_*): POSTed to the integration's
@@ -431,7 +434,9 @@ export async function startFakePaystack(options: FakePaystackOptions): Promise<F
 
   function verify(integration: Integration, reference: string) {
     const tx = transactions.get(reference);
-    if (!tx || tx.secretKey !== integration.secretKey) throw new HttpError(404, 'Transaction reference not found');
+    // The spec lists a 404; the live API answers 400 with the catalogue's message (fixtures:
+    // verify.not_found.400_live): the fake answers what live answers.
+    if (!tx || tx.secretKey !== integration.secretKey) throw new HttpError(400, 'Transaction reference not found');
     const data = {
       ...chargeData(tx),
       ...{ receipt_number: null, plan: null, split: {}, order_id: null, paidAt: tx.paid_at, createdAt: tx.created_at },

@@ -7,7 +7,7 @@ import { isAppError } from '../../core/errors.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import type { PaymentRow } from '../../db/database.ts';
-import { CurrencyRefusedError } from './rail.ts';
+import { CurrencyRefusedError, RailUnavailableError } from './rail.ts';
 import { paystackAmounts, paystackReference, paystackRail, paystackSignatureValid } from './paystack.ts';
 
 const KEY = 'sk_test_0123456789abcdef';
@@ -122,5 +122,24 @@ describe("Paystack's refusal of a currency the integration has not enabled", () 
     );
     expect(error).toBeInstanceOf(CurrencyRefusedError);
     expect(error).toMatchObject({ currency: 'GHS', providerStatus: 400, refused: true });
+  });
+});
+
+describe('verify of a reference Paystack does not know', () => {
+  it.each(['verify.not_found.404_spec', 'verify.not_found.400_live'])(
+    'reads %s as never initialized: abandoned, so nothing was paid on it',
+    async (fixture) => {
+      const verdict = await answeredBy(fixture, (runtime, attempt) =>
+        paystackRail.verify({ runtime, credentials: { secret_key: KEY }, attempt }),
+      );
+      expect(verdict).toMatchObject({ outcome: 'abandoned', detail: expect.stringContaining('does not know') });
+    },
+  );
+
+  it('reads any other refusal as Paystack not answering: unknown, never "not paid"', async () => {
+    const error = await answeredBy('currency_not_supported.400', (runtime, attempt) =>
+      paystackRail.verify({ runtime, credentials: { secret_key: KEY }, attempt }).catch((e: unknown) => e),
+    );
+    expect(error).toBeInstanceOf(RailUnavailableError);
   });
 });

@@ -117,8 +117,15 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
       { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
       runtime.config.rails.timeoutMs,
     );
-    // Never initialized (the call before it failed): nothing can have been paid on it.
-    if (status === 404) return { outcome: 'abandoned', detail: `Paystack: ${messageOf(body, status)}` };
+    // Never initialized (plainpay stopped between recording the attempt and initializing it):
+    // nothing can have been paid on it. Paystack's spec says 404 ("Entity not found"); the live API
+    // answers 400 "Transaction reference not found", as integrators report.
+    if (
+      status === 404 ||
+      (status === 400 && body?.status === false && body.message === 'Transaction reference not found')
+    ) {
+      return { outcome: 'abandoned', detail: `Paystack does not know this reference: ${messageOf(body, status)}` };
+    }
     if (status !== 200 || body?.status !== true || !body.data || typeof body.data !== 'object') {
       throw new RailUnavailableError('paystack', `Paystack verify failed: ${messageOf(body, status)}`, status);
     }
