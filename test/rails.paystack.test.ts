@@ -33,12 +33,19 @@ const NIGERIA_KEY = 'sk_test_1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b';
 const METRICS_TOKEN = 'paystack-metrics-token-0123456789abcdef';
 
 type Fault =
+  /** Not forwarded: Paystack is down (503). */
+  | 'unavailable'
+  /** Forwarded, Paystack acts, and its answer is replaced by a gateway's 502. */
+  | 'answer_5xx_after'
   /** Forwarded, Paystack acts, and the connection drops before its answer. */
-  'lose_answer';
+  | 'lose_answer';
 const faults: Array<{ method: string; path: RegExp; fault: Fault; times: number }> = [];
 /** Arms a fault on the next `times` requests that match. */
 function arm(method: string, path: RegExp, fault: Fault, times = 1): void {
   faults.push({ method, path, fault, times });
+}
+function disarm(): void {
+  faults.length = 0;
 }
 
 async function proxyTo(fakeUrl: string): Promise<string> {
@@ -48,7 +55,15 @@ async function proxyTo(fakeUrl: string): Promise<string> {
     req.on('end', async () => {
       const armed = faults.find((f) => f.times > 0 && f.method === req.method && f.path.test(req.url ?? ''));
       if (armed) armed.times -= 1;
+      if (armed?.fault === 'unavailable') {
+        res.writeHead(503, { 'content-type': 'text/html' }).end('<html>503 Service Unavailable</html>');
+        return;
+      }
       const answer = await forward(fakeUrl, req, Buffer.concat(chunks));
+      if (armed?.fault === 'answer_5xx_after') {
+        res.writeHead(502, { 'content-type': 'text/html' }).end('<html>502 Bad Gateway</html>');
+        return;
+      }
       if (armed?.fault === 'lose_answer') {
         req.socket.destroy();
         return;
@@ -268,6 +283,17 @@ describe('refunds', () => {
     await processRailRefunds(w.runtime);
   }
 
+  /** Where the other systems on the integration take their events: a receiver that answers 200. */
+  async function otherSystemsHooks(): Promise<string> {
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200).end());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    afterFile(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+  }
+
   /** Refunds other systems sharing the operator's integration make, straight at Paystack. */
   async function otherSystemsRefund(count: number): Promise<void> {
     const call = async (path: string, body: unknown) =>
@@ -279,7 +305,7 @@ describe('refunds', () => {
         })
       ).json()) as { data: { reference: string } };
     // Their events go to their own systems, not to plainpay.
-    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/elsewhere');
+    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, await otherSystemsHooks());
     try {
       for (let i = 0; i < count; i += 1) {
         const { data } = await call('/transaction/initialize', { email: 'someone@example.com', amount: 5000 });
@@ -454,5 +480,168 @@ describe('unknown is unknown', () => {
     expect(attempt).toMatchObject({ id: started.attempt_id, outcome: 'abandoned' });
     expect(attempt!.failure_reason).toContain('Transaction reference not found (HTTP 400)');
     expect((await payment(w.merchant.apiKey, p.id)).status).toBe('pending');
+  });
+
+  /** Paystack's charge.success deliveries for a transaction: [try, HTTP status]. */
+  const chargeDeliveries = (reference: string) =>
+    w.paystack.deliveries
+      .filter((d) => d.event === 'charge.success' && JSON.parse(d.body).data.reference === reference)
+      .map((d) => [d.attempt, d.status]);
+
+  it('initialize answered 5xx after Paystack acted: the attempt ends, the payer pays again, exactly one paid payment', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 4100, currency: 'NGN' });
+    // Paystack creates the transaction; a gateway in front of it answers 502.
+    arm('POST', /^\/transaction\/initialize$/, 'answer_5xx_after');
+    const first = await form(p.id, { rail: 'paystack', email: 'ada@example.com' });
+    expect(first.statusCode).toBe(503);
+    expect(first.body).toContain(
+      'Paystack could not start the payment (HTTP 502). No money was taken: please try again.',
+    );
+    expect(first.body).not.toContain('refused');
+    const [failed] = await attemptsOf(p.id);
+    expect(failed).toMatchObject({ outcome: 'failed', payer_url: null });
+    // The transaction exists at Paystack, but its page never reached the payer: nobody can pay it.
+    expect(w.paystack.transactions.get(failed!.provider_reference!)?.status).toBe('abandoned');
+    expect((await payment(w.merchant.apiKey, p.id)).status).toBe('pending');
+
+    // The payer tries again: a new attempt, a new reference, and this one is paid.
+    const reference = await startPaystack(p.id);
+    expect(reference).not.toBe(failed!.provider_reference);
+    await w.paystack.complete(reference, 'success');
+    w.runtime.clock.advance(31 * 60_000);
+    await reconcileRailAttempts(w.runtime);
+    expect((await payment(w.merchant.apiKey, p.id)).status).toBe('paid');
+    expect((await attemptsOf(p.id)).map((a) => [a.outcome, a.late])).toEqual([
+      ['failed', false],
+      ['succeeded', false],
+    ]);
+    expect(await eventsOf(p.id, 'payment.paid')).toHaveLength(1);
+    const attemptIds = (await attemptsOf(p.id)).map((a) => a.id);
+    expect(w.paystack.refunds.filter((r) => attemptIds.includes(r.merchant_note ?? ''))).toEqual([]);
+    expect(w.paystack.transactions.get(failed!.provider_reference!)?.status).toBe('abandoned');
+  });
+
+  it('a Paystack event arriving during a verify outage is paid once when verify recovers, without a resend', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 7300, currency: 'NGN' });
+    const reference = await startPaystack(p.id);
+    const [attempt] = await attemptsOf(p.id);
+    arm('GET', /^\/transaction\/verify\//, 'unavailable', Number.POSITIVE_INFINITY);
+    try {
+      await w.paystack.complete(reference, 'success');
+      // plainpay kept the signed event and said so: Paystack has nothing to send again.
+      expect(chargeDeliveries(reference)).toEqual([[1, 200]]);
+      expect((await payment(w.merchant.apiKey, p.id)).status).toBe('processing');
+      w.runtime.clock.advance(31_000);
+      await reconcileRailAttempts(w.runtime);
+      expect((await payment(w.merchant.apiKey, p.id)).status).toBe('processing');
+    } finally {
+      disarm();
+    }
+    // Verify is back: plainpay asks it again itself, and pays.
+    w.runtime.clock.advance(31_000);
+    await reconcileRailAttempts(w.runtime);
+    expect((await payment(w.merchant.apiKey, p.id)).status).toBe('paid');
+    expect(await eventsOf(p.id, 'payment.paid')).toHaveLength(1);
+    expect((await attemptsOf(p.id))[0]).toMatchObject({ outcome: 'succeeded', unconfirmed_event_at: null });
+    // Nothing false in the log: the event did arrive.
+    expect(logged.filter((l) => l.attemptId === attempt!.id && /webhook URL/.test(l.msg))).toEqual([]);
+    // Hours later Paystack has sent nothing again, and the payment is still paid once.
+    w.runtime.clock.advance(2 * 60 * 60_000);
+    await w.paystack.deliverDueWebhooks();
+    await reconcileRailAttempts(w.runtime);
+    expect(chargeDeliveries(reference)).toEqual([[1, 200]]);
+    expect(await eventsOf(p.id, 'payment.paid')).toHaveLength(1);
+  });
+
+  it('a late success whose event arrives during a verify outage is recorded once when verify recovers, and refunded', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 4400, currency: 'NGN' });
+    const reference = await startPaystack(p.id);
+    const [attempt] = await attemptsOf(p.id);
+    // The payer leaves Paystack's page: back on the checkout, the attempt ends and the payment is payable.
+    const back = await w.paystack.complete(reference, 'abandon');
+    await w.checkout.inject({ method: 'GET', url: back.replace(w.checkoutUrl, '') });
+    expect((await attemptsOf(p.id))[0]).toMatchObject({ outcome: 'abandoned' });
+    arm('GET', /^\/transaction\/verify\//, 'unavailable', Number.POSITIVE_INFINITY);
+    try {
+      // The payer goes back to the still-open Paystack page and pays, while verify is failing.
+      await w.paystack.complete(reference, 'success');
+      expect(chargeDeliveries(reference)).toEqual([[1, 200]]);
+      w.runtime.clock.advance(31_000);
+      await reconcileRailAttempts(w.runtime);
+      expect((await attemptsOf(p.id))[0]).toMatchObject({ outcome: 'abandoned' });
+    } finally {
+      disarm();
+    }
+    w.runtime.clock.advance(31_000);
+    await reconcileRailAttempts(w.runtime);
+    expect((await attemptsOf(p.id))[0]).toMatchObject({
+      outcome: 'succeeded',
+      late: true,
+      refund_status: 'refunded',
+      unconfirmed_event_at: null,
+    });
+    expect((await payment(w.merchant.apiKey, p.id)).status).toBe('pending');
+    w.runtime.clock.advance(31_000);
+    await reconcileRailAttempts(w.runtime);
+    expect(await eventsOf(p.id, 'payment.late_success')).toHaveLength(1);
+    expect(await eventsOf(p.id, 'payment.paid')).toHaveLength(0);
+    expect(w.paystack.refunds.filter((r) => r.merchant_note === attempt!.id)).toHaveLength(1);
+    expect(chargeDeliveries(reference)).toEqual([[1, 200]]);
+  });
+
+  it('a success verify reports with no signed event is not credited, and the alert says exactly that', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 5100, currency: 'NGN' });
+    const reference = await startPaystack(p.id);
+    const [attempt] = await attemptsOf(p.id);
+    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/nowhere');
+    try {
+      await w.paystack.complete(reference, 'success');
+    } finally {
+      w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${w.apiUrl}/hooks/paystack`);
+    }
+    w.runtime.clock.advance(31_000);
+    await reconcileRailAttempts(w.runtime);
+    expect((await payment(w.merchant.apiKey, p.id)).status).toBe('processing');
+    expect(logged).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        attemptId: attempt!.id,
+        msg: expect.stringContaining('no signed charge.success for it has reached plainpay, so it is not credited'),
+      }),
+    );
+    // Paystack's retry of the event, an hour later in test mode, is what pays it.
+    w.runtime.clock.advance(60 * 60_000);
+    await w.paystack.deliverDueWebhooks();
+    expect(chargeDeliveries(reference)).toEqual([
+      [1, 'error'],
+      [2, 200],
+    ]);
+    expect((await payment(w.merchant.apiKey, p.id)).status).toBe('paid');
+  });
+
+  it("Paystack's published charge.success sample pays, once verify confirms it", async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 100, currency: 'NGN' });
+    const reference = await startPaystack(p.id);
+    w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, 'http://127.0.0.1:9/nowhere');
+    try {
+      await w.paystack.complete(reference, 'success');
+    } finally {
+      w.paystack.setWebhookUrl(PAYSTACK_TEST_KEY, `${w.apiUrl}/hooks/paystack`);
+    }
+    // The sample as published (a 2016 event: metadata 0, fees null, no requested_amount), naming this transaction.
+    const sample = paystackFixture('webhook.charge_success').body;
+    expect(sample.data).toMatchObject({ amount: 10000, currency: 'NGN' });
+    const body = JSON.stringify({ ...sample, data: { ...sample.data, reference } });
+    const res = await w.api.inject({
+      method: 'POST',
+      url: '/hooks/paystack',
+      headers: {
+        'content-type': 'application/json',
+        'x-paystack-signature': paystackSignature(PAYSTACK_TEST_KEY, body),
+      },
+      payload: body,
+    });
+    expect(res.json()).toEqual({ received: true });
+    expect((await payment(w.merchant.apiKey, p.id)).status).toBe('paid');
   });
 });

@@ -146,6 +146,11 @@ export interface PaymentAttemptsTable {
    * to the customer); null when none was reported. Never the merchant's (migrations/024).
    */
   payer_fee_minor: bigint | null;
+  /**
+   * When a signed success event arrived that the provider's API has not confirmed yet: the
+   * reconciler re-verifies the attempt until it does, ended or not (migrations/024).
+   */
+  unconfirmed_event_at: NullableTimestamp;
   late: Generated<boolean>;
   refund_status: 'due' | 'refunded' | 'manual' | null;
   checked_at: NullableTimestamp;

@@ -67,6 +67,7 @@ type RecordOutput = z.output<typeof recordOutput>;
  *   `payment.late_success`, and returned to the payer (docs/rails.md, "Late successes").
  * - Anything else ends the attempt; the payment is payable again (processing → pending).
  * - An attempt that has already ended does not change again: the same event twice pays once.
+ * - A success recorded (paid, late or flagged) is no longer a signed event awaiting confirmation.
  *
  * Without attempt_id the attempt is synchronous (the sandbox rail): recorded and applied at once.
  */
@@ -127,6 +128,7 @@ export const recordPaymentAttempt = defineTool({
           refund_status: input.rail === 'paystack' ? 'due' : 'manual',
           provider_receipt: input.confirmed?.receipt ?? null,
           payer_fee_minor: payerFee,
+          unconfirmed_event_at: null,
           checked_at: null,
         })
         .where('id', '=', attempt.id)
@@ -139,7 +141,13 @@ export const recordPaymentAttempt = defineTool({
     if (!ended && payment.status === 'processing') {
       await db
         .updateTable('payment_attempts')
-        .set({ outcome: 'succeeded', provider_receipt: receipt, payer_fee_minor: payerFee, completed_at: now })
+        .set({
+          outcome: 'succeeded',
+          provider_receipt: receipt,
+          payer_fee_minor: payerFee,
+          unconfirmed_event_at: null,
+          completed_at: now,
+        })
         .where('id', '=', attempt.id)
         .execute();
       const paid = await transitionPayment(db, payment.id, 'processing', 'paid', { paid_at: now }, now);
@@ -156,6 +164,7 @@ export const recordPaymentAttempt = defineTool({
         late: true,
         provider_receipt: receipt,
         payer_fee_minor: payerFee,
+        unconfirmed_event_at: null,
         refund_status: input.rail === 'paystack' ? 'due' : 'manual',
         // Due at the reconciler's next pass, not a recheck interval after the last verification.
         checked_at: null,

@@ -2,7 +2,12 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { AppError } from '../../core/errors.ts';
 import type { Runtime } from '../../runtime.ts';
-import { checkAttempt, collectionOfAttempt, recordRailEvent } from '../../payments/rails/attempts.ts';
+import {
+  checkAttempt,
+  collectionOfAttempt,
+  keepSignedSuccess,
+  recordRailEvent,
+} from '../../payments/rails/attempts.ts';
 import { sha256Hex } from '../../core/sha256.ts';
 import { paystackSignatureValid } from '../../payments/rails/paystack.ts';
 import type { ProviderVerdict } from '../../payments/rails/rail.ts';
@@ -24,7 +29,7 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-    app.post('/hooks/paystack', async (request, reply) => {
+    app.post('/hooks/paystack', async (request) => {
       const raw = typeof request.body === 'string' ? request.body : '';
       const now = () => runtime.clock.now();
       const event = parseJson(raw) as { event?: unknown; data?: Record<string, unknown> } | undefined;
@@ -118,9 +123,10 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
         attempt,
         'callback',
         'received',
-        'charge.success, signature valid',
+        'charge.success, signature valid: kept until verify confirms it',
         now(),
       );
+      await keepSignedSuccess(runtime.db, attempt.id, now());
       // The event's own figures must agree with verify's: a signed event that disagrees flags the
       // attempt. Both report in `amount` what the payer was charged, any fee passed to them included.
       const claimed = {
@@ -128,21 +134,14 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
         currency: String(event.data?.currency ?? ''),
         reference,
       };
-      const verdict = await checkAttempt(runtime, attempt, {
+      await checkAttempt(runtime, attempt, {
         trigger: 'callback',
         mayPay: true,
         abandonIsFinal: false,
         overlay: (v) => disagreeing(v, claimed),
       });
-      if (!verdict || verdict.outcome === 'pending' || verdict.outcome === 'abandoned') {
-        // Not confirmed yet (verify unreachable, or still "ongoing"): Paystack sends it again, and
-        // the reconciler pays once verify agrees, since this signed event was received.
-        return reply
-          .code(503)
-          .send(
-            new AppError('unavailable', 'Paystack has not confirmed this charge yet; send the event again.').toBody(),
-          );
-      }
+      // Confirmed, or kept: if verify did not answer or does not show the charge yet, the reconciler
+      // asks it again until it does (ended attempt or not), so Paystack need not send it again.
       return { received: true };
     });
 

@@ -271,6 +271,22 @@ export async function checkAttempt(
   return verdict;
 }
 
+/**
+ * A signed success event arrived for this attempt (Paystack's charge.success): kept, from its first
+ * arrival, until a success is recorded (record_payment_attempt clears it). Until then the reconciler
+ * re-verifies the attempt itself and may pay it, ended or not: an event that came while verify was
+ * failing is paid once verify recovers, without Paystack sending it again.
+ */
+export async function keepSignedSuccess(db: Db, attemptId: string, at: Date): Promise<void> {
+  await db
+    .updateTable('payment_attempts')
+    .set({ unconfirmed_event_at: at })
+    .where('id', '=', attemptId)
+    .where('unconfirmed_event_at', 'is', null)
+    .where('outcome', 'not in', ['succeeded', 'flagged'])
+    .execute();
+}
+
 /** The collection account an attempt's money went to: its provider calls use that integration's credentials. */
 export async function collectionOfAttempt<R extends ProviderRail>(
   runtime: Runtime,

@@ -100,9 +100,13 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
           status,
         );
       }
+      // A refusal said no; anything else (a 5xx, an answer that does not parse) may have created the
+      // transaction, but the payer never got its authorization_url, so cannot pay it.
       throw new RailUnavailableError(
         'paystack',
-        `Paystack refused to start the payment: ${messageOf(body, status)}`,
+        status >= 400 && status < 500 && body?.status === false
+          ? `Paystack refused to start the payment: ${messageOf(body, status)}`
+          : `Paystack could not start the payment (${messageOf(body, status)}). No money was taken: please try again.`,
         status,
       );
     }
