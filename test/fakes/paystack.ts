@@ -17,8 +17,8 @@
  *   (400 "Duplicate Transaction Reference"), metadata a "Stringified JSON object" (stored parsed), each message
  *   from ERR. The answer is the published sample's shape (fixtures: transaction_initialize.200).
  * - Currencies are enabled per integration (ERR "Currency not supported by merchant": "not enabled for this
- *   integration"; Paystack's currencies by country: Nigeria NGN and USD, Ghana GHS, Kenya KES and USD, South Africa
- *   ZAR): initialize in any other answers API #supported-currency's body (fixtures: currency_not_supported.400)
+ *   integration"; Paystack's currencies by country, PaystackOSS/paystack-mcp-server src/data/paystack-skill.md:
+ *   Nigeria NGN and USD, Ghana GHS, Kenya KES and USD, South Africa ZAR): initialize in any other answers API #supported-currency's body (fixtures: currency_not_supported.400)
  *   with HTTP 400, which Paystack does not publish and integrators report. No currency: the integration's first.
  * - Fees (GUIDE verify-payments sample, fixtures: verify.success_customer_bears_fees.200: amount 40333 =
  *   requested_amount 30050 + fees 10283): `requested_amount` is what was initialized; with "pass fees to
@@ -54,8 +54,9 @@
  *   processing with the published answer (fixtures: refund_retry.200) and refund.processing.
  * - Time is the clock the fake is given (default real time), for timestamps, from/to and retries.
  * Deliberately simpler than Paystack: references are unique across all integrations (Paystack: per
- * integration); no request timeouts and no endpoints beyond these. Messages not in ERR (marked "fake's own")
- * are this fake's wording.
+ * integration); an event is sent before the call that caused it answers (Paystack sends it a little later);
+ * no request timeouts and no endpoints beyond these. Messages not in ERR (marked "fake's own") are this
+ * fake's wording.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
