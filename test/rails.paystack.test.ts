@@ -644,4 +644,46 @@ describe('unknown is unknown', () => {
     expect(res.json()).toEqual({ received: true });
     expect((await payment(w.merchant.apiKey, p.id)).status).toBe('paid');
   });
+
+  // Last in the file: it moves the clock three days on.
+  it('an ended attempt whose signed event verify never confirms is given up after 72 hours, with an error saying so', async () => {
+    const p = await createPayment(w.api, w.merchant.apiKey, { amount: 3900, currency: 'NGN' });
+    const reference = await startPaystack(p.id);
+    const [attempt] = await attemptsOf(p.id);
+    const back = await w.paystack.complete(reference, 'abandon');
+    await w.checkout.inject({ method: 'GET', url: back.replace(w.checkoutUrl, '') });
+    arm('GET', /^\/transaction\/verify\//, 'unavailable', Number.POSITIVE_INFINITY);
+    try {
+      await w.paystack.complete(reference, 'success');
+      w.runtime.clock.advance(71 * 60 * 60_000);
+      await reconcileRailAttempts(w.runtime);
+      expect((await attemptsOf(p.id))[0]!.unconfirmed_event_at).not.toBeNull();
+      w.runtime.clock.advance(2 * 60 * 60_000);
+      await reconcileRailAttempts(w.runtime);
+    } finally {
+      disarm();
+    }
+    expect((await attemptsOf(p.id))[0]).toMatchObject({ outcome: 'abandoned', unconfirmed_event_at: null });
+    expect(logged).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        attemptId: attempt!.id,
+        msg: expect.stringContaining('verify has not confirmed it since: no longer asked'),
+      }),
+    );
+    // No longer asked: verify, back, is not called for it again.
+    const verifications = async () =>
+      (
+        await w.runtime.db
+          .selectFrom('rail_events')
+          .select('id')
+          .where('attempt_id', '=', attempt!.id)
+          .where('kind', '=', 'verification')
+          .execute()
+      ).length;
+    const before = await verifications();
+    w.runtime.clock.advance(31_000);
+    await reconcileRailAttempts(w.runtime);
+    expect(await verifications()).toBe(before);
+  });
 });
