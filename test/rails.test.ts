@@ -240,7 +240,7 @@ describe('Paystack', () => {
     expect((await attemptsOf(p2.id))[0]!.refund_status).toBe('refunded');
   });
 
-  it('a signed event verify does not confirm yet is answered 503, and paid once verify agrees', async () => {
+  it('a signed event verify does not confirm yet is kept, and paid once verify agrees', async () => {
     const p = await createPayment(w.api, w.merchant.apiKey, { amount: 6100, currency: 'NGN' });
     const reference = await startPaystack(p.id);
     // The event as Paystack signs it, arriving before verify reports the charge (Paystack's side lags).
@@ -251,7 +251,7 @@ describe('Paystack', () => {
       headers: { 'content-type': 'application/json', 'x-paystack-signature': early.signature },
       payload: early.body,
     });
-    expect(res.statusCode).toBe(503);
+    expect(res.statusCode).toBe(200);
     expect((await payment(p.id)).status).toBe('processing');
 
     // Paystack completes the charge; its retry of the event is lost, the reconciler's verify now agrees.
@@ -604,6 +604,9 @@ describe('refunds go back through the rail the payer paid on', () => {
     const sent = w.paystack.refunds.filter((r) => r.merchant_note === rf);
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatchObject({ amount: 100000, transaction: reference });
+    // Queued at Paystack: still pending here, until Paystack reports it processed.
+    expect(await refundRow(rf)).toMatchObject({ status: 'pending', provider_reference: String(sent[0]!.id) });
+    await paystackProcesses(rf);
     expect(await refundRow(rf)).toMatchObject({ status: 'succeeded', provider_reference: String(sent[0]!.id) });
 
     // A send whose answer was lost: the next pass finds it by its note and never sends it again.
@@ -611,13 +614,21 @@ describe('refunds go back through the rail the payer paid on', () => {
     await processRailRefunds(w.runtime);
     await w.runtime.db
       .updateTable('refunds')
-      .set({ status: 'pending', provider_reference: null, checked_at: null })
+      .set({ provider_reference: null, checked_at: null })
       .where('id', '=', second)
       .execute();
-    await processRailRefunds(w.runtime);
+    await paystackProcesses(second);
     expect(w.paystack.refunds.filter((r) => r.merchant_note === second)).toHaveLength(1);
     expect((await refundRow(second)).status).toBe('succeeded');
   });
+
+  /** Paystack's processor pays the refund plainpay sent; plainpay's next pass reads it processed. */
+  async function paystackProcesses(rf: string) {
+    const [sent] = w.paystack.refunds.filter((r) => r.merchant_note === rf);
+    await w.paystack.setRefundStatus(sent!.id, 'processed');
+    await w.runtime.db.updateTable('refunds').set({ checked_at: null }).where('id', '=', rf).execute();
+    await processRailRefunds(w.runtime);
+  }
 
   it('a refund Paystack fails is undone: the balance, the payment and refund.failed say so', async () => {
     const { id } = await settledPaystackPayment(5000);
@@ -641,10 +652,12 @@ describe('refunds go back through the rail the payer paid on', () => {
     const b = (await refund(id, {})).json().id as string;
     expect((await sendThenBankSays(a, 'failed')).status).toBe('failed');
     await processRailRefunds(w.runtime);
+    await paystackProcesses(b);
     expect((await refundRow(b)).status).toBe('succeeded');
     const again = (await refund(id, {})).json();
     expect(again.amount).toBe(2000.01);
     await processRailRefunds(w.runtime);
+    await paystackProcesses(again.id);
     expect((await refundRow(again.id)).status).toBe('succeeded');
     const settled = await w.runtime.db
       .selectFrom('payments')
@@ -670,7 +683,7 @@ describe('refunds go back through the rail the payer paid on', () => {
    */
   async function sendThenBankSays(rf: string, status: 'failed' | 'processed') {
     const sentId = await sendOnly(rf);
-    w.paystack.setRefundStatus(Number(sentId), status);
+    await w.paystack.setRefundStatus(Number(sentId), status);
     await w.runtime.db.updateTable('refunds').set({ checked_at: null }).where('id', '=', rf).execute();
     await processRailRefunds(w.runtime);
     expect(w.paystack.refunds.filter((r) => r.merchant_note === rf)).toHaveLength(1);

@@ -63,6 +63,8 @@ describe('list_refunds', () => {
       status: 'succeeded',
       rail: 'sandbox',
       failure_reason: null,
+      provider_status: null,
+      action_required: null,
       amount: 10,
       currency: 'USD',
       reason: null,

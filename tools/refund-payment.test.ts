@@ -91,6 +91,8 @@ describe('refund_payment', () => {
       status: 'succeeded',
       rail: 'sandbox',
       failure_reason: null,
+      provider_status: null,
+      action_required: null,
       amount: 25,
       currency: 'USD',
       reason: 'one mug broke',

@@ -94,6 +94,12 @@ function stateSection(view: CheckoutView, options: CheckoutPageOptions): SafeHtm
     case 'payable':
       return html`${timeLeft(view)}
 ${options.attemptNotice && html`<p class="notice bad" role="alert">${options.attemptNotice}</p>`}
+${
+  // A refusal of a rail no longer offered (Paystack does not take this currency here): said above the others.
+  options.formError &&
+  !(view.rails as readonly string[]).includes(options.formError.rail) &&
+  html`<p class="notice bad" role="alert">${options.formError.message}</p>`
+}
 ${view.rails.map((rail) => railForm(view, rail, options.formError))}
 ${
   view.sandbox &&

@@ -154,6 +154,16 @@ export interface PaymentAttemptsTable {
   callback_token_hash: string | null;
   /** The collection account the payer paid into (provider rails; null for the sandbox). */
   collection_id: string | null;
+  /**
+   * What the payer paid on top of what was asked, which the provider kept (Paystack's fees passed
+   * to the customer); null when none was reported. Never the merchant's (migrations/024).
+   */
+  payer_fee_minor: bigint | null;
+  /**
+   * When a signed success event arrived that the provider's API has not confirmed yet: the
+   * reconciler re-verifies the attempt until it does, ended or not (migrations/024).
+   */
+  unconfirmed_event_at: NullableTimestamp;
   late: Generated<boolean>;
   refund_status: 'due' | 'refunded' | 'manual' | null;
   checked_at: NullableTimestamp;

@@ -118,6 +118,35 @@ export function recordRailAlert(rail: string, reason: RailAlertReason): void {
   railAlertsTotal.inc({ rail, reason });
 }
 
+// Payer rails (src/payments/rails): what a provider refused for good, for the operator to act on.
+// Counted by the process that met it (the checkout host for a payer's start).
+const railCurrencyRefusals = new Counter({
+  name: 'plainpay_rail_currency_refusals_total',
+  help: "Payer attempts a provider refused because the collection account's integration does not take the payment's currency, by rail; the rail is no longer offered in that currency on that collection account (the error log names both).",
+  labelNames: ['rail'] as const,
+  registers: [],
+});
+for (const rail of ['paystack', 'mpesa']) railCurrencyRefusals.inc({ rail }, 0);
+
+/** A provider refused a currency for a collection account (src/payments/rails/attempts.ts). */
+export function recordRailCurrencyRefused(rail: string): void {
+  railCurrencyRefusals.inc({ rail });
+}
+
+// Counted by the payer-rails worker that read it.
+const railRefundsNeedingAttention = new Counter({
+  name: 'plainpay_rail_refunds_needing_attention_total',
+  help: "Rail refunds the provider will not pay by itself (Paystack's needs-attention: it needs the payer's bank account), by rail, counted once as each enters that state; the refund stays pending, its amount held, until it is retried with the payer's bank account.",
+  labelNames: ['rail'] as const,
+  registers: [],
+});
+for (const rail of ['paystack', 'mpesa']) railRefundsNeedingAttention.inc({ rail }, 0);
+
+/** A rail refund entered the provider's needs-attention (src/payments/rails/refunds.ts). */
+export function recordRailRefundNeedsAttention(rail: string): void {
+  railRefundsNeedingAttention.inc({ rail });
+}
+
 let processRegistry: Registry | undefined;
 
 /** Made on first use: the default metrics start an event-loop monitor and a GC observer, once. */
@@ -131,6 +160,8 @@ function processMetrics(): Registry {
       processRegistry.registerMetric(metric);
     }
     processRegistry.registerMetric(railAlertsTotal);
+    processRegistry.registerMetric(railCurrencyRefusals);
+    processRegistry.registerMetric(railRefundsNeedingAttention);
     processRegistry.registerMetric(rateLimitDegraded);
     processRegistry.registerMetric(rateLimitFallbackDecisions);
   }

@@ -74,6 +74,18 @@ export const refundOutput = z
       ),
     rail: z.string().describe('The rail the payment was paid on, which pays the refund: sandbox or paystack.'),
     failure_reason: z.string().nullable(),
+    provider_status: z
+      .string()
+      .nullable()
+      .describe(
+        "Where the rail's provider says the refund stands (Paystack: pending, processing, needs-attention, processed, failed); null before the provider has it, and on the sandbox.",
+      ),
+    action_required: z
+      .string()
+      .nullable()
+      .describe(
+        "What must be done for a refund the provider will not pay by itself (Paystack's needs-attention: it needs the payer's bank account), and how; null otherwise.",
+      ),
     amount: z.number().describe("Refunded to the payer, in the payment's currency."),
     currency: z.string(),
     reason: z.string().nullable(),
@@ -99,6 +111,8 @@ export function presentRefund(row: RefundRow, payment: PaymentRow): z.output<typ
     status: row.status,
     rail: row.rail,
     failure_reason: row.failure_reason,
+    provider_status: row.provider_status,
+    action_required: refundActionRequired(row),
     amount: minorToNumber(row.amount_minor, currency),
     currency: row.currency,
     reason: row.reason,
@@ -111,4 +125,18 @@ export function presentRefund(row: RefundRow, payment: PaymentRow): z.output<typ
     payment_amount_refunded: minorToNumber(payment.refunded_minor, currency),
     created: row.created_at.toISOString(),
   };
+}
+
+/**
+ * What finance must do about a pending refund the provider will not pay by itself, in words; null
+ * when there is nothing to do. Paystack's needs-attention: it cannot send the refund back to the
+ * payment instrument, and pays it once retried with the payer's bank account (Retry Refund,
+ * https://paystack.com/docs/api/refund/#retry). The integration is the operator's, so the operator
+ * retries it with the details the merchant collects.
+ */
+export function refundActionRequired(
+  row: Pick<RefundRow, 'status' | 'rail' | 'provider_status' | 'provider_reference'>,
+): string | null {
+  if (row.status !== 'pending' || row.rail !== 'paystack' || row.provider_status !== 'needs-attention') return null;
+  return `Paystack cannot send this refund back to the payer's card or account: it needs the payer's bank account. Ask the payer for their account number and bank, and give them to the operator of this plainpay instance with Paystack refund ${row.provider_reference}. The operator retries it on Paystack with those details (POST /refund/retry_with_customer_details/${row.provider_reference}, refund_account_details: currency, account_number, bank_id). Until Paystack pays it the refund stays pending and its amount stays taken from the balance.`;
 }

@@ -35,7 +35,9 @@ describe.skipIf(skip)('Paystack and M-Pesa on the checkout page, in a browser', 
   const shots = artifactsDir('rails');
 
   beforeAll(async () => {
-    paystack = await startFakePaystack({ integrations: [{ secretKey: PAYSTACK_TEST_KEY }] });
+    paystack = await startFakePaystack({
+      integrations: [{ secretKey: PAYSTACK_TEST_KEY, currencies: ['NGN', 'GHS', 'KES', 'ZAR'] }],
+    });
     daraja = await startFakeDaraja({
       apps: [
         {

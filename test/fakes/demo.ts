@@ -11,7 +11,14 @@ import { startFakePaystack } from './paystack.ts';
 
 const plainpay = (process.env.PLAINPAY_URL ?? 'http://localhost:3000').replace(/\/$/, '');
 const paystack = await startFakePaystack({
-  integrations: [{ secretKey: PAYSTACK_TEST_KEY, webhookUrl: `${plainpay}/hooks/paystack` }],
+  integrations: [
+    {
+      secretKey: PAYSTACK_TEST_KEY,
+      webhookUrl: `${plainpay}/hooks/paystack`,
+      // Every currency plainpay offers on Paystack, to try them all (a real integration has its country's).
+      currencies: ['NGN', 'GHS', 'KES', 'ZAR'],
+    },
+  ],
 });
 const daraja = await startFakeDaraja({
   apps: [

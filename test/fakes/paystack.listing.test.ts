@@ -20,7 +20,12 @@ const { _source, ...sampleAnswer } = SAMPLE;
 
 let paystack: FakePaystack;
 beforeAll(async () => {
-  paystack = await startFakePaystack({ integrations: [{ secretKey: KEY }, { secretKey: OTHER_KEY }] });
+  paystack = await startFakePaystack({
+    integrations: [
+      { secretKey: KEY, currencies: ['NGN'] },
+      { secretKey: OTHER_KEY, currencies: ['NGN'] },
+    ],
+  });
 });
 afterAll(() => paystack?.close());
 
@@ -158,7 +163,7 @@ describe('fake Paystack: List Transactions', () => {
 
   it('is what the adapter reads: successes within the window, at the asked amount, over several pages', async () => {
     const key = 'sk_test_fake_paystack_listing_many';
-    const many = await startFakePaystack({ integrations: [{ secretKey: key }] });
+    const many = await startFakePaystack({ integrations: [{ secretKey: key, currencies: ['NGN'] }] });
     try {
       const refs: string[] = [];
       const mine = async (amount: number, outcome: 'success' | 'failed') => {

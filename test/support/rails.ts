@@ -8,13 +8,17 @@ import {
 } from '../../src/payments/rails/collections.ts';
 import { buildCheckoutApp } from '../../src/checkout/app.ts';
 import { type FakeDaraja, startFakeDaraja } from '../fakes/daraja.ts';
-import { type FakePaystack, startFakePaystack } from '../fakes/paystack.ts';
+import { type FakePaystack, type FakePaystackIntegration, startFakePaystack } from '../fakes/paystack.ts';
+import { paystackRail } from '../../src/payments/rails/paystack.ts';
 import { afterFile } from './after-file.ts';
 import { testAccount, testApp, testRuntime, type TestAccount, type TestRuntime } from './harness.ts';
 import { freePort } from './server.ts';
 import { MPESA_APP, PAYSTACK_LIVE_KEY, PAYSTACK_MERCHANT_OWN_KEY, PAYSTACK_TEST_KEY } from '../fakes/credentials.ts';
 
 export { MPESA_APP, PAYSTACK_LIVE_KEY, PAYSTACK_MERCHANT_OWN_KEY, PAYSTACK_TEST_KEY } from '../fakes/credentials.ts';
+
+/** The currencies plainpay offers on Paystack. */
+const PAYSTACK_OFFERED = paystackRail.currencies;
 
 export interface RailsWorld {
   runtime: TestRuntime;
@@ -38,6 +42,10 @@ export async function railsWorld(
     merchantName?: string;
     /** What plainpay is given as Daraja's addresses, from the fake's own (a proxy in front of it, say). */
     darajaUrl?: (fakeUrl: string) => Promise<string>;
+    /** Likewise for Paystack's API. */
+    paystackUrl?: (fakeUrl: string) => Promise<string>;
+    /** More Paystack integrations (their webhook URL is plainpay's). */
+    paystackIntegrations?: Array<Omit<FakePaystackIntegration, 'webhookUrl'>>;
     /**
      * PUBLIC_BASE_URL, when it is not the API host's own address (an HTTPS name, as Daraja
      * production requires): the fake Daraja delivers callbacks on it to the API host, as DNS and a
@@ -50,15 +58,22 @@ export async function railsWorld(
     logger?: Logger;
   } = {},
 ): Promise<RailsWorld> {
+  let runtime: TestRuntime | undefined;
   const apiPort = await freePort();
   const checkoutPort = await freePort();
   const apiUrl = `http://127.0.0.1:${apiPort}`;
   const checkoutUrl = `http://127.0.0.1:${checkoutPort}`;
+  // Paystack and plainpay read one clock, as both read real time: a test that moves plainpay's moves Paystack's.
+  const clock = { now: (): Date => runtime?.clock.now() ?? new Date() };
   const paystack = await startFakePaystack({
+    clock,
     integrations: [
-      { secretKey: PAYSTACK_TEST_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
-      { secretKey: PAYSTACK_LIVE_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
-      { secretKey: PAYSTACK_MERCHANT_OWN_KEY, webhookUrl: `${apiUrl}/hooks/paystack` },
+      // Every currency plainpay offers on Paystack, enabled at once (a real integration has its
+      // country's): the tests of one currency refused give an integration of their own.
+      { secretKey: PAYSTACK_TEST_KEY, webhookUrl: `${apiUrl}/hooks/paystack`, currencies: PAYSTACK_OFFERED },
+      { secretKey: PAYSTACK_LIVE_KEY, webhookUrl: `${apiUrl}/hooks/paystack`, currencies: PAYSTACK_OFFERED },
+      { secretKey: PAYSTACK_MERCHANT_OWN_KEY, webhookUrl: `${apiUrl}/hooks/paystack`, currencies: ['NGN'] },
+      ...(options.paystackIntegrations ?? []).map((i) => ({ ...i, webhookUrl: `${apiUrl}/hooks/paystack` })),
     ],
   });
   afterFile(() => paystack.close());
@@ -76,11 +91,12 @@ export async function railsWorld(
   });
   afterFile(() => daraja.close());
   const viaProxy = (url: string) => (options.darajaUrl ? options.darajaUrl(url) : Promise.resolve(url));
-  const runtime = await testRuntime(
+  const paystackUrl = options.paystackUrl ? await options.paystackUrl(paystack.baseUrl) : paystack.baseUrl;
+  runtime = await testRuntime(
     {
       PUBLIC_BASE_URL: options.publicBaseUrl ?? apiUrl,
       CHECKOUT_BASE_URL: checkoutUrl,
-      PAYSTACK_BASE_URL: paystack.baseUrl,
+      PAYSTACK_BASE_URL: paystackUrl,
       PAYSTACK_CHECKOUT_ORIGIN: paystack.checkoutOrigin,
       MPESA_SANDBOX_BASE_URL: await viaProxy(daraja.baseUrl),
       MPESA_PRODUCTION_BASE_URL: await viaProxy(daraja.productionBaseUrl),

@@ -84,6 +84,25 @@ describe('record_payment_attempt', () => {
     expect(await eventTypes(runtime, paymentId)).toEqual(['payment.paid']);
   });
 
+  it('a success with a fee the payer paid on top pays what was asked, and keeps the fee apart on the attempt', async () => {
+    const merchant = await testAccount(runtime);
+    const { paymentId, attemptId, confirmed } = await inFlight(merchant.accountId);
+    const paid = await record(merchant.accountId, {
+      payment_id: paymentId,
+      attempt_id: attemptId,
+      rail: 'paystack',
+      outcome: 'succeeded',
+      confirmed: { ...confirmed, payer_fee_minor: '10283' },
+    });
+    expect(paid).toMatchObject({ result: 'paid', outcome: 'succeeded' });
+    expect(await attempt(attemptId)).toMatchObject({
+      outcome: 'succeeded',
+      payer_fee_minor: 10283n,
+      refund_status: null,
+    });
+    expect(await eventTypes(runtime, paymentId)).toEqual(['payment.paid']);
+  });
+
   it('a success whose confirmed amount differs, or with no confirmation, is flagged: nothing paid, the payer refunded', async () => {
     const merchant = await testAccount(runtime);
     const { paymentId, attemptId, confirmed } = await inFlight(merchant.accountId);

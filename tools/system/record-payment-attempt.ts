@@ -30,7 +30,17 @@ const recordInput = z.strictObject({
   reason: z.string().max(300).optional().describe("The provider's words for a failure, or why the outcome is unknown."),
   confirmed: z
     .strictObject({
-      amount_minor: z.string().regex(/^\d{1,30}$/),
+      amount_minor: z
+        .string()
+        .regex(/^\d{1,30}$/)
+        .describe('What the payer was asked, as the provider reports it.'),
+      payer_fee_minor: z
+        .string()
+        .regex(/^\d{1,30}$/)
+        .optional()
+        .describe(
+          "What the payer paid on top and the provider kept (Paystack's fees passed to the customer): kept on the attempt, never the merchant's.",
+        ),
       currency: z.string().min(2).max(8),
       reference: z.string().min(1).max(100),
       receipt: z.string().max(100).optional(),
@@ -52,7 +62,9 @@ type RecordOutput = z.output<typeof recordOutput>;
  * How a payer's attempt ended, on any rail: the one place a payment becomes paid (docs/rails.md).
  *
  * - A success on a provider rail carries what the provider confirmed (amount, currency, reference);
- *   anything that differs from what the attempt asked flags the attempt and pays nothing.
+ *   anything that differs from what the attempt asked flags the attempt and pays nothing. A fee the
+ *   payer paid on top (Paystack's fees passed to the customer) is no difference: it is kept on the
+ *   attempt as payer_fee_minor, apart, and never credited to the merchant.
  * - A success for an attempt in flight pays the payment (processing → paid, `payment.paid`).
  * - A success the payment can no longer take (its attempt was given up as abandoned or timed out,
  *   and the session expired or was paid another way) is a late success: recorded, announced as
@@ -62,6 +74,7 @@ type RecordOutput = z.output<typeof recordOutput>;
  *   another attempt, until the provider says what happened (docs/rails.md, "Unknown answers").
  * - Anything else ends the attempt; the payment is payable again (processing → pending).
  * - An attempt that has already ended does not change again: the same event twice pays once.
+ * - A success recorded (paid, late or flagged) is no longer a signed event awaiting confirmation.
  *
  * Without attempt_id the attempt is synchronous (the sandbox rail): recorded and applied at once.
  */
@@ -119,6 +132,7 @@ export const recordPaymentAttempt = defineTool({
       return answer('ended', await reopen(), input.outcome);
     }
 
+    const payerFee = input.confirmed?.payer_fee_minor === undefined ? null : BigInt(input.confirmed.payer_fee_minor);
     const mismatch =
       confirmationMismatch(input.confirmed, attempt, input.rail) ??
       (await notOperatorCollected(ctx, attempt.collection_id, input.rail));
@@ -130,6 +144,8 @@ export const recordPaymentAttempt = defineTool({
         .set({
           refund_status: input.rail === 'paystack' ? 'due' : 'manual',
           provider_receipt: input.confirmed?.receipt ?? null,
+          payer_fee_minor: payerFee,
+          unconfirmed_event_at: null,
           checked_at: null,
         })
         .where('id', '=', attempt.id)
@@ -142,7 +158,13 @@ export const recordPaymentAttempt = defineTool({
     if (!ended && payment.status === 'processing') {
       await db
         .updateTable('payment_attempts')
-        .set({ outcome: 'succeeded', provider_receipt: receipt, completed_at: now })
+        .set({
+          outcome: 'succeeded',
+          provider_receipt: receipt,
+          payer_fee_minor: payerFee,
+          unconfirmed_event_at: null,
+          completed_at: now,
+        })
         .where('id', '=', attempt.id)
         .execute();
       const paid = await transitionPayment(db, payment.id, 'processing', 'paid', { paid_at: now }, now);
@@ -158,6 +180,8 @@ export const recordPaymentAttempt = defineTool({
         outcome: 'succeeded',
         late: true,
         provider_receipt: receipt,
+        payer_fee_minor: payerFee,
+        unconfirmed_event_at: null,
         refund_status: input.rail === 'paystack' ? 'due' : 'manual',
         // Due at the reconciler's next pass, not a recheck interval after the last verification.
         checked_at: null,

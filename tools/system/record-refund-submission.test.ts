@@ -91,6 +91,33 @@ describe('record_refund_submission', () => {
     expect(await refundRow(refundId)).toMatchObject({ provider_reference: '3018284', status: 'pending' });
   });
 
+  it("provider_status: keeps the provider's word while the refund is pending, and needs one", async () => {
+    const merchant = await testAccount(runtime);
+    const { refundId } = await pendingPaystackRefund(runtime, merchant.accountId);
+    await expect(submit(merchant.accountId, { refund_id: refundId, step: 'provider_status' })).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+    const balance = ledgerAccount.merchant(merchant.accountId, false, 'USDC');
+    const balanceBefore = await getLedgerBalance(runtime.db, balance);
+    const noted = await submit(merchant.accountId, {
+      refund_id: refundId,
+      step: 'provider_status',
+      provider_status: 'needs-attention',
+    });
+    expect(noted).toEqual({ refund_id: refundId, recorded: true });
+    expect(await refundRow(refundId)).toMatchObject({ provider_status: 'needs-attention', status: 'pending' });
+    expect(await getLedgerBalance(runtime.db, balance)).toBe(balanceBefore);
+    // Once the refund has ended, the provider's word for it no longer changes here.
+    await runtime.db.updateTable('refunds').set({ status: 'succeeded' }).where('id', '=', refundId).execute();
+    const late = await submit(merchant.accountId, {
+      refund_id: refundId,
+      step: 'provider_status',
+      provider_status: 'processing',
+    });
+    expect(late.recorded).toBe(false);
+    expect((await refundRow(refundId)).provider_status).toBe('needs-attention');
+  });
+
   it("another merchant's refund is not touched", async () => {
     const owner = await testAccount(runtime);
     const other = await testAccount(runtime);
@@ -103,6 +130,12 @@ describe('record_refund_submission', () => {
       provider_reference: 'hijack',
     });
     expect(accepted.recorded).toBe(false);
+    const status = await submit(other.accountId, {
+      refund_id: refundId,
+      step: 'provider_status',
+      provider_status: 'failed',
+    });
+    expect(status.recorded).toBe(false);
     // Nor the owner's own refund seen from live mode.
     const live = await runSystemTool(
       runtime,
@@ -111,6 +144,10 @@ describe('record_refund_submission', () => {
       { accountId: owner.accountId, livemode: true },
     );
     expect(live.recorded).toBe(false);
-    expect(await refundRow(refundId)).toMatchObject({ submitted_at: null, provider_reference: null });
+    expect(await refundRow(refundId)).toMatchObject({
+      submitted_at: null,
+      provider_reference: null,
+      provider_status: null,
+    });
   });
 });

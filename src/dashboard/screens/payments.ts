@@ -3,6 +3,8 @@ import { html } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
 import { listPaymentAttempts, listRailEvents } from '../../db/repositories/payment-attempts.ts';
 import { findPayment, listPaymentsPage } from '../../db/repositories/payments.ts';
+import { listPaymentRefunds } from '../../db/repositories/refunds.ts';
+import { refundActionRequired } from '../../refunds/refunds.ts';
 import { formatDisplay } from '../../domain/money.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../../domain/payment-status.ts';
 import { checkoutUrl, currencyOf, presentPayment } from '../../payments/present.ts';
@@ -66,6 +68,7 @@ ${pager('/dashboard/payments', { status, reference, starting_after: startingAfte
     // What finance needs to answer "did this payer pay?": every attempt and every provider message.
     const attempts = await listPaymentAttempts(runtime.db, row.id);
     const railEvents = await listRailEvents(runtime.db, row.id);
+    const refunds = await listPaymentRefunds(runtime.db, session, row.id);
     const body = html`<h1>Payment <code>${p.id}</code></h1>
 <div class="card"><dl class="facts">
 <dt>Status</dt><dd>${badge(p.status)}</dd>
@@ -88,7 +91,7 @@ ${pager('/dashboard/payments', { status, reference, starting_after: startingAfte
 <details><summary>Full record (as the API returns it)</summary>${json(p)}</details></div>
 <h2>Payment attempts</h2>
 ${table(
-  ['Attempt', 'Started', 'Rail', 'Outcome', 'Payer', 'Provider reference', 'Receipt', 'Why', 'Refund'],
+  ['Attempt', 'Started', 'Rail', 'Outcome', 'Payer', 'Provider reference', 'Receipt', "Payer's fee", 'Why', 'Refund'],
   attempts.map(
     (a) => html`<tr data-attempt-id="${a.id}">
 <td><code>${a.id}</code></td>
@@ -98,12 +101,31 @@ ${table(
 <td>${maybe(a.payer_hint)}</td>
 <td>${maybe(a.provider_reference)}</td>
 <td>${maybe(a.provider_receipt)}</td>
+<td class="num" data-payer-fee>${a.payer_fee_minor === null ? maybe(null) : formatDisplay(a.payer_fee_minor, currencyOf(row))}</td>
 <td>${maybe(a.failure_reason)}</td>
 <td>${maybe(a.refund_status === 'manual' ? 'due: reverse it in the M-Pesa portal' : a.refund_status)}</td>
 </tr>`,
   ),
   'No attempt yet.',
   'attempts',
+)}
+<h2>Refunds</h2>
+${table(
+  ['Refund', 'Created', 'Amount', 'Status', 'Provider status', 'Provider reference', 'Why'],
+  refunds.map((r) => {
+    const action = refundActionRequired(r);
+    return html`<tr data-refund-id="${r.id}" data-provider-status="${r.provider_status ?? ''}">
+<td><code>${r.id}</code></td>
+<td>${time(r.created_at)}</td>
+<td class="num">${formatDisplay(r.amount_minor, currencyOf(row))}</td>
+<td>${badge(r.status)}</td>
+<td>${r.provider_status ? badge(r.provider_status) : maybe(null)}</td>
+<td>${maybe(r.provider_reference)}</td>
+<td>${action ? html`<p class="notice bad" data-action-required>${action}</p>` : maybe(r.failure_reason ?? r.reason)}</td>
+</tr>`;
+  }),
+  'No refund.',
+  'refunds',
 )}
 <h2>Provider messages</h2>
 ${table(

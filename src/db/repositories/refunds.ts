@@ -28,3 +28,16 @@ export async function listRefundsPage(
   if (filter.created_lte) query = query.where('created_at', '<=', filter.created_lte);
   return readPage(query, keyset, page.limit);
 }
+
+/** Every refund of one of the caller's payments, oldest first (the dashboard's payment page). */
+export async function listPaymentRefunds(db: Db, scope: ModeScope, paymentId: string): Promise<RefundRow[]> {
+  return db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('payment_id', '=', paymentId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}

@@ -58,6 +58,8 @@ export interface RefundsTable {
   status: 'pending' | 'succeeded' | 'failed';
   channel: string;
   provider_reference: string | null;
+  /** The provider's own word for where it stands (Paystack's refund statuses; migrations/024). */
+  provider_status: string | null;
   failure_reason: string | null;
   submitted_at: NullableTimestamp;
   checked_at: NullableTimestamp;

@@ -2,7 +2,12 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.ts';
 import type { Runtime } from '../../runtime.ts';
-import { checkAttempt, collectionOfAttempt, recordRailEvent } from '../../payments/rails/attempts.ts';
+import {
+  checkAttempt,
+  collectionOfAttempt,
+  keepSignedSuccess,
+  recordRailEvent,
+} from '../../payments/rails/attempts.ts';
 import { sha256Hex } from '../../core/sha256.ts';
 import { paystackSignatureValid } from '../../payments/rails/paystack.ts';
 import type { ProviderVerdict } from '../../payments/rails/rail.ts';
@@ -27,11 +32,14 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-    app.post('/hooks/paystack', async (request, reply) => {
+    app.post('/hooks/paystack', async (request) => {
       const raw = typeof request.body === 'string' ? request.body : '';
       const now = () => runtime.clock.now();
       const event = parseJson(raw) as { event?: unknown; data?: Record<string, unknown> } | undefined;
-      const reference = typeof event?.data?.reference === 'string' ? event.data.reference : undefined;
+      // A charge event names its transaction's `reference`; a refund.* event its `transaction_reference`
+      // (Paystack's published samples).
+      const named = event?.data?.reference ?? event?.data?.transaction_reference;
+      const reference = typeof named === 'string' ? named : undefined;
       if (!event || typeof event.event !== 'string' || !reference) {
         await recordRailEvent(
           runtime.db,
@@ -84,13 +92,18 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
         throw new AppError('authentication_failed', 'The x-paystack-signature header does not match the body.');
       }
       if (event.event !== 'charge.success') {
+        // A refund.* event is believed no more than a charge: the refunds worker reads the refund
+        // from Paystack's API (Fetch Refund), here only noted for finance.
+        const refundEvent = event.event.startsWith('refund.');
         await recordRailEvent(
           runtime.db,
           'paystack',
           attempt,
           'callback',
-          'ignored',
-          `${event.event} is not acted on`,
+          refundEvent ? 'noted' : 'ignored',
+          refundEvent
+            ? `${event.event}: the refund is read from Paystack's API, not from this event`
+            : `${event.event} is not acted on`,
           now(),
         );
         return { received: true };
@@ -113,30 +126,25 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
         attempt,
         'callback',
         'received',
-        'charge.success, signature valid',
+        'charge.success, signature valid: kept until verify confirms it',
         now(),
       );
-      // The event's own figures must agree with verify's: a signed event that disagrees flags the attempt.
+      await keepSignedSuccess(runtime.db, attempt.id, now());
+      // The event's own figures must agree with verify's: a signed event that disagrees flags the
+      // attempt. Both report in `amount` what the payer was charged, any fee passed to them included.
       const claimed = {
         amount_minor: String(event.data?.amount ?? ''),
         currency: String(event.data?.currency ?? ''),
         reference,
       };
-      const verdict = await checkAttempt(runtime, attempt, {
+      await checkAttempt(runtime, attempt, {
         trigger: 'callback',
         mayPay: true,
         abandonIsFinal: false,
         overlay: (v) => disagreeing(v, claimed),
       });
-      if (!verdict || verdict.outcome === 'pending' || verdict.outcome === 'abandoned') {
-        // Not confirmed yet (verify unreachable, or still "ongoing"): Paystack sends it again, and
-        // the reconciler pays once verify agrees, since this signed event was received.
-        return reply
-          .code(503)
-          .send(
-            new AppError('unavailable', 'Paystack has not confirmed this charge yet; send the event again.').toBody(),
-          );
-      }
+      // Confirmed, or kept: if verify did not answer or does not show the charge yet, the reconciler
+      // asks it again until it does (ended attempt or not), so Paystack need not send it again.
       return { received: true };
     });
 
@@ -292,14 +300,19 @@ async function receiveStkCallback(
   return accepted;
 }
 
-/** A success whose confirmation disagrees with what the callback claimed carries the claim, so it is flagged. */
+/**
+ * A success whose confirmation disagrees with what the callback claimed carries the claim, so it is
+ * flagged. The claim's amount is what the payer was charged in all: the confirmed amount asked plus
+ * any fee the payer paid on top.
+ */
 function disagreeing(
   verdict: ProviderVerdict,
   claimed: { amount_minor: string; currency: string; reference: string },
 ): ProviderVerdict {
   if (verdict.outcome !== 'succeeded' || !verdict.confirmed) return verdict;
-  const c = verdict.confirmed;
-  if (c.amount_minor === claimed.amount_minor && c.currency === claimed.currency && c.reference === claimed.reference)
+  const { payer_fee_minor: fee, ...c } = verdict.confirmed;
+  const charged = fee === undefined ? c.amount_minor : String(BigInt(c.amount_minor) + BigInt(fee));
+  if (charged === claimed.amount_minor && c.currency === claimed.currency && c.reference === claimed.reference)
     return verdict;
   return {
     ...verdict,

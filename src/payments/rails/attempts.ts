@@ -9,10 +9,24 @@ import type { Runtime } from '../../runtime.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { startPaymentAttempt } from '../../../tools/system/start-payment-attempt.ts';
-import { collectionAccountFor, collectionById, collectionFor, type OpenCollection } from './collections.ts';
+import {
+  type CollectionAccount,
+  collectionAccountFor,
+  collectionById,
+  collectionFor,
+  markCurrencyRefused,
+  type OpenCollection,
+} from './collections.ts';
 import { mpesaRail, stkCallbackUrl } from './mpesa.ts';
 import { paystackRail } from './paystack.ts';
-import { alertOperator, type ProviderRailAdapter, type ProviderVerdict, RailUnavailableError } from './rail.ts';
+import {
+  alertOperator,
+  CurrencyRefusedError,
+  type ProviderRailAdapter,
+  type ProviderVerdict,
+  RailUnavailableError,
+} from './rail.ts';
+import { recordRailCurrencyRefused } from '../../metrics/metrics.ts';
 
 /**
  * The payer rails' flow (docs/rails.md): start an attempt, ask the provider, apply what it says.
@@ -104,6 +118,9 @@ export async function beginAttempt(
       callbackUrl: stkCallbackUrl(runtime.config.publicBaseUrl, callbackToken),
     });
   } catch (error) {
+    if (error instanceof CurrencyRefusedError) {
+      throw await currencyRefused(runtime, rail, collection.account, attempt, error);
+    }
     const reason = error instanceof RailUnavailableError ? error.message : 'the provider could not be reached';
     if (!(error instanceof RailUnavailableError))
       runtime.logger.error({ err: error, attemptId: attempt.id }, 'rail start failed');
@@ -146,6 +163,42 @@ export async function beginAttempt(
     runtime.clock.now(),
   );
   return { attemptId: attempt.id, payerUrl: result.payerUrl };
+}
+
+/**
+ * The provider does not take the payment's currency on this collection account, so nothing was
+ * started: the rail is no longer offered in that currency there (markCurrencyRefused), the operator
+ * is told (an error line naming the collection account and the currency, and a counter), the attempt
+ * ends, and the payer is told plainly to pay another way. Returns the payer's error.
+ */
+async function currencyRefused(
+  runtime: Runtime,
+  rail: ProviderRail,
+  collection: CollectionAccount,
+  attempt: PaymentAttemptRow,
+  error: CurrencyRefusedError,
+): Promise<AppError> {
+  const { currency } = error;
+  const now = runtime.clock.now();
+  await markCurrencyRefused(runtime.db, collection.id, currency, now);
+  recordRailCurrencyRefused(rail);
+  runtime.logger.error(
+    { rail, collectionId: collection.id, currency, accountId: collection.accountId, livemode: collection.livemode },
+    `${rail} refused ${currency} on collection account ${collection.id}: it is no longer offered in ${currency} there. Enable ${currency} on the provider's integration, then set the collection account again (plainpay collection set ${rail}).`,
+  );
+  await recordRailEvent(runtime.db, rail, attempt, 'start', 'refused_currency', error.message, now);
+  const payment = await paymentOf(runtime.db, attempt);
+  await runSystemTool(
+    runtime,
+    recordPaymentAttempt,
+    { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'failed', reason: error.message.slice(0, 300) },
+    scopeOf(payment),
+  );
+  return new AppError(
+    'invalid_request',
+    `${PROVIDER_RAILS[rail].label}: not available in ${currency} for this checkout. No money was taken. Please pay another way.`,
+    { param: 'rail' },
+  );
 }
 
 export interface CheckOptions {
@@ -244,6 +297,22 @@ export function attemptNotice(
 ): string | undefined {
   const rail = PROVIDER_RAILS[attempt.rail as ProviderRail];
   return rail?.payerNotice?.(attempt);
+}
+
+/**
+ * A signed success event arrived for this attempt (Paystack's charge.success): kept, from its first
+ * arrival, until a success is recorded (record_payment_attempt clears it). Until then the reconciler
+ * re-verifies the attempt itself and may pay it, ended or not: an event that came while verify was
+ * failing is paid once verify recovers, without Paystack sending it again.
+ */
+export async function keepSignedSuccess(db: Db, attemptId: string, at: Date): Promise<void> {
+  await db
+    .updateTable('payment_attempts')
+    .set({ unconfirmed_event_at: at })
+    .where('id', '=', attemptId)
+    .where('unconfirmed_event_at', 'is', null)
+    .where('outcome', 'not in', ['succeeded', 'flagged'])
+    .execute();
 }
 
 /** The collection account an attempt's money went to: its provider calls use that integration's credentials. */

@@ -1,7 +1,14 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../../core/errors.ts';
 import type { PaymentRow } from '../../db/database.ts';
-import { type ProviderRailAdapter, type ProviderVerdict, providerCall, RailUnavailableError } from './rail.ts';
+import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import {
+  CurrencyRefusedError,
+  type ProviderRailAdapter,
+  type ProviderVerdict,
+  providerCall,
+  RailUnavailableError,
+} from './rail.ts';
 import type { ProviderCollectedPayment } from './rail.ts';
 
 /**
@@ -17,6 +24,12 @@ import type { ProviderCollectedPayment } from './rail.ts';
 export const PAYSTACK_CURRENCIES = new Set(['NGN', 'GHS', 'KES', 'ZAR']);
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
+
+/** List Refunds is read this many at a time (OAS: perPage, default 50), at most this many pages. */
+const REFUND_PAGE_SIZE = 100;
+const REFUND_PAGES = 1000;
+/** Paystack's clock and plainpay's may differ: a listing window is widened by this much each side. */
+const CLOCK_SKEW_MS = 60 * 60_000;
 
 export interface PaystackPayer {
   email: string;
@@ -73,9 +86,28 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     );
     const data = body?.data as { authorization_url?: unknown } | undefined;
     if (status !== 200 || body?.status !== true || typeof data?.authorization_url !== 'string') {
+      // Currencies are enabled per integration (Paystack's error catalogue: "not enabled for this
+      // integration"); the published body, with the 400 integrators report.
+      if (
+        status >= 400 &&
+        status < 500 &&
+        body?.status === false &&
+        body.message === 'Currency not supported by merchant'
+      ) {
+        throw new CurrencyRefusedError(
+          'paystack',
+          payment.currency,
+          `Paystack does not take ${payment.currency} on this integration: ${messageOf(body, status)}`,
+          status,
+        );
+      }
+      // A refusal said no; anything else (a 5xx, an answer that does not parse) may have created the
+      // transaction, but the payer never got its authorization_url, so cannot pay it.
       throw new RailUnavailableError(
         'paystack',
-        `Paystack refused to start the payment: ${messageOf(body, status)}`,
+        status >= 400 && status < 500 && body?.status === false
+          ? `Paystack refused to start the payment: ${messageOf(body, status)}`
+          : `Paystack could not start the payment (${messageOf(body, status)}). No money was taken: please try again.`,
         status,
       );
     }
@@ -90,8 +122,15 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
       { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
       runtime.config.rails.timeoutMs,
     );
-    // Never initialized (the call before it failed): nothing can have been paid on it.
-    if (status === 404) return { outcome: 'abandoned', detail: `Paystack: ${messageOf(body, status)}` };
+    // Never initialized (plainpay stopped between recording the attempt and initializing it):
+    // nothing can have been paid on it. Paystack's spec says 404 ("Entity not found"); the live API
+    // answers 400 "Transaction reference not found", as integrators report.
+    if (
+      status === 404 ||
+      (status === 400 && body?.status === false && body.message === 'Transaction reference not found')
+    ) {
+      return { outcome: 'abandoned', detail: `Paystack does not know this reference: ${messageOf(body, status)}` };
+    }
     if (status !== 200 || body?.status !== true || !body.data || typeof body.data !== 'object') {
       throw new RailUnavailableError('paystack', `Paystack verify failed: ${messageOf(body, status)}`, status);
     }
@@ -127,21 +166,37 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     return String(data.id);
   },
 
-  async findRefund({ runtime, credentials, attempt, note }) {
-    const transaction = attempt.provider_receipt ?? requireReference(attempt.provider_reference);
-    const { status, body } = await providerCall(
-      'paystack',
-      `${runtime.config.rails.paystackBaseUrl}/refund?transaction=${encodeURIComponent(transaction)}&perPage=100`,
-      { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
-      runtime.config.rails.timeoutMs,
-    );
-    if (status !== 200 || body?.status !== true || !Array.isArray(body.data)) {
-      throw new RailUnavailableError('paystack', `Paystack did not list refunds: ${messageOf(body, status)}`, status);
+  /**
+   * List Refunds documents only perPage, page, from and to (OAS; the official SDKs): no filter by
+   * transaction, and an integration may hold other systems' refunds. So every refund created from
+   * just before plainpay's first send until now is read, page by page, and plainpay's is the one
+   * with its note on this attempt's transaction.
+   */
+  async findRefund({ runtime, credentials, attempt, note, since }) {
+    const window = (at: number) => encodeURIComponent(new Date(at).toISOString());
+    const from = window(since.getTime() - CLOCK_SKEW_MS);
+    const to = window(runtime.clock.now().getTime() + CLOCK_SKEW_MS);
+    for (let page = 1; page <= REFUND_PAGES; page += 1) {
+      const { status, body } = await providerCall(
+        'paystack',
+        `${runtime.config.rails.paystackBaseUrl}/refund?perPage=${REFUND_PAGE_SIZE}&page=${page}&from=${from}&to=${to}`,
+        { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
+        runtime.config.rails.timeoutMs,
+      );
+      if (status !== 200 || body?.status !== true || !Array.isArray(body.data)) {
+        throw new RailUnavailableError('paystack', `Paystack did not list refunds: ${messageOf(body, status)}`, status);
+      }
+      const refunds = body.data as Array<Record<string, unknown> | null>;
+      const found = refunds.find((r) => r?.merchant_note === note && refundOf(r, attempt));
+      if (found?.id !== undefined && found.id !== null) return String(found.id);
+      const pageCount = (body.meta as { pageCount?: unknown } | undefined)?.pageCount;
+      // The last page: as Paystack counts them, or (without a count) the first empty one.
+      if (typeof pageCount === 'number' ? page >= pageCount : refunds.length === 0) return undefined;
     }
-    const found = (body.data as Array<{ id?: unknown; merchant_note?: unknown } | null>).find(
-      (r) => r?.merchant_note === note,
+    throw new RailUnavailableError(
+      'paystack',
+      `Paystack lists more than ${REFUND_PAGES * REFUND_PAGE_SIZE} refunds since ${since.toISOString()}: not looked further`,
     );
-    return found?.id === undefined ? undefined : String(found.id);
   },
 
   async refundStatus({ runtime, credentials, refundId }) {
@@ -159,12 +214,32 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
         status,
       );
     }
-    // Paystack's refund statuses: pending, processing, needs-attention, failed, processed.
-    if (data.status === 'processed') return 'succeeded';
-    if (data.status === 'failed') return 'failed';
-    return 'pending';
+    // Paystack's refund statuses (https://paystack.com/docs/payments/refunds/): pending, processing,
+    // needs-attention (it cannot go back to the payment instrument: it waits for a retry with the
+    // payer's bank account), processed, failed.
+    const providerStatus = data.status.slice(0, 40);
+    if (data.status === 'processed') return { outcome: 'succeeded', providerStatus };
+    if (data.status === 'failed') return { outcome: 'failed', providerStatus };
+    if (data.status === 'needs-attention') return { outcome: 'needs_attention', providerStatus };
+    return { outcome: 'pending', providerStatus };
   },
 };
+
+/**
+ * Whether a listed refund is of this attempt's transaction: List Refunds gives the transaction's
+ * integer id (the attempt's receipt, from verify), and the OpenAPI spec its reference too.
+ */
+function refundOf(refund: Record<string, unknown>, attempt: PaymentAttemptRow): boolean {
+  const transaction = refund.transaction;
+  const id =
+    typeof transaction === 'object' && transaction !== null ? (transaction as { id?: unknown }).id : transaction;
+  if (attempt.provider_receipt !== null && id !== undefined && id !== null && String(id) === attempt.provider_receipt) {
+    return true;
+  }
+  return (
+    typeof refund.transaction_reference === 'string' && refund.transaction_reference === attempt.provider_reference
+  );
+}
 
 /** Paystack's transaction statuses (verify's data.status) as an attempt outcome. */
 function verdictOf(data: Record<string, unknown>): ProviderVerdict {
@@ -176,7 +251,7 @@ function verdictOf(data: Record<string, unknown>): ProviderVerdict {
         outcome: 'succeeded',
         detail,
         confirmed: {
-          amount_minor: String(data.amount ?? ''),
+          ...paystackAmounts(data),
           currency: String(data.currency ?? ''),
           reference: String(data.reference ?? ''),
           receipt: data.id === undefined ? undefined : String(data.id),
@@ -192,6 +267,41 @@ function verdictOf(data: Record<string, unknown>): ProviderVerdict {
       // ongoing, pending, processing, queued: not final.
       return { outcome: 'pending', detail };
   }
+}
+
+/**
+ * What a Paystack transaction asked of the payer, and the fee the payer paid on top. `amount` is
+ * what the payer was charged; with fees passed to the customer it is `requested_amount` (what was
+ * initialized) plus Paystack's fee (Paystack's own verify sample: 40333 = 30050 + 10283). So the
+ * payment is judged on `requested_amount` (on `amount` where Paystack gives none) and the rest is
+ * the payer's fee. A charge below what was asked is reported as charged, so that it is flagged.
+ */
+export function paystackAmounts(data: Record<string, unknown>): { amount_minor: string; payer_fee_minor?: string } {
+  const read = askedAndFee(data);
+  if (!read) return { amount_minor: String(data.amount ?? '') };
+  return read.fee === 0n
+    ? { amount_minor: String(read.asked) }
+    : { amount_minor: String(read.asked), payer_fee_minor: String(read.fee) };
+}
+
+/**
+ * The one reading of a Paystack transaction's amounts (verify's data, a listed transaction): what
+ * was asked and the payer's fee on top; undefined when the amounts are unreadable, or the charge is
+ * below what was asked.
+ */
+function askedAndFee(data: Record<string, unknown>): { asked: bigint; fee: bigint } | undefined {
+  const charged = wholeMinor(data.amount);
+  const asked =
+    data.requested_amount === undefined || data.requested_amount === null ? charged : wholeMinor(data.requested_amount);
+  if (charged === undefined || asked === undefined || charged < asked) return undefined;
+  return { asked, fee: charged - asked };
+}
+
+/** A subunit amount as Paystack sends it (an integer, or its digits as a string); undefined otherwise. */
+function wholeMinor(value: unknown): bigint | undefined {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
+  if (typeof value === 'string' && /^\d{1,30}$/.test(value)) return BigInt(value);
+  return undefined;
 }
 
 /** A Paystack reference allows letters, digits, '-', '.' and '=': the attempt id with its '_' swapped. */
@@ -272,23 +382,17 @@ paystackRail.listCollected = async ({ runtime, credentials, from, to }) => {
 };
 
 /**
- * One listed transaction as collected money, or undefined when it is not (abandoned, failed, …).
- * What the payer was asked is `requested_amount` (`amount` also holds the fee when the customer
- * bears it: 40333 = 30050 + 10283 in Paystack's own sample), falling back to `amount` where a
- * transaction has none. A collected row plainpay cannot read fails the listing rather than drop
- * money from the count.
+ * One listed transaction as collected money, or undefined when it is not (abandoned, failed, …),
+ * its amounts read as verify's are (askedAndFee). A collected row plainpay cannot read fails the
+ * listing rather than drop money from the count.
  */
 function collectedRow(item: unknown): ProviderCollectedPayment | undefined {
   const t = (item ?? {}) as Record<string, unknown>;
   if (!COLLECTED_STATUSES.has(String(t.status))) return undefined;
-  const amount = minorOf(t.amount);
-  const requested =
-    t.requested_amount === undefined || t.requested_amount === null ? amount : minorOf(t.requested_amount);
+  const amounts = askedAndFee(t);
   const paidAt = new Date(String(t.paid_at ?? t.paidAt ?? ''));
   if (
-    amount === undefined ||
-    requested === undefined ||
-    requested > amount ||
+    amounts === undefined ||
     typeof t.reference !== 'string' ||
     typeof t.currency !== 'string' ||
     Number.isNaN(paidAt.getTime())
@@ -301,16 +405,9 @@ function collectedRow(item: unknown): ProviderCollectedPayment | undefined {
   return {
     reference: t.reference,
     receipt: t.id === undefined || t.id === null ? undefined : String(t.id),
-    amountMinor: requested,
-    payerFeeMinor: amount - requested,
+    amountMinor: amounts.asked,
+    payerFeeMinor: amounts.fee,
     currency: t.currency,
     paidAt,
   };
-}
-
-/** Paystack's amounts are integers in the subunit, sent as numbers (or digit strings). */
-function minorOf(value: unknown): bigint | undefined {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
-  if (typeof value === 'string' && /^\d{1,18}$/.test(value)) return BigInt(value);
-  return undefined;
 }

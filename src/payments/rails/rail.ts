@@ -37,10 +37,14 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
    * was lost went through. Returns the provider's refund id. Absent where the provider has no API.
    */
   refund?(args: ProviderArgs<R> & { amountMinor?: bigint; note: string }): Promise<string>;
-  /** The refund this attempt's transaction already has with this note, if any. */
-  findRefund?(args: ProviderArgs<R> & { note: string }): Promise<string | undefined>;
+  /**
+   * The refund this attempt's transaction already has with this note, if any: undefined only when
+   * the provider's whole listing since `since` (when plainpay decided to refund, before any send)
+   * was read and it is not there; anything less is a RailUnavailableError.
+   */
+  findRefund?(args: ProviderArgs<R> & { note: string; since: Date }): Promise<string | undefined>;
   /** Where a refund the provider accepted stands. */
-  refundStatus?(args: ProviderArgs<R> & { refundId: string }): Promise<'pending' | 'succeeded' | 'failed'>;
+  refundStatus?(args: ProviderArgs<R> & { refundId: string }): Promise<ProviderRefundState>;
   /**
    * What the provider reports it collected into this collection account in [from, to): its own
    * transaction listing, for the daily reconciliation (docs/reconciliation.md). Every page is read.
@@ -58,6 +62,16 @@ export interface ProviderRailAdapter<R extends ProviderRail, Payer> {
    * to decide, instead of being ended as failed while the payer pays.
    */
   unansweredStartMayReachPayer: boolean;
+}
+
+export interface ProviderRefundState {
+  /**
+   * pending: not final, ask again later. needs_attention: not final either, and the provider will
+   * not pay it by itself (Paystack's needs-attention: it needs the payer's bank account).
+   */
+  outcome: 'pending' | 'needs_attention' | 'succeeded' | 'failed';
+  /** The provider's own word for it, shown to finance. */
+  providerStatus: string;
 }
 
 export interface ProviderArgs<R extends ProviderRail> {
@@ -109,8 +123,12 @@ export interface StartedAttempt {
  */
 export interface ProviderVerdict {
   outcome: 'pending' | 'succeeded' | 'declined' | 'abandoned' | 'cancelled' | 'timed_out' | 'failed';
-  /** For a success: what the provider itself reports, checked against the attempt. */
-  confirmed?: { amount_minor: string; currency: string; reference: string; receipt?: string };
+  /**
+   * For a success: what the provider itself reports, checked against the attempt. `amount_minor`
+   * is what the payer was asked; `payer_fee_minor`, what the payer paid on top and the provider
+   * kept (Paystack's fees passed to the customer), absent when none.
+   */
+  confirmed?: { amount_minor: string; payer_fee_minor?: string; currency: string; reference: string; receipt?: string };
   /** The provider's words, for the attempt's record. */
   detail: string;
   /**
@@ -135,6 +153,23 @@ export class RailUnavailableError extends Error {
   ) {
     super(message);
     this.name = 'RailUnavailableError';
+  }
+}
+
+/**
+ * The provider said the collection account's integration does not take this currency (Paystack's
+ * "Currency not supported by merchant"): nothing was started, and nothing will be in that currency
+ * until the operator enables it with the provider.
+ */
+export class CurrencyRefusedError extends RailUnavailableError {
+  constructor(
+    rail: ProviderRail,
+    readonly currency: string,
+    message: string,
+    providerStatus: number,
+  ) {
+    super(rail, message, providerStatus, true);
+    this.name = 'CurrencyRefusedError';
   }
 }
 

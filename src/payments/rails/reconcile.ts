@@ -22,70 +22,85 @@ const RECHECK_MS = 30_000;
 const MPESA_GIVE_UP_MS = 5 * 60_000;
 /** A Paystack payer may take a while on Paystack's page; past this (or the session's end) abandoned is final. */
 const PAYSTACK_ABANDON_MS = 30 * 60_000;
+/** A signed event verify has not confirmed is asked about this long: as long as Paystack retries it (live, 72 h). */
+const KEEP_UNCONFIRMED_EVENT_MS = 72 * 60 * 60_000;
 const BATCH = 20;
 const POLL_MS = 5000;
 
 /**
  * The payer rails' safety net (docs/rails.md): attempts still open are asked about (a callback can
- * be lost; a payer can close the tab), so a payment never stays `processing` for want of a message,
- * and late successes due a refund are refunded. Attempts are claimed with `checked_at` as a lease, so
- * several workers share the work and no provider is asked twice at once.
+ * be lost; a payer can close the tab), so a payment never stays `processing` for want of a message;
+ * attempts that ended with a signed success event verify has not confirmed yet are asked about
+ * again until it does (a late success paid while verify was failing); and late successes due a
+ * refund are refunded. Attempts are claimed with `checked_at` as a lease, so several workers share
+ * the work and no provider is asked twice at once. Returns how many attempts of either kind were due.
  */
 export async function reconcileRailAttempts(runtime: Runtime, stopping: () => boolean = () => false): Promise<number> {
   const now = runtime.clock.now();
-  const due = await runtime.db
+  const lapsed = leaseLapsed(new Date(now.getTime() - RECHECK_MS));
+  const open = await runtime.db
     .selectFrom('payment_attempts')
     .select(['id', 'checked_at'])
     .where('outcome', 'in', OPEN_ATTEMPT_OUTCOMES)
     .where('rail', 'in', PROVIDER_RAIL_NAMES)
     .where('created_at', '<=', new Date(now.getTime() - FIRST_CHECK_MS))
-    .where(leaseLapsed(new Date(now.getTime() - RECHECK_MS)))
+    .where(lapsed)
     .orderBy('created_at')
     .limit(BATCH)
     .execute();
+  const unconfirmed = await runtime.db
+    .selectFrom('payment_attempts')
+    .select(['id', 'checked_at'])
+    .where('unconfirmed_event_at', 'is not', null)
+    .where('outcome', 'not in', OPEN_ATTEMPT_OUTCOMES)
+    .where(lapsed)
+    .orderBy('unconfirmed_event_at')
+    .limit(BATCH)
+    .execute();
+  const due = Math.max(open.length, unconfirmed.length);
 
-  for (const read of due) {
+  for (const read of [...open, ...unconfirmed]) {
     // Stopping: no further lease is taken (leases are taken one row at a time, so the rest stay free).
-    if (stopping()) return due.length;
+    if (stopping()) return due;
     const attempt = await takeLease(runtime.db, 'payment_attempts', read, runtime.clock.now());
-    if (!attempt || !isOpenAttempt(attempt.outcome)) continue;
-    const payment = await runtime.db
-      .selectFrom('payments')
-      .select(['account_id', 'livemode', 'expires_at'])
-      .where('id', '=', attempt.payment_id)
-      .executeTakeFirstOrThrow();
-    const age = now.getTime() - attempt.created_at.getTime();
-    const stale = age > PAYSTACK_ABANDON_MS || payment.expires_at.getTime() <= now.getTime();
+    if (!attempt) continue;
     try {
-      const verdict = await checkAttempt(runtime, attempt, {
-        trigger: 'reconcile',
-        // M-Pesa's query is the confirmation. Paystack money counts only on its signed event: a
-        // success verify reports is paid here only if that event came (and verify lagged then).
-        mayPay: attempt.rail === 'mpesa' || (await signedEventReceived(runtime, attempt.id)),
-        abandonIsFinal: stale,
-      });
-      if (
-        attempt.rail === 'mpesa' &&
-        age > MPESA_GIVE_UP_MS &&
-        (verdict === undefined || verdict.outcome === 'pending')
-      ) {
-        await mpesaPastItsPrompt(runtime, attempt, verdict, {
-          accountId: payment.account_id,
-          livemode: payment.livemode,
-        });
-      }
-      if (attempt.rail === 'paystack' && verdict?.outcome === 'succeeded') {
-        runtime.logger.error(
-          { attemptId: attempt.id, paymentId: attempt.payment_id },
-          'Paystack reports this payment successful but sent no charge.success event: set the webhook URL on the Paystack dashboard to {PUBLIC_BASE_URL}/hooks/paystack',
-        );
-      }
+      if (isOpenAttempt(attempt.outcome)) await reconcileOpen(runtime, attempt, now);
+      else if (attempt.unconfirmed_event_at !== null) await reconfirmEvent(runtime, attempt, now);
     } catch (error) {
       runtime.logger.error({ err: error, attemptId: attempt.id }, 'reconciling a payment attempt failed; will retry');
     }
   }
   if (!stopping()) await refundLateSuccesses(runtime, stopping);
-  return due.length;
+  return due;
+}
+
+/** An attempt still open: asked about, ended once stale, and a success nobody signed for said so. */
+async function reconcileOpen(runtime: Runtime, attempt: PaymentAttemptRow, now: Date): Promise<void> {
+  const payment = await runtime.db
+    .selectFrom('payments')
+    .select(['account_id', 'livemode', 'expires_at'])
+    .where('id', '=', attempt.payment_id)
+    .executeTakeFirstOrThrow();
+  const age = now.getTime() - attempt.created_at.getTime();
+  const stale = age > PAYSTACK_ABANDON_MS || payment.expires_at.getTime() <= now.getTime();
+  // M-Pesa's query is the confirmation. Paystack money counts only on its signed event: a success
+  // verify reports is paid here only if that event came (and verify failed or lagged then).
+  const signedEvent = attempt.unconfirmed_event_at !== null;
+  const verdict = await checkAttempt(runtime, attempt, {
+    trigger: 'reconcile',
+    mayPay: attempt.rail === 'mpesa' || signedEvent,
+    abandonIsFinal: stale,
+  });
+  if (attempt.rail === 'mpesa' && age > MPESA_GIVE_UP_MS && (verdict === undefined || verdict.outcome === 'pending')) {
+    await mpesaPastItsPrompt(runtime, attempt, verdict, { accountId: payment.account_id, livemode: payment.livemode });
+  }
+  if (attempt.rail === 'paystack' && verdict?.outcome === 'succeeded' && !signedEvent) {
+    runtime.logger.error(
+      { attemptId: attempt.id, paymentId: attempt.payment_id, reference: attempt.provider_reference },
+      "Paystack's verify reports this payment successful, but no signed charge.success for it has reached plainpay, so it is not credited: check the webhook URL on the Paystack dashboard ({PUBLIC_BASE_URL}/hooks/paystack) and its failed deliveries",
+    );
+  }
 }
 
 /**
@@ -137,16 +152,29 @@ async function mpesaPastItsPrompt(
   }
 }
 
-/** Whether a Paystack charge.success with a valid signature arrived for this attempt. */
-async function signedEventReceived(runtime: Runtime, attemptId: string): Promise<boolean> {
-  const row = await runtime.db
-    .selectFrom('rail_events')
-    .select('id')
-    .where('attempt_id', '=', attemptId)
-    .where('kind', '=', 'callback')
-    .where('verdict', '=', 'received')
-    .executeTakeFirst();
-  return row !== undefined;
+/**
+ * An attempt that ended (abandoned, say) while a signed charge.success for it is kept unconfirmed:
+ * the payer paid after all, and verify failed or lagged when the event came. Verify is asked again
+ * until it confirms (a late success: recorded once, refunded), for as long as Paystack itself keeps
+ * sending an event; past that it is given up, loudly, for a person to look at.
+ */
+async function reconfirmEvent(runtime: Runtime, attempt: PaymentAttemptRow, now: Date): Promise<void> {
+  const receivedAt = attempt.unconfirmed_event_at!;
+  if (now.getTime() - receivedAt.getTime() <= KEEP_UNCONFIRMED_EVENT_MS) {
+    await checkAttempt(runtime, attempt, { trigger: 'reconcile', mayPay: true, abandonIsFinal: false });
+    return;
+  }
+  const detail = `the signed charge.success received ${receivedAt.toISOString()} was not confirmed by verify in 72 hours: no longer asked`;
+  runtime.logger.error(
+    { attemptId: attempt.id, paymentId: attempt.payment_id, reference: attempt.provider_reference },
+    `Paystack sent a signed charge.success for this ended attempt on ${receivedAt.toISOString()} and verify has not confirmed it since: no longer asked. Look the transaction up on the Paystack dashboard; if it was paid, refund it there.`,
+  );
+  await runtime.db
+    .updateTable('payment_attempts')
+    .set({ unconfirmed_event_at: null })
+    .where('id', '=', attempt.id)
+    .execute();
+  await recordRailEvent(runtime.db, 'paystack', attempt, 'verification', 'unconfirmed', detail, now);
 }
 
 /** Late successes on a rail with a refund API go back to the payer (docs/rails.md, "Late successes"). */
@@ -174,8 +202,14 @@ async function refundLateSuccesses(runtime: Runtime, stopping: () => boolean): P
     try {
       // A send whose answer was lost is found by its note before anything is sent again.
       const refundId =
-        (await findRefund({ runtime, credentials, attempt, note: attempt.id })) ??
-        (await refund({ runtime, credentials, attempt, note: attempt.id }));
+        (await findRefund({
+          runtime,
+          credentials,
+          attempt,
+          note: attempt.id,
+          // Due since the success was recorded: never sent before then.
+          since: attempt.completed_at ?? attempt.created_at,
+        })) ?? (await refund({ runtime, credentials, attempt, note: attempt.id }));
       const detail = `Paystack refund ${refundId} of the whole amount`;
       await runtime.db.transaction().execute(async (trx) => {
         // Compare-and-set: two workers cannot both record (or both ask for) the refund.

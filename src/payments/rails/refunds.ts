@@ -7,6 +7,7 @@ import { runSystemTool } from '../../pipeline/system-runs.ts';
 import { collectionOfAttempt, PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
 import { leaseLapsed, takeLease } from './lease.ts';
 import { RailUnavailableError } from './rail.ts';
+import { recordRailRefundNeedsAttention } from '../../metrics/metrics.ts';
 
 const BATCH = 20;
 
@@ -87,7 +88,7 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
 
   let providerId = refund.provider_reference ?? undefined;
   if (providerId === undefined && refund.submitted_at !== null) {
-    providerId = await adapter.findRefund({ ...args, note: refund.id });
+    providerId = await adapter.findRefund({ ...args, note: refund.id, since: refund.created_at });
   }
   if (providerId === undefined) {
     const firstSend = refund.submitted_at === null;
@@ -125,17 +126,52 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
     await event('accepted', `${rail} refund ${providerId}`);
   }
   const state = await adapter.refundStatus({ ...args, refundId: providerId });
-  if (state === 'pending') return;
-  await event(state, `${rail} refund ${providerId} ${state === 'succeeded' ? 'processed' : 'failed'}`);
+  if (refund.provider_status !== state.providerStatus) {
+    await runSystemTool(
+      runtime,
+      recordRefundSubmission,
+      { refund_id: refund.id, step: 'provider_status', provider_status: state.providerStatus },
+      scope,
+    );
+    if (state.outcome === 'needs_attention') {
+      await event('needs_attention', `${rail} refund ${providerId} needs the payer's bank account`);
+      raiseNeedsAttention(runtime, refund, rail, providerId);
+    } else if (state.outcome === 'pending') {
+      await event(state.providerStatus, `${rail} refund ${providerId} ${state.providerStatus}`);
+    }
+  }
+  if (state.outcome === 'pending' || state.outcome === 'needs_attention') return;
+  const outcome = state.outcome;
+  await event(outcome, `${rail} refund ${providerId} ${state.providerStatus}`);
   await runSystemTool(
     runtime,
     recordRefundOutcome,
     {
       refund_id: refund.id,
-      outcome: state,
+      outcome,
       provider_reference: providerId,
-      ...(state === 'failed' ? { reason: `${rail} marked refund ${providerId} failed` } : {}),
+      ...(outcome === 'failed' ? { reason: `${rail} marked refund ${providerId} failed` } : {}),
     },
     scope,
+  );
+}
+
+/**
+ * Paystack will not pay this refund by itself (needs-attention: it cannot go back to the payment
+ * instrument): it waits for the payer's bank account. It stays pending, its amount held, shown to
+ * finance on the refund and the payment; the operator, who holds the integration, is alerted once,
+ * as it enters that state (an error line and a counter; docs/operations.md).
+ */
+function raiseNeedsAttention(runtime: Runtime, refund: RefundRow, rail: ProviderRail, providerId: string): void {
+  recordRailRefundNeedsAttention(rail);
+  runtime.logger.error(
+    {
+      rail,
+      refundId: refund.id,
+      paymentId: refund.payment_id,
+      accountId: refund.account_id,
+      providerRefund: providerId,
+    },
+    `${rail} refund ${providerId} (plainpay refund ${refund.id}) needs attention: ${rail} cannot send it back to the payer's card or account and needs the payer's bank account. Retry it with the details the merchant gives (docs/operations.md, "Refunds needing attention").`,
   );
 }
