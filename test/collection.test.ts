@@ -379,8 +379,10 @@ describe('the operator sets collection from the CLI', () => {
 
 describe('migration 023 keeps what merchants had connected, as merchant-owned', () => {
   it('moves rail_credentials into collection_accounts, owned by the merchant, links their attempts, and warns of them at start', async () => {
+    // The directory exists before connecting so PGlite runs initdb in it: a new directory would get
+    // the pre-migrated image (`npm run build` makes one; CI has it), already past migration 023.
     const dir = mkdtempSync(join(tmpdir(), 'plainpay-migration-'));
-    const handle = await connectDatabase({ kind: 'pglite', dataDir: join(dir, 'pgdata') });
+    const handle = await connectDatabase({ kind: 'pglite', dataDir: dir });
     try {
       const before = readMigrations().filter((m) => m.version < 23);
       await migrateToLatest(handle.db, before);
