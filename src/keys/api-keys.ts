@@ -12,6 +12,7 @@ import {
 import { API_KEY_SCOPES, type ApiKeyScope, generateApiKey } from '../domain/api-key-secret.ts';
 import { newId } from '../domain/ids.ts';
 import { keysetOf, type PageRequest, pageFrom } from '../db/pagination.ts';
+import { isSamePrincipal } from './lineage.ts';
 
 /**
  * What a client sees of a key: never the secret, never its hash. Timestamps follow the API's one
@@ -166,13 +167,36 @@ export function assertCanGrant(manager: KeyManager, livemode: boolean, scopes: r
  */
 export function assertCanManage(manager: KeyManager, target: ApiKeyRow): void {
   const missing = scopesNotHeld(manager, target.scopes);
-  if (missing.length > 0) {
-    throw new AppError(
-      'permission_denied',
-      `The calling key cannot revoke or rotate API key '${target.id}': it holds scopes the calling key does not (${missing.join(', ')}). Use a key that holds every one of them.`,
-      { param: 'id' },
-    );
-  }
+  if (missing.length > 0) throw cannotManage(target, missing);
+}
+
+function cannotManage(target: ApiKeyRow, missing: readonly string[]): AppError {
+  return new AppError(
+    'permission_denied',
+    `The calling key cannot revoke or rotate API key '${target.id}': it holds scopes the calling key does not (${missing.join(', ')}). Use a key that holds every one of them.`,
+    { param: 'id' },
+  );
+}
+
+/**
+ * Why `manager` may not rotate `target`, or undefined when it may. Rotation hands the caller the new
+ * secret, and the successor counts as the caller's (src/keys/lineage.ts). A key holding `approvals`
+ * that is another principal than the caller may judge the caller's requests: rotating it would lock
+ * that approver out of them (its old key expires, and its successor is the caller's), so a requester
+ * holding `keys` could silence its own approvers. Only the approver's own principal (the key itself,
+ * the keys that created it, directly or through others) or the operator's CLI rotates such a key;
+ * its successor then keeps its standing. One rule for the API and the dashboard.
+ */
+export async function rotationRefusal(db: Db, manager: KeyManager, target: ApiKeyRow): Promise<AppError | undefined> {
+  const missing = scopesNotHeld(manager, target.scopes);
+  if (missing.length > 0) return cannotManage(target, missing);
+  if (!target.scopes.includes('approvals')) return undefined;
+  if (await isSamePrincipal(db, manager.accountId, manager.keyId, target.id)) return undefined;
+  return new AppError(
+    'permission_denied',
+    `The calling key cannot rotate API key '${target.id}': it holds the approvals scope and is another principal, so it may approve the calling key's requests. It is rotated by itself or by the key that created it.`,
+    { param: 'id' },
+  );
 }
 
 /** The keys `manager` may see (its account and mode), or all of an account's keys for the CLI. */
@@ -232,7 +256,8 @@ export async function rotateAccountApiKey(
 ): Promise<{ new_key: IssuedApiKey; old_key: ApiKeyView }> {
   const { manager } = input;
   const old = await getAccountApiKey(db, manager.accountId, input.keyId, manager);
-  assertCanManage(manager, old);
+  const refused = await rotationRefusal(db, manager, old);
+  if (refused) throw refused;
   if (old.revoked_at)
     throw new AppError('conflict', `API key '${input.keyId}' is revoked and cannot be rotated.`, { param: 'id' });
   if (old.expires_at && old.expires_at <= input.now) {

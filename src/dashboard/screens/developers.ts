@@ -12,6 +12,7 @@ import {
   presentApiKey,
   revokeAccountApiKey,
   rotateAccountApiKey,
+  rotationRefusal,
   scopesNotHeld,
 } from '../../keys/api-keys.ts';
 import {
@@ -189,13 +190,15 @@ ${
 
   app.get<{ Params: { id: string } }>('/developers/keys/:id', { config: keys }, async (request, reply) => {
     const session = sessionOf(request);
-    const key = await loadKey(session, request.params.id);
+    const row = await getAccountApiKey(runtime.db, session.accountId, request.params.id, session);
+    const key = presentApiKey(row);
     const now = runtime.clock.now();
     const usable = isUsable(key, now);
     const own = key.id === session.keyId;
-    // revokeAccountApiKey and rotateAccountApiKey enforce the scopes rule; it is read here only so
-    // that the page offers no form that can only be refused, and says why.
+    // revokeAccountApiKey and rotateAccountApiKey enforce the scopes and approver rules; they are
+    // read here only so that the page offers no form that can only be refused, and says why.
     const beyond = scopesNotHeld(session, key.scopes);
+    const rotation = beyond.length > 0 ? undefined : await rotationRefusal(runtime.db, session, row);
     let manage: SafeHtml;
     if (!usable) {
       manage = html`<p class="muted">This key no longer works; there is nothing to manage.</p>`;
@@ -205,11 +208,17 @@ ${
         html`Your key cannot rotate or revoke this key: it holds scopes yours does not (${beyond.map((s) => html`<code>${s}</code> `)}). Sign in with a key that holds every one of them.`,
       );
     } else {
-      manage = html`<h2>Rotate</h2>
+      const rotate = rotation
+        ? notice(
+            'info',
+            html`Your key cannot rotate this key: it is an approver of another principal, so it may approve your key's requests; it is rotated by itself or by the key that created it.`,
+          )
+        : html`<h2>Rotate</h2>
 <form method="post" action="/dashboard/developers/keys/${key.id}/rotate" class="card">${csrfField(session)}
 <p>Issues a new key with the same mode, scopes and name. The new secret is shown once.</p>
 <div class="field"><label for="expires_in_minutes">This key keeps working</label>${graceSelect('expires_in_minutes', 60)}</div>
-<button type="submit" id="rotate-key">Rotate key</button></form>
+<button type="submit" id="rotate-key">Rotate key</button></form>`;
+      manage = html`${rotate}
 <h2>Revoke</h2>
 <form method="post" action="/dashboard/developers/keys/${key.id}/revoke" class="card">${csrfField(session)}
 <p>Requests with this key get 401 from now on, and its dashboard sessions end.${own && html` <strong>You are signed in with this key: you will be signed out.</strong>`} This cannot be undone.</p>
