@@ -205,6 +205,7 @@ export function buildMcpServer(runtime: Runtime, auth: AuthContext, options: Mcp
       keyId: caller.keyId,
       scopes: caller.scopes,
       channel: 'mcp',
+      assistant: caller.assistant,
     };
     try {
       const { idempotency_key: givenKey, ...args } = request.params.arguments ?? {};

@@ -254,13 +254,16 @@ ${manage}
     if (name !== null && name.length > 100)
       throw new AppError('invalid_request', 'The name is at most 100 characters.');
     const livemode = mode === 'live';
-    assertCanGrant(session, livemode, scopes);
+    // The dashboard makes no assistant keys of its own (the API and the CLI do); one signed in with
+    // an assistant's key makes assistant keys only.
+    assertCanGrant(session, livemode, scopes, session.assistant);
     const issued = await issueApiKey(runtime.db, {
       accountId: session.accountId,
       livemode,
       scopes: [...new Set(scopes)] as ApiKeyScope[],
       name,
       createdByKey: session.keyId,
+      assistant: session.assistant,
     });
     return page(request, reply, 201, 'Key created', newSecretPage('Key created', issued, html``));
   });
