@@ -154,6 +154,14 @@ describe('the key that asked, its lineage and the keys it created cannot decide 
       .execute();
     expect(successors).toEqual([]);
     await expectStillPending(confirmationId, accountId);
+    // The dashboard offers K no rotate form for finance's key, and says why.
+    const page = await app.inject({
+      method: 'GET',
+      url: `/dashboard/developers/keys/${finance.id}`,
+      headers: { cookie: await signIn(k.secret) },
+    });
+    expect(page.body).toContain('Your key cannot rotate this key');
+    expect(page.body).not.toContain('id="rotate-key"');
 
     const approved = await decide(finance.secret, confirmationId, 'approve');
     expect(approved.statusCode, approved.body).toBe(200);

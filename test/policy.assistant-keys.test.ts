@@ -114,12 +114,28 @@ describe("an assistant's key is held to the assistant's limits on every channel"
     expect(await payouts(m.accountId)).toEqual([{ amount_minor: 2_000_000n, channel: 'api' }]);
   });
 
-  it('a held REST payout of the assistant, approved by a person, runs once', async () => {
+  it("a held REST payout of the assistant is judged again by the assistant's limits on approval, and runs once", async () => {
     const m = await assistantAccount();
     const held = await post(app, m.assistant.secret, '/v1/payouts', { amount: 3, to_address: ADDRESS_A });
     expect(held.statusCode, held.body).toBe(202);
     const approver = await extraKey(runtime, m.accountId, { scopes: ['approvals'] });
-    const approved = await post(app, approver, `/v1/confirmations/${held.json().confirmation_id}/approve`);
+    const approve = () => post(app, approver, `/v1/confirmations/${held.json().confirmation_id}/approve`);
+
+    // The assistant's ceiling drops below it while it waits: the approval cannot lift a deny.
+    const tightened = await editPolicy(app, m.apiKey, (policy) => {
+      policy.channels.mcp.deny_above = '2.5';
+    });
+    expect(tightened.statusCode, tightened.body).toBe(200);
+    const refused = await approve();
+    expect(refused.statusCode, refused.body).toBe(403);
+    expect(refused.json().error.message).toContain("mcp channel's limit of 2.5");
+    expect(await payouts(m.accountId)).toEqual([]);
+
+    const loosened = await editPolicy(app, m.apiKey, (policy) => {
+      policy.channels.mcp.deny_above = '10';
+    });
+    expect(loosened.statusCode, loosened.body).toBe(200);
+    const approved = await approve();
     expect(approved.statusCode, approved.body).toBe(200);
     expect(await payouts(m.accountId)).toEqual([{ amount_minor: 3_000_000n, channel: 'api' }]);
   });

@@ -230,6 +230,7 @@ ${
 <dt>Name</dt><dd>${maybe(key.name)}</dd>
 <dt>Mode</dt><dd>${key.livemode ? 'live' : 'test'}</dd>
 <dt>Scopes</dt><dd>${key.scopes.map((s) => html`<code>${s}</code> `)}</dd>
+${key.assistant && html`<dt>Limits</dt><dd id="key-assistant">An assistant's key: held to the policy's <code>mcp</code> limits on every channel</dd>`}
 <dt>State</dt><dd id="key-state">${keyState(key, now)}</dd>
 <dt>Created</dt><dd>${time(key.created)}</dd>
 <dt>Last used</dt><dd>${time(key.last_used_at)}</dd>
