@@ -15,7 +15,7 @@ const JSON_HELP = '  --json           Print the result as JSON, and errors as JS
 export const keysList: DatabaseCommand = {
   kind: 'database',
   needsLatestSchema: true,
-  help: `Options:\n${ACCOUNT_HELP}\n${JSON_HELP}\n\nOne line per key: id, redacted secret, mode, state, scopes. Both modes are listed.`,
+  help: `Options:\n${ACCOUNT_HELP}\n${JSON_HELP}\n\nOne line per key: id, redacted secret, mode, state, scopes, and "assistant" for an assistant's key. Both modes are listed.`,
   parse(args) {
     const { values } = parseStrict(() => parseArgs({ args, options: { account, json } }));
     const accountId = required(values.account, 'account', 'plainpay keys list --account acct_…');
@@ -26,7 +26,7 @@ export const keysList: DatabaseCommand = {
       else
         for (const k of keys)
           out.stdout(
-            `${k.id}  ${k.redacted}  ${k.livemode ? 'live' : 'test'}  ${k.revoked_at ? 'revoked' : 'active'}  ${k.scopes.join(',')}`,
+            `${k.id}  ${k.redacted}  ${k.livemode ? 'live' : 'test'}  ${k.revoked_at ? 'revoked' : 'active'}  ${k.scopes.join(',')}${k.assistant ? '  assistant' : ''}`,
           );
       return EXIT.ok;
     };
