@@ -9,8 +9,8 @@ import { availableBalance, editPolicy, fund, post } from './support/money.ts';
 /**
  * Approval by another principal only (issue 14): the key that asked, its rotation lineage and the
  * keys it created (directly or through others) cannot decide its held action; a held action with
- * no recorded requester is decided on the dashboard only; and a key revokes or rotates only keys
- * whose scopes it holds.
+ * no recorded requester is decided on the dashboard only; a key revokes or rotates only keys
+ * whose scopes it holds, and never rotates an approver of its own requests (issue 33).
  */
 
 let chain: ChainConnection;
@@ -137,15 +137,49 @@ describe('the key that asked, its lineage and the keys it created cannot decide 
     await expectStillPending(confirmationId, accountId);
   });
 
-  it('rotating another key brings its lineage into your principal: its new secret is yours', async () => {
+  it("a requester cannot rotate its own approver: 403, and the approver's key still approves (issue 33)", async () => {
     const { accountId, admin, k } = await agentAccount();
     const finance = await createKey(admin, { name: 'finance', scopes: ['approvals'] });
     const confirmationId = await heldByAgent(k.secret);
-    // K holds every scope finance holds, so it may rotate finance's key and learn the new secret.
-    const taken = await rotateKey(k.secret, finance.id);
-    expectNotAnotherPrincipal(await decide(taken.secret, confirmationId, 'approve'));
-    expectNotAnotherPrincipal(await decide(finance.secret, confirmationId, 'approve'));
+    // K holds every scope finance holds, but finance may approve K's requests: rotating it would
+    // make its successor K's and expire finance's key, locking the approver out.
+    const refused = await post(app, k.secret, `/keys/${finance.id}/rotate`, { expires_in_minutes: 0 });
+    expect(refused.statusCode, refused.body).toBe(403);
+    expect(refused.json().error).toMatchObject({ type: 'permission_error', param: 'id' });
+    expect(refused.json().error.message).toContain('may approve the calling key');
+    const successors = await runtime.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('rotated_from', '=', finance.id)
+      .execute();
+    expect(successors).toEqual([]);
     await expectStillPending(confirmationId, accountId);
+    // The dashboard offers K no rotate form for finance's key, and says why.
+    const page = await app.inject({
+      method: 'GET',
+      url: `/dashboard/developers/keys/${finance.id}`,
+      headers: { cookie: await signIn(k.secret) },
+    });
+    expect(page.body).toContain('Your key cannot rotate this key');
+    expect(page.body).not.toContain('id="rotate-key"');
+
+    const approved = await decide(finance.secret, confirmationId, 'approve');
+    expect(approved.statusCode, approved.body).toBe(200);
+    expect(await payoutsTo(accountId)).toHaveLength(1);
+  });
+
+  it("an approver's successor keeps its standing, whether it rotated itself or its creator rotated it", async () => {
+    const { accountId, admin, k } = await agentAccount();
+    const finance = await createKey(admin, { name: 'finance', scopes: ['keys', 'approvals'] });
+    const first = await heldByAgent(k.secret);
+    const second = await heldByAgent(k.secret);
+    const selfRotated = await rotateKey(finance.secret, finance.id);
+    const approved = await decide(selfRotated.secret, first, 'approve');
+    expect(approved.statusCode, approved.body).toBe(200);
+    const byCreator = await rotateKey(admin, selfRotated.id);
+    const rejected = await decide(byCreator.secret, second, 'reject');
+    expect(rejected.statusCode, rejected.body).toBe(200);
+    expect(await payoutsTo(accountId)).toHaveLength(1);
   });
 
   it('an unrelated approvals key (created by the same admin as K) approves: 200, and the money moves once', async () => {

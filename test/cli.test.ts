@@ -39,6 +39,24 @@ describe('plainpay CLI', () => {
     const keys = JSON.parse(listed.stdout);
     expect(keys).toHaveLength(1);
     expect(listed.stdout).not.toContain(created.api_key);
+
+    // A key for an assistant (docs/policy.md "Keys for assistants").
+    const assistant = await run(
+      process.execPath,
+      [
+        CLI,
+        'keys',
+        'create',
+        '--account',
+        created.account,
+        '--scopes',
+        'payments:read,payouts:write',
+        '--assistant',
+        '--json',
+      ],
+      { env: childEnv(dataDir) },
+    );
+    expect(JSON.parse(assistant.stdout)).toMatchObject({ assistant: true, scopes: ['payments:read', 'payouts:write'] });
   }, 90_000);
 
   it('a second Ctrl-C while stopping does not cut the graceful stop short', async () => {

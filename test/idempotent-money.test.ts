@@ -6,12 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { bearer, extraKey, testAccount, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
 import { ADDRESS_A, ADDRESS_B, availableBalance, expectLedgerBalanced, fund, post } from './support/money.ts';
-import { MCP_ACCEPT, openInjectedMcpSession } from './support/mcp.ts';
 
 /**
  * Money moves once per intent on every channel (issue 16, point 3): a payout's reference names one
- * payout for good, and an MCP money call takes an idempotency key (or gets one derived from its
- * session and JSON-RPC id), so an assistant whose call timed out can retry without paying twice.
+ * payout for good, and an MCP money call takes an idempotency key, so an assistant whose call timed
+ * out can retry without paying twice. (A JSON-RPC id is no such key: test/mcp.request-ids.test.ts.)
  */
 let chain: ChainConnection;
 let runtime: TestRuntime;
@@ -147,46 +146,5 @@ describe('MCP money tools are idempotent', () => {
     expect(bad.isError).toBe(true);
     expect(JSON.parse((bad.content[0] as { text: string }).text).error.param).toBe('idempotency_key');
     expect(await payoutsOf(m.accountId, 'mcp')).toHaveLength(1);
-  });
-
-  it('without a key, a transport-level resend of the same request (session and id) pays once', async () => {
-    const m = await testAccount(runtime);
-    await fund(app, m.apiKey, 101);
-    await knownRecipient(m.apiKey, ADDRESS_B);
-    const session = await openInjectedMcpSession(app, m.apiKey);
-    const send = () =>
-      app.inject({
-        method: 'POST',
-        url: '/mcp',
-        headers: { ...session, accept: MCP_ACCEPT },
-        payload: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 42,
-          method: 'tools/call',
-          params: { name: 'create_payout', arguments: { amount: 2, to_address: ADDRESS_B } },
-        }),
-      });
-    const first = await send();
-    const resent = await send();
-    expect(first.statusCode).toBe(200);
-    expect(resent.statusCode).toBe(200);
-    expect(first.body).toContain('"status\\":\\"queued');
-    expect(await payoutsOf(m.accountId, 'mcp')).toHaveLength(1);
-    expect(await availableBalance(app, m.apiKey)).toBe(98);
-
-    // A new request (a new id) is a new payout: the derived key only covers resends.
-    const next = await app.inject({
-      method: 'POST',
-      url: '/mcp',
-      headers: { ...session, accept: MCP_ACCEPT },
-      payload: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 43,
-        method: 'tools/call',
-        params: { name: 'create_payout', arguments: { amount: 2, to_address: ADDRESS_B } },
-      }),
-    });
-    expect(next.statusCode).toBe(200);
-    expect(await payoutsOf(m.accountId, 'mcp')).toHaveLength(2);
   });
 });

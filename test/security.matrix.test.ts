@@ -191,7 +191,7 @@ function authOf(
   mode: Mode,
   scopes: readonly string[] = API_KEY_SCOPES,
 ): AuthContext {
-  return { accountId, keyId: objects.keyId, livemode: mode === 'live', scopes: new Set(scopes) };
+  return { accountId, keyId: objects.keyId, livemode: mode === 'live', scopes: new Set(scopes), assistant: false };
 }
 
 async function mcpClient(auth: AuthContext): Promise<Client> {

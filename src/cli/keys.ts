@@ -15,7 +15,7 @@ const JSON_HELP = '  --json           Print the result as JSON, and errors as JS
 export const keysList: DatabaseCommand = {
   kind: 'database',
   needsLatestSchema: true,
-  help: `Options:\n${ACCOUNT_HELP}\n${JSON_HELP}\n\nOne line per key: id, redacted secret, mode, state, scopes. Both modes are listed.`,
+  help: `Options:\n${ACCOUNT_HELP}\n${JSON_HELP}\n\nOne line per key: id, redacted secret, mode, state, scopes, and "assistant" for an assistant's key. Both modes are listed.`,
   parse(args) {
     const { values } = parseStrict(() => parseArgs({ args, options: { account, json } }));
     const accountId = required(values.account, 'account', 'plainpay keys list --account acct_…');
@@ -26,7 +26,7 @@ export const keysList: DatabaseCommand = {
       else
         for (const k of keys)
           out.stdout(
-            `${k.id}  ${k.redacted}  ${k.livemode ? 'live' : 'test'}  ${k.revoked_at ? 'revoked' : 'active'}  ${k.scopes.join(',')}`,
+            `${k.id}  ${k.redacted}  ${k.livemode ? 'live' : 'test'}  ${k.revoked_at ? 'revoked' : 'active'}  ${k.scopes.join(',')}${k.assistant ? '  assistant' : ''}`,
           );
       return EXIT.ok;
     };
@@ -41,6 +41,8 @@ ${ACCOUNT_HELP}
   --live           A live-mode key (default: test mode).
   --scopes a,b     The key's scopes (default: every scope): ${API_KEY_SCOPES.join(', ')}.
   --name N         A name to tell the key apart.
+  --assistant      A key for an AI assistant: every call made with it (REST, MCP, the agent) is
+                   judged by the policy's mcp limits as well (docs/policy.md).
 ${JSON_HELP}`,
   parse(args) {
     const { values } = parseStrict(() =>
@@ -51,6 +53,7 @@ ${JSON_HELP}`,
           live: { type: 'boolean', default: false },
           scopes: { type: 'string' },
           name: { type: 'string' },
+          assistant: { type: 'boolean', default: false },
           json,
         },
       }),
@@ -59,7 +62,13 @@ ${JSON_HELP}`,
     const scopes = values.scopes === undefined ? undefined : parseScopes(values.scopes);
     return async ({ db }, out) => {
       await requireAccount(db, accountId);
-      const key = await issueApiKey(db, { accountId, livemode: values.live, scopes, name: values.name ?? null });
+      const key = await issueApiKey(db, {
+        accountId,
+        livemode: values.live,
+        scopes,
+        name: values.name ?? null,
+        assistant: values.assistant,
+      });
       out.stdout(values.json ? JSON.stringify(key) : `${key.id}  ${key.secret}   (shown once)`);
       return EXIT.ok;
     };

@@ -26,6 +26,11 @@ export interface Actor {
   keyId: string | null;
   scopes: ReadonlySet<string>;
   channel: Channel;
+  /**
+   * The key is an assistant's (api_keys.assistant): its calls are judged by the mcp channel's
+   * limits as well as by their own channel's, whatever transport carries them (judgingChannels).
+   */
+  assistant?: boolean;
 }
 
 /**

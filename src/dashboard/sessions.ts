@@ -36,6 +36,8 @@ export interface DashboardSession {
   livemode: boolean;
   /** The key's scopes as they are now. */
   scopes: ReadonlySet<string>;
+  /** The key is an assistant's (docs/policy.md): it makes and manages assistant keys only. */
+  assistant: boolean;
   /** The synchronizer token every form of this session must carry. */
   csrfToken: string;
   /** How the signed-in key is shown: its redacted secret and its name. */
@@ -81,6 +83,7 @@ export async function loadSession(db: Db, id: string | undefined, now: Date): Pr
     keyId: row.key_id,
     livemode: row.livemode,
     scopes: new Set(row.scopes),
+    assistant: row.assistant,
     csrfToken: row.csrf_token,
     keyLabel: { redacted: `${row.display_prefix}…${row.last4}`, name: row.name },
     expiresAt: row.expires_at,

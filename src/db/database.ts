@@ -41,6 +41,8 @@ export interface ApiKeysTable {
   rotated_from: string | null;
   /** The key that created it (null: the operator's CLI or account creation). Migration 014. */
   created_by_key: ColumnType<string | null, string | null | undefined, never>;
+  /** An assistant's key: judged by the mcp channel's limits on every channel. Migration 027. */
+  assistant: ColumnType<boolean, boolean | undefined, never>;
 }
 
 export interface WebhookSecretsTable {

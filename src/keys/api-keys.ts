@@ -12,6 +12,7 @@ import {
 import { API_KEY_SCOPES, type ApiKeyScope, generateApiKey } from '../domain/api-key-secret.ts';
 import { newId } from '../domain/ids.ts';
 import { keysetOf, type PageRequest, pageFrom } from '../db/pagination.ts';
+import { isSamePrincipal } from './lineage.ts';
 
 /**
  * What a client sees of a key: never the secret, never its hash. Timestamps follow the API's one
@@ -33,6 +34,11 @@ export const apiKeyOutput = z
     expires_at: z.string().nullable().describe('When the key stops working (a rotated key), or null.'),
     revoked_at: z.string().nullable().describe('When the key was revoked, or null.'),
     rotated_from: z.string().nullable(),
+    assistant: z
+      .boolean()
+      .describe(
+        "An assistant's key: every call made with it is judged by the policy's mcp limits as well as its own channel's (docs/policy.md).",
+      ),
     last_used: z.string().nullable().describe('Deprecated: last_used_at. Removed in the next release.'),
     expires: z.string().nullable().describe('Deprecated: expires_at. Removed in the next release.'),
     revoked: z.string().nullable().describe('Deprecated: revoked_at. Removed in the next release.'),
@@ -64,6 +70,7 @@ export function presentApiKey(row: ApiKeyRow): ApiKeyView {
     expires_at: expires,
     revoked_at: revoked,
     rotated_from: row.rotated_from,
+    assistant: row.assistant,
     last_used: lastUsed,
     expires,
     revoked,
@@ -80,6 +87,8 @@ export async function issueApiKey(
     rotatedFrom?: string;
     /** The key whose authority creates it; left out (null) only by the operator's CLI and account creation. */
     createdByKey?: string | null;
+    /** An assistant's key (docs/policy.md "Keys for assistants"); fixed for the key's life. */
+    assistant?: boolean;
   },
 ): Promise<IssuedApiKey> {
   const generated = generateApiKey(input.livemode);
@@ -94,6 +103,7 @@ export async function issueApiKey(
     scopes: [...(input.scopes ?? API_KEY_SCOPES)],
     rotated_from: input.rotatedFrom ?? null,
     created_by_key: input.createdByKey ?? null,
+    assistant: input.assistant ?? false,
   });
   return { ...presentApiKey(row), secret: generated.secret };
 }
@@ -119,6 +129,8 @@ export interface KeyManager {
   livemode: boolean;
   keyId: string;
   scopes: ReadonlySet<string>;
+  /** The managing key is an assistant's: it may only make and manage assistant keys. */
+  assistant: boolean;
 }
 
 /**
@@ -136,11 +148,24 @@ export function scopesNotHeld(manager: KeyManager, scopes: readonly string[]): s
 }
 
 /**
- * A key never mints or obtains a more powerful key: a test key cannot create a live key, and only
- * scopes the managing key holds can be granted (a live key may create a test key, which is less).
- * One rule for the API and the dashboard.
+ * A key never mints or obtains a more powerful key: a test key cannot create a live key, an
+ * assistant's key cannot create a key without the assistant's limits, and only scopes the managing
+ * key holds can be granted (a live key may create a test key, which is less). One rule for the API
+ * and the dashboard.
  */
-export function assertCanGrant(manager: KeyManager, livemode: boolean, scopes: readonly string[]): void {
+export function assertCanGrant(
+  manager: KeyManager,
+  livemode: boolean,
+  scopes: readonly string[],
+  assistant: boolean,
+): void {
+  if (manager.assistant && !assistant) {
+    throw new AppError(
+      'permission_denied',
+      "An assistant's key can only create assistant keys: a key without the assistant's limits would step around them.",
+      { param: 'assistant' },
+    );
+  }
   if (livemode && !manager.livemode) {
     throw new AppError('permission_denied', 'A test-mode key cannot create live-mode keys. Use a live key.', {
       param: 'live',
@@ -165,14 +190,52 @@ export function assertCanGrant(manager: KeyManager, livemode: boolean, scopes: r
  * (ownerOf). One rule for the API and the dashboard.
  */
 export function assertCanManage(manager: KeyManager, target: ApiKeyRow): void {
+  const refused = manageRefusal(manager, target);
+  if (refused) throw refused;
+}
+
+/**
+ * Why `manager` may not revoke or rotate `target`: scopes it does not hold, or (for an assistant's
+ * key) a target without the assistant's limits, whose rotation would hand it a freer secret.
+ */
+export function manageRefusal(manager: KeyManager, target: ApiKeyRow): AppError | undefined {
   const missing = scopesNotHeld(manager, target.scopes);
   if (missing.length > 0) {
-    throw new AppError(
+    return new AppError(
       'permission_denied',
       `The calling key cannot revoke or rotate API key '${target.id}': it holds scopes the calling key does not (${missing.join(', ')}). Use a key that holds every one of them.`,
       { param: 'id' },
     );
   }
+  if (manager.assistant && !target.assistant) {
+    return new AppError(
+      'permission_denied',
+      `The calling key cannot revoke or rotate API key '${target.id}': the calling key is an assistant's, and that key is not.`,
+      { param: 'id' },
+    );
+  }
+  return undefined;
+}
+
+/**
+ * Why `manager` may not rotate `target`, or undefined when it may. Rotation hands the caller the new
+ * secret, and the successor counts as the caller's (src/keys/lineage.ts). A key holding `approvals`
+ * that is another principal than the caller may judge the caller's requests: rotating it would lock
+ * that approver out of them (its old key expires, and its successor is the caller's), so a requester
+ * holding `keys` could silence its own approvers. Only the approver's own principal (the key itself,
+ * the keys that created it, directly or through others) or the operator's CLI rotates such a key;
+ * its successor then keeps its standing. One rule for the API and the dashboard.
+ */
+export async function rotationRefusal(db: Db, manager: KeyManager, target: ApiKeyRow): Promise<AppError | undefined> {
+  const refused = manageRefusal(manager, target);
+  if (refused) return refused;
+  if (!target.scopes.includes('approvals')) return undefined;
+  if (await isSamePrincipal(db, manager.accountId, manager.keyId, target.id)) return undefined;
+  return new AppError(
+    'permission_denied',
+    `The calling key cannot rotate API key '${target.id}': it holds the approvals scope and is another principal, so it may approve the calling key's requests. It is rotated by itself or by the key that created it.`,
+    { param: 'id' },
+  );
 }
 
 /** The keys `manager` may see (its account and mode), or all of an account's keys for the CLI. */
@@ -232,7 +295,8 @@ export async function rotateAccountApiKey(
 ): Promise<{ new_key: IssuedApiKey; old_key: ApiKeyView }> {
   const { manager } = input;
   const old = await getAccountApiKey(db, manager.accountId, input.keyId, manager);
-  assertCanManage(manager, old);
+  const refused = await rotationRefusal(db, manager, old);
+  if (refused) throw refused;
   if (old.revoked_at)
     throw new AppError('conflict', `API key '${input.keyId}' is revoked and cannot be rotated.`, { param: 'id' });
   if (old.expires_at && old.expires_at <= input.now) {
@@ -245,6 +309,7 @@ export async function rotateAccountApiKey(
     name: old.name,
     rotatedFrom: old.id,
     createdByKey: manager.keyId,
+    assistant: old.assistant,
   });
   await expireApiKeyAt(db, old.id, new Date(input.now.getTime() + input.oldKeyExpiresInMinutes * 60_000));
   announceKeyChange(old.id);

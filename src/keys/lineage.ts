@@ -9,7 +9,8 @@ import type { Db } from '../db/database.ts';
  *   scopes and saw their secrets.
  * Creation is followed downwards only: the key that created `keyId` is another principal (the
  * admin who made an agent's key is who should approve the agent's requests). A rotation's new key
- * is created by the rotation's caller, so rotating someone else's key brings it into your principal.
+ * is created by the rotation's caller, so rotating someone else's key brings it into your principal;
+ * that is why an approver of another principal is not yours to rotate (rotationRefusal, api-keys.ts).
  *
  * One recursive query (UNION drops repeats, so it ends on any shape of data), the same on Postgres
  * and PGlite. Keys never leave their account, and the walk stays inside it.

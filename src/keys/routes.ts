@@ -26,6 +26,12 @@ export const createKeyBody = z.strictObject({
     .optional()
     .describe("Scopes of the new key; at most those of the calling key. Defaults to the calling key's scopes."),
   name: z.string().min(1).max(100).optional().describe('A label to recognise the key by.'),
+  assistant: z
+    .boolean()
+    .optional()
+    .describe(
+      "Issue the key to an AI assistant: every call made with it, over REST, MCP or the agent, is judged by the policy's mcp limits as well as its own channel's. Defaults to the calling key's; an assistant's key can only create assistant keys.",
+    ),
 });
 
 export const rotateKeyBody = z.strictObject({
@@ -112,13 +118,15 @@ export function keyRoutes(runtime: Runtime): FastifyPluginAsync {
         [...caller.scopes].filter((s): s is (typeof API_KEY_SCOPES)[number] =>
           (API_KEY_SCOPES as readonly string[]).includes(s),
         );
-      assertCanGrant(caller, livemode, scopes);
+      const assistant = body.assistant ?? caller.assistant;
+      assertCanGrant(caller, livemode, scopes, assistant);
       return issueApiKey(runtime.db, {
         accountId: caller.accountId,
         livemode,
         scopes,
         name: body.name ?? null,
         createdByKey: caller.keyId,
+        assistant,
       });
     });
 

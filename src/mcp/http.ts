@@ -6,6 +6,7 @@ import type { AuthContext } from '../http/plugins/auth.ts';
 import { requestAuth } from '../http/plugins/auth.ts';
 import type { Runtime } from '../runtime.ts';
 import type { McpServerOptions } from './server.ts';
+import { answeredIdOf, type JsonRpcId, RequestIdsInFlight, requestIdOf } from './request-ids.ts';
 import { DEFAULT_MCP_SESSION_LIMITS, type McpSessionHandle, type McpSessionLimits, McpSessions } from './sessions.ts';
 
 export interface McpRouteOptions extends McpServerOptions {
@@ -14,6 +15,7 @@ export interface McpRouteOptions extends McpServerOptions {
 
 interface HttpSession extends McpSessionHandle {
   transport: StreamableHTTPServerTransport;
+  requestIds: RequestIdsInFlight;
 }
 
 /**
@@ -90,11 +92,13 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
         id,
         keyId: auth.keyId,
         transport,
+        requestIds: new RequestIdsInFlight(),
         close: () => server.close(),
       };
       transport.onclose = () => sessions.remove(id);
       transport.onerror = (error) => runtime.logger.debug({ err: error, session: id }, 'MCP transport error');
       await server.connect(transport);
+      watchRequestIds(transport, session.requestIds);
       sessions.add(session);
       return session;
     };
@@ -143,6 +147,20 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
           return rpcError(reply, 400, -32000, 'Bad Request: No valid session ID provided');
         }
 
+        // An id still in flight in this session is refused before anything runs: the transport
+        // would give the new request the old one's stream, and the answers would cross.
+        const ids = request.method === 'POST' ? requestIdsIn(body) : [];
+        const claim = session.requestIds.claim(ids);
+        if ('refused' in claim) {
+          return rpcError(
+            reply,
+            409,
+            -32600,
+            `Invalid Request: request id ${JSON.stringify(claim.refused)} is still in flight in this session; nothing was run. Use an id that is not in flight (an id is free again once its answer has come).`,
+            ids.length === 1 ? claim.refused : null,
+          );
+        }
+
         // Hand the raw request to the SDK transport, keeping the headers set so far (Request-Id,
         // RateLimit). The transport writes the response, streaming when it answers with SSE.
         for (const [name, value] of Object.entries(reply.getHeaders())) {
@@ -168,10 +186,42 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
           } else {
             reply.raw.end();
           }
+        } finally {
+          session.requestIds.finished(claim);
         }
       },
     });
   };
+}
+
+/**
+ * Keeps `ids` true to what the server does with each request of the session: a request is
+ * dispatched when the transport hands it to the server, and answered when the server hands its
+ * answer to the transport (the SDK's Protocol calls these on the transport object, so the wrappers
+ * see every request and every answer, whatever handler ran).
+ */
+function watchRequestIds(transport: StreamableHTTPServerTransport, ids: RequestIdsInFlight): void {
+  const send = transport.send.bind(transport);
+  transport.send = async (message, options) => {
+    try {
+      await send(message, options);
+    } finally {
+      const answered = answeredIdOf(message);
+      if (answered !== undefined) ids.answered(answered);
+    }
+  };
+  const dispatch = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    const id = requestIdOf(message);
+    if (id !== undefined) ids.dispatched(id);
+    dispatch?.(message, extra);
+  };
+}
+
+/** The ids of the JSON-RPC requests in a POST body (one message or a batch). */
+function requestIdsIn(body: unknown): JsonRpcId[] {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.map(requestIdOf).filter((id): id is JsonRpcId => id !== undefined);
 }
 
 /**
@@ -191,10 +241,19 @@ function repeatsARequestId(body: unknown): boolean {
   return false;
 }
 
-function rpcBody(code: number, message: string): unknown {
-  return { jsonrpc: '2.0', error: { code, message }, id: null };
+function rpcBody(code: number, message: string, id: JsonRpcId | null = null): unknown {
+  return { jsonrpc: '2.0', error: { code, message }, id };
 }
 
-function rpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
-  return reply.code(status).type('application/json').send(rpcBody(code, message));
+function rpcError(
+  reply: FastifyReply,
+  status: number,
+  code: number,
+  message: string,
+  id: JsonRpcId | null = null,
+): FastifyReply {
+  return reply
+    .code(status)
+    .type('application/json')
+    .send(rpcBody(code, message, id));
 }

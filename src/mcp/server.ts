@@ -129,23 +129,19 @@ function withIdempotencyKey(tool: AnyTool, schema: Tool['inputSchema']): Tool['i
 }
 
 /**
- * The idempotency key of an MCP money call: the one the client sent, or else one derived from the
- * session and the JSON-RPC request id, so that a transport-level resend of the same request (same
- * session, same id) still runs once. Throws for a malformed key.
+ * The idempotency key of an MCP money call: the one the client sent, or none. Nothing is derived
+ * from the JSON-RPC request id: ids are unique only while in flight (mcp/request-ids.ts), so a
+ * request that reuses an id after its answer came is a new call, and a key derived from it would
+ * hand that call the earlier one's answer, or refuse it. Throws for a malformed key.
  */
-function idempotencyKeyOf(
-  given: unknown,
-  extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
-): string | undefined {
-  if (given !== undefined) {
-    if (typeof given !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(given)) {
-      throw new AppError('invalid_request', 'idempotency_key must be 1 to 255 printable ASCII characters.', {
-        param: 'idempotency_key',
-      });
-    }
-    return given;
+function idempotencyKeyOf(given: unknown): string | undefined {
+  if (given === undefined) return undefined;
+  if (typeof given !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(given)) {
+    throw new AppError('invalid_request', 'idempotency_key must be 1 to 255 printable ASCII characters.', {
+      param: 'idempotency_key',
+    });
   }
-  return extra.sessionId === undefined ? undefined : `mcp:${extra.sessionId}:${String(extra.requestId)}`;
+  return given;
 }
 
 const definitionCache = new WeakMap<AnyTool, Tool>();
@@ -209,10 +205,11 @@ export function buildMcpServer(runtime: Runtime, auth: AuthContext, options: Mcp
       keyId: caller.keyId,
       scopes: caller.scopes,
       channel: 'mcp',
+      assistant: caller.assistant,
     };
     try {
       const { idempotency_key: givenKey, ...args } = request.params.arguments ?? {};
-      const idempotencyKey = tool.effect === 'money' ? idempotencyKeyOf(givenKey, extra) : undefined;
+      const idempotencyKey = tool.effect === 'money' ? idempotencyKeyOf(givenKey) : undefined;
       // Only money tools take the key; elsewhere it stays in the arguments and validation names it.
       const input = tool.effect === 'money' ? args : (request.params.arguments ?? {});
       const result = await executeTool(tool, input, { runtime, actor, idempotencyKey });

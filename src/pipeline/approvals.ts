@@ -9,6 +9,7 @@ import type { ConfirmationRow } from '../db/tables/money.ts';
 import { isSamePrincipal } from '../keys/lineage.ts';
 import { announceConfirmation, effectiveStatus } from '../policy/confirmations.ts';
 import { findConfirmation } from '../db/repositories/confirmations.ts';
+import { findApiKey } from '../db/repositories/api-keys.ts';
 
 /**
  * A human's answer to a held action. Not a tool, on purpose: no model and no MCP client can
@@ -85,6 +86,11 @@ export async function approveConfirmation(
   if (canonicalHash(row.input) !== row.input_hash) {
     throw new AppError('conflict', `Confirmation ${id} does not match the action it was created for; it cannot run.`);
   }
+  // An assistant's held action is judged again by the assistant's limits too (a deny still refuses it).
+  const requester =
+    row.requested_by_key === null
+      ? undefined
+      : await findApiKey(runtime.db, { accountId: row.account_id }, row.requested_by_key);
   return executeTool(tool, row.input, {
     runtime,
     actor: {
@@ -94,6 +100,7 @@ export async function approveConfirmation(
       // The approval authorises exactly this tool call, whatever the asking key holds today.
       scopes: new Set([tool.scope]),
       channel: row.channel as Channel,
+      assistant: requester?.assistant ?? false,
     },
     runId: row.run_id,
     // Single use is the confirmation row's: consuming it is a conditional update in the same

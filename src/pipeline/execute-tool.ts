@@ -27,7 +27,13 @@ import {
   recordConfirmationResult,
 } from '../policy/confirmations.ts';
 import { loadPolicyContext, type RunScope, recordPolicySpend } from '../policy/context.ts';
-import { evaluatePolicy, type PolicyDecision, summarizeDecision } from '../policy/engine.ts';
+import {
+  evaluatePolicy,
+  judgingChannels,
+  type PolicyDecision,
+  strictestDecision,
+  summarizeDecision,
+} from '../policy/engine.ts';
 import { type DeclaredCall, declaredSpend, NOTHING_DECLARED } from '../policy/run-plan.ts';
 import { loadPolicy } from '../policy/store.ts';
 
@@ -189,8 +195,13 @@ function describeCall<I extends z.ZodType, O extends z.ZodType>(
   options: ExecuteOptions,
 ): Call<I, O> {
   const { actor } = options;
+  // An assistant's key is judged and logged on every channel as on MCP (judgingChannels).
   const logged =
-    tool.system !== undefined || tool.effect === 'money' || actor.channel === 'agent' || actor.channel === 'mcp';
+    tool.system !== undefined ||
+    tool.effect === 'money' ||
+    actor.channel === 'agent' ||
+    actor.channel === 'mcp' ||
+    actor.assistant === true;
   return {
     tool,
     options,
@@ -391,13 +402,17 @@ async function decide<I extends z.ZodType, O extends z.ZodType>(
   if (options.confirmation) await consumeConfirmation(db, options.confirmation, call.actor, now);
   const output = await tool.handler(input, ctx);
   if (tool.effect === 'money' && subject?.amountSettlementMinor !== undefined) {
-    await recordPolicySpend(db, {
-      actor: call.actor,
-      tool: tool.name,
-      objectId: objectIdOf(output),
-      amountSettlementMinor: subject.amountSettlementMinor,
-      at: now,
-    });
+    // Counted in the cap of every channel that judged it: an assistant's REST payout uses up its
+    // assistant (mcp) cap too.
+    for (const channel of judgingChannels(call.actor)) {
+      await recordPolicySpend(db, {
+        actor: { ...call.actor, channel },
+        tool: tool.name,
+        objectId: objectIdOf(output),
+        amountSettlementMinor: subject.amountSettlementMinor,
+        at: now,
+      });
+    }
   }
   // Step 6: record.
   const actionId = await recordExecuted(call, ctx, judged, scopes, output);
@@ -546,20 +561,29 @@ async function judge<I extends z.ZodType, O extends z.ZodType>(
   const { db, actor, now } = ctx;
   const subject = tool.policy ? await tool.policy(input, ctx) : undefined;
   const recipients = subject?.recipients ?? [];
-  const context = tool.effect === 'money' ? await loadPolicyContext(db, actor, recipients, now, run) : NO_HISTORY;
-  const decision = evaluatePolicy(
-    (await loadPolicy(db, actor)).policy,
-    {
-      tool: tool.name,
-      effect: tool.effect,
-      channel: actor.channel,
-      amountSettlementMinor: subject?.amountSettlementMinor,
-      recipients,
-    },
-    context,
-    { satisfiedConfirmation: call.options.confirmation !== undefined },
-  );
-  return { subject, decision };
+  const { policy } = await loadPolicy(db, actor);
+  const decisions: PolicyDecision[] = [];
+  // The call's own channel, and for an assistant's key the assistant channel as well: the
+  // strictest of their decisions applies.
+  for (const channel of judgingChannels(actor)) {
+    const judged = { ...actor, channel };
+    const context = tool.effect === 'money' ? await loadPolicyContext(db, judged, recipients, now, run) : NO_HISTORY;
+    decisions.push(
+      evaluatePolicy(
+        policy,
+        {
+          tool: tool.name,
+          effect: tool.effect,
+          channel,
+          amountSettlementMinor: subject?.amountSettlementMinor,
+          recipients,
+        },
+        context,
+        { satisfiedConfirmation: call.options.confirmation !== undefined },
+      ),
+    );
+  }
+  return { subject, decision: strictestDecision(decisions) };
 }
 
 /** The amount a later action of the same run counts this one for; none when it is unknown (denied anyway). */

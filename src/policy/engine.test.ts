@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PolicyContext } from './action.ts';
-import { evaluatePolicy, summarizeDecision } from './engine.ts';
+import { evaluatePolicy, judgingChannels, strictestDecision, summarizeDecision } from './engine.ts';
 import { DEFAULT_POLICY, type Policy } from './policy-schema.ts';
 import { KNOWN_ADDRESS, moneyAction, NEW_ADDRESS, policyContext, usdc, withChannel } from './testing.ts';
 
@@ -240,5 +240,30 @@ describe('evaluatePolicy when something is wrong', () => {
     expect(evaluatePolicy(DEFAULT_POLICY, channel, policyContext()).outcome).toBe('deny');
     const effect = moneyAction({ effect: 'transfer' as never });
     expect(evaluatePolicy(DEFAULT_POLICY, effect, policyContext()).outcome).toBe('deny');
+  });
+});
+
+describe("an assistant's key: its own channel's limits and the assistant's", () => {
+  it('judges an assistant key by its channel and mcp; other keys, and the system, by their channel alone', () => {
+    expect(judgingChannels({ channel: 'api', assistant: true })).toEqual(['api', 'mcp']);
+    expect(judgingChannels({ channel: 'agent', assistant: true })).toEqual(['agent', 'mcp']);
+    expect(judgingChannels({ channel: 'mcp', assistant: true })).toEqual(['mcp']);
+    expect(judgingChannels({ channel: 'api' })).toEqual(['api']);
+    expect(judgingChannels({ channel: 'system', assistant: true })).toEqual(['system']);
+  });
+
+  it('keeps the strictest outcome and every distinct reason once', () => {
+    const action = moneyAction({ amountSettlementMinor: usdc('5000') });
+    const decision = strictestDecision([
+      evaluatePolicy(DEFAULT_POLICY, { ...action, channel: 'api' }, policyContext()),
+      evaluatePolicy(DEFAULT_POLICY, { ...action, channel: 'mcp' }, policyContext()),
+    ]);
+    expect(decision.outcome).toBe('require_confirmation');
+    expect(decision.reasons[0]!.reason).toContain("mcp channel's confirmation threshold");
+    const texts = decision.reasons.map((r) => r.reason);
+    expect(new Set(texts).size).toBe(texts.length);
+    // A reason two channels share (a rule that reads no channel limit) is listed once.
+    const mcp = evaluatePolicy(DEFAULT_POLICY, { ...action, channel: 'mcp' }, policyContext());
+    expect(strictestDecision([mcp, mcp])).toEqual(mcp);
   });
 });

@@ -11,7 +11,8 @@ import {
   type RuleVerdict,
   severity,
 } from './action.ts';
-import { isPolicyChannel, type Policy } from './policy-schema.ts';
+import type { Channel } from '../core/tool.ts';
+import { isPolicyChannel, type Policy, type PolicyChannel } from './policy-schema.ts';
 import { amountKnown } from './rules/amount-known.ts';
 import { confirmAbove } from './rules/confirm-above.ts';
 import { dailyCap } from './rules/daily-cap.ts';
@@ -130,6 +131,40 @@ function decide(verdicts: readonly RuleVerdict[]): PolicyDecision {
   // Array.prototype.sort is stable, so equal severities keep the rule order.
   const reasons = [...verdicts].sort((a, b) => severity(b.outcome) - severity(a.outcome));
   return { outcome: reasons[0]?.outcome ?? 'allow', reasons };
+}
+
+/** Whose limits an assistant's key is held to, on every channel: those of outside models. */
+export const ASSISTANT_CHANNEL: PolicyChannel = 'mcp';
+
+/**
+ * The channels whose limits judge a call (DESIGN.md §8: limits follow the principal): the one it
+ * arrived on and, for an assistant's key, the assistant channel too, whatever transport carried
+ * it. So a key held at its MCP limits is held the same way when it calls REST, the agent or
+ * anything else; the strictest of the two decisions applies (strictestDecision).
+ */
+export function judgingChannels(actor: { channel: Channel; assistant?: boolean }): Channel[] {
+  if (actor.assistant !== true || actor.channel === ASSISTANT_CHANNEL || actor.channel === 'system') {
+    return [actor.channel];
+  }
+  return [actor.channel, ASSISTANT_CHANNEL];
+}
+
+/**
+ * One decision from the decisions of several channels on the same action: the strictest outcome,
+ * with every distinct reason (a rule that reads no channel limit, such as the tool switch, speaks
+ * once).
+ */
+export function strictestDecision(decisions: readonly PolicyDecision[]): PolicyDecision {
+  const seen = new Set<string>();
+  const verdicts = decisions
+    .flatMap((decision) => decision.reasons)
+    .filter((verdict) => {
+      const key = `${verdict.rule}\u0000${verdict.outcome}\u0000${verdict.reason}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+  return decide(verdicts);
 }
 
 /**

@@ -61,8 +61,8 @@ export async function editPolicy(app: FastifyInstance, key: string, edit: (polic
 export async function firstKeyAuth(runtime: Runtime, accountId: string): Promise<AuthContext> {
   const key = await runtime.db
     .selectFrom('api_keys')
-    .select(['id', 'scopes'])
+    .select(['id', 'scopes', 'assistant'])
     .where('account_id', '=', accountId)
     .executeTakeFirstOrThrow();
-  return { accountId, keyId: key.id, livemode: false, scopes: new Set(key.scopes) };
+  return { accountId, keyId: key.id, livemode: false, scopes: new Set(key.scopes), assistant: key.assistant };
 }

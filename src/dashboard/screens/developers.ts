@@ -12,6 +12,7 @@ import {
   presentApiKey,
   revokeAccountApiKey,
   rotateAccountApiKey,
+  rotationRefusal,
   scopesNotHeld,
 } from '../../keys/api-keys.ts';
 import {
@@ -189,13 +190,15 @@ ${
 
   app.get<{ Params: { id: string } }>('/developers/keys/:id', { config: keys }, async (request, reply) => {
     const session = sessionOf(request);
-    const key = await loadKey(session, request.params.id);
+    const row = await getAccountApiKey(runtime.db, session.accountId, request.params.id, session);
+    const key = presentApiKey(row);
     const now = runtime.clock.now();
     const usable = isUsable(key, now);
     const own = key.id === session.keyId;
-    // revokeAccountApiKey and rotateAccountApiKey enforce the scopes rule; it is read here only so
-    // that the page offers no form that can only be refused, and says why.
+    // revokeAccountApiKey and rotateAccountApiKey enforce the scopes and approver rules; they are
+    // read here only so that the page offers no form that can only be refused, and says why.
     const beyond = scopesNotHeld(session, key.scopes);
+    const rotation = beyond.length > 0 ? undefined : await rotationRefusal(runtime.db, session, row);
     let manage: SafeHtml;
     if (!usable) {
       manage = html`<p class="muted">This key no longer works; there is nothing to manage.</p>`;
@@ -205,11 +208,17 @@ ${
         html`Your key cannot rotate or revoke this key: it holds scopes yours does not (${beyond.map((s) => html`<code>${s}</code> `)}). Sign in with a key that holds every one of them.`,
       );
     } else {
-      manage = html`<h2>Rotate</h2>
+      const rotate = rotation
+        ? notice(
+            'info',
+            html`Your key cannot rotate this key: it is an approver of another principal, so it may approve your key's requests; it is rotated by itself or by the key that created it.`,
+          )
+        : html`<h2>Rotate</h2>
 <form method="post" action="/dashboard/developers/keys/${key.id}/rotate" class="card">${csrfField(session)}
 <p>Issues a new key with the same mode, scopes and name. The new secret is shown once.</p>
 <div class="field"><label for="expires_in_minutes">This key keeps working</label>${graceSelect('expires_in_minutes', 60)}</div>
-<button type="submit" id="rotate-key">Rotate key</button></form>
+<button type="submit" id="rotate-key">Rotate key</button></form>`;
+      manage = html`${rotate}
 <h2>Revoke</h2>
 <form method="post" action="/dashboard/developers/keys/${key.id}/revoke" class="card">${csrfField(session)}
 <p>Requests with this key get 401 from now on, and its dashboard sessions end.${own && html` <strong>You are signed in with this key: you will be signed out.</strong>`} This cannot be undone.</p>
@@ -221,6 +230,7 @@ ${
 <dt>Name</dt><dd>${maybe(key.name)}</dd>
 <dt>Mode</dt><dd>${key.livemode ? 'live' : 'test'}</dd>
 <dt>Scopes</dt><dd>${key.scopes.map((s) => html`<code>${s}</code> `)}</dd>
+${key.assistant && html`<dt>Limits</dt><dd id="key-assistant">An assistant's key: held to the policy's <code>mcp</code> limits on every channel</dd>`}
 <dt>State</dt><dd id="key-state">${keyState(key, now)}</dd>
 <dt>Created</dt><dd>${time(key.created)}</dd>
 <dt>Last used</dt><dd>${time(key.last_used_at)}</dd>
@@ -245,13 +255,16 @@ ${manage}
     if (name !== null && name.length > 100)
       throw new AppError('invalid_request', 'The name is at most 100 characters.');
     const livemode = mode === 'live';
-    assertCanGrant(session, livemode, scopes);
+    // The dashboard makes no assistant keys of its own (the API and the CLI do); one signed in with
+    // an assistant's key makes assistant keys only.
+    assertCanGrant(session, livemode, scopes, session.assistant);
     const issued = await issueApiKey(runtime.db, {
       accountId: session.accountId,
       livemode,
       scopes: [...new Set(scopes)] as ApiKeyScope[],
       name,
       createdByKey: session.keyId,
+      assistant: session.assistant,
     });
     return page(request, reply, 201, 'Key created', newSecretPage('Key created', issued, html``));
   });

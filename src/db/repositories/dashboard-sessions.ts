@@ -40,6 +40,7 @@ export interface LiveDashboardSession
     'account_id' | 'key_id' | 'livemode' | 'csrf_token' | 'last_seen_at' | 'expires_at'
   > {
   scopes: string[];
+  assistant: boolean;
   name: string | null;
   display_prefix: string;
   last4: string;
@@ -68,6 +69,7 @@ export async function findLiveDashboardSession(
       's.last_seen_at',
       's.expires_at',
       'k.scopes',
+      'k.assistant',
       'k.name',
       'k.display_prefix',
       'k.last4',

@@ -13,6 +13,8 @@ export interface AuthContext {
   readonly keyId: string;
   readonly livemode: boolean;
   readonly scopes: ReadonlySet<string>;
+  /** An assistant's key (docs/policy.md "Keys for assistants"). */
+  readonly assistant: boolean;
 }
 
 const WWW_AUTHENTICATE = { 'WWW-Authenticate': 'Bearer realm="plainpay"' };
@@ -285,7 +287,13 @@ const authContexts = new WeakMap<ApiKeyRow, AuthContext>();
 function authContextOf(key: ApiKeyRow): AuthContext {
   let context = authContexts.get(key);
   if (!context) {
-    context = { accountId: key.account_id, keyId: key.id, livemode: key.livemode, scopes: new Set(key.scopes) };
+    context = {
+      accountId: key.account_id,
+      keyId: key.id,
+      livemode: key.livemode,
+      scopes: new Set(key.scopes),
+      assistant: key.assistant,
+    };
     authContexts.set(key, context);
   }
   return context;

@@ -99,6 +99,7 @@ export function toolRoutes(runtime: Runtime, tools: readonly AnyTool[]): Fastify
               keyId: auth.keyId,
               scopes: auth.scopes,
               channel: 'api',
+              assistant: auth.assistant,
             },
             idempotencyKey:
               request.method === 'POST' ? idempotencyKeyOf(request.headers['idempotency-key']) : undefined,
