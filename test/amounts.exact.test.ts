@@ -127,23 +127,26 @@ describe('an amount is read from its own digits on every MCP money tool', () => 
   ];
 
   for (const [tool, args] of TOOLS) {
-    it.each(REFUSED.slice(0, 5))(`${tool}: %s is an invalid_request naming amount, and nothing moves`, async (amount) => {
-      const session = await openInjectedMcpSession(app, merchant.apiKey, 'amounts');
-      const before = await stateFingerprint(runtime.db, [merchant.accountId]);
-      const res = await app.inject({
-        method: 'POST',
-        url: '/mcp',
-        headers: { ...session, accept: MCP_ACCEPT },
-        payload: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"${tool}","arguments":${args(amount)}}}`,
-      });
-      const line = res.body.split('\n').find((l) => l.startsWith('data: '));
-      const data = JSON.parse(line?.slice(6) ?? res.body);
-      expect(data.result?.isError, res.body).toBe(true);
-      expect(JSON.parse(data.result.content[0].text).error).toMatchObject({
-        type: 'invalid_request_error',
-        param: 'amount',
-      });
-      expect(changedTables(before, await stateFingerprint(runtime.db, [merchant.accountId]))).toEqual([]);
-    });
+    it.each(REFUSED.slice(0, 5))(
+      `${tool}: %s is an invalid_request naming amount, and nothing moves`,
+      async (amount) => {
+        const session = await openInjectedMcpSession(app, merchant.apiKey, 'amounts');
+        const before = await stateFingerprint(runtime.db, [merchant.accountId]);
+        const res = await app.inject({
+          method: 'POST',
+          url: '/mcp',
+          headers: { ...session, accept: MCP_ACCEPT },
+          payload: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"${tool}","arguments":${args(amount)}}}`,
+        });
+        const line = res.body.split('\n').find((l) => l.startsWith('data: '));
+        const data = JSON.parse(line?.slice(6) ?? res.body);
+        expect(data.result?.isError, res.body).toBe(true);
+        expect(JSON.parse(data.result.content[0].text).error).toMatchObject({
+          type: 'invalid_request_error',
+          param: 'amount',
+        });
+        expect(changedTables(before, await stateFingerprint(runtime.db, [merchant.accountId]))).toEqual([]);
+      },
+    );
   }
 });

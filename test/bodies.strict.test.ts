@@ -128,7 +128,8 @@ describe('REST: only UTF-8 JSON bodies', () => {
       method: 'POST',
       url: '/v1/payments',
       headers: { ...bearer(merchant.apiKey), 'content-type': 'application/json' },
-      payload: '{"amount":5000,"currency":"NGN","redirect_url":"https://shop.example/thanks","description":"tea \\udead"}',
+      payload:
+        '{"amount":5000,"currency":"NGN","redirect_url":"https://shop.example/thanks","description":"tea \\udead"}',
     });
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json().error.param).toBe('description');
@@ -185,20 +186,23 @@ describe('MCP protocol errors carry the JSON-RPC codes', () => {
     ['a string', '"pay 5"'],
     ['a number', '5'],
     ['null', 'null'],
-  ])('tools/call arguments that are %s: -32602 Invalid params with a short message, and nothing runs', async (_name, args) => {
-    const session = await openInjectedMcpSession(app, merchant.apiKey, 'bodies');
-    const before = await stateFingerprint(runtime.db, [merchant.accountId]);
-    const res = await app.inject({
-      method: 'POST',
-      url: '/mcp',
-      headers: session,
-      payload: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"create_payout","arguments":${args}}}`,
-    });
-    const line = res.body.split('\n').find((l) => l.startsWith('data: '));
-    const answer = JSON.parse(line?.slice(6) ?? res.body);
-    expect(answer).toMatchObject({ jsonrpc: '2.0', id: 9, error: { code: -32602 } });
-    expect(answer.error.message).toMatch(/arguments must be an object/);
-    expect(answer.error.message.length).toBeLessThan(120);
-    expect(changedTables(before, await stateFingerprint(runtime.db, [merchant.accountId]))).toEqual([]);
-  });
+  ])(
+    'tools/call arguments that are %s: -32602 Invalid params with a short message, and nothing runs',
+    async (_name, args) => {
+      const session = await openInjectedMcpSession(app, merchant.apiKey, 'bodies');
+      const before = await stateFingerprint(runtime.db, [merchant.accountId]);
+      const res = await app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: session,
+        payload: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"create_payout","arguments":${args}}}`,
+      });
+      const line = res.body.split('\n').find((l) => l.startsWith('data: '));
+      const answer = JSON.parse(line?.slice(6) ?? res.body);
+      expect(answer).toMatchObject({ jsonrpc: '2.0', id: 9, error: { code: -32602 } });
+      expect(answer.error.message).toMatch(/arguments must be an object/);
+      expect(answer.error.message.length).toBeLessThan(120);
+      expect(changedTables(before, await stateFingerprint(runtime.db, [merchant.accountId]))).toEqual([]);
+    },
+  );
 });

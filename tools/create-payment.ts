@@ -43,8 +43,8 @@ const input = z
         .max(1_000_000_000, 'amount must be at most 1,000,000,000'),
       tooManyDecimalsForAnyCurrency('amount'),
     ).describe(
-        'Amount to charge, a positive number in major units of currency (at most 1,000,000,000, no more decimals than the currency has).',
-      ),
+      'Amount to charge, a positive number in major units of currency (at most 1,000,000,000, no more decimals than the currency has).',
+    ),
     currency: currencyCode.describe('Currency code, 2 to 8 characters, e.g. NGN, GHS, KES. Case-insensitive.'),
     redirect_url: httpUrl('redirect_url').describe('Absolute http(s) URL the payer is sent to when finished.'),
     reference: optionalText('reference', 64).describe(

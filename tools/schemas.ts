@@ -162,7 +162,10 @@ export const settlementAmount = (field: string) =>
       .number({ error: `${field} must be a number of USDC, e.g. 250 or 250.5` })
       .positive(`${field} must be positive`)
       .max(1_000_000_000, `${field} must be at most 1,000,000,000`)
-      .refine((value) => parseMajorAmount(value, SETTLEMENT_CURRENCY).ok, `${field} must have at most 6 decimal places`),
+      .refine(
+        (value) => parseMajorAmount(value, SETTLEMENT_CURRENCY).ok,
+        `${field} must have at most 6 decimal places`,
+      ),
     `${field} must have at most 6 decimal places`,
   );
 

@@ -127,7 +127,12 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
             if (error instanceof AppError && error.code === 'unsupported_media_type') {
               return rpcError(reply, 415, -32000, `Unsupported Media Type: ${error.message}`);
             }
-            return rpcError(reply, 400, -32700, `Parse error: ${error instanceof AppError ? error.message : 'Invalid JSON'}`);
+            return rpcError(
+              reply,
+              400,
+              -32700,
+              `Parse error: ${error instanceof AppError ? error.message : 'Invalid JSON'}`,
+            );
           }
           if (body === undefined) return rpcError(reply, 400, -32700, 'Parse error: the body is empty');
           const malformed = malformedMessage(body);
@@ -211,5 +216,8 @@ function rpcError(
   message: string,
   id: string | number | null = null,
 ): FastifyReply {
-  return reply.code(status).type('application/json').send(rpcBody(code, message, id));
+  return reply
+    .code(status)
+    .type('application/json')
+    .send(rpcBody(code, message, id));
 }
