@@ -118,6 +118,21 @@ describe('an amount is read from its own digits on every money route', () => {
   });
 });
 
+describe('whole-number fields outside money read their digits the same way', () => {
+  it('POST /keys/:id/rotate: expires_in_minutes 60.0 is 60, 60.00000000000000001 is not a whole number', async () => {
+    const issue = async () => {
+      const res = await send('/keys', '{"name":"to rotate"}');
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().id as string;
+    };
+    const refused = await send(`/keys/${await issue()}/rotate`, '{"expires_in_minutes":60.00000000000000001}');
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.json().error.param).toBe('expires_in_minutes');
+    const rotated = await send(`/keys/${await issue()}/rotate`, '{"expires_in_minutes":60.0}');
+    expect(rotated.statusCode, rotated.body).toBe(200);
+  });
+});
+
 describe('an amount is read from its own digits on every MCP money tool', () => {
   const TOOLS: Array<[string, (amount: string) => string]> = [
     ['create_payment', (a) => `{"amount":${a},"currency":"USDC","redirect_url":"https://shop.example/thanks"}`],

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { exactRequestHash } from '../src/core/canonical-json.ts';
 import { AppError } from '../src/core/errors.ts';
 import { parseStoredJson, stringifyJson } from '../src/core/json-text.ts';
+import { writtenWholeNumber } from '../src/core/validation.ts';
 import { defineTool, type ToolContext } from '../src/core/tool.ts';
 import type { NewPayment, PaymentRow } from '../src/db/database.ts';
 import {
@@ -28,7 +29,6 @@ import {
   paymentSettlementSchedule,
   tooManyDecimalsForAnyCurrency,
   writtenAmount,
-  writtenWholeNumber,
 } from './schemas.ts';
 
 export const DEFAULT_TTL_MINUTES = 60;

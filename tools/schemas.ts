@@ -140,20 +140,6 @@ export function writtenAmount<S extends z.ZodType>(field: string, number: S, too
 export const tooManyDecimalsForAnyCurrency = (field: string): string =>
   `${field} has more decimal places than its currency has (no currency has more than ${MOST_DECIMALS})`;
 
-/**
- * A whole-number field (ttl_minutes, share_bps) read from its text: `2500.0` and `25e2` are 2500,
- * but `2500.0000000000001`, which a double takes for 2500, is not a whole number.
- */
-export function writtenWholeNumber<S extends z.ZodType>(number: S, notWhole: string) {
-  return z.preprocess((value, ctx) => {
-    if (!(value instanceof JsonNumber)) return value;
-    // Beyond 2^53 every double is whole: the field's own range refuses those.
-    if (value.exact || !(Math.abs(value.value) < 2 ** 53)) return value.value;
-    ctx.addIssue({ code: 'custom', message: notWhole });
-    return z.NEVER;
-  }, number);
-}
-
 /** An amount of the settlement asset (USDC, 6 decimals) as the API takes it: a JSON number in major units. */
 export const settlementAmount = (field: string) =>
   writtenAmount(

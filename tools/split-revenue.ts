@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
+import { writtenWholeNumber } from '../src/core/validation.ts';
 import { defineTool, type ToolContext } from '../src/core/tool.ts';
 import { findPayment } from '../src/db/repositories/payments.ts';
 import type { RevenueShareRow } from '../src/db/tables/money.ts';
@@ -8,15 +9,7 @@ import { formatDisplay, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { assertModeMayPayOut, assertSafeRecipient } from '../src/payouts/payouts.ts';
 import { createPayoutRecord } from './payout-record.ts';
 import { presentRevenueShare, revenueShareOutput } from '../src/payouts/present.ts';
-import {
-  evmAddress,
-  optionalText,
-  paymentId,
-  settlementAmount,
-  settlementAsset,
-  settlementMinor,
-  writtenWholeNumber,
-} from './schemas.ts';
+import { evmAddress, optionalText, paymentId, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
 
 const MAX_LEGS = 20;
 /** Parts per leg: enough for any ratio a person writes, small enough that total × parts stays exact. */
