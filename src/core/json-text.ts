@@ -78,7 +78,7 @@ function decimalValue(text: string): string | undefined {
 /** Whether `text` holds a number token its double does not write back the same (the body parser's cue to keep it). */
 export function writesANumberAsNotItsDouble(text: string): boolean {
   // Strings first in the alternation, so digits inside one are never taken for a number.
-  const tokens = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+  const tokens = /"[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
   for (let found = tokens.exec(text); found !== null; found = tokens.exec(text)) {
     const token = found[0];
     if (token[0] !== '"' && String(Number(token)) !== token) return true;
