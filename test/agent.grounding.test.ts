@@ -169,6 +169,36 @@ describe('grounding on POST /agent/settle (Claude, fake Messages API)', () => {
     );
   });
 
+  it('an amount the instruction writes past where a double rounds is not the rounded amount the model sends', async () => {
+    // The model's tool input reaches the agent as a double (the SDK parses its JSON): its
+    // 100.00000000000000001 is 100 by then. Grounding compares with the instruction's own digits,
+    // exactly, so 100 is not what the merchant wrote, and nothing moves (docs/api.md, Amounts).
+    fake.script([
+      () => ({
+        stop_reason: 'tool_use' as const,
+        content: [
+          {
+            type: 'tool_use' as const,
+            id: 'tu_pay',
+            name: 'create_payout',
+            input: { amount: 100, to_address: SUPPLIER },
+          },
+        ],
+      }),
+      () => ({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'Done.' }] }),
+    ]);
+    const before = await availableBalance(app, merchant.apiKey);
+    const payoutsBefore = (await payoutsTo(SUPPLIER)).length;
+
+    const run = (await settle({ instruction: `pay 100.00000000000000001 USDC to ${SUPPLIER}` })).json();
+
+    expect(run.status).toBe('failed');
+    expect(run.actions).toHaveLength(1);
+    expect(run.actions[0]).toMatchObject({ tool: 'create_payout', status: 'failed', error: { type: 'policy_error' } });
+    expect(await payoutsTo(SUPPLIER)).toHaveLength(payoutsBefore);
+    expect(await availableBalance(app, merchant.apiKey)).toBe(before);
+  });
+
   it('a dry run returns the same plan, refusal included, and moves nothing', async () => {
     const before = await availableBalance(app, merchant.apiKey);
 

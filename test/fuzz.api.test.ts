@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { buildTenant, issueKey, objectKindOf, type Tenant } from './support/fuzz-fixtures.ts';
 import {
+  amountText,
   apiResponseProblems,
   badAuthorization,
   bodyText,
@@ -11,6 +12,8 @@ import {
   definedHeaders,
   describeRequest,
   documentedOperations,
+  encodedBody,
+  expectedMinor,
   FIELD_SAMPLES,
   type FieldSamples,
   fillPath,
@@ -42,6 +45,8 @@ import { post } from './support/money.ts';
 
 const RUNS_PER_OPERATION = Number(process.env.FUZZ_RUNS ?? 170);
 const RUNS_UNKNOWN_ROUTES = 600;
+const RUNS_AMOUNT_TEXTS = 300;
+const RUNS_BODY_ENCODINGS = 300;
 /** This file's share of the suite's ≥ 10,000 generated requests (test/fuzz.hosts.test.ts has the rest). */
 const MINIMUM_REQUESTS = 6_500;
 
@@ -319,6 +324,75 @@ describe('fuzzing the REST API', () => {
     await fc.assert(
       fc.asyncProperty(request, (r) => send('unknown routes', r)),
       { numRuns: RUNS_UNKNOWN_ROUTES, ...(seed === undefined ? {} : { seed }) },
+    );
+  }, 300_000);
+
+  it('amount texts: an accepted amount is the digits written, to the unit; any other is a 400 naming amount', async () => {
+    const currencies: Array<[string, number]> = [
+      ['NGN', 2],
+      ['UGX', 0],
+      ['USDC', 6],
+    ];
+    const request = fc.record({ amount: amountText, currency: fc.constantFrom(...currencies) });
+    await fc.assert(
+      fc.asyncProperty(request, async ({ amount, currency: [code, decimals] }) => {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/v1/payments',
+          headers: { authorization: `Bearer ${a.test.key}`, 'content-type': 'application/json' },
+          payload: `{"amount":${amount},"currency":"${code}","redirect_url":"https://shop.example/thanks"}`,
+        });
+        counts.set('amount texts', (counts.get('amount texts') ?? 0) + 1);
+        const expected = expectedMinor(amount, decimals);
+        const about = `amount ${amount} ${code}: ${res.statusCode} ${res.body.slice(0, 300)}`;
+        const problems = apiResponseProblems(res, 'POST');
+        const changed = await state.check(res.statusCode >= 400);
+        expect([...problems, ...changed], about).toEqual([]);
+        if (expected === 'refused') {
+          expect(res.statusCode, about).toBe(400);
+          expect(res.json().error.param, about).toBe('amount');
+          return;
+        }
+        expect(res.statusCode, about).toBe(200);
+        const row = await runtime.db
+          .selectFrom('payments')
+          .select('amount_minor')
+          .where('id', '=', res.json().id)
+          .executeTakeFirstOrThrow();
+        expect(row.amount_minor, about).toBe(expected);
+      }),
+      { numRuns: RUNS_AMOUNT_TEXTS, ...(seed === undefined ? {} : { seed }) },
+    );
+  }, 300_000);
+
+  it('body encodings: only UTF-8 JSON is read; every other body is a 4xx error object that moves nothing', async () => {
+    const templates = [
+      [
+        '/v1/payments',
+        '{"amount":5000,"currency":"NGN","redirect_url":"https://shop.example/thanks","description":"a@@b"}',
+      ],
+      ['/v1/payouts', '{"amount":0.01,"to_address":"0x2222222222222222222222222222222222222222","memo":"a@@b"}'],
+    ] as const;
+    const request = fc
+      .constantFrom(...templates)
+      .chain(([url, template]) => encodedBody(template).map((body) => ({ url, body })));
+    await fc.assert(
+      fc.asyncProperty(request, async ({ url, body }) => {
+        const res = await app.inject({
+          method: 'POST',
+          url,
+          headers: { authorization: `Bearer ${a.test.key}`, ...body.headers },
+          payload: body.payload,
+        });
+        counts.set('body encodings', (counts.get('body encodings') ?? 0) + 1);
+        const about = `${url} ${body.variant}: ${res.statusCode} ${res.body.slice(0, 300)}`;
+        const problems = apiResponseProblems(res, 'POST');
+        const changed = await state.check(res.statusCode >= 400);
+        expect([...problems, ...changed], about).toEqual([]);
+        if (body.allowed) expect(res.statusCode, about).toBe(200);
+        else expect([400, 415], about).toContain(res.statusCode);
+      }),
+      { numRuns: RUNS_BODY_ENCODINGS, ...(seed === undefined ? {} : { seed }) },
     );
   }, 300_000);
 

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { PassThrough } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -6,9 +7,10 @@ import { ElicitRequestSchema, type ElicitRequest } from '@modelcontextprotocol/s
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
+import { startStdioBridge } from '../src/mcp/stdio-bridge.ts';
 import { TOOLS } from '../tools/registry.ts';
 import { bearer, testAccount, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
-import { ADDRESS_C, availableBalance, fund } from './support/money.ts';
+import { ADDRESS_A, ADDRESS_C, availableBalance, fund, post } from './support/money.ts';
 import { VALID_PAYMENT } from './support/payments.ts';
 import { CLI } from './support/server.ts';
 
@@ -168,5 +170,50 @@ describe('plainpay mcp (stdio bridge)', () => {
     expect(JSON.parse(await firstLine)).toMatchObject({ id: 1, result: { serverInfo: { name: 'plainpay' } } });
     child.stdin.end();
     expect(await exited).toBe(0);
+  });
+
+  it('does not relay a number its double would change: 100.00000000000000001 is refused, not paid as 100', async () => {
+    const m = await testAccount(runtime);
+    await fund(app, m.apiKey, 10);
+    expect((await post(app, m.apiKey, '/v1/payouts', { amount: 1, to_address: ADDRESS_A })).statusCode).toBe(200);
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const answers = new Map<unknown, { result?: { isError?: boolean }; error?: { code: number; message: string } }>();
+    let buffered = '';
+    stdout.on('data', (chunk) => {
+      buffered += chunk;
+      for (let at = buffered.indexOf('\n'); at >= 0; at = buffered.indexOf('\n')) {
+        const answer = JSON.parse(buffered.slice(0, at));
+        answers.set(answer.id, answer);
+        buffered = buffered.slice(at + 1);
+      }
+    });
+    const answerTo = async (id: number) => {
+      while (!answers.has(id)) await new Promise((resolve) => setTimeout(resolve, 10));
+      return answers.get(id)!;
+    };
+    const bridge = await startStdioBridge({ url: new URL(mcpUrl), apiKey: m.apiKey, stdin, stdout, log: () => {} });
+    try {
+      stdin.write(
+        `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}\n`,
+      );
+      await answerTo(1);
+      stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+      const payout = (id: number, amount: string) =>
+        `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"create_payout","arguments":{"amount":${amount},"to_address":"${ADDRESS_A}"}}}\n`;
+      const before = await availableBalance(app, m.apiKey);
+      stdin.write(payout(2, '100.00000000000000001'));
+      stdin.write(payout(3, '1e0'));
+      expect((await answerTo(2)).error).toMatchObject({ code: -32602 });
+      expect((await answerTo(2)).error?.message).toContain('100.00000000000000001');
+      expect((await answerTo(3)).error).toMatchObject({ code: -32602 });
+      expect(await availableBalance(app, m.apiKey)).toBe(before);
+      // A number written otherwise but with the same value goes on: 1.50 is paid as 1.5.
+      stdin.write(payout(4, '1.50'));
+      expect((await answerTo(4)).result?.isError).toBeFalsy();
+      expect(await availableBalance(app, m.apiKey)).toBe(before - 1.5);
+    } finally {
+      await bridge.close();
+    }
   });
 });

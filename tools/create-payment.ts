@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { exactRequestHash } from '../src/core/canonical-json.ts';
 import { AppError } from '../src/core/errors.ts';
 import { parseStoredJson, stringifyJson } from '../src/core/json-text.ts';
+import { writtenWholeNumber } from '../src/core/validation.ts';
 import { defineTool, type ToolContext } from '../src/core/tool.ts';
 import type { NewPayment, PaymentRow } from '../src/db/database.ts';
 import {
@@ -26,19 +27,24 @@ import {
   optionalText,
   PAYMENT_SETTLEMENT_SCHEDULE_DESCRIPTION,
   paymentSettlementSchedule,
+  tooManyDecimalsForAnyCurrency,
+  writtenAmount,
 } from './schemas.ts';
 
 export const DEFAULT_TTL_MINUTES = 60;
 
 const input = z
   .strictObject({
-    amount: z
-      .number({ error: 'amount must be a number, e.g. 5000 or 5000.50' })
-      .positive('amount must be positive')
-      .max(1_000_000_000, 'amount must be at most 1,000,000,000')
-      .describe(
-        'Amount to charge, a positive number in major units of currency (at most 1,000,000,000, no more decimals than the currency has).',
-      ),
+    amount: writtenAmount(
+      'amount',
+      z
+        .number({ error: 'amount must be a number, e.g. 5000 or 5000.50' })
+        .positive('amount must be positive')
+        .max(1_000_000_000, 'amount must be at most 1,000,000,000'),
+      tooManyDecimalsForAnyCurrency('amount'),
+    ).describe(
+      'Amount to charge, a positive number in major units of currency (at most 1,000,000,000, no more decimals than the currency has).',
+    ),
     currency: currencyCode.describe('Currency code, 2 to 8 characters, e.g. NGN, GHS, KES. Case-insensitive.'),
     redirect_url: httpUrl('redirect_url').describe('Absolute http(s) URL the payer is sent to when finished.'),
     reference: optionalText('reference', 64).describe(
@@ -56,11 +62,14 @@ const input = z
       ),
     metadata: metadata.nullish().describe(METADATA_DESCRIPTION),
     settlement_schedule: paymentSettlementSchedule.nullish().describe(PAYMENT_SETTLEMENT_SCHEDULE_DESCRIPTION),
-    ttl_minutes: z
-      .number({ error: 'ttl_minutes must be an integer number of minutes' })
-      .int('ttl_minutes must be an integer')
-      .min(1, 'ttl_minutes must be between 1 and 1440')
-      .max(1440, 'ttl_minutes must be between 1 and 1440')
+    ttl_minutes: writtenWholeNumber(
+      z
+        .number({ error: 'ttl_minutes must be an integer number of minutes' })
+        .int('ttl_minutes must be an integer')
+        .min(1, 'ttl_minutes must be between 1 and 1440')
+        .max(1440, 'ttl_minutes must be between 1 and 1440'),
+      'ttl_minutes must be an integer',
+    )
       .default(DEFAULT_TTL_MINUTES)
       .describe(`How long the session stays open, 1 to 1440 minutes (default ${DEFAULT_TTL_MINUTES}).`),
   })

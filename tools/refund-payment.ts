@@ -11,15 +11,19 @@ import { postLedger } from '../src/ledger/ledger.ts';
 import { currencyOf, presentPayment } from '../src/payments/present.ts';
 import { moneyError } from '../src/payouts/payouts.ts';
 import { presentRefund, refundOutput, refundPosting, refundShares } from '../src/refunds/refunds.ts';
-import { optionalText, paymentId } from './schemas.ts';
+import { optionalText, paymentId, tooManyDecimalsForAnyCurrency, writtenAmount } from './schemas.ts';
 import { scopedRow } from '../src/db/repositories/scoped.ts';
 
 const input = z.strictObject({
   payment_id: paymentId,
-  amount: z
-    .number({ error: 'amount must be a number' })
-    .positive('amount must be positive')
-    .max(1_000_000_000, 'amount must be at most 1,000,000,000')
+  amount: writtenAmount(
+    'amount',
+    z
+      .number({ error: 'amount must be a number' })
+      .positive('amount must be positive')
+      .max(1_000_000_000, 'amount must be at most 1,000,000,000'),
+    tooManyDecimalsForAnyCurrency('amount'),
+  )
     .optional()
     .describe("Amount to refund in the payment's currency (major units). Omit to refund everything not yet refunded."),
   reason: optionalText('reason', 300).describe('Why, kept with the refund (at most 300 characters).'),

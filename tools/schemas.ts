@@ -1,10 +1,12 @@
 import { isAddress } from 'viem';
 import { z } from 'zod';
-import { nestsDeeperThan, stringifyJson } from '../src/core/json-text.ts';
+import { JsonNumber, nestsDeeperThan, stringifyJson } from '../src/core/json-text.ts';
 import { PAYMENT_SETTLEMENT_SCHEDULES } from '../src/settlement/schedules.ts';
 import { isBurnAddress } from '../src/domain/recipients.ts';
 import {
+  CURRENCIES,
   getCurrency,
+  MAX_PAYMENT_AMOUNT_MAJOR,
   normaliseCurrencyCode,
   parseMajorAmount,
   SETTLEMENT_CURRENCY,
@@ -99,13 +101,59 @@ export const paymentId = z
   .max(100, 'payment_id must be at most 100 characters')
   .describe('The payment id (pay_…).');
 
+/** The most decimal places any currency has (USDC's 6): no amount may have more. */
+const MOST_DECIMALS = Math.max(...Object.values(CURRENCIES).map((currency) => currency.exponent));
+
+/**
+ * An amount as the API takes it, a JSON number in major units, read from the digits the caller
+ * wrote, never from a double (docs/api.md, Amounts). The body parser hands over a plain number
+ * only when String() of its double is the text written; any other text arrives as a JsonNumber
+ * (core/json-text.ts) and is judged here, before a double can round it:
+ *
+ * - an exponent is refused, whatever its value (1.5e3: write 1500), so that an amount is always
+ *   read as written, digit for digit;
+ * - text the double does not hold exactly is refused: at most 1,000,000,000 that means more than
+ *   15 significant digits, so more decimal places than any currency has (100.00000000000000001
+ *   has 17; its double says 100, which is how it once moved 100).
+ *
+ * What passes is a number whose String() is the amount written (at most 15 significant digits
+ * round-trip through a double), so parseMajorAmount reads those digits and no others.
+ */
+export function writtenAmount<S extends z.ZodType>(field: string, number: S, tooManyDecimals: string) {
+  return z.preprocess((value, ctx) => {
+    if (!(value instanceof JsonNumber)) return value;
+    if (value.hasExponent) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${field} must be written as plain decimal digits, without an exponent (e.g. 1500, not 1.5e3)`,
+      });
+      return z.NEVER;
+    }
+    // Too large or not positive: the number's own bounds say so.
+    if (value.exact || !(value.value > 0 && value.value <= Number(MAX_PAYMENT_AMOUNT_MAJOR))) return value.value;
+    ctx.addIssue({ code: 'custom', message: tooManyDecimals });
+    return z.NEVER;
+  }, number);
+}
+
+/** The message for an amount whose currency is known only with the rest of the request. */
+export const tooManyDecimalsForAnyCurrency = (field: string): string =>
+  `${field} has more decimal places than its currency has (no currency has more than ${MOST_DECIMALS})`;
+
 /** An amount of the settlement asset (USDC, 6 decimals) as the API takes it: a JSON number in major units. */
 export const settlementAmount = (field: string) =>
-  z
-    .number({ error: `${field} must be a number of USDC, e.g. 250 or 250.5` })
-    .positive(`${field} must be positive`)
-    .max(1_000_000_000, `${field} must be at most 1,000,000,000`)
-    .refine((value) => parseMajorAmount(value, SETTLEMENT_CURRENCY).ok, `${field} must have at most 6 decimal places`);
+  writtenAmount(
+    field,
+    z
+      .number({ error: `${field} must be a number of USDC, e.g. 250 or 250.5` })
+      .positive(`${field} must be positive`)
+      .max(1_000_000_000, `${field} must be at most 1,000,000,000`)
+      .refine(
+        (value) => parseMajorAmount(value, SETTLEMENT_CURRENCY).ok,
+        `${field} must have at most 6 decimal places`,
+      ),
+    `${field} must have at most 6 decimal places`,
+  );
 
 export const settlementAsset = z
   .literal('USDC', { error: "asset must be 'USDC', the settlement stablecoin" })

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
+import { writtenWholeNumber } from '../src/core/validation.ts';
 import { defineTool, type ToolContext } from '../src/core/tool.ts';
 import { findPayment } from '../src/db/repositories/payments.ts';
 import type { RevenueShareRow } from '../src/db/tables/money.ts';
@@ -29,18 +30,24 @@ const input = z
       .array(
         z.strictObject({
           to_address: evmAddress('to_address').describe('A recipient 0x EVM address.'),
-          share_bps: z
-            .number({ error: 'share_bps must be a number of basis points' })
-            .int('share_bps must be a whole number of basis points')
-            .min(1, 'share_bps must be between 1 and 10000')
-            .max(10_000, 'share_bps must be between 1 and 10000')
+          share_bps: writtenWholeNumber(
+            z
+              .number({ error: 'share_bps must be a number of basis points' })
+              .int('share_bps must be a whole number of basis points')
+              .min(1, 'share_bps must be between 1 and 10000')
+              .max(10_000, 'share_bps must be between 1 and 10000'),
+            'share_bps must be a whole number of basis points',
+          )
             .optional()
             .describe('Share in basis points (7000 = 70%). Give this or share_parts, the same on every leg.'),
-          share_parts: z
-            .number({ error: 'share_parts must be a whole number of parts' })
-            .int('share_parts must be a whole number of parts')
-            .min(1, `share_parts must be between 1 and ${MAX_PARTS}`)
-            .max(MAX_PARTS, `share_parts must be between 1 and ${MAX_PARTS}`)
+          share_parts: writtenWholeNumber(
+            z
+              .number({ error: 'share_parts must be a whole number of parts' })
+              .int('share_parts must be a whole number of parts')
+              .min(1, `share_parts must be between 1 and ${MAX_PARTS}`)
+              .max(MAX_PARTS, `share_parts must be between 1 and ${MAX_PARTS}`),
+            'share_parts must be a whole number of parts',
+          )
             .optional()
             .describe(
               "Or this leg's parts of the total, for shares basis points cannot state exactly: 1 on every leg is an equal split (a third each), 2 and 1 two thirds and a third. Each leg gets total × parts ÷ all parts, rounded down to the smallest unit; the units left over go one each to the first legs, in order.",

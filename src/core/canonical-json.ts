@@ -1,4 +1,4 @@
-import { sourceTextOf, stringifyJson } from './json-text.ts';
+import { JsonNumber, sourceTextOf, stringifyJson } from './json-text.ts';
 import { sha256Hex } from './sha256.ts';
 
 /**
@@ -25,6 +25,8 @@ export function exactRequestHash(value: unknown): string {
 
 function sortKeys(value: unknown, exact: boolean): unknown {
   if (exact && sourceTextOf(value) !== undefined) return value;
+  // A number as the caller wrote it: its double, unless the text counts (exact).
+  if (value instanceof JsonNumber) return value.value;
   if (Array.isArray(value)) return value.map((item) => sortKeys(item, exact));
   if (value && typeof value === 'object' && !(value instanceof Date)) {
     const out: Record<string, unknown> = {};

@@ -22,6 +22,70 @@ function isTagged(value: unknown): value is Tagged {
   return typeof value === 'object' && value !== null && SOURCE_TEXT in value;
 }
 
+/**
+ * A JSON number of a request body whose text its double does not give back: `100.00000000000000001`
+ * (the double is 100), `1e3`, `1.50`, `12345678901234567890`. A money amount is read from the
+ * digits the caller wrote, never from a double, so the body parser keeps the text; numbers written
+ * as JSON.stringify writes them (nearly all of them) stay plain numbers, whose text String() gives.
+ * Everywhere else it behaves as its double: valueOf, and JSON.stringify writes the double (but
+ * stringifyJson the text, like a tagged value).
+ */
+export class JsonNumber {
+  constructor(
+    /** The token as written. */
+    readonly text: string,
+    /** Number(text): rounded, perhaps infinite. */
+    readonly value: number,
+  ) {
+    Object.defineProperty(this, SOURCE_TEXT, { value: text, enumerable: false });
+    Object.freeze(this);
+  }
+
+  /** Whether the double is exactly the number written (`1.50` and `1e3` are; `100.00000000000000001` is not). */
+  get exact(): boolean {
+    return Number.isFinite(this.value) && decimalValue(this.text) === decimalValue(String(this.value));
+  }
+
+  /** Whether the text carries an exponent (`1e3`, `5E-1`). */
+  get hasExponent(): boolean {
+    return /[eE]/.test(this.text);
+  }
+
+  valueOf(): number {
+    return this.value;
+  }
+
+  toJSON(): unknown {
+    return writing === undefined ? this.value : markFor(writing, this.text);
+  }
+}
+
+/**
+ * A number's decimal value as one text, whatever way it is written: `1.50`, `15e-1` and `1.5`
+ * all give `15e-1`; zero has no sign. Exact: digits are moved, never computed with.
+ */
+function decimalValue(text: string): string | undefined {
+  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(text);
+  if (match === null) return undefined;
+  const [, sign, integer = '', fraction = '', exponent = '0'] = match;
+  const digits = (integer + fraction).replace(/^0+/, '');
+  if (digits === '') return '0';
+  const significant = digits.replace(/0+$/, '');
+  const scale = BigInt(exponent) - BigInt(fraction.length) + BigInt(digits.length - significant.length);
+  return `${sign}${significant}e${scale}`;
+}
+
+/** Whether `text` holds a number token its double does not write back the same (the body parser's cue to keep it). */
+export function writesANumberAsNotItsDouble(text: string): boolean {
+  // Strings first in the alternation, so digits inside one are never taken for a number.
+  const tokens = /"[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+  for (let found = tokens.exec(text); found !== null; found = tokens.exec(text)) {
+    const token = found[0];
+    if (token[0] !== '"' && String(Number(token)) !== token) return true;
+  }
+  return false;
+}
+
 function tag<T extends object>(value: T, text: string): T {
   Object.defineProperty(value, SOURCE_TEXT, { value: text, enumerable: false });
   if (Object.hasOwn(value, 'toJSON')) {
@@ -151,16 +215,20 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
   const stack: Array<[unknown, number]> = [[value, 0]];
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
     const [inner, depth] = next;
-    if (typeof inner !== 'object' || inner === null) continue;
+    if (typeof inner !== 'object' || inner === null || inner instanceof JsonNumber) continue;
     if (depth + 1 > limit) return true;
     for (const child of Object.values(inner)) stack.push([child, depth + 1]);
   }
   return false;
 }
 
-/** JSON.parse, keeping the source text of every object or array that JSON.stringify would change. */
-export function parseJson(text: string): unknown {
-  const parser = new LosslessParser(text);
+/**
+ * JSON.parse, keeping the source text of every object or array that JSON.stringify would change.
+ * With `numbers: 'as written'` (request bodies), a number whose text String() of its double would
+ * not give back is a JsonNumber.
+ */
+export function parseJson(text: string, options: { numbers?: 'doubles' | 'as written' } = {}): unknown {
+  const parser = new LosslessParser(text, options.numbers === 'as written');
   const { value } = parser.value(0);
   parser.end();
   return value;
@@ -180,7 +248,10 @@ interface Parsed {
 class LosslessParser {
   private at = 0;
 
-  constructor(private readonly source: string) {}
+  constructor(
+    private readonly source: string,
+    private readonly numbersAsWritten: boolean,
+  ) {}
 
   end(): void {
     this.skipSpace();
@@ -279,8 +350,10 @@ class LosslessParser {
     const found = match.exec(this.source);
     if (!found) return this.fail('invalid number');
     this.at += found[0].length;
-    const value = Number(found[0]);
-    return { value, text: found[0], changed: JSON.stringify(value) !== found[0] };
+    const token = found[0];
+    const value = Number(token);
+    if (JSON.stringify(value) === token) return { value, text: token, changed: false };
+    return { value: this.numbersAsWritten ? new JsonNumber(token, value) : value, text: token, changed: true };
   }
 
   private stringToken(): string {

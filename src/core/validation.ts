@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from './errors.ts';
+import { JsonNumber } from './json-text.ts';
 
 /**
  * Parses untrusted input with a zod schema and turns the first problem into an
@@ -91,3 +92,18 @@ export const isoTime = (field: string, meaning: string) =>
     )
     .transform((value) => parseInstant(value) as Date)
     .describe(meaning);
+
+/**
+ * A whole-number field of a request body (ttl_minutes, share_bps, expires_in_minutes) read from
+ * its text (core/json-text.ts keeps it when the double would not write it back): `2500.0` and `25e2` are 2500,
+ * but `2500.0000000000001`, which a double takes for 2500, is not a whole number.
+ */
+export function writtenWholeNumber<S extends z.ZodType>(number: S, notWhole: string) {
+  return z.preprocess((value, ctx) => {
+    if (!(value instanceof JsonNumber)) return value;
+    // Beyond 2^53 every double is whole: the field's own range refuses those.
+    if (value.exact || !(Math.abs(value.value) < 2 ** 53)) return value.value;
+    ctx.addIssue({ code: 'custom', message: notWhole });
+    return z.NEVER;
+  }, number);
+}

@@ -110,7 +110,9 @@ const DECIMAL_TEXT = /^(-)?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
  * Parses a major-unit amount (the API's JSON number, or a decimal string) into minor units.
  *
  * A number is read through String(n), its shortest round-trip decimal text, so 10.1 is exactly
- * "10.1" and never 10.0999999…. Exponent forms (1e-7, 1e21) are expanded by moving the decimal
+ * "10.1" and never 10.0999999…. A request's amount reaches here as a number only when String(n)
+ * is the text the caller wrote (tools/schemas.ts writtenAmount): a double cannot say whether
+ * `100.00000000000000001` was sent, so that is judged on its text before any double exists. Exponent forms (1e-7, 1e21) are expanded by moving the decimal
  * point in the text. More fraction digits than the currency has is an error, except trailing zeros,
  * which add no precision ("10.500" is 10.50 NGN). The upper bound is the caller's: see exceedsMajor.
  */

@@ -17,7 +17,7 @@ import { noSchemaCompilers } from './schema-compilers.ts';
 import { installGracefulStop } from './graceful-stop.ts';
 import { TOOLS } from '../../tools/registry.ts';
 import { stringifyJson } from '../core/json-text.ts';
-import { parseJsonBody } from './json-body.ts';
+import { readJsonBody } from './json-body.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { agentModelFor } from '../agent/select-model.ts';
 import { agentOperations, agentRoutes } from './routes/agent.ts';
@@ -81,23 +81,14 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   registerErrorHandling(app);
 
   // JSON only. fastify would also accept text/plain; the seed says writes are JSON, so any
-  // other media type is a 415 error object. An empty body counts as no body.
+  // other media type is a 415 error object. An empty body counts as no body. The bytes, not a
+  // string: whether they are UTF-8 is one of the body rules (json-body.ts).
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(null, undefined);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {
-      done(null, parseJsonBody(text));
+      done(null, readJsonBody(body as Buffer, request.headers));
     } catch (error) {
-      done(
-        new AppError(
-          'invalid_request',
-          error instanceof RangeError
-            ? 'The request body nests too deeply to parse; metadata may nest at most 32 levels.'
-            : `The request body is not valid JSON: ${(error as Error).message}.`,
-        ),
-        undefined,
-      );
+      done(error as Error, undefined);
     }
   });
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { parseInput } from '../core/validation.ts';
+import { parseInput, writtenWholeNumber } from '../core/validation.ts';
 import { pageParams } from '../db/pagination.ts';
 import { API_KEY_SCOPES } from '../domain/api-key-secret.ts';
 import {
@@ -35,11 +35,10 @@ export const createKeyBody = z.strictObject({
 });
 
 export const rotateKeyBody = z.strictObject({
-  expires_in_minutes: z
-    .number()
-    .int()
-    .min(0)
-    .max(10_080)
+  expires_in_minutes: writtenWholeNumber(
+    z.number().int().min(0).max(10_080),
+    'expires_in_minutes must be a whole number of minutes',
+  )
     .default(60)
     .describe('How long the old key keeps working, in minutes (0 to 10080, default 60).'),
 });

@@ -1,11 +1,13 @@
-import { parseJsonBody } from '../http/json-body.ts';
 import { randomUUID } from 'node:crypto';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { AppError } from '../core/errors.ts';
+import { readJsonBody } from '../http/json-body.ts';
 import type { AuthContext } from '../http/plugins/auth.ts';
 import { requestAuth } from '../http/plugins/auth.ts';
 import type { Runtime } from '../runtime.ts';
 import type { McpServerOptions } from './server.ts';
+import { malformedMessage } from './messages.ts';
 import { answeredIdOf, type JsonRpcId, RequestIdsInFlight, requestIdOf } from './request-ids.ts';
 import { DEFAULT_MCP_SESSION_LIMITS, type McpSessionHandle, type McpSessionLimits, McpSessions } from './sessions.ts';
 
@@ -80,9 +82,9 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
       await sessions.closeAll();
     });
 
-    // This plugin's own parsers (fastify encapsulation): the raw text of any body, parsed below.
+    // This plugin's own parsers (fastify encapsulation): the raw bytes of any body, parsed below.
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
     const openSession = async (mcp: McpModules, auth: AuthContext): Promise<HttpSession> => {
       const id = randomUUID();
@@ -123,10 +125,22 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
             return rpcError(reply, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
           }
           try {
-            body = parseJsonBody(typeof request.body === 'string' ? request.body : '');
-          } catch {
-            return rpcError(reply, 400, -32700, 'Parse error: Invalid JSON');
+            // The API's body rules (UTF-8 only, no content encoding, no lone surrogate), as JSON-RPC errors.
+            body = readJsonBody(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers);
+          } catch (error) {
+            if (error instanceof AppError && error.code === 'unsupported_media_type') {
+              return rpcError(reply, 415, -32000, `Unsupported Media Type: ${error.message}`);
+            }
+            return rpcError(
+              reply,
+              400,
+              -32700,
+              `Parse error: ${error instanceof AppError ? error.message : 'Invalid JSON'}`,
+            );
           }
+          if (body === undefined) return rpcError(reply, 400, -32700, 'Parse error: the body is empty');
+          const malformed = malformedMessage(body);
+          if (malformed) return rpcError(reply, malformed.status, malformed.code, malformed.message, malformed.id);
           if (repeatsARequestId(body)) {
             return rpcError(reply, 400, -32600, 'Invalid Request: each request in a batch needs an id of its own');
           }

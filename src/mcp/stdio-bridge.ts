@@ -1,4 +1,5 @@
-import type { Readable, Writable } from 'node:stream';
+import { type Readable, Transform, type Writable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
@@ -10,6 +11,7 @@ import {
   type JSONRPCMessage,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import { JsonNumber, parseJson, writesANumberAsNotItsDouble } from '../core/json-text.ts';
 
 export interface StdioBridgeOptions {
   /** The server's Streamable HTTP endpoint, e.g. http://localhost:3000/mcp. */
@@ -45,7 +47,10 @@ const UPSTREAM_ERROR = -32000;
 export async function startStdioBridge(options: StdioBridgeOptions): Promise<StdioBridge> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const stdin = options.stdin ?? process.stdin;
-  const stdio = new StdioServerTransport(stdin, options.stdout ?? process.stdout);
+  const stdout = options.stdout ?? process.stdout;
+  const lines = relayableLines(stdout, log);
+  stdin.pipe(lines);
+  const stdio = new StdioServerTransport(lines, stdout);
   let initialize: (InitializeRequest & { id: RequestId }) | undefined;
   let reinitCount = 0;
   const reinitWaiters = new Map<RequestId, (message: JSONRPCMessage) => void>();
@@ -155,6 +160,9 @@ export async function startStdioBridge(options: StdioBridgeOptions): Promise<Std
     }
     await http.close().catch(() => undefined);
     await stdio.close().catch(() => undefined);
+    // As the SDK's transport does with stdin: unread, so that nothing keeps the process alive.
+    stdin.unpipe(lines);
+    if (stdin.listenerCount('data') === 0) stdin.pause();
     resolveClosed();
     return closed;
   };
@@ -169,6 +177,69 @@ export async function startStdioBridge(options: StdioBridgeOptions): Promise<Std
   stdin.on('end', onEnd);
   await stdio.start();
   return { closed, close };
+}
+
+/**
+ * The client's lines, less those the bridge cannot relay as written. The SDK reads each line into
+ * values and the HTTP transport writes them out again, so a number goes on as its double:
+ * `100.00000000000000001` would reach the server as 100, and be paid as 100, where the server
+ * itself refuses it (docs/api.md, Amounts). Such a request is answered here with -32602 and not
+ * sent: a number goes on only when its double writes the same value without an exponent (`1.50`
+ * goes on as 1.5; `1e3` and `100.00000000000000001` do not go on at all).
+ */
+function relayableLines(stdout: Writable, log: (line: string) => void): Transform {
+  const decoder = new StringDecoder('utf8');
+  let partial = '';
+  const relayed = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      const lines = (partial + decoder.write(chunk)).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        const unrelayable = numberNotRelayable(line);
+        if (unrelayable === undefined) this.push(`${line}\n`);
+        else refuseUnrelayable(line, unrelayable, stdout, log);
+      }
+      done();
+    },
+    flush(done) {
+      const rest = partial + decoder.end();
+      if (rest !== '') this.push(rest);
+      done();
+    },
+  });
+  return relayed;
+}
+
+/** The first number in a line of JSON that its double would not carry as written, if any. */
+function numberNotRelayable(line: string): string | undefined {
+  if (!writesANumberAsNotItsDouble(line)) return undefined;
+  let value: unknown;
+  try {
+    value = parseJson(line, { numbers: 'as written' });
+  } catch {
+    return undefined; // not JSON: the SDK reports it as it always did
+  }
+  const stack: unknown[] = [value];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    if (next instanceof JsonNumber) {
+      if (!next.exact || next.hasExponent) return next.text;
+    } else if (typeof next === 'object' && next !== null) {
+      stack.push(...Object.values(next));
+    }
+  }
+  return undefined;
+}
+
+function refuseUnrelayable(line: string, text: string, stdout: Writable, log: (line: string) => void): void {
+  const message = `plainpay: the number ${text} cannot be relayed as written (it would reach the server as ${String(Number(text))}); write plain digits, without an exponent, no more decimals than the value has`;
+  log(`plainpay mcp: ${message}`);
+  const parsed = JSON.parse(line) as unknown;
+  for (const request of Array.isArray(parsed) ? parsed : [parsed]) {
+    const id = (request as { id?: unknown } | null)?.id;
+    if (typeof id !== 'string' && typeof id !== 'number') continue;
+    const answer = { jsonrpc: '2.0', id, error: { code: -32602, message: `Invalid params: ${message}` } };
+    stdout.write(`${JSON.stringify(answer)}\n`);
+  }
 }
 
 /** One line for a person: the API's error message when the server sent one. */

@@ -1,3 +1,4 @@
+import { deflateSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
@@ -438,6 +439,177 @@ export function bodyText(base: fc.Arbitrary<unknown> | undefined): fc.Arbitrary<
         .integer({ min: 100_000, max: 1_000_000 })
         .map((n) => JSON.stringify({ description: 'x'.repeat(n), metadata: { big: 'y'.repeat(n % 9000) } })),
     },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Amount texts: how a JSON number may be written, and what the API must make of it (docs/api.md,
+// Amounts). The oracle is written here from the rule, not taken from the code under test.
+
+const digits = (min: number, max: number): fc.Arbitrary<string> =>
+  fc.array(fc.constantFrom(...'0123456789'), { minLength: min, maxLength: max }).map((d) => d.join(''));
+
+/**
+ * An amount as raw JSON text: plain decimals around the bounds, fractions longer than any currency
+ * has (where a double rounds: `100.00000000000000001`), trailing zeros, exponents of every sign and
+ * case, values a double cannot hold (1e400), negatives and zeros.
+ */
+export const amountText: fc.Arbitrary<string> = fc
+  .record({
+    sign: fc.oneof({ weight: 9, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constant('-') }),
+    integer: fc.oneof(
+      fc.constantFrom('0', '1', '100', '999999999', '1000000000', '1000000001', '12345678901234567890'),
+      fc.bigInt(0n, 10n ** 12n).map(String),
+    ),
+    fraction: fc.oneof(
+      { weight: 3, arbitrary: fc.constant('') },
+      { weight: 3, arbitrary: digits(1, 8) },
+      { weight: 2, arbitrary: digits(9, 30) },
+      // Zeros then a digit far past any currency's decimals: the double rounds it away.
+      {
+        weight: 2,
+        arbitrary: fc
+          .tuple(fc.integer({ min: 1, max: 25 }), fc.constantFrom('1', '5', '9'))
+          .map(([n, d]) => `${'0'.repeat(n)}${d}`),
+      },
+      { weight: 1, arbitrary: fc.integer({ min: 1, max: 8 }).map((n) => '0'.repeat(n)) },
+    ),
+    exponent: fc.oneof(
+      { weight: 6, arbitrary: fc.constant('') },
+      {
+        weight: 2,
+        arbitrary: fc
+          .tuple(fc.constantFrom('e', 'E'), fc.constantFrom('', '+', '-'), fc.integer({ min: 0, max: 400 }))
+          .map(([e, sign, n]) => `${e}${sign}${n}`),
+      },
+    ),
+  })
+  .map(
+    ({ sign, integer, fraction, exponent }) => `${sign}${integer}${fraction === '' ? '' : `.${fraction}`}${exponent}`,
+  );
+
+/**
+ * What the API must make of an amount text in a currency with `decimals` places: the minor units,
+ * or refused. Refused: an exponent (whatever its value), a sign, zero, more decimal places than the
+ * currency has once trailing zeros are dropped, more than 1,000,000,000.
+ */
+export function expectedMinor(text: string, decimals: number): bigint | 'refused' {
+  const match = /^(\d+)(?:\.(\d+))?$/.exec(text);
+  if (match === null) return 'refused';
+  const [, integer = '', fraction = ''] = match;
+  const kept = fraction.replace(/0+$/, '');
+  if (kept.length > decimals) return 'refused';
+  const minor = BigInt(integer + kept.padEnd(decimals, '0'));
+  if (minor === 0n || minor > 1_000_000_000n * 10n ** BigInt(decimals)) return 'refused';
+  return minor;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Body encodings: the bytes and headers of a JSON body, and whether the body rules allow them
+// (docs/api.md, Bodies: UTF-8 JSON only, no content encoding, no lone surrogate).
+
+export interface EncodedBody {
+  /** What was done to the body, for a failure message. */
+  variant: string;
+  headers: Record<string, string>;
+  payload: Buffer;
+  /** Whether the body rules allow it (then it must not be refused for how it is written). */
+  allowed: boolean;
+}
+
+const ALLOWED_CHARSETS = ['utf-8', 'UTF-8', '"utf-8"', 'utf8', 'Utf-8'];
+const REFUSED_CHARSETS = [
+  'utf-16',
+  'UTF-16LE',
+  'utf-16be',
+  'latin1',
+  'iso-8859-1',
+  'us-ascii',
+  'windows-1252',
+  'utf-7',
+  'utf-32',
+  '',
+];
+const REFUSED_ENCODINGS = ['gzip', 'GZIP', 'br', 'deflate', 'x-unknown', 'gzip, identity', 'compress'];
+/** Byte sequences no UTF-8 decoder may accept: a stray continuation, overlong forms, an encoded surrogate, a cut sequence. */
+const INVALID_UTF8 = [
+  [0xff],
+  [0xfe],
+  [0x80],
+  [0xc0, 0xaf],
+  [0xe0, 0x80, 0xaf],
+  [0xed, 0xa0, 0x80],
+  [0xe2, 0x82],
+  [0xf8, 0x88, 0x80, 0x80, 0x80],
+  [0xf4, 0x90, 0x80, 0x80],
+];
+const LONE_SURROGATES = ['\\ud800', '\\uDBFF', '\\udc00', '\\uDFFF', '\\ud83d\\ud83d', '\\ude00\\ud83d'];
+const GOOD_TEXT = ['é', '😀', '\\ud83d\\ude00', '\\u00e9', 'naïve', '日本'];
+
+/**
+ * A body around `template`'s `@@` (placed inside a JSON string) written every way a client might:
+ * allowed ones (a UTF-8 charset in any spelling, identity encoding, non-ASCII text, escaped pairs)
+ * and refused ones (another charset, a UTF-16 body, any content encoding with a plain or a really
+ * compressed body, invalid UTF-8, a lone surrogate escape).
+ */
+export function encodedBody(template: string): fc.Arbitrary<EncodedBody> {
+  const utf8 = (text: string): Buffer => Buffer.from(text, 'utf8');
+  const plain = template.replace('@@', 'x');
+  const json = 'application/json';
+  return fc.oneof(
+    fc.constantFrom(...ALLOWED_CHARSETS).map((c) => ({
+      variant: `charset=${c}`,
+      headers: { 'content-type': `${json}; charset=${c}` },
+      payload: utf8(plain),
+      allowed: true,
+    })),
+    fc.constantFrom(...REFUSED_CHARSETS).map((c) => ({
+      variant: `charset=${c} on a UTF-8 body`,
+      headers: { 'content-type': `${json}; charset=${c}` },
+      payload: utf8(plain),
+      allowed: false,
+    })),
+    fc.constant({
+      variant: 'a UTF-16LE body declared as such',
+      headers: { 'content-type': `${json}; charset=utf-16le` },
+      payload: Buffer.from(plain, 'utf16le'),
+      allowed: false,
+    }),
+    fc.constant({
+      variant: 'Content-Encoding: identity',
+      headers: { 'content-type': json, 'content-encoding': 'identity' },
+      payload: utf8(plain),
+      allowed: true,
+    }),
+    fc
+      .tuple(fc.constantFrom(...REFUSED_ENCODINGS), fc.constantFrom('plain', 'gzip', 'deflate'))
+      .map(([encoding, body]) => ({
+        variant: `Content-Encoding: ${encoding} on a ${body} body`,
+        headers: { 'content-type': json, 'content-encoding': encoding },
+        payload: body === 'gzip' ? gzipSync(plain) : body === 'deflate' ? deflateSync(plain) : utf8(plain),
+        allowed: false,
+      })),
+    fc.constantFrom(...INVALID_UTF8).map((bytes) => {
+      const [before = '', after = ''] = template.split('@@');
+      return {
+        variant: `invalid UTF-8 ${bytes.map((b) => b.toString(16)).join(' ')} in a string`,
+        headers: { 'content-type': json },
+        payload: Buffer.concat([utf8(before), Buffer.from(bytes), utf8(after)]),
+        allowed: false,
+      };
+    }),
+    fc.constantFrom(...LONE_SURROGATES).map((surrogate) => ({
+      variant: `lone surrogate ${surrogate} in a string`,
+      headers: { 'content-type': json },
+      payload: utf8(template.replace('@@', surrogate)),
+      allowed: false,
+    })),
+    fc.constantFrom(...GOOD_TEXT).map((text) => ({
+      variant: `${text} in a string`,
+      headers: { 'content-type': json },
+      payload: utf8(template.replace('@@', text)),
+      allowed: true,
+    })),
   );
 }
 

@@ -2,7 +2,7 @@ import { keysetOf, pageFrom, pageParams } from '../../db/pagination.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
-import { parseInput } from '../../core/validation.ts';
+import { parseInput, writtenWholeNumber } from '../../core/validation.ts';
 import {
   findEventWithDeliveries,
   listAttempts,
@@ -22,11 +22,10 @@ import type { ApiOperation } from '../openapi.ts';
 import { type AuthContext, requestAuth } from '../plugins/auth.ts';
 
 export const rotateSecretBody = z.strictObject({
-  grace_period_minutes: z
-    .number()
-    .int()
-    .min(0)
-    .max(MAX_ROTATION_GRACE_MINUTES)
+  grace_period_minutes: writtenWholeNumber(
+    z.number().int().min(0).max(MAX_ROTATION_GRACE_MINUTES),
+    'grace_period_minutes must be a whole number of minutes',
+  )
     .default(DEFAULT_ROTATION_GRACE_MINUTES)
     .describe(
       'How long the previous secret keeps signing deliveries beside the new one, in minutes (0 to 10080, default 1440 = 24 h). 0 retires it at once.',
