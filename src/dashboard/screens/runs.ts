@@ -22,7 +22,16 @@ import {
   time,
 } from '../view.ts';
 
-const RUN_STATUSES = ['running', 'completed', 'confirmation_required', 'rejected', 'failed'] as const;
+const RUN_STATUSES = [
+  'running',
+  'completed',
+  'confirmation_required',
+  'rejected',
+  'failed',
+  'needs_input',
+  'cancelled',
+  'expired',
+] as const;
 const PAGE_SIZE = 25;
 
 const runsFilter = z.object({

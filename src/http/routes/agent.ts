@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { actionsCsv, actionsQuery, listActions } from '../../agent/actions-query.ts';
 import { actionHistoryOutput, actionRowOutput, loadActionHistory, loadActionRows } from '../../audit/action-rows.ts';
 import type { AgentModel } from '../../agent/model.ts';
-import { loadRunView, presentRun, runAgent } from '../../agent/runtime.ts';
+import { expireUnansweredRuns, loadRunView, presentRun, replyToRun, runAgent } from '../../agent/runtime.ts';
 import type { AnyTool } from '../../core/tool.ts';
 import { parseInput } from '../../core/validation.ts';
 import type { Runtime } from '../../runtime.ts';
@@ -31,6 +31,25 @@ export const settleBody = z.strictObject({
     .describe('The same key with the same instruction runs once and returns the first run.'),
 });
 
+export const replyBody = z.strictObject({
+  message: z
+    .string({ error: 'message must be a string' })
+    .trim()
+    .min(1, 'message must not be empty')
+    .max(4000, 'message must be at most 4000 characters')
+    .describe(
+      'The answer to the run\'s question: "yes" (or another word of the documented list) runs the proposed actions as shown, a new amount ("make it 2000") runs them with it, "no"/"cancel" cancels the run, anything else continues the conversation.',
+    ),
+  idempotency_key: z
+    .string({ error: 'idempotency_key must be a string' })
+    .min(1)
+    .max(255, 'idempotency_key must be at most 255 characters')
+    .optional()
+    .describe(
+      'The same key with the same message is the same answer: a replay returns the run and runs nothing again.',
+    ),
+});
+
 const actionView = z.object({
   id: z.string(),
   tool: z.string(),
@@ -47,7 +66,11 @@ const actionView = z.object({
 const runView = z.object({
   run_id: z.string(),
   object: z.literal('agent_run'),
-  status: z.enum(['completed', 'confirmation_required', 'rejected', 'failed']),
+  status: z
+    .enum(['completed', 'confirmation_required', 'rejected', 'failed', 'needs_input', 'cancelled', 'expired'])
+    .describe(
+      'needs_input: the run asked back and waits for an answer (POST /agent/runs/:id/reply); cancelled: the merchant answered no; expired: nobody answered in time. In all three nothing moved after the question.',
+    ),
   reply: z.string().describe("The agent's answer for the user."),
   model: z.string(),
   dry_run: z.boolean(),
@@ -58,6 +81,21 @@ const runView = z.object({
   ),
   usage: z.unknown().describe('Model tokens (input, output, cache read, cache write); null for the offline planner.'),
   created: z.string(),
+  conversation: z
+    .array(z.object({ role: z.enum(['merchant', 'agent']), text: z.string(), created: z.string() }))
+    .describe("Every turn: the merchant's instruction, then each question and answer, in order."),
+  question: z
+    .object({
+      text: z.string().describe('What the agent asks.'),
+      proposed_actions: z
+        .array(z.object({ tool: z.string(), input: z.record(z.string(), z.unknown()) }))
+        .describe(
+          'The calls "yes" runs, exactly as shown (held: nothing runs before the answer). Empty when no reading is most likely.',
+        ),
+      answer_by: z.string().describe('When the run expires unanswered, moving nothing.'),
+    })
+    .nullable()
+    .describe('Set while status is needs_input.'),
 });
 
 const runsQuery = z.strictObject(pageParams('run', 'run_…'));
@@ -88,7 +126,7 @@ export const agentOperations: ApiOperation[] = [
     query: runsQuery,
     response: z.object({
       object: z.literal('list'),
-      data: z.array(runView.omit({ actions: true, confirmations: true })),
+      data: z.array(runView.omit({ actions: true, confirmations: true, conversation: true, question: true })),
       has_more: z.boolean(),
     }),
   },
@@ -100,6 +138,19 @@ export const agentOperations: ApiOperation[] = [
     tag: 'agent',
     scope: 'agent',
     response: runView,
+  },
+  {
+    method: 'POST',
+    path: '/agent/runs/:id/reply',
+    operationId: 'reply_to_agent_run',
+    summary: "Answer an agent run's question",
+    description:
+      'Continues a run that asked back (status needs_input) with the merchant\'s answer, in the same run: "yes" runs the proposed actions as shown, a new amount runs them with that amount, "no" cancels, anything else continues the conversation. Policy and grounding judge what runs as they judge a first instruction. 409 when the run is not waiting for an answer. See docs/agent.md.',
+    tag: 'agent',
+    scope: 'agent',
+    body: replyBody,
+    response: runView,
+    idempotent: true,
   },
   {
     method: 'GET',
@@ -166,9 +217,24 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
       );
     });
 
+    app.post<{ Params: { id: string } }>(
+      '/agent/runs/:id/reply',
+      { config: { auth: { scope: 'agent' } } },
+      async (request) => {
+        const auth = requestAuth(request);
+        const body = parseInput(replyBody, request.body);
+        const header = request.headers['idempotency-key'];
+        return replyToRun(runtime, model, tools, { ...auth, channel: 'agent' }, request.params.id, {
+          message: body.message,
+          idempotencyKey: body.idempotency_key ?? (typeof header === 'string' ? header : undefined),
+        });
+      },
+    );
+
     app.get('/agent/runs', { config: { auth: { scope: 'agent' } } }, async (request) => {
       const auth = requestAuth(request);
       const query = parseInput(runsQuery, request.query);
+      await expireUnansweredRuns(runtime, auth);
       const page = await listRunsPage(runtime.db, auth, {}, query);
       // The list shows runs without their actions and confirmations: one query for the page.
       const views = page.data.map((row) => {
