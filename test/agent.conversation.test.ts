@@ -240,6 +240,37 @@ describe('the offline planner asks back and reads the answer', () => {
     ]);
   });
 
+  it('a figure that reads two ways is asked back; the instruction written again with the exact figure runs, grounded by the answer', async () => {
+    const asked = (
+      await post(offlineApp, merchant.apiKey, '/agent/settle', { instruction: `pay 2.000 USDC to ${ADDRESS_C}` })
+    ).json();
+    expect(asked.status).toBe('needs_input');
+    expect(asked.question.text).toContain('"2.000"');
+    const done = (
+      await post(offlineApp, merchant.apiKey, `/agent/runs/${asked.run_id}/reply`, {
+        message: `sorry, pay 2 USDC to ${ADDRESS_C}`,
+      })
+    ).json();
+    expect(done.status, done.reply).toBe('completed');
+    expect(done.actions).toMatchObject([
+      { tool: 'create_payout', status: 'executed', input: { amount: 2, to_address: ADDRESS_C } },
+    ]);
+  });
+
+  it('an answer that only completes part of it is read with the first message, whose condition still holds', async () => {
+    const asked = (
+      await post(offlineApp, merchant.apiKey, '/agent/settle', {
+        instruction: `send 5 USDC to ${ADDRESS_C} but only after delivery`,
+      })
+    ).json();
+    expect(asked.status).toBe('needs_input');
+    const again = (
+      await post(offlineApp, merchant.apiKey, `/agent/runs/${asked.run_id}/reply`, { message: 'it is urgent' })
+    ).json();
+    expect(again.status).toBe('needs_input');
+    expect(again.actions).toEqual([]);
+  });
+
   it('a restart keeps a waiting run: another app over the same database takes the answer', async () => {
     const asked = (
       await post(offlineApp, merchant.apiKey, '/agent/settle', { instruction: 'send the usual amount to our supplier' })

@@ -1,3 +1,4 @@
+import { understand } from './planner/plan.ts';
 import { tokenize } from './planner/tokens.ts';
 
 /**
@@ -186,13 +187,30 @@ function normalizedDecimal(text: string): string {
 }
 
 /**
- * The conversation as one instruction for a model that reads a single message (the offline
- * planner) and for grounding: the merchant's turns, in order. The agent's questions are left out:
- * only the merchant's words move money.
+ * The merchant's turns, in order, as one text. The agent's questions are left out: only the
+ * merchant's words move money.
  */
 export function merchantText(turns: readonly ConversationTurn[]): string {
   return turns
     .filter((turn) => turn.role === 'merchant')
     .map((turn) => turn.text)
     .join('\n');
+}
+
+/**
+ * The instruction a conversation comes to, for the model and for grounding alike (one rule):
+ * the merchant's turns read together when they read as an instruction (an answer that completes
+ * the first message: "0x… is the address"); else the latest answer alone when it reads as a
+ * whole instruction by itself (the merchant wrote the instruction again, as it should run now,
+ * and it replaces the earlier ones); else the turns together, which the model asks about again.
+ * Read by the planner's grammar, whatever the model: so a condition, a wait or an unclear figure of
+ * an earlier turn keeps holding every money call until the merchant writes the instruction again
+ * without it, or answers yes to the calls proposed.
+ */
+export function conversationInstruction(turns: readonly ConversationTurn[], now: Date): string {
+  const together = merchantText(turns);
+  if (understand(together, now).ok) return together;
+  const latest = turns.at(-1);
+  if (latest?.role === 'merchant' && understand(latest.text, now).ok) return latest.text;
+  return together;
 }

@@ -18,6 +18,7 @@ import { findAgentRun } from '../db/repositories/agent-runs.ts';
 import {
   ANSWER_WITHIN_MS,
   type ConversationTurn,
+  conversationInstruction,
   merchantText,
   type ProposedCall,
   readReply,
@@ -897,7 +898,6 @@ export async function replyToRun(
     return loadRunView(runtime, actor, run.id);
   }
 
-  const evidence = await conversationEvidence(runtime, usable, run.id, turns, now);
   const confirmed =
     reading.kind === 'affirm' && proposed.length > 0
       ? proposed
@@ -909,11 +909,15 @@ export async function replyToRun(
     // (a condition, an unclear figure in the instruction) is settled by that answer, which holds
     // nothing back itself (readReply takes only a word of its lists, or one exact amount among
     // words that do not change it). Every value must still be the merchant's own or read.
+    const evidence = await conversationEvidence(runtime, usable, run.id, merchantText(turns), now);
     const call = newRunCall(runtime, usable, actor, run, { ...evidence, holds: [] });
     await endTurn(call, run, await proposedTurn(call, confirmed), before);
   } else {
+    // The model and grounding read the same instruction: the one the conversation comes to.
+    const instruction = conversationInstruction(turns, now);
+    const evidence = await conversationEvidence(runtime, usable, run.id, instruction, now);
     const call = newRunCall(runtime, usable, actor, run, evidence);
-    const turn = await modelTurn(call, model, { instruction: merchantText(turns), now, conversation: turns });
+    const turn = await modelTurn(call, model, { instruction, now, conversation: turns });
     await endTurn(call, run, turn, before);
   }
   return loadRunView(runtime, actor, run.id);
@@ -1006,17 +1010,17 @@ async function claimAnswer(
 }
 
 /**
- * What grounds the continued run: the merchant's turns (never the agent's questions), read as one
+ * What grounds the continued run: the merchant's words (never the agent's questions), read as one
  * instruction, and the typed results of the reads the run made in earlier turns.
  */
 async function conversationEvidence(
   runtime: Runtime,
   tools: readonly AnyTool[],
   runId: string,
-  turns: readonly ConversationTurn[],
+  instruction: string,
   now: Date,
 ): Promise<RunEvidence> {
-  let evidence = evidenceFromInstruction(merchantText(turns), now);
+  let evidence = evidenceFromInstruction(instruction, now);
   const reads = await runtime.db
     .selectFrom('agent_actions')
     .select(['tool', 'result'])

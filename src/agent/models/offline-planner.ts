@@ -186,22 +186,14 @@ function labels(calls: readonly PlannedCall[]): string {
 
 /**
  * The offline planner (docs/agent.md, "What the agent understands"). What it cannot understand
- * it asks back: the run waits for the merchant's answer, and the planner then reads the whole
- * conversation, the merchant's turns in order (`instruction`); when those do not read as one
- * instruction, it reads the latest answer alone, the way a merchant who answers with the whole
- * instruction rewritten means it. Grounding still reads every turn: a condition, wait or unclear
- * figure in an earlier turn holds every money call (runtime.ts).
+ * it asks back: the run waits for the merchant's answer, and then the planner reads the
+ * instruction the conversation comes to (conversation.ts, conversationInstruction), as grounding does.
  */
 export function createOfflinePlanner(): AgentModel {
   return {
     name: OFFLINE_PLANNER_NAME,
     async run(request: AgentModelRequest): Promise<AgentModelResult> {
-      let understanding = understand(request.instruction, request.now);
-      const latest = request.conversation?.at(-1);
-      if (!understanding.ok && latest?.role === 'merchant') {
-        const alone = understand(latest.text, request.now);
-        if (alone.ok) understanding = alone;
-      }
+      const understanding = understand(request.instruction, request.now);
       if (!understanding.ok)
         return { understood: false, reply: notUnderstoodReply(understanding.problems), question: { proposed: [] } };
       return runSteps(understanding.steps, request);
