@@ -238,6 +238,23 @@ describe('the offline planner asks back and reads the answer', () => {
     expect(done.actions).toMatchObject([
       { tool: 'create_payout', status: 'executed', input: { amount: 4, to_address: ADDRESS_C } },
     ]);
+
+    // Finance sees the conversation on the run's page.
+    const signIn = await offlineApp.inject({
+      method: 'POST',
+      url: '/dashboard/sign-in',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+      payload: new URLSearchParams({ api_key: merchant.apiKey }).toString(),
+    });
+    const cookie = /plainpay_session=[^;]+/.exec(String(signIn.headers['set-cookie']))?.[0] ?? '';
+    const page = await offlineApp.inject({
+      method: 'GET',
+      url: `/dashboard/runs/${asked.run_id}`,
+      headers: { cookie },
+    });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('id="run-conversation"');
+    expect(page.body).toContain(`pay out 4 USDC to ${ADDRESS_C}`);
   });
 
   it('a figure that reads two ways is asked back; the instruction written again with the exact figure runs, grounded by the answer', async () => {

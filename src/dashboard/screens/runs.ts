@@ -112,8 +112,17 @@ ${pager('/dashboard/runs', filters, has_more ? shown.at(-1)?.id : undefined)}`;
 <dt>Started</dt><dd>${time(view.created)}</dd>
 <dt>Finished</dt><dd>${time(row.finished_at)}</dd>
 ${view.usage !== null && html`<dt>Tokens</dt><dd><code>${JSON.stringify(view.usage)}</code></dd>`}
+${view.question !== null && html`<dt>Waits for an answer until</dt><dd>${time(view.question.answer_by)}</dd>`}
 </dl>
 </div>
+${
+  view.conversation.length > 1 &&
+  html`<h2>Conversation</h2>
+<ol class="steps" id="run-conversation">${view.conversation.map(
+    (turn) =>
+      html`<li class="card"><p><strong>${turn.role === 'merchant' ? 'Merchant' : 'Agent'}</strong> <span class="muted">${time(turn.created)}</span></p><p>${turn.text}</p></li>`,
+  )}</ol>`
+}
 <h2>Steps</h2>
 ${
   view.actions.length === 0
