@@ -214,6 +214,8 @@ describe('a held action proposed in a clarification', () => {
       () => ({ stop_reason: 'end_turn', content: [{ type: 'text', text: 'Paid 3 USDC.' }] }),
     ]);
     const done = (await reply(run.run_id, { message: 'delivered this morning, pay 3 USDC only' })).json();
+    // The continued conversation is a request the real API accepts (roles alternate, no prefill).
+    expect(fake.rejected).toEqual([]);
     // The first message's condition still holds every money call the model makes on its own: only
     // a "yes" to the proposal (or a new amount) settles it.
     expect(done.actions).toMatchObject([

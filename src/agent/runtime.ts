@@ -869,11 +869,24 @@ export async function replyToRun(
     const current = (await findAgentRun(runtime.db, actor, runId)) ?? found;
     throw new AppError(
       'conflict',
-      `Run '${runId}' is not waiting for an answer (status ${current.status === 'running' ? 'running' : current.status}): only a run with status needs_input takes a reply.`,
+      `Run '${runId}' is not waiting for an answer (status ${current.status}): only a run with status needs_input takes a reply.`,
       { param: 'id' },
     );
   }
+  await continueWithAnswer(runtime, model, tools, actor, found, { ...answer, seq: claimed.seq, now });
+  return loadRunView(runtime, actor, runId);
+}
 
+/** The turn after a claimed answer: cancel, run what the merchant confirmed, or the model again. */
+async function continueWithAnswer(
+  runtime: Runtime,
+  model: AgentModel,
+  tools: readonly AnyTool[],
+  actor: Actor,
+  found: AgentRunRow,
+  answer: { message: string; seq: number; now: Date },
+): Promise<void> {
+  const { now } = answer;
   const run: RunIdentity = found;
   const usable = tools.filter((tool) => actor.scopes.has(tool.scope));
   const messages = await runMessages(runtime, run.id);
@@ -883,7 +896,7 @@ export async function replyToRun(
   ];
   const asked = messages.filter((m) => m.role === 'agent').at(-1);
   const proposed = (asked?.proposed as ProposedCall[] | null) ?? [];
-  const before = { steps: found.steps, usage: (found.usage as ModelUsage | null) ?? null, nextSeq: claimed.seq + 1 };
+  const before = { steps: found.steps, usage: (found.usage as ModelUsage | null) ?? null, nextSeq: answer.seq + 1 };
   const reading = readReply(answer.message, now);
 
   if (reading.kind === 'cancel') {
@@ -895,7 +908,7 @@ export async function replyToRun(
       actionIds: await runActionIds(runtime, run.id),
       promptVersion: systemPrompt().version,
     });
-    return loadRunView(runtime, actor, run.id);
+    return;
   }
 
   const confirmed =
@@ -920,7 +933,6 @@ export async function replyToRun(
     const turn = await modelTurn(call, model, { instruction, now, conversation: turns });
     await endTurn(call, run, turn, before);
   }
-  return loadRunView(runtime, actor, run.id);
 }
 
 /** The earlier answer sent with this idempotency key: the run as it is (after waiting for its turn), or 409. */
