@@ -9,6 +9,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { AgentModel } from '../agent/model.ts';
+import { agentRunView } from '../agent/run-view.ts';
 import { type AgentRunView, replyToRun, runAgent } from '../agent/runtime.ts';
 import { stringifyJson } from '../core/json-text.ts';
 import { toAppError } from '../core/errors.ts';
@@ -115,6 +116,7 @@ export function agentMcpTools(
         description:
           'Runs the plainpay agent on one plain-language instruction (payouts, refunds, splits, payments and reads), as POST /agent/settle. Every call it makes goes through the account policy. If it cannot act, it asks back: by elicitation when the client supports it, else the result has status "needs_input", the question and the run_id; answer with agent_reply.',
         inputSchema: jsonSchema(settleInput),
+        outputSchema: RUN_OUTPUT_SCHEMA,
         annotations: { title: 'Instruct the agent', readOnlyHint: false, destructiveHint: true, openWorldHint: true },
       },
       call: async (args, caller, extra) => {
@@ -140,6 +142,7 @@ export function agentMcpTools(
         description:
           'Answers a run that asked back (status needs_input), as POST /agent/runs/:id/reply: "yes" runs the proposed actions exactly as shown, a new amount ("make it 2000") runs them with that amount, "no" cancels, anything else continues the conversation. Nothing moved before the answer; the policy still applies.',
         inputSchema: jsonSchema(replyInput),
+        outputSchema: RUN_OUTPUT_SCHEMA,
         annotations: {
           title: "Answer the agent's question",
           readOnlyHint: false,
@@ -219,7 +222,11 @@ function errorResult(error: unknown): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(toAppError(error).toBody()) }] };
 }
 
-function jsonSchema(schema: z.ZodType): Tool['inputSchema'] {
-  const json = z.toJSONSchema(schema, { io: 'input', target: 'draft-7' }) as Record<string, unknown>;
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'): Tool['inputSchema'] {
+  // draft-07, as the SDK's own converter emits: the SDK client validates outputs with Ajv's default dialect.
+  const json = z.toJSONSchema(schema, { io, target: 'draft-7', unrepresentable: 'any' }) as Record<string, unknown>;
   return { ...json, type: 'object' } as Tool['inputSchema'];
 }
+
+/** Both tools return the run, as GET /agent/runs/:id does: the same schema as the API's. */
+const RUN_OUTPUT_SCHEMA = jsonSchema(agentRunView, 'output') as NonNullable<Tool['outputSchema']>;

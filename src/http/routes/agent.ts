@@ -10,6 +10,7 @@ import type { Runtime } from '../../runtime.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 import { pageParams } from '../../db/pagination.ts';
+import { agentRunView } from '../../agent/run-view.ts';
 import { listRunsPage } from '../../db/repositories/agent-runs.ts';
 
 export const settleBody = z.strictObject({
@@ -50,54 +51,6 @@ export const replyBody = z.strictObject({
     ),
 });
 
-const actionView = z.object({
-  id: z.string(),
-  tool: z.string(),
-  input: z.unknown(),
-  decision: z.object({ outcome: z.string(), reasons: z.unknown() }),
-  status: z.string().describe('executed, held, denied, failed, rejected (by a human) or planned (dry run).'),
-  result: z.unknown(),
-  error: z.unknown(),
-  confirmation_id: z.string().nullable(),
-  approved_by_key: z.string().nullable(),
-  created: z.string(),
-});
-
-const runView = z.object({
-  run_id: z.string(),
-  object: z.literal('agent_run'),
-  status: z
-    .enum(['completed', 'confirmation_required', 'rejected', 'failed', 'needs_input', 'cancelled', 'expired'])
-    .describe(
-      'needs_input: the run asked back and waits for an answer (POST /agent/runs/:id/reply); cancelled: the merchant answered no; expired: nobody answered in time. In all three nothing moved after the question.',
-    ),
-  reply: z.string().describe("The agent's answer for the user."),
-  model: z.string(),
-  dry_run: z.boolean(),
-  instruction: z.string(),
-  actions: z.array(actionView).describe('Every tool call of the run, as recorded.'),
-  confirmations: z.array(
-    z.object({ id: z.string(), summary: z.string(), approve_url: z.string(), expires_at: z.string() }),
-  ),
-  usage: z.unknown().describe('Model tokens (input, output, cache read, cache write); null for the offline planner.'),
-  created: z.string(),
-  conversation: z
-    .array(z.object({ role: z.enum(['merchant', 'agent']), text: z.string(), created: z.string() }))
-    .describe("Every turn: the merchant's instruction, then each question and answer, in order."),
-  question: z
-    .object({
-      text: z.string().describe('What the agent asks.'),
-      proposed_actions: z
-        .array(z.object({ tool: z.string(), input: z.record(z.string(), z.unknown()) }))
-        .describe(
-          'The calls "yes" runs, exactly as shown (held: nothing runs before the answer). Empty when no reading is most likely.',
-        ),
-      answer_by: z.string().describe('When the run expires unanswered, moving nothing.'),
-    })
-    .nullable()
-    .describe('Set while status is needs_input.'),
-});
-
 const runsQuery = z.strictObject(pageParams('run', 'run_…'));
 
 export const agentOperations: ApiOperation[] = [
@@ -111,7 +64,7 @@ export const agentOperations: ApiOperation[] = [
     tag: 'agent',
     scope: 'agent',
     body: settleBody,
-    response: runView,
+    response: agentRunView,
     // idempotency_key (or the Idempotency-Key header) first used with another instruction, or its
     // run still running.
     errors: ['idempotency_conflict', 'conflict'],
@@ -126,7 +79,7 @@ export const agentOperations: ApiOperation[] = [
     query: runsQuery,
     response: z.object({
       object: z.literal('list'),
-      data: z.array(runView.omit({ actions: true, confirmations: true, conversation: true, question: true })),
+      data: z.array(agentRunView.omit({ actions: true, confirmations: true, conversation: true, question: true })),
       has_more: z.boolean(),
     }),
   },
@@ -137,7 +90,7 @@ export const agentOperations: ApiOperation[] = [
     summary: 'Get an agent run with its actions',
     tag: 'agent',
     scope: 'agent',
-    response: runView,
+    response: agentRunView,
   },
   {
     method: 'POST',
@@ -149,7 +102,7 @@ export const agentOperations: ApiOperation[] = [
     tag: 'agent',
     scope: 'agent',
     body: replyBody,
-    response: runView,
+    response: agentRunView,
     idempotent: true,
   },
   {
