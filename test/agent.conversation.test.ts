@@ -302,6 +302,48 @@ describe('the offline planner asks back and reads the answer', () => {
   });
 });
 
+describe('a replayed first request while an answer is being worked on', () => {
+  it("waits for the answer's turn instead of closing the run as interrupted (the turn began at the answer)", async () => {
+    // Its own runtime: a 1 s time budget, so the replay gives up waiting quickly.
+    const quick = await testRuntime({ AGENT_TIMEOUT_MS: '1000' });
+    const quickApp = await testApp(quick, { agentModel: createOfflinePlanner() });
+    const owner = await testAccount(quick);
+    const first = { instruction: 'send the usual amount to our supplier', idempotency_key: 'first-1' };
+    const asked = (await post(quickApp, owner.apiKey, '/agent/settle', first)).json();
+    expect(asked.status).toBe('needs_input');
+    // Half an hour later the merchant answers, and that turn is still running (as if its model
+    // were slow) when a client replays the first request.
+    quick.clock.advance(30 * 60_000);
+    await quick.db
+      .updateTable('agent_runs')
+      .set({ status: 'running', answer_by: null })
+      .where('id', '=', asked.run_id)
+      .execute();
+    await quick.db
+      .insertInto('agent_run_messages')
+      .values({
+        run_id: asked.run_id,
+        seq: 2,
+        account_id: owner.accountId,
+        livemode: false,
+        role: 'merchant',
+        text: 'pay out 1 USDC to 0x3333333333333333333333333333333333333333',
+        proposed: null,
+        idempotency_key: null,
+        created_at: quick.clock.now(),
+      })
+      .execute();
+    const replay = await post(quickApp, owner.apiKey, '/agent/settle', first);
+    expect(replay.statusCode, replay.body).toBe(409);
+    const row = await quick.db
+      .selectFrom('agent_runs')
+      .select('status')
+      .where('id', '=', asked.run_id)
+      .executeTakeFirst();
+    expect(row?.status).toBe('running');
+  });
+});
+
 describe('POST /agent/runs/:id/reply errors', () => {
   it("another account's run is 404, a run not waiting is 409, a bad body is 400 naming the field", async () => {
     const run = await askedRun();

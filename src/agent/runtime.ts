@@ -610,11 +610,25 @@ async function claimRun(
       });
     }
     if (existing.status !== 'running') return loadRunView(runtime, actor, existing.id);
-    if (await closeInterruptedRun(runtime, existing)) return loadRunView(runtime, actor, existing.id);
+    if (await closeInterruptedRun(runtime, existing, await turnStartedAt(runtime, existing)))
+      return loadRunView(runtime, actor, existing.id);
     if (Date.now() > deadline)
       throw new AppError('conflict', 'A run with this idempotency_key is still in progress; retry shortly.');
     await delay(100);
   }
+}
+
+/** When the run's current turn began: its latest answer, or its creation (a run never answered). */
+async function turnStartedAt(runtime: Runtime, run: AgentRunRow): Promise<Date> {
+  const answered = await runtime.db
+    .selectFrom('agent_run_messages')
+    .select('created_at')
+    .where('run_id', '=', run.id)
+    .where('role', '=', 'merchant')
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return answered?.created_at ?? run.created_at;
 }
 
 /** How long past its time budget a run may still be `running` before it counts as interrupted. */
@@ -958,7 +972,8 @@ async function replayedAnswer(
   for (;;) {
     const run = await findAgentRun(runtime.db, actor, runId);
     if (run && run.status !== 'running') return loadRunView(runtime, actor, runId);
-    if (run && (await closeInterruptedRun(runtime, run, earlier.created_at))) return loadRunView(runtime, actor, runId);
+    if (run && (await closeInterruptedRun(runtime, run, await turnStartedAt(runtime, run))))
+      return loadRunView(runtime, actor, runId);
     if (Date.now() > deadline)
       throw new AppError(
         'conflict',
