@@ -389,6 +389,16 @@ describe('never answered', () => {
     });
     expect(waiting.json().status).toBe('needs_input');
     runtime.clock.advance(1000);
+    // The dashboard's list shows it expired too (it is the first to read it after the lapse).
+    const signIn = await app.inject({
+      method: 'POST',
+      url: '/dashboard/sign-in',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+      payload: new URLSearchParams({ api_key: merchant.apiKey }).toString(),
+    });
+    const cookie = /plainpay_session=[^;]+/.exec(String(signIn.headers['set-cookie']))?.[0] ?? '';
+    const expiredList = await app.inject({ method: 'GET', url: '/dashboard/runs?status=expired', headers: { cookie } });
+    expect(expiredList.body).toContain(run.run_id);
     const listed = await app.inject({ method: 'GET', url: '/agent/runs?limit=100', headers: bearer(merchant.apiKey) });
     expect(listed.json().data.find((r: { run_id: string }) => r.run_id === run.run_id)?.status).toBe('expired');
     const late = await reply(run.run_id, { message: 'yes' });

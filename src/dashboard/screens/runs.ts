@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { loadRunView } from '../../agent/runtime.ts';
+import { expireUnansweredRuns, loadRunView } from '../../agent/runtime.ts';
 import { html } from '../../checkout/html.ts';
 import { parseInput } from '../../core/validation.ts';
 import { findAgentRun, listRunsPage } from '../../db/repositories/agent-runs.ts';
@@ -51,6 +51,8 @@ export function registerRuns(app: FastifyInstance, deps: DashboardDeps): void {
     const session = sessionOf(request);
     const filters = { status: param(request.query, 'status'), starting_after: param(request.query, 'starting_after') };
     const query = parseInput(runsFilter, filters);
+    // A question nobody answered in time is shown as what it is now: expired.
+    await expireUnansweredRuns(runtime, session);
     const { data: shown, has_more } = await listRunsPage(
       runtime.db,
       session,
