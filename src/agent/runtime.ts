@@ -242,7 +242,7 @@ async function endTurn(
     const titleOf = (name: string): string => tools.find((t) => t.name === name)?.title ?? name;
     if (proposed.length > 0) {
       const shown = proposed.map((p) => `- ${describeAction(p.tool, p.input, null, currencies, titleOf)}`);
-      reply = `${reply}\n\nProposed (nothing moves until you answer): \n${shown.join('\n')}\nAnswer "yes" to run exactly this, a new amount to run it with that amount, or "no" to cancel.`;
+      reply = `${reply}\n\nProposed (nothing moves until you answer):\n${shown.join('\n')}\nAnswer "yes" to run exactly this, a new amount to run it with that amount, or "no" to cancel.`;
     }
     status = 'needs_input';
     question = { proposed, answerBy: new Date(runtime.clock.now().getTime() + ANSWER_WITHIN_MS), seq: before.nextSeq };
