@@ -348,7 +348,7 @@ describe('issue 32: the same guarantees whatever the model says', () => {
     expect((await settle(`send 3 usdc to ${ADDRESS_C}… no make it 2`)).json().status).toBe('completed');
   });
 
-  it('a model that reads and then asks back ends the run rejected, with its question, and nothing moves', async () => {
+  it('a model that reads and then asks back leaves the run waiting for the answer, with its question, and nothing moves', async () => {
     fake.script([
       () => ({ stop_reason: 'tool_use', content: [{ type: 'tool_use', id: 'tu_r', name: 'get_balance', input: {} }] }),
       (req) => {
@@ -368,7 +368,8 @@ describe('issue 32: the same guarantees whatever the model says', () => {
     ]);
     const before = await availableBalance(app, merchant.apiKey);
     const run = (await settle('pay the usual supplier 5 USDC')).json();
-    expect(run.status).toBe('rejected');
+    expect(run.status).toBe('needs_input');
+    expect(run.question).toMatchObject({ text: expect.stringContaining('Which supplier'), proposed_actions: [] });
     expect(run.reply).toContain('Which supplier do you mean');
     expect(run.actions.map((a: { tool: string }) => a.tool)).toEqual(['get_balance']);
     expect(await availableBalance(app, merchant.apiKey)).toBe(before);

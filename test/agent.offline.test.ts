@@ -162,11 +162,11 @@ describe('POST /agent/settle with the offline planner', () => {
     expect(await availableBalance(app, merchant.apiKey)).toBe(balance);
   });
 
-  it('a condition is never half-done: nothing runs and the reply names the words', async () => {
+  it('a condition is never half-done: nothing runs, the reply names the words and the run waits for an answer', async () => {
     const run = (
       await settle({ instruction: `send 10 USDC to ${SUPPLIER} for goods but only after delivery is confirmed` })
     ).json();
-    expect(run.status).toBe('rejected');
+    expect(run.status).toBe('needs_input');
     expect(run.actions).toEqual([]);
     expect(run.reply).toMatch(/"but", "only", "after"/);
   });
@@ -200,9 +200,9 @@ describe('POST /agent/settle with the offline planner', () => {
     expect(revenue.reply).toMatch(/₦10,000\.00 in 1 payment/);
   });
 
-  it('an instruction it does not understand is rejected, lists what it can do, and does nothing', async () => {
+  it('an instruction it does not understand is asked back, lists what it can do, and does nothing', async () => {
     const run = (await settle({ instruction: 'send the usual amount to our supplier' })).json();
-    expect(run.status).toBe('rejected');
+    expect(run.status).toBe('needs_input');
     expect(run.actions).toEqual([]);
     expect(run.reply).toMatch(/pay out/i);
   });

@@ -42,7 +42,8 @@ describe('the official MCP Inspector CLI against `plainpay serve`', () => {
     const { code, output } = await runCheck(`${server.url}/mcp`, server.demoKey);
     expect(output).toContain('MCP Inspector check passed.');
     expect(code, output).toBe(0);
-    expect(output).toMatch(new RegExp(`tools/list: ${TOOLS.length} tools: .*get_balance`));
+    // The catalogue and the agent's two tools (agent_settle, agent_reply).
+    expect(output).toMatch(new RegExp(`tools/list: ${TOOLS.length + 2} tools: .*get_balance`));
     expect(output).toContain('tools/call get_balance: {"object":"balance"');
   });
 

@@ -66,7 +66,8 @@ describe('plainpay mcp (stdio bridge)', () => {
     const { client } = await connectStdio(m.apiKey);
     expect(client.getServerVersion()?.name).toBe('plainpay');
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(TOOLS.map((t) => t.name));
+    // The catalogue, then the agent's own tools (src/mcp/agent-tools.ts): a new account's key has `agent`.
+    expect(tools.map((t) => t.name)).toEqual([...TOOLS.map((t) => t.name), 'agent_settle', 'agent_reply']);
     expect(tools.every((t) => t.inputSchema.type === 'object' && t.outputSchema?.type === 'object')).toBe(true);
 
     const created = await client.callTool({
@@ -105,7 +106,7 @@ describe('plainpay mcp (stdio bridge)', () => {
   it('opens a new session by itself when the server has closed its session', async () => {
     const m = await testAccount(runtime);
     const { client, stderr } = await connectStdio(m.apiKey);
-    expect((await client.listTools()).tools.length).toBe(TOOLS.length);
+    expect((await client.listTools()).tools.length).toBe(TOOLS.length + 2);
     // 16 more sessions of the same key evict the bridge's (the least recently used).
     const others: Client[] = [];
     for (let i = 0; i < 16; i++) {

@@ -94,8 +94,9 @@ describe('MCP over Streamable HTTP', () => {
     expect(client.getServerVersion()?.name).toBe('plainpay');
 
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(TOOLS.map((t) => t.name));
-    for (const tool of tools) {
+    // The catalogue, then the agent's own two tools (src/mcp/agent-tools.ts) for a key with `agent`.
+    expect(tools.map((t) => t.name)).toEqual([...TOOLS.map((t) => t.name), 'agent_settle', 'agent_reply']);
+    for (const tool of tools.filter((t) => TOOLS.some((source) => source.name === t.name))) {
       const source = TOOLS.find((t) => t.name === tool.name)!;
       expect(tool.title).toBe(source.title);
       expect(tool.description).toContain(source.description);

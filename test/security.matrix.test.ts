@@ -70,7 +70,7 @@ const MODES: readonly Mode[] = ['test', 'live'];
 const other = (mode: Mode): Mode => (mode === 'test' ? 'live' : 'test');
 
 /** A body that passes validation, so the id lookup is what answers (most operations take {}). */
-const VALID_BODIES: Record<string, unknown> = {};
+const VALID_BODIES: Record<string, unknown> = { reply_to_agent_run: { message: 'yes' } };
 
 function inject(method: string, url: string, key: string, body?: unknown): Promise<LightMyRequestResponse> {
   const hasBody = method !== 'GET' && method !== 'HEAD';

@@ -1,4 +1,5 @@
 import type { AnyTool } from '../core/tool.ts';
+import type { ConversationTurn } from './conversation.ts';
 
 /**
  * What the agent runtime asks of a model: turn one instruction into tool calls, calling them
@@ -13,7 +14,14 @@ export interface AgentModel {
 }
 
 export interface AgentModelRequest {
+  /** The merchant's instruction; in a run that asked back, all the merchant's turns in order. */
   instruction: string;
+  /**
+   * Set when the run continues after asking back: every turn so far, the merchant's first
+   * instruction first and their latest answer last (docs/agent.md, "The conversation"). A model
+   * that keeps a dialogue (Claude) continues it with the answer as the next user turn.
+   */
+  conversation?: readonly ConversationTurn[];
   /** The tools this caller may use (already filtered by the key's scopes). */
   tools: readonly AnyTool[];
   callTool(name: string, input: unknown): Promise<ToolCallOutcome>;
@@ -59,6 +67,13 @@ export interface AgentModelResult {
    * out of turns, or it declined (a `refusal` stop). Such a run is never `completed`, whatever it did before.
    */
   incomplete?: { reason: 'max_tokens' | 'max_turns' | 'refusal'; message: string };
+  /**
+   * Set when the reply is a question for the merchant that an answer can settle (the model could
+   * not act as asked). If the run moved nothing, it waits for the answer (`needs_input`). `proposed`:
+   * the calls the model would make on the most likely reading, shown with the question and run only
+   * if the merchant answers yes (or with a new amount); empty when no reading is most likely.
+   */
+  question?: { proposed: readonly PlannedCall[] };
   usage?: ModelUsage;
 }
 

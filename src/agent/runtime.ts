@@ -3,7 +3,7 @@ import { appendActionLog, lockAccountActions } from '../audit/action-log.ts';
 import { AppError, toAppError } from '../core/errors.ts';
 import { executeTool } from '../pipeline/execute-tool.ts';
 import type { Actor, AnyTool } from '../core/tool.ts';
-import type { AgentActionRow, AgentRunRow, AgentRunStatus } from '../db/tables/money.ts';
+import type { AgentActionRow, AgentRunMessageRow, AgentRunRow, AgentRunStatus } from '../db/tables/money.ts';
 import { newId } from '../domain/ids.ts';
 import { type Currency, formatDisplay, getCurrency, parseMajorAmount, SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { approveUrl } from '../policy/confirmations.ts';
@@ -15,6 +15,15 @@ import type { AgentModel, AgentModelResult, ModelUsage, PlannedCall, ToolCallOut
 import { systemPrompt } from './prompts.ts';
 import { recordAgentRunFinished } from '../metrics/metrics.ts';
 import { findAgentRun } from '../db/repositories/agent-runs.ts';
+import {
+  ANSWER_WITHIN_MS,
+  type ConversationTurn,
+  conversationInstruction,
+  merchantText,
+  type ProposedCall,
+  readReply,
+  withNewAmount,
+} from './conversation.ts';
 
 export interface AgentRequest {
   instruction: string;
@@ -34,6 +43,15 @@ export interface AgentRunView {
   confirmations: { id: string; summary: string; approve_url: string; expires_at: string }[];
   usage: ModelUsage | null;
   created: string;
+  /** Every turn: the merchant's instruction first, then each question and answer, in order. */
+  conversation: { role: 'merchant' | 'agent'; text: string; created: string }[];
+  /** While the run waits (`needs_input`): what it asks, what it proposes, and until when. */
+  question: { text: string; proposed_actions: ProposedCall[]; answer_by: string } | null;
+}
+
+export interface AgentReplyRequest {
+  message: string;
+  idempotencyKey: string | undefined;
 }
 
 export interface AgentActionView {
@@ -52,7 +70,9 @@ export interface AgentActionView {
 /**
  * One run of POST /agent/settle: the model plans, every tool call goes through executeTool on the
  * agent channel (validation, scopes, policy, action log), and the run's answer is built from what
- * was recorded, not from what the model claims. The same idempotency key runs once.
+ * was recorded, not from what the model claims. The same idempotency key runs once. A run that
+ * cannot act and moved nothing asks back and waits for the merchant's answer (`needs_input`,
+ * replyToRun).
  */
 export async function runAgent(
   runtime: Runtime,
@@ -69,34 +89,74 @@ export async function runAgent(
   } else {
     await insertRun(runtime, actor, runId, request, model.name, now);
   }
-
   const usable = tools.filter((tool) => actor.scopes.has(tool.scope));
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new Error('time budget spent')), runtime.config.agent.timeoutMs);
-  const call: RunCall = {
+  const run: RunIdentity = {
+    id: runId,
+    account_id: actor.accountId,
+    livemode: actor.livemode,
+    instruction: request.instruction,
+    model: model.name,
+    channel: actor.channel,
+    key_id: actor.keyId,
+    dry_run: request.dryRun,
+  };
+  const call = newRunCall(runtime, usable, actor, run, evidenceFromInstruction(request.instruction, now));
+  const turn = await modelTurn(call, model, { instruction: request.instruction, now });
+  await endTurn(call, run, turn, { steps: 0, usage: null, nextSeq: 1 });
+  return loadRunView(runtime, actor, runId);
+}
+
+/** What one turn of a run did, before its status is judged from the recorded actions. */
+interface TurnResult {
+  /** Before the actions are read: completed (understood), rejected, or failed (the model broke). */
+  status: Exclude<AgentRunStatus, 'running'>;
+  reply: string;
+  steps: number;
+  usage: ModelUsage | undefined;
+  incomplete: AgentModelIncomplete | undefined;
+  /** The model asked the merchant, maybe proposing calls (AgentModelResult.question). */
+  question: { proposed: readonly PlannedCall[] } | undefined;
+}
+
+function newRunCall(
+  runtime: Runtime,
+  tools: readonly AnyTool[],
+  actor: Actor,
+  run: RunIdentity,
+  evidence: RunEvidence,
+): RunCall {
+  return {
     runtime,
-    tools: usable,
+    tools,
     actor,
-    runId,
-    dryRun: request.dryRun,
-    evidence: evidenceFromInstruction(request.instruction, now),
+    runId: run.id,
+    dryRun: run.dry_run,
+    evidence,
     runPlan: undefined,
     unrecorded: [],
   };
+}
+
+/** One turn of the model over the run's tools, bounded by the run's step and time budgets. */
+async function modelTurn(
+  call: RunCall,
+  model: AgentModel,
+  request: { instruction: string; now: Date; conversation?: readonly ConversationTurn[] },
+): Promise<TurnResult> {
+  const { runtime } = call;
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error('time budget spent')), runtime.config.agent.timeoutMs);
   let steps = 0;
-  let status: Exclude<AgentRunStatus, 'running'>;
-  let reply: string;
-  let usage: ModelUsage | undefined;
-  let incomplete: AgentModelIncomplete | undefined;
   try {
     const result = await model.run({
       instruction: request.instruction,
-      tools: usable,
+      ...(request.conversation !== undefined ? { conversation: request.conversation } : {}),
+      tools: call.tools,
       signal: controller.signal,
-      now,
+      now: request.now,
       restatesActions: true,
       declarePlan: (calls) => {
-        call.runPlan = declaredCalls(usable, calls);
+        call.runPlan = declaredCalls(call.tools, calls);
       },
       callTool: async (name, input) => {
         steps += 1;
@@ -116,62 +176,115 @@ export async function runAgent(
         return callThroughPipeline(call, name, input);
       },
     });
-    usage = result.usage;
-    reply = result.reply;
-    incomplete = result.incomplete;
+    let reply = result.reply;
+    const incomplete = result.incomplete;
     if (incomplete !== undefined && !reply.includes(incomplete.message)) {
       reply = reply.trim() === '' ? incomplete.message : `${reply}\n\n${incomplete.message}`;
     }
-    status = result.understood ? 'completed' : 'rejected';
+    return {
+      status: result.understood ? 'completed' : 'rejected',
+      reply,
+      steps,
+      usage: result.usage,
+      incomplete,
+      question: incomplete === undefined ? result.question : undefined,
+    };
   } catch (error) {
-    runtime.logger.error({ err: error, runId }, 'agent run failed');
-    status = 'failed';
-    reply = controller.signal.aborted
+    runtime.logger.error({ err: error, runId: call.runId }, 'agent run failed');
+    const reply = controller.signal.aborted
       ? `The run was stopped: ${String((controller.signal.reason as Error)?.message ?? 'budget spent')}. Actions already recorded stand; see them below.`
       : 'The agent could not finish this instruction (the model did not answer). Nothing further was done; actions already recorded stand.';
+    return { status: 'failed', reply, steps, usage: undefined, incomplete: undefined, question: undefined };
   } finally {
     clearTimeout(timer);
   }
+}
 
+/**
+ * Ends a turn: the run's status from what was recorded (what moved decides, whatever the model
+ * says), the reply with its check list, and the run's row and run.finished entry. A turn that
+ * asked back and wrote nothing leaves the run waiting for the answer (`needs_input`), its question
+ * and proposed calls kept as the next turn of the conversation.
+ */
+async function endTurn(
+  call: RunCall,
+  run: RunIdentity,
+  turn: TurnResult,
+  before: { steps: number; usage: ModelUsage | null; nextSeq: number },
+): Promise<void> {
+  const { runtime, actor, tools } = call;
   const actions = await runtime.db
     .selectFrom('agent_actions')
     .selectAll()
-    .where('run_id', '=', runId)
+    .where('run_id', '=', run.id)
     .orderBy('created_at')
     .orderBy('id')
     .execute();
+  let status = turn.status;
   // What moved decides, whatever the model says: a model that asked back after a payout ran still
   // moved money, and a run that wrote nothing and asked back is rejected.
-  const wrote = actions.some((action) => effectOf(usable, action.tool) !== 'read');
+  const wrote = actions.some((action) => effectOf(tools, action.tool) !== 'read');
   if (status === 'completed' || (wrote && status === 'rejected'))
     status = outcomeOf(actions, call.unrecorded.length > 0);
   // A model cut off at its token limit, or that declined, did not finish: never `completed`.
-  if (incomplete !== undefined && status !== 'failed') {
-    status = incomplete.reason === 'refusal' ? 'rejected' : 'failed';
+  if (turn.incomplete !== undefined && status !== 'failed') {
+    status = turn.incomplete.reason === 'refusal' ? 'rejected' : 'failed';
   }
-  reply = withActionLines(reply, await actionLines(runtime, actor, usable, actions, call.unrecorded));
-  await finishRun(
-    runtime,
-    {
-      id: runId,
-      account_id: actor.accountId,
-      livemode: actor.livemode,
-      instruction: request.instruction,
-      model: model.name,
-      channel: actor.channel,
-      key_id: actor.keyId,
-      dry_run: request.dryRun,
-    },
-    {
-      status,
-      reply,
-      steps,
-      usage: usage ?? null,
-      actionIds: actions.map((a) => a.id),
-      promptVersion: systemPrompt().version,
-    },
+  let question: RunOutcome['question'];
+  let reply = turn.reply;
+  if (turn.question !== undefined && !wrote && status === 'rejected') {
+    const proposed = proposedCalls(tools, turn.question.proposed);
+    const currencies = await paymentCurrencies(
+      runtime,
+      actor,
+      proposed.map((p) => p.input),
+    );
+    const titleOf = (name: string): string => tools.find((t) => t.name === name)?.title ?? name;
+    if (proposed.length > 0) {
+      const shown = proposed.map((p) => `- ${describeAction(p.tool, p.input, null, currencies, titleOf)}`);
+      reply = `${reply}\n\nProposed (nothing moves until you answer):\n${shown.join('\n')}\nAnswer "yes" to run exactly this, a new amount to run it with that amount, or "no" to cancel.`;
+    }
+    status = 'needs_input';
+    question = { proposed, answerBy: new Date(runtime.clock.now().getTime() + ANSWER_WITHIN_MS), seq: before.nextSeq };
+  }
+  if (question === undefined)
+    reply = withActionLines(reply, await actionLines(runtime, actor, tools, actions, call.unrecorded));
+  await finishRun(runtime, run, {
+    status,
+    reply,
+    steps: before.steps + turn.steps,
+    usage: sumUsage(before.usage, turn.usage),
+    actionIds: actions.map((a) => a.id),
+    promptVersion: systemPrompt().version,
+    ...(question !== undefined ? { question } : {}),
+  });
+}
+
+/**
+ * The proposed calls as they are kept and shown: only tools this caller has, each input an object.
+ * A proposal naming any other tool is dropped whole: running part of it would not be what was shown.
+ */
+function proposedCalls(tools: readonly AnyTool[], calls: readonly PlannedCall[]): ProposedCall[] {
+  const kept = calls.flatMap((planned) =>
+    tools.some((tool) => tool.name === planned.name) &&
+    typeof planned.input === 'object' &&
+    planned.input !== null &&
+    !Array.isArray(planned.input)
+      ? [{ tool: planned.name, input: planned.input as Record<string, unknown> }]
+      : [],
   );
-  return loadRunView(runtime, actor, runId);
+  return kept.length === calls.length ? kept : [];
+}
+
+function sumUsage(before: ModelUsage | null, turn: ModelUsage | undefined): ModelUsage | null {
+  if (turn === undefined) return before;
+  if (before === null) return turn;
+  return {
+    input_tokens: before.input_tokens + turn.input_tokens,
+    output_tokens: before.output_tokens + turn.output_tokens,
+    cache_read_input_tokens: before.cache_read_input_tokens + turn.cache_read_input_tokens,
+    cache_creation_input_tokens: before.cache_creation_input_tokens + turn.cache_creation_input_tokens,
+  };
 }
 
 /** What every tool call of one run shares: who calls, the run, and what grounds its money calls. */
@@ -497,11 +610,25 @@ async function claimRun(
       });
     }
     if (existing.status !== 'running') return loadRunView(runtime, actor, existing.id);
-    if (await closeInterruptedRun(runtime, existing)) return loadRunView(runtime, actor, existing.id);
+    if (await closeInterruptedRun(runtime, existing, await turnStartedAt(runtime, existing)))
+      return loadRunView(runtime, actor, existing.id);
     if (Date.now() > deadline)
       throw new AppError('conflict', 'A run with this idempotency_key is still in progress; retry shortly.');
     await delay(100);
   }
+}
+
+/** When the run's current turn began: its latest answer, or its creation (a run never answered). */
+async function turnStartedAt(runtime: Runtime, run: AgentRunRow): Promise<Date> {
+  const answered = await runtime.db
+    .selectFrom('agent_run_messages')
+    .select('created_at')
+    .where('run_id', '=', run.id)
+    .where('role', '=', 'merchant')
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return answered?.created_at ?? run.created_at;
 }
 
 /** How long past its time budget a run may still be `running` before it counts as interrupted. */
@@ -512,13 +639,11 @@ const INTERRUPTED_AFTER_MS = 60_000;
  * before recording its end. It is closed as failed (once, compare-and-set, with its run.finished
  * entry in the action log) so that a retry with its idempotency_key gets an answer instead of
  * "in progress" forever. It is not run again: actions it took before stopping are recorded and
- * stand, and running the instruction a second time could repeat them.
+ * stand, and running the instruction a second time could repeat them. `since`: when the turn
+ * began (the run's creation, or the answer that continued it).
  */
-async function closeInterruptedRun(runtime: Runtime, run: AgentRunRow): Promise<boolean> {
-  if (
-    runtime.clock.now().getTime() - run.created_at.getTime() <=
-    runtime.config.agent.timeoutMs + INTERRUPTED_AFTER_MS
-  ) {
+async function closeInterruptedRun(runtime: Runtime, run: AgentRunRow, since: Date = run.created_at): Promise<boolean> {
+  if (runtime.clock.now().getTime() - since.getTime() <= runtime.config.agent.timeoutMs + INTERRUPTED_AFTER_MS) {
     return false;
   }
   const actions = await runtime.db.selectFrom('agent_actions').select('id').where('run_id', '=', run.id).execute();
@@ -548,14 +673,22 @@ interface RunOutcome {
   /** The system prompt the run used; null when not known (an interrupted run). */
   promptVersion: string | null;
   interrupted?: true;
+  /** The run asks back (status needs_input): its reply is the question, kept as turn `seq`. */
+  question?: { proposed: readonly ProposedCall[]; answerBy: Date; seq: number };
+  /** The status the run must still have for this end to be recorded; default `running`. */
+  from?: AgentRunStatus;
 }
 
 /**
- * Records the end of a run, once: its row (only while it is still `running`) and its run.finished
- * entry in the action log, in one transaction. False when the run had already ended.
+ * Records the end of a run's turn, once: its row (only while it still has the status `from`,
+ * `running` by default) and its run.finished entry in the action log, in one transaction; a run
+ * that asks back records its question as the next turn of the conversation there too. Each turn
+ * of a conversation ends with its own run.finished entry (the newest is the run's state). False
+ * when the run had already ended.
  */
 async function finishRun(runtime: Runtime, run: RunIdentity, outcome: RunOutcome): Promise<boolean> {
   const at = runtime.clock.now();
+  const { question } = outcome;
   const recorded = await runtime.db.transaction().execute(async (trx) => {
     await lockAccountActions(trx, run.account_id);
     const ended = await trx
@@ -566,11 +699,28 @@ async function finishRun(runtime: Runtime, run: RunIdentity, outcome: RunOutcome
         steps: outcome.steps,
         usage: outcome.usage ? JSON.stringify(outcome.usage) : null,
         finished_at: at,
+        answer_by: question?.answerBy ?? null,
       })
       .where('id', '=', run.id)
-      .where('status', '=', 'running')
+      .where('status', '=', outcome.from ?? 'running')
       .executeTakeFirst();
     if (Number(ended.numUpdatedRows) !== 1) return false;
+    if (question !== undefined) {
+      await trx
+        .insertInto('agent_run_messages')
+        .values({
+          run_id: run.id,
+          seq: question.seq,
+          account_id: run.account_id,
+          livemode: run.livemode,
+          role: 'agent',
+          text: outcome.reply,
+          proposed: JSON.stringify(question.proposed),
+          idempotency_key: null,
+          created_at: at,
+        })
+        .execute();
+    }
     await appendActionLog(trx, {
       accountId: run.account_id,
       livemode: run.livemode,
@@ -589,6 +739,9 @@ async function finishRun(runtime: Runtime, run: RunIdentity, outcome: RunOutcome
         usage: outcome.usage,
         actions: outcome.actionIds,
         ...(outcome.interrupted ? { interrupted: true } : {}),
+        ...(question !== undefined
+          ? { question: { proposed: question.proposed, answer_by: question.answerBy.toISOString() } }
+          : {}),
       },
       at,
     });
@@ -603,8 +756,9 @@ export async function loadRunView(
   scope: { accountId: string; livemode: boolean },
   runId: string,
 ): Promise<AgentRunView> {
-  const run = await findAgentRun(runtime.db, scope, runId);
+  let run = await findAgentRun(runtime.db, scope, runId);
   if (!run) throw new AppError('not_found', `No such agent run: '${runId}'.`, { param: 'id' });
+  if (await expireUnanswered(runtime, run)) run = (await findAgentRun(runtime.db, scope, runId)) ?? run;
   const actions = await runtime.db
     .selectFrom('agent_actions')
     .selectAll()
@@ -622,15 +776,17 @@ export async function loadRunView(
           .where('id', 'in', confirmationIds)
           .orderBy('created_at')
           .execute();
-  return presentRun(runtime, run, actions, confirmations);
+  const { conversation, question } = presentConversation(run, await runMessages(runtime, runId));
+  return { ...presentRun(runtime, run, actions, confirmations), conversation, question };
 }
 
+/** The run without its conversation (the lists show runs in brief). */
 export function presentRun(
   runtime: Runtime,
   run: AgentRunRow,
   actions: readonly AgentActionRow[],
   confirmations: readonly { id: string; summary: string; expires_at: Date }[],
-): AgentRunView {
+): Omit<AgentRunView, 'conversation' | 'question'> {
   return {
     run_id: run.id,
     object: 'agent_run',
@@ -664,4 +820,313 @@ export function presentAction(row: AgentActionRow): AgentActionView {
     approved_by_key: row.approved_by_key,
     created: row.created_at.toISOString(),
   };
+}
+
+async function runMessages(runtime: Runtime, runId: string): Promise<AgentRunMessageRow[]> {
+  return runtime.db.selectFrom('agent_run_messages').selectAll().where('run_id', '=', runId).orderBy('seq').execute();
+}
+
+function presentConversation(
+  run: AgentRunRow,
+  messages: readonly AgentRunMessageRow[],
+): Pick<AgentRunView, 'conversation' | 'question'> {
+  const conversation = [
+    { role: 'merchant' as const, text: run.instruction, created: run.created_at.toISOString() },
+    ...messages.map((m) => ({ role: m.role, text: m.text, created: m.created_at.toISOString() })),
+  ];
+  const asked = messages.at(-1);
+  const question =
+    run.status === 'needs_input' && asked?.role === 'agent' && run.answer_by !== null
+      ? {
+          text: asked.text,
+          proposed_actions: (asked.proposed as ProposedCall[] | null) ?? [],
+          answer_by: run.answer_by.toISOString(),
+        }
+      : null;
+  return { conversation, question };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The conversation (docs/agent.md, "The conversation"): the merchant answers a waiting run.
+
+/**
+ * The merchant's answer to a run that asked back (POST /agent/runs/:id/reply, the MCP reply tool).
+ * The answer is claimed once (compare-and-set from `needs_input`, with its run.reply entry in the
+ * action log), so a second answer, or a replay of this one, never runs anything again: a replay
+ * with the same idempotency key returns the run, another answer to a run no longer waiting is 409.
+ * Then: "no" cancels; "yes" runs the proposed calls as shown; a new amount runs them with it; any
+ * other answer goes to the model with the whole conversation. Grounding and policy judge whatever
+ * runs as they judge a first message, and only the merchant's words ground it.
+ */
+export async function replyToRun(
+  runtime: Runtime,
+  model: AgentModel,
+  tools: readonly AnyTool[],
+  actor: Actor,
+  runId: string,
+  answer: AgentReplyRequest,
+): Promise<AgentRunView> {
+  const found = await findAgentRun(runtime.db, actor, runId);
+  if (!found) throw new AppError('not_found', `No such agent run: '${runId}'.`, { param: 'id' });
+  if (answer.idempotencyKey !== undefined) {
+    const replayed = await replayedAnswer(runtime, actor, found.id, answer);
+    if (replayed) return replayed;
+  }
+  await expireUnanswered(runtime, found);
+  const now = runtime.clock.now();
+  const claimed = await claimAnswer(runtime, found, answer, now);
+  if (claimed === undefined) {
+    if (answer.idempotencyKey !== undefined) {
+      const replayed = await replayedAnswer(runtime, actor, found.id, answer);
+      if (replayed) return replayed;
+    }
+    const current = (await findAgentRun(runtime.db, actor, runId)) ?? found;
+    throw new AppError(
+      'conflict',
+      `Run '${runId}' is not waiting for an answer (status ${current.status}): only a run with status needs_input takes a reply.`,
+      { param: 'id' },
+    );
+  }
+  await continueWithAnswer(runtime, model, tools, actor, found, { ...answer, seq: claimed.seq, now });
+  return loadRunView(runtime, actor, runId);
+}
+
+/** The turn after a claimed answer: cancel, run what the merchant confirmed, or the model again. */
+async function continueWithAnswer(
+  runtime: Runtime,
+  model: AgentModel,
+  tools: readonly AnyTool[],
+  actor: Actor,
+  found: AgentRunRow,
+  answer: { message: string; seq: number; now: Date },
+): Promise<void> {
+  const { now } = answer;
+  const run: RunIdentity = found;
+  const usable = tools.filter((tool) => actor.scopes.has(tool.scope));
+  const messages = await runMessages(runtime, run.id);
+  const turns: ConversationTurn[] = [
+    { role: 'merchant', text: run.instruction },
+    ...messages.map((m) => ({ role: m.role, text: m.text })),
+  ];
+  const asked = messages.filter((m) => m.role === 'agent').at(-1);
+  const proposed = (asked?.proposed as ProposedCall[] | null) ?? [];
+  const before = { steps: found.steps, usage: (found.usage as ModelUsage | null) ?? null, nextSeq: answer.seq + 1 };
+  const reading = readReply(answer.message, now);
+
+  if (reading.kind === 'cancel') {
+    await finishRun(runtime, run, {
+      status: 'cancelled',
+      reply: `Cancelled at your answer ("${oneLine(answer.message)}"): nothing was done.`,
+      steps: before.steps,
+      usage: before.usage,
+      actionIds: await runActionIds(runtime, run.id),
+      promptVersion: systemPrompt().version,
+    });
+    return;
+  }
+
+  const confirmed =
+    reading.kind === 'affirm' && proposed.length > 0
+      ? proposed
+      : reading.kind === 'amount'
+        ? withNewAmount(proposed, reading)
+        : undefined;
+  if (confirmed !== undefined) {
+    // The merchant answered the question itself, about the calls shown: what the question was about
+    // (a condition, an unclear figure in the instruction) is settled by that answer, which holds
+    // nothing back itself (readReply takes only a word of its lists, or one exact amount among
+    // words that do not change it). Every value must still be the merchant's own or read.
+    const evidence = await conversationEvidence(runtime, usable, run.id, merchantText(turns), now);
+    const call = newRunCall(runtime, usable, actor, run, { ...evidence, holds: [] });
+    await endTurn(call, run, await proposedTurn(call, confirmed), before);
+  } else {
+    // The model and grounding read the same instruction: the one the conversation comes to.
+    const instruction = conversationInstruction(turns, now);
+    const evidence = await conversationEvidence(runtime, usable, run.id, instruction, now);
+    const call = newRunCall(runtime, usable, actor, run, evidence);
+    const turn = await modelTurn(call, model, { instruction, now, conversation: turns });
+    await endTurn(call, run, turn, before);
+  }
+}
+
+/** The earlier answer sent with this idempotency key: the run as it is (after waiting for its turn), or 409. */
+async function replayedAnswer(
+  runtime: Runtime,
+  actor: Actor,
+  runId: string,
+  answer: AgentReplyRequest,
+): Promise<AgentRunView | undefined> {
+  const earlier = await runtime.db
+    .selectFrom('agent_run_messages')
+    .selectAll()
+    .where('run_id', '=', runId)
+    .where('idempotency_key', '=', answer.idempotencyKey!)
+    .executeTakeFirst();
+  if (!earlier) return undefined;
+  if (earlier.text !== answer.message) {
+    throw new AppError('idempotency_conflict', 'This Idempotency-Key was first used with a different message.', {
+      param: 'idempotency_key',
+    });
+  }
+  const deadline = Date.now() + runtime.config.agent.timeoutMs + 5000;
+  for (;;) {
+    const run = await findAgentRun(runtime.db, actor, runId);
+    if (run && run.status !== 'running') return loadRunView(runtime, actor, runId);
+    if (run && (await closeInterruptedRun(runtime, run, await turnStartedAt(runtime, run))))
+      return loadRunView(runtime, actor, runId);
+    if (Date.now() > deadline)
+      throw new AppError(
+        'conflict',
+        'The answer sent with this Idempotency-Key is still being worked on; retry shortly.',
+      );
+    await delay(100);
+  }
+}
+
+/**
+ * Takes the answer, once: the run goes from needs_input back to running (only before it lapses),
+ * the answer becomes the next turn, and the action log records it (run.reply), in one transaction.
+ * Undefined when the run was not waiting (answered already, ended, lapsed).
+ */
+async function claimAnswer(
+  runtime: Runtime,
+  run: AgentRunRow,
+  answer: AgentReplyRequest,
+  now: Date,
+): Promise<{ seq: number } | undefined> {
+  return runtime.db.transaction().execute(async (trx) => {
+    await lockAccountActions(trx, run.account_id);
+    const taken = await trx
+      .updateTable('agent_runs')
+      .set({ status: 'running', answer_by: null })
+      .where('id', '=', run.id)
+      .where('status', '=', 'needs_input')
+      .where('answer_by', '>', now)
+      .executeTakeFirst();
+    if (Number(taken.numUpdatedRows) !== 1) return undefined;
+    const last = await trx
+      .selectFrom('agent_run_messages')
+      .select((eb) => eb.fn.max('seq').as('seq'))
+      .where('run_id', '=', run.id)
+      .executeTakeFirst();
+    const seq = Number(last?.seq ?? 0) + 1;
+    await trx
+      .insertInto('agent_run_messages')
+      .values({
+        run_id: run.id,
+        seq,
+        account_id: run.account_id,
+        livemode: run.livemode,
+        role: 'merchant',
+        text: answer.message,
+        proposed: null,
+        idempotency_key: answer.idempotencyKey ?? null,
+        created_at: now,
+      })
+      .execute();
+    await appendActionLog(trx, {
+      accountId: run.account_id,
+      livemode: run.livemode,
+      entryType: 'run.reply',
+      runId: run.id,
+      payload: { message: answer.message, seq, idempotency_key: answer.idempotencyKey ?? null },
+      at: now,
+    });
+    return { seq };
+  });
+}
+
+/**
+ * What grounds the continued run: the merchant's words (never the agent's questions), read as one
+ * instruction, and the typed results of the reads the run made in earlier turns.
+ */
+async function conversationEvidence(
+  runtime: Runtime,
+  tools: readonly AnyTool[],
+  runId: string,
+  instruction: string,
+  now: Date,
+): Promise<RunEvidence> {
+  let evidence = evidenceFromInstruction(instruction, now);
+  const reads = await runtime.db
+    .selectFrom('agent_actions')
+    .select(['tool', 'result'])
+    .where('run_id', '=', runId)
+    .where('status', '=', 'executed')
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  for (const read of reads) {
+    if (effectOf(tools, read.tool) === 'read') evidence = withToolResult(evidence, read.result);
+  }
+  return evidence;
+}
+
+/**
+ * Runs the calls the merchant confirmed, in order, as the offline planner runs a plan: money calls
+ * declared first (policy judges their total), each through the pipeline, stopping after a failure.
+ */
+async function proposedTurn(call: RunCall, calls: readonly ProposedCall[]): Promise<TurnResult> {
+  call.runPlan = declaredCalls(
+    call.tools,
+    calls.map((c) => ({ name: c.tool, input: c.input })),
+  ).filter((declared) => declared.tool.effect === 'money');
+  let steps = 0;
+  let reply = 'Done as proposed, at your answer.';
+  for (const [index, proposed] of calls.entries()) {
+    steps += 1;
+    const outcome = await callThroughPipeline(call, proposed.tool, proposed.input);
+    if (outcome.status === 'error' && index < calls.length - 1) {
+      reply = `Stopped after a failure; the proposed actions after it were not run.`;
+      break;
+    }
+  }
+  return { status: 'completed', reply, steps, usage: undefined, incomplete: undefined, question: undefined };
+}
+
+async function runActionIds(runtime: Runtime, runId: string): Promise<string[]> {
+  const rows = await runtime.db
+    .selectFrom('agent_actions')
+    .select('id')
+    .where('run_id', '=', runId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/**
+ * A run whose question lapsed unanswered ends `expired`, once, with its run.finished entry;
+ * nothing moved while it waited and nothing does now. Called wherever a run is read or answered,
+ * and for an account's list. True when this call expired it.
+ */
+async function expireUnanswered(runtime: Runtime, run: AgentRunRow): Promise<boolean> {
+  if (run.status !== 'needs_input' || run.answer_by === null) return false;
+  if (run.answer_by.getTime() > runtime.clock.now().getTime()) return false;
+  return finishRun(runtime, run, {
+    status: 'expired',
+    reply: `${run.reply}\n\nNobody answered by ${run.answer_by.toISOString()}: the run expired and nothing was done. Send the instruction again to act on it.`,
+    steps: run.steps,
+    usage: (run.usage as ModelUsage | null) ?? null,
+    actionIds: await runActionIds(runtime, run.id),
+    promptVersion: null,
+    from: 'needs_input',
+  });
+}
+
+/** Expires the account's runs whose questions lapsed unanswered (before a list shows them). */
+export async function expireUnansweredRuns(
+  runtime: Runtime,
+  scope: { accountId: string; livemode: boolean },
+): Promise<void> {
+  const lapsed = await runtime.db
+    .selectFrom('agent_runs')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('status', '=', 'needs_input')
+    .where('answer_by', '<=', runtime.clock.now())
+    .limit(100)
+    .execute();
+  for (const run of lapsed) await expireUnanswered(runtime, run);
 }

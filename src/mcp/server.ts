@@ -26,6 +26,9 @@ import { presentPayment } from '../payments/present.ts';
 import type { ConfirmationRequired } from '../policy/confirmations.ts';
 import type { Runtime } from '../runtime.ts';
 import { TOOLS } from '../../tools/registry.ts';
+import type { AgentModel } from '../agent/model.ts';
+import { agentModelFor } from '../agent/select-model.ts';
+import { agentMcpTools } from './agent-tools.ts';
 
 /**
  * The MCP server (DESIGN.md §10): the tool catalogue for AI assistants, one McpServer per
@@ -53,6 +56,8 @@ const RESOURCE_NOT_FOUND = -32002;
 export interface McpServerOptions {
   /** Upper bound on waiting for the client's answer to the held-action notice (default 60 s). */
   elicitationTimeoutMs?: number;
+  /** The agent behind agent_settle / agent_reply (agent-tools.ts); default as the API host chooses it. */
+  agentModel?: AgentModel;
 }
 
 /**
@@ -188,12 +193,17 @@ export function buildMcpServer(runtime: Runtime, auth: AuthContext, options: Mcp
         'whether it was executed (and what it created), rejected or expired. Tool errors carry the API error type.',
     },
   );
-  const definitions = visibleTools(auth).map(cachedDefinition);
+  const agentTools = auth.scopes.has('agent')
+    ? agentMcpTools(runtime, server, options.agentModel ?? agentModelFor(runtime.config), { elicitationTimeoutMs })
+    : [];
+  const definitions = [...visibleTools(auth).map(cachedDefinition), ...agentTools.map((tool) => tool.definition)];
   const byName = new Map(TOOLS.map((tool) => [tool.name, tool]));
 
   server.server.registerCapabilities({ tools: { listChanged: false } });
   server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: definitions }));
   server.server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const agentTool = agentTools.find((tool) => tool.definition.name === request.params.name);
+    if (agentTool) return agentTool.call(request.params.arguments ?? {}, authOf(extra, auth), extra);
     const tool = byName.get(request.params.name);
     // Not a catalogue tool at all: a protocol error, like any unknown method. A catalogue tool
     // this key may not use still runs through the pipeline, which refuses and logs it.

@@ -27,6 +27,9 @@ const AGENT_RUN_OUTCOMES = Object.keys({
   confirmation_required: true,
   rejected: true,
   failed: true,
+  needs_input: true,
+  cancelled: true,
+  expired: true,
 } satisfies Record<AgentRunOutcome, true>);
 
 // ---------------------------------------------------------------------------------------------------
@@ -47,7 +50,7 @@ for (const livemode of ['true', 'false']) paidToSettledSeconds.zero({ livemode }
 
 const agentRunsTotal = new Counter({
   name: 'plainpay_agent_runs_total',
-  help: 'Agent runs (POST /agent/settle) that ended, by outcome: completed, confirmation_required, rejected or failed.',
+  help: 'Agent run turns (POST /agent/settle, and each answer to a run that asked back) that ended, by outcome: completed, confirmation_required, rejected, failed, needs_input (asked back), cancelled or expired.',
   labelNames: ['outcome'] as const,
   registers: [],
 });

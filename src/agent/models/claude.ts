@@ -3,7 +3,14 @@ import { setTimeout as delay } from 'node:timers/promises';
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
 import { z } from 'zod';
 import type { AnyTool } from '../../core/tool.ts';
-import type { AgentModel, AgentModelRequest, AgentModelResult, ModelUsage, ToolCallOutcome } from '../model.ts';
+import type {
+  AgentModel,
+  AgentModelRequest,
+  AgentModelResult,
+  ModelUsage,
+  PlannedCall,
+  ToolCallOutcome,
+} from '../model.ts';
 import { systemPrompt } from '../prompts.ts';
 import { DEFAULT_MAX_TOKENS } from './claude-models.ts';
 
@@ -86,7 +93,7 @@ export function createClaudeModel(options: ClaudeOptions): AgentModel {
     async run(request: AgentModelRequest): Promise<AgentModelResult> {
       const prompt = systemPrompt();
       const tools = [askDefinition(), ...toolDefinitions(request.tools)];
-      const messages: MessageParam[] = [{ role: 'user', content: firstUserContent(request) }];
+      const messages: MessageParam[] = conversationMessages(request);
       const usage: ModelUsage = {
         input_tokens: 0,
         output_tokens: 0,
@@ -143,7 +150,10 @@ export function createClaudeModel(options: ClaudeOptions): AgentModel {
             // The model asks the merchant: none of this message's calls run, and the run ends with
             // the question (the runtime says what moved before it).
             const ask = toolUses.find((use) => use.name === ASK_TOOL);
-            if (ask !== undefined) return { reply: askedQuestion(ask.input), understood: false, usage };
+            if (ask !== undefined) {
+              const asked = askedQuestion(ask.input);
+              return { reply: asked.question, understood: false, question: { proposed: asked.proposed }, usage };
+            }
             setAssistantTurn(messages, content);
             // Every tool_use needs its tool_result in the very next user message: all of them, in
             // the order the model wrote them, in one message.
@@ -190,6 +200,28 @@ export function firstUserContent(request: Pick<AgentModelRequest, 'instruction' 
   return [
     { type: 'text', text: `Current date and time (UTC): ${request.now.toISOString()}, a ${day}.` },
     { type: 'text', text: request.instruction },
+  ];
+}
+
+/**
+ * The messages a run starts from: the first user message (date, instruction), and in a run that
+ * asked back, the conversation so far: each question as an assistant turn, each answer as the
+ * next user turn (the latest answer last). The tool calls of earlier turns are not replayed: their
+ * effects are in the service, and the model reads again what it needs.
+ */
+function conversationMessages(
+  request: Pick<AgentModelRequest, 'instruction' | 'now' | 'conversation'>,
+): MessageParam[] {
+  const [first, ...rest] = request.conversation ?? [];
+  if (first === undefined) return [{ role: 'user', content: firstUserContent(request) }];
+  return [
+    { role: 'user', content: firstUserContent({ instruction: first.text, now: request.now }) },
+    ...rest.map(
+      (turn): MessageParam => ({
+        role: turn.role === 'merchant' ? 'user' : 'assistant',
+        content: [{ type: 'text', text: turn.text }],
+      }),
+    ),
   ];
 }
 
@@ -297,6 +329,18 @@ export const ASK_TOOL = 'ask_merchant';
 
 const askInput = z.strictObject({
   question: z.string().min(1).max(2000).describe('The question for the merchant, quoting what is unclear.'),
+  proposed_calls: z
+    .array(
+      z.strictObject({
+        name: z.string().describe('A tool you were given, e.g. create_payout.'),
+        input: z.record(z.string(), z.unknown()).describe("That tool's input, exactly as you would call it."),
+      }),
+    )
+    .max(10)
+    .optional()
+    .describe(
+      'Only when one reading of the instruction is most likely: the calls you would make on it. They are shown to the merchant with your question and run, through the same checks, only if the merchant answers yes (or gives a new amount). Leave out when no reading is most likely.',
+    ),
 });
 
 function askDefinition(): Anthropic.Tool {
@@ -304,15 +348,20 @@ function askDefinition(): Anthropic.Tool {
   return {
     name: ASK_TOOL,
     description:
-      'Ask the merchant instead of acting, when the instruction is unclear: a condition, a wait or a negation, a number that reads more than one way, a value you cannot take from the instruction or a read, several payments that match. Ends the run; nothing moves until the merchant answers.',
+      'Ask the merchant instead of acting, when the instruction is unclear: a condition, a wait or a negation, a number that reads more than one way, a value you cannot take from the instruction or a read, several payments that match. Nothing moves until the merchant answers; their answer comes back as the next user message of this conversation.',
     input_schema: { type: 'object', ...schema },
   };
 }
 
-/** The question of an ask_merchant call; a malformed one still ends the run, saying it must ask. */
-function askedQuestion(input: unknown): string {
+/**
+ * The question of an ask_merchant call and the calls it proposes; a malformed one still asks,
+ * saying it must, and proposes nothing.
+ */
+function askedQuestion(input: unknown): { question: string; proposed: PlannedCall[] } {
   const parsed = askInput.safeParse(input);
-  return parsed.success ? parsed.data.question : 'I need to ask you about this instruction before I act on it.';
+  if (!parsed.success)
+    return { question: 'I need to ask you about this instruction before I act on it.', proposed: [] };
+  return { question: parsed.data.question, proposed: parsed.data.proposed_calls ?? [] };
 }
 
 /** The catalogue as Claude tools: JSON Schema from the same zod schemas; the last tool carries the cache breakpoint. */

@@ -53,9 +53,7 @@ export const OFFLINE_PLANNER_NAME = 'offline-planner/2';
 async function findPayments(
   steps: readonly Step[],
   request: AgentModelRequest,
-): Promise<
-  { steps: Step[]; known: Map<string, PaymentFacts>; lines: string[] } | { reply: string; understood: boolean }
-> {
+): Promise<{ steps: Step[]; known: Map<string, PaymentFacts>; lines: string[] } | AgentModelResult> {
   const found: Step[] = [];
   const known = new Map<string, PaymentFacts>();
   const lines: string[] = [];
@@ -78,7 +76,8 @@ async function findPayments(
     }
     const matches = matchLookup(lookup, readListedPayments(outcome.output));
     const selected = selectLookup(lookup, matches);
-    if (selected === undefined) return { understood: false, reply: `${lookupProblem(lookup, matches)}.` };
+    if (selected === undefined)
+      return { understood: false, reply: `${lookupProblem(lookup, matches)}.`, question: { proposed: [] } };
     // The selection is said before any action line: what "all the … orders" took, by id.
     if ('all' in lookup)
       lines.push(`Selected for ${describeLookup(lookup)}: ${selected.map(describeListed).join('; ')}.`);
@@ -148,7 +147,11 @@ async function runSteps(steps: readonly Step[], request: AgentModelRequest): Pro
   if ('reply' in facts) return facts;
   const resolved = resolveCalls(named.steps, facts);
   if (!Array.isArray(resolved))
-    return { understood: false, reply: `I cannot do that as asked: ${resolved.problem}. I did nothing.` };
+    return {
+      understood: false,
+      reply: `I cannot do that as asked: ${resolved.problem}. I did nothing.`,
+      question: { proposed: [] },
+    };
 
   // Policy judges the message's money as one decision: four 900 USDC payouts are 3,600 USDC.
   request.declarePlan?.(
@@ -181,13 +184,18 @@ function labels(calls: readonly PlannedCall[]): string {
   return calls.map((call) => call.label).join('; ');
 }
 
-/** The offline planner (docs/agent.md, "What the agent understands"). */
+/**
+ * The offline planner (docs/agent.md, "What the agent understands"). What it cannot understand
+ * it asks back: the run waits for the merchant's answer, and then the planner reads the
+ * instruction the conversation comes to (conversation.ts, conversationInstruction), as grounding does.
+ */
 export function createOfflinePlanner(): AgentModel {
   return {
     name: OFFLINE_PLANNER_NAME,
     async run(request: AgentModelRequest): Promise<AgentModelResult> {
       const understanding = understand(request.instruction, request.now);
-      if (!understanding.ok) return { understood: false, reply: notUnderstoodReply(understanding.problems) };
+      if (!understanding.ok)
+        return { understood: false, reply: notUnderstoodReply(understanding.problems), question: { proposed: [] } };
       return runSteps(understanding.steps, request);
     },
   };

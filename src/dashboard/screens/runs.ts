@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { loadRunView } from '../../agent/runtime.ts';
+import { expireUnansweredRuns, loadRunView } from '../../agent/runtime.ts';
 import { html } from '../../checkout/html.ts';
 import { parseInput } from '../../core/validation.ts';
 import { findAgentRun, listRunsPage } from '../../db/repositories/agent-runs.ts';
@@ -22,7 +22,16 @@ import {
   time,
 } from '../view.ts';
 
-const RUN_STATUSES = ['running', 'completed', 'confirmation_required', 'rejected', 'failed'] as const;
+const RUN_STATUSES = [
+  'running',
+  'completed',
+  'confirmation_required',
+  'rejected',
+  'failed',
+  'needs_input',
+  'cancelled',
+  'expired',
+] as const;
 const PAGE_SIZE = 25;
 
 const runsFilter = z.object({
@@ -42,6 +51,8 @@ export function registerRuns(app: FastifyInstance, deps: DashboardDeps): void {
     const session = sessionOf(request);
     const filters = { status: param(request.query, 'status'), starting_after: param(request.query, 'starting_after') };
     const query = parseInput(runsFilter, filters);
+    // A question nobody answered in time is shown as what it is now: expired.
+    await expireUnansweredRuns(runtime, session);
     const { data: shown, has_more } = await listRunsPage(
       runtime.db,
       session,
@@ -103,8 +114,17 @@ ${pager('/dashboard/runs', filters, has_more ? shown.at(-1)?.id : undefined)}`;
 <dt>Started</dt><dd>${time(view.created)}</dd>
 <dt>Finished</dt><dd>${time(row.finished_at)}</dd>
 ${view.usage !== null && html`<dt>Tokens</dt><dd><code>${JSON.stringify(view.usage)}</code></dd>`}
+${view.question !== null && html`<dt>Waits for an answer until</dt><dd>${time(view.question.answer_by)}</dd>`}
 </dl>
 </div>
+${
+  view.conversation.length > 1 &&
+  html`<h2>Conversation</h2>
+<ol class="steps" id="run-conversation">${view.conversation.map(
+    (turn) =>
+      html`<li class="card"><p><strong>${turn.role === 'merchant' ? 'Merchant' : 'Agent'}</strong> <span class="muted">${time(turn.created)}</span></p><p>${turn.text}</p></li>`,
+  )}</ol>`
+}
 <h2>Steps</h2>
 ${
   view.actions.length === 0

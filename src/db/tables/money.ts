@@ -109,7 +109,18 @@ export interface ConfirmationsTable {
   created_at: CreatedAt;
 }
 
-export type AgentRunStatus = 'running' | 'completed' | 'confirmation_required' | 'rejected' | 'failed';
+export type AgentRunStatus =
+  | 'running'
+  | 'completed'
+  | 'confirmation_required'
+  | 'rejected'
+  | 'failed'
+  /** Asked the merchant back and waits for the answer in the same run (migration 029). */
+  | 'needs_input'
+  /** The merchant answered a question with no/cancel: nothing moved. */
+  | 'cancelled'
+  /** A question nobody answered in time: nothing moved. */
+  | 'expired';
 
 export interface AgentRunsTable {
   id: string;
@@ -127,6 +138,22 @@ export interface AgentRunsTable {
   usage: NullableJson;
   created_at: CreatedAt;
   finished_at: NullableTimestamp;
+  /** While the run waits for the merchant's answer: when it lapses (migration 029). */
+  answer_by: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+/** A turn of a run's conversation after its first instruction (migration 029). */
+export interface AgentRunMessagesTable {
+  run_id: string;
+  seq: number;
+  account_id: string;
+  livemode: boolean;
+  role: 'agent' | 'merchant';
+  text: string;
+  /** An agent question's proposed calls, [{ tool, input }]; null for a merchant reply. */
+  proposed: NullableJson;
+  idempotency_key: string | null;
+  created_at: CreatedAt;
 }
 
 export type ActionDecision = 'allow' | 'require_confirmation' | 'deny' | 'not_checked';
@@ -182,6 +209,7 @@ export interface MoneyTables {
   policies: PoliciesTable;
   confirmations: ConfirmationsTable;
   agent_runs: AgentRunsTable;
+  agent_run_messages: AgentRunMessagesTable;
   agent_actions: AgentActionsTable;
   action_log: ActionLogTable;
   action_log_heads: ActionLogHeadsTable;
@@ -192,5 +220,6 @@ export type RefundRow = Selectable<RefundsTable>;
 export type RevenueShareRow = Selectable<RevenueSharesTable>;
 export type ConfirmationRow = Selectable<ConfirmationsTable>;
 export type AgentRunRow = Selectable<AgentRunsTable>;
+export type AgentRunMessageRow = Selectable<AgentRunMessagesTable>;
 export type AgentActionRow = Selectable<AgentActionsTable>;
 export type ActionLogRow = Selectable<ActionLogTable>;

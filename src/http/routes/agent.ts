@@ -3,13 +3,14 @@ import { z } from 'zod';
 import { actionsCsv, actionsQuery, listActions } from '../../agent/actions-query.ts';
 import { actionHistoryOutput, actionRowOutput, loadActionHistory, loadActionRows } from '../../audit/action-rows.ts';
 import type { AgentModel } from '../../agent/model.ts';
-import { loadRunView, presentRun, runAgent } from '../../agent/runtime.ts';
+import { expireUnansweredRuns, loadRunView, presentRun, replyToRun, runAgent } from '../../agent/runtime.ts';
 import type { AnyTool } from '../../core/tool.ts';
 import { parseInput } from '../../core/validation.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 import { pageParams } from '../../db/pagination.ts';
+import { agentRunView } from '../../agent/run-view.ts';
 import { listRunsPage } from '../../db/repositories/agent-runs.ts';
 
 export const settleBody = z.strictObject({
@@ -31,33 +32,23 @@ export const settleBody = z.strictObject({
     .describe('The same key with the same instruction runs once and returns the first run.'),
 });
 
-const actionView = z.object({
-  id: z.string(),
-  tool: z.string(),
-  input: z.unknown(),
-  decision: z.object({ outcome: z.string(), reasons: z.unknown() }),
-  status: z.string().describe('executed, held, denied, failed, rejected (by a human) or planned (dry run).'),
-  result: z.unknown(),
-  error: z.unknown(),
-  confirmation_id: z.string().nullable(),
-  approved_by_key: z.string().nullable(),
-  created: z.string(),
-});
-
-const runView = z.object({
-  run_id: z.string(),
-  object: z.literal('agent_run'),
-  status: z.enum(['completed', 'confirmation_required', 'rejected', 'failed']),
-  reply: z.string().describe("The agent's answer for the user."),
-  model: z.string(),
-  dry_run: z.boolean(),
-  instruction: z.string(),
-  actions: z.array(actionView).describe('Every tool call of the run, as recorded.'),
-  confirmations: z.array(
-    z.object({ id: z.string(), summary: z.string(), approve_url: z.string(), expires_at: z.string() }),
-  ),
-  usage: z.unknown().describe('Model tokens (input, output, cache read, cache write); null for the offline planner.'),
-  created: z.string(),
+export const replyBody = z.strictObject({
+  message: z
+    .string({ error: 'message must be a string' })
+    .trim()
+    .min(1, 'message must not be empty')
+    .max(4000, 'message must be at most 4000 characters')
+    .describe(
+      'The answer to the run\'s question: "yes" (or another word of the documented list) runs the proposed actions as shown, a new amount ("make it 2000") runs them with it, "no"/"cancel" cancels the run, anything else continues the conversation.',
+    ),
+  idempotency_key: z
+    .string({ error: 'idempotency_key must be a string' })
+    .min(1)
+    .max(255, 'idempotency_key must be at most 255 characters')
+    .optional()
+    .describe(
+      'The same key with the same message is the same answer: a replay returns the run and runs nothing again.',
+    ),
 });
 
 const runsQuery = z.strictObject(pageParams('run', 'run_…'));
@@ -73,7 +64,7 @@ export const agentOperations: ApiOperation[] = [
     tag: 'agent',
     scope: 'agent',
     body: settleBody,
-    response: runView,
+    response: agentRunView,
     // idempotency_key (or the Idempotency-Key header) first used with another instruction, or its
     // run still running.
     errors: ['idempotency_conflict', 'conflict'],
@@ -88,7 +79,7 @@ export const agentOperations: ApiOperation[] = [
     query: runsQuery,
     response: z.object({
       object: z.literal('list'),
-      data: z.array(runView.omit({ actions: true, confirmations: true })),
+      data: z.array(agentRunView.omit({ actions: true, confirmations: true, conversation: true, question: true })),
       has_more: z.boolean(),
     }),
   },
@@ -99,7 +90,20 @@ export const agentOperations: ApiOperation[] = [
     summary: 'Get an agent run with its actions',
     tag: 'agent',
     scope: 'agent',
-    response: runView,
+    response: agentRunView,
+  },
+  {
+    method: 'POST',
+    path: '/agent/runs/:id/reply',
+    operationId: 'reply_to_agent_run',
+    summary: "Answer an agent run's question",
+    description:
+      'Continues a run that asked back (status needs_input) with the merchant\'s answer, in the same run: "yes" runs the proposed actions as shown, a new amount runs them with that amount, "no" cancels, anything else continues the conversation. Policy and grounding judge what runs as they judge a first instruction. 409 when the run is not waiting for an answer. See docs/agent.md.',
+    tag: 'agent',
+    scope: 'agent',
+    body: replyBody,
+    response: agentRunView,
+    idempotent: true,
   },
   {
     method: 'GET',
@@ -166,9 +170,24 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
       );
     });
 
+    app.post<{ Params: { id: string } }>(
+      '/agent/runs/:id/reply',
+      { config: { auth: { scope: 'agent' } } },
+      async (request) => {
+        const auth = requestAuth(request);
+        const body = parseInput(replyBody, request.body);
+        const header = request.headers['idempotency-key'];
+        return replyToRun(runtime, model, tools, { ...auth, channel: 'agent' }, request.params.id, {
+          message: body.message,
+          idempotencyKey: body.idempotency_key ?? (typeof header === 'string' ? header : undefined),
+        });
+      },
+    );
+
     app.get('/agent/runs', { config: { auth: { scope: 'agent' } } }, async (request) => {
       const auth = requestAuth(request);
       const query = parseInput(runsQuery, request.query);
+      await expireUnansweredRuns(runtime, auth);
       const page = await listRunsPage(runtime.db, auth, {}, query);
       // The list shows runs without their actions and confirmations: one query for the page.
       const views = page.data.map((row) => {
