@@ -108,20 +108,16 @@ const isWord = (token: Token | undefined, ...words: string[]): boolean =>
 // Intents
 // ---------------------------------------------------------------------------------------------
 
-// Common misspellings are part of how people type on a phone: "sned 60 bucks", "refnd pay_…".
-// Swahili and Pidgin verbs merchants mix in: lipa/tuma (pay/send), rudisha (give back), gawanya (divide).
+// Misspelt action words are read by the lexer's typo rule (tokens.ts, typoOf). Swahili and Pidgin
+// verbs merchants mix in: lipa/tuma (pay/send), rudisha (give back), gawanya (divide); French:
+// rembourser (refund), payer / envoyer (pay, send). "semd", "paay" and "rfd" are kept as written:
+// no edit rule reaches them without reaching real words too.
 const PAYOUT_VERBS = new Set([
   'payez',
   'envoyez',
   'lipa',
   'tuma',
-  'sned',
-  'snd',
   'semd',
-  'tranfer',
-  'transfr',
-  'trasnfer',
-  'tansfer',
   'paay',
   'pay',
   'payout',
@@ -135,12 +131,10 @@ const PAYOUT_VERBS = new Set([
   'settle',
   'move',
 ]);
-// French, as francophone merchants write it: rembourser (refund), payer / envoyer (pay, send).
 const REFUND_VERBS = new Set([
   'rembourser',
   'remboursez',
   'rembourse',
-  'rfnd',
   'rfd',
   'rudisha',
   'refund',
@@ -148,12 +142,6 @@ const REFUND_VERBS = new Set([
   'chargeback',
   'reverse',
   'refunding',
-  'refnd',
-  'refud',
-  'refumd',
-  'rfund',
-  'reund',
-  'refun',
 ]);
 const SPLIT_VERBS = new Set(['split', 'divide', 'distribute', 'share', 'gawanya']);
 /** Every verb that moves money, in any form the grammar reads ("moving all funds", "paying"). */
@@ -438,65 +426,90 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
 // ---------------------------------------------------------------------------------------------
 
 const SEQUENCERS = new Set(['then', 'also', 'next', 'afterwards', 'afterward', 'thereafter']);
-const CORRECTION_STARTS: readonly (readonly string[])[] = [
-  ['no', 'wait'],
-  ['no', 'be', 'that', 'one'],
-  ['no', 'sorry'],
-  ['ah', 'no'],
-  ['oh', 'no'],
-  ['wait', 'o'],
-  ['wait', 'oh'],
-  ['oops', 'i', 'meant'],
-  ['oops', 'wrong', 'one'],
-  ['oops', 'wrong', '1'],
-  ['wrong', '1'],
-  ['sorry', 'wrong', 'one'],
-  ['wrong', 'one'],
-  ['my', 'bad'],
-  ['i', 'mean'],
-  ['wait', 'no'],
-  ['sorry', 'i', 'meant'],
-  // Pidgin "sorry o", Swahili "samahani" (sorry): a new value follows.
-  ['sorry', 'o'],
-  ['samahani'],
-  ['sorry', 'meant'],
-  ['i', 'meant'],
-  ['actually'],
-  ['correction'],
-  ['scratch', 'that'],
-  ['make', 'that'],
-  ['or', 'rather'],
-  ['oops'],
-  ['no'],
-  ['sorry'],
-];
+/**
+ * The vocabulary of a correction ("no wait", "sorry typo", "oops I meant", "scratch that", "make it",
+ * "wrong one", Pidgin "sorry o" and "no be that one", Swahili "hapana" (no) and "samahani" (sorry),
+ * Twi "daabi" (no), Yoruba "rara" (no)). A marker is a run of these words that holds at least one
+ * word of correction.
+ */
+const CORRECTION_WORDS = new Set([
+  'no',
+  'sorry',
+  'wait',
+  'actually',
+  'oops',
+  'typo',
+  'mistake',
+  'meant',
+  'mean',
+  'correction',
+  'scratch',
+  'rather',
+  'wrong',
+  'bad',
+  'hapana',
+  'samahani',
+  'daabi',
+  'rara',
+]);
+/** Words that stand inside a marker without making one: "I meant", "my bad", "make that", "wrong one". */
+const CORRECTION_GLUE = new Set(['i', 'my', 'that', 'o', 'oh', 'ah', 'be', 'or', 'make', 'change', 'one', '1']);
+/**
+ * Words between a marker and the new value that say again what it is: "the amount should read USD
+ * 200", "the real recipient is 0x…", Pidgin "na 150" (it is 150), "make am 60/40", "send it to 0x…".
+ */
+const RESTATING = new Set([
+  ...['the', 'amount', 'sum', 'figure', 'total', 'should', 'read', 'be', 'is', 'was', "it's", 'its', 'it'],
+  ...['real', 'right', 'correct', 'recipient', 'address', 'wallet', 'payment', 'one', 'supposed', 'to'],
+  ...['na', 'am', 'make', 'send', 'pay', 'refund', 'split', 'transfer', 'use', 'i', 'mean', 'meant', 'please'],
+]);
+/** The kinds of token that give a correction its new value. */
+const NEW_VALUES: readonly Token['kind'][] = ['amount', 'address', 'payment_id', 'ratio', 'percent', 'fraction'];
 
-/** The marker's length when a correction starts at `i` (punctuation between its words is skipped). */
+/** The length of the run of correction words at `i` ("no wait", "sorry typo", "make that"), or 0. */
+function correctionMarker(tokens: readonly Token[], i: number): number {
+  const wordAt = (k: number): string | undefined => {
+    const token = tokens[k];
+    // "one" in "wrong one" is lexed as a number word.
+    return token?.kind === 'word' || (token?.kind === 'amount' && /^(?:one|1)$/i.test(token.text))
+      ? token.text.toLowerCase()
+      : undefined;
+  };
+  let end = i;
+  let corrects = false;
+  const run: string[] = [];
+  for (let k = i; k < tokens.length; k++) {
+    if (tokens[k]?.kind === 'punct' && k > i && !/^[.;!?]$/.test(tokens[k]!.text)) continue;
+    const word = wordAt(k);
+    if (word === undefined || !(CORRECTION_WORDS.has(word) || CORRECTION_GLUE.has(word))) break;
+    // "one" only in "wrong one", "that one"; "make" only as the marker's first word ("ah no, make
+    // am 60/40": Pidgin "make it" belongs to what follows).
+    if ((word === 'one' || word === '1') && !['wrong', 'that'].includes(run.at(-1) ?? '')) break;
+    if (word === 'make' && run.length > 0) break;
+    run.push(word);
+    corrects ||= CORRECTION_WORDS.has(word);
+    end = k + 1;
+  }
+  // "make that 40", "change it to 5 usdc": the action words themselves mark it.
+  return corrects || /^(?:make|change) (?:that|it)\b/.test(run.join(' ')) ? end - i : 0;
+}
+
+/**
+ * The marker's length when a correction starts at `i` (punctuation between its words is skipped),
+ * or 0. A new value must follow within a few words that restate what it is, so that a word of
+ * negation or waiting that corrects nothing ("no longer wants it", "wait until Friday") stays to
+ * be placed.
+ */
 export function correctionAt(tokens: readonly Token[], i: number): number {
-  for (const marker of CORRECTION_STARTS) {
-    let j = i;
-    let ok = true;
-    for (const word of marker) {
-      while (tokens[j]?.kind === 'punct' && j > i) j++;
-      // "one" in "wrong one" is lexed as a number word.
-      if (tokens[j]?.text.toLowerCase() !== word || (tokens[j]?.kind !== 'word' && tokens[j]?.kind !== 'amount')) {
-        ok = false;
-        break;
-      }
-      j++;
-    }
-    if (!ok) continue;
-    // "no" and "sorry" alone mark a correction only at a clause start followed by a new value.
-    if ((marker.length === 1 && ['no', 'sorry', 'samahani'].includes(marker[0]!)) || marker[0] === 'oops') {
-      const next = tokens.slice(j).find((token) => token.kind !== 'punct');
-      if (
-        next === undefined ||
-        (next.kind === 'word' && !['send', 'pay', 'make', 'it', 'refund', 'to', 'i'].includes(next.lower))
-      )
-        continue;
-    }
-    // "make that"/"make it" may be followed by the new value directly.
-    return j - i;
+  const length = correctionMarker(tokens, i);
+  if (length === 0) return 0;
+  let words = 0;
+  for (let k = i + length; k < tokens.length && words <= 5; k++) {
+    const token = tokens[k]!;
+    if (NEW_VALUES.includes(token.kind)) return length;
+    if (token.kind === 'punct' && !/^[.;!?]$/.test(token.text)) continue;
+    if (token.kind !== 'word' || !RESTATING.has(token.lower)) return 0;
+    words++;
   }
   return 0;
 }
@@ -692,7 +705,7 @@ function startsNewAction(tokens: readonly Token[], i: number): boolean {
 /** "…, no wait, send it to B": what follows a correction marker belongs to its clause. */
 function endsWithCorrection(tokens: readonly Token[]): boolean {
   for (let k = Math.max(0, tokens.length - 4); k < tokens.length; k++) {
-    const length = correctionAt(tokens, k);
+    const length = correctionMarker(tokens, k);
     if (length > 0 && tokens.slice(k + length).every((t) => t.kind === 'punct')) return true;
   }
   return false;

@@ -321,15 +321,12 @@ function parseClause(tokens: Token[]): Clause {
   } else {
     for (let i = 0; i < kept.length; i++) {
       const length = correctionAt(kept, i);
-      // A marker with nothing before it corrects nothing ("no send am o, I just dey test: …"):
-      // its words stay to be placed, and the clause is asked back.
-      const contentBefore = kept
-        .slice(0, i)
-        .some(
-          (token) =>
-            isSignificant(token) ||
-            (token.kind === 'word' && !['ah', 'oh', 'uh', 'um', 'er', 'hmm', 'okay', 'ok', 'so'].includes(token.lower)),
-        );
+      // A marker corrects a value or an action said before it. With only greetings before it
+      // ("no send am o, I just dey test: …", "oga abeg no send 50 usdc …": Pidgin for "don't
+      // send") it corrects nothing: its words stay to be placed, and the clause is asked back.
+      const said = kept.slice(0, i);
+      const contentBefore =
+        said.some((token) => isSignificant(token) && token.kind !== 'word') || intentOf(said) !== undefined;
       if (length > 0 && contentBefore) {
         marker = i;
         markerLength = length;

@@ -225,6 +225,15 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`stauts of ${P}?`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
     // A real word one letter from an action word is that word: "crates" is no "create".
     expect(asks('the 2 crates of Malta arrived')).toMatch(/no instruction/);
+    // One rule for every action word: an edit, a swap, or the word without its vowels.
+    for (const typo of ['snd', 'sned', 'sendd', 'tranfer', 'trnsfr', 'payuot'])
+      expect(steps(`${typo} ${A} 20 usdc`), typo).toEqual([{ kind: 'payout', amountMinor: '20000000', toAddress: A }]);
+    for (const typo of ['refun', 'refnud', 'rfnd', 'reufnd'])
+      expect(steps(`${typo} ${P}`), typo).toEqual([{ kind: 'refund', paymentId: P, amount: { type: 'full' } }]);
+    expect(steps(`splitt ${P} 70/30 between ${A} and ${B}`)).toMatchObject([{ kind: 'split' }]);
+    expect(steps('blnc?')).toEqual([{ kind: 'balance' }]);
+    // Never in an id.
+    expect(asks(`refnd ${P}X`)).not.toBe('');
   });
 
   it('answers short colloquial questions', () => {
@@ -275,7 +284,18 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     ]);
     expect(steps(`split 600 usdc 50/50 between ${A} and ${B}. correction: 400 usdc not 600`)).toMatchObject([
       { kind: 'split', source: { amountMinor: '400000000' } },
-    ]);
+    ]); // Any run of correction words followed by the new value: "sorry typo", "hapana" (Swahili no),
+    // "wait change that to", across a sentence end; "no 40" is a correction, not "number 40".
+    const payout = (major: string) => [{ kind: 'payout', amountMinor: `${major}000000`, toAddress: A }];
+    expect(steps(`transfer 1000 usdc to ${A}. sorry typo, 100 usdc`)).toEqual(payout('100'));
+    expect(steps(`tuma 300 usdc kwa ${A}. hapana, 200 usdc`)).toEqual(payout('200'));
+    expect(steps(`pay 0.5 usdc to ${A}, wait change that to 5 usdc`)).toEqual(payout('5'));
+    expect(steps(`pay ${A} 50 usdc, no 40`)).toEqual(payout('40'));
+    // A negation or a wait that no new value follows corrects nothing, and is asked about.
+    expect(asks(`send 50 usdc to ${A}, wait until friday`)).toMatch(/wait/);
+    // Pidgin "no send" after a greeting is "don't send": there is nothing before it to correct.
+    expect(asks(`abeg no send 50 usdc to ${A} yet`)).toMatch(/"no"/);
+    expect(asks(`oga abeg no pay ${A} 50 usdc`)).toMatch(/"no"/);
   });
 
   it('leaves incidental numbers in a story or a reason out of the amount', () => {

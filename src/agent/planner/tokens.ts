@@ -709,11 +709,24 @@ function carriesMeaning(inner: readonly Token[]): boolean {
 }
 
 /**
- * The action words merchants mistype, read as meant ("splt", "refudn", "chek my blance", "stauts"):
- * one letter dropped, added, changed or swapped with its neighbour. Only these words, only when
- * the typed word is not itself a word the agent or English uses ("crate", "layout", "spit").
+ * The action words merchants mistype, read as meant ("splt", "refudn", "snd", "chek my blance",
+ * "stauts"): one letter dropped, added, changed (in a long word) or swapped with its neighbour, or
+ * the word written without its vowels, as texting does. Only these words, only when exactly one of
+ * them is that close, and only when the typed word is not itself a word the agent or English uses
+ * ("crate", "layout", "spit", "spend"). Ids and addresses are other tokens: never corrected.
  */
-const TYPO_TARGETS = ['split', 'refund', 'payout', 'transfer', 'create', 'payment', 'check', 'balance', 'status'];
+const TYPO_TARGETS = [
+  'split',
+  'refund',
+  'payout',
+  'transfer',
+  'send',
+  'create',
+  'payment',
+  'check',
+  'balance',
+  'status',
+];
 const REAL_WORDS = new Set([
   'spit',
   'slit',
@@ -739,15 +752,24 @@ const REAL_WORDS = new Set([
   'refunds',
   'transfers',
   'splits',
+  'sends',
+  'spend',
+  'seend',
 ]);
 
+/** A word without its vowels after the first letter: "refund" → "rfnd", "balance" → "blnc". */
+const consonants = (word: string): string => word.charAt(0) + word.slice(1).replace(/[aeiou]/g, '');
+
 function typoOf(word: string): string | undefined {
-  if (word.length < 4 || REAL_WORDS.has(word) || TYPO_TARGETS.includes(word)) return undefined;
-  const found = TYPO_TARGETS.filter((target) => oneEditApart(word, target));
+  if (word.length < 3 || REAL_WORDS.has(word) || TYPO_TARGETS.includes(word)) return undefined;
+  const found = TYPO_TARGETS.filter(
+    (target) =>
+      (word.length >= 4 && oneEditApart(word, target)) || (word === consonants(word) && word === consonants(target)),
+  );
   return found.length === 1 ? found[0] : undefined;
 }
 
-/** One deletion, insertion, substitution or swap of neighbours turns `a` into `b`. */
+/** One deletion, insertion, substitution (in a word of 6 letters or more) or swap of neighbours turns `a` into `b`. */
 function oneEditApart(a: string, b: string): boolean {
   if (Math.abs(a.length - b.length) > 1) return false;
   if (a.length === b.length) {
@@ -910,7 +932,6 @@ const DOCUMENT_WORDS = new Set([
   'ticket',
   'receipt',
   'po',
-  'no',
   'number',
   'item',
   'batch',
