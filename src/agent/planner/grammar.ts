@@ -156,7 +156,9 @@ export const MONEY_VERBS: ReadonlySet<string> = new Set([
 const CREATE_VERBS = new Set(['create', 'make', 'generate', 'open', 'new', 'raise', 'issue', 'setup', 'set', 'start']);
 const PAYMENT_NOUNS = new Set(['payment', 'checkout', 'link', 'session', 'invoice', 'request']);
 const REVENUE_WORDS = new Set([
+  // Swahili: mauzo (sales), mapato (income).
   'mauzo',
+  'mapato',
   'sell',
   'revenue',
   'revenues',
@@ -338,7 +340,7 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     // "bal?", Swahili "salio langu?", Pidgin "wetin remain?" and "how much dey my account?"
     (has('balance', 'balances', 'bal', 'salio') ||
       (has('what', 'much') && has('remain', 'remains') && !hasDate && !hasId) ||
-      (has('much') && has('account', 'wallet') && !hasPeriod && !hasId) ||
+      (has('much', 'what', "what's", 'whats') && has('account', 'wallet') && !hasPeriod && !hasId) ||
       (has('much') && has('have', 'available', 'left') && !hasDate && !hasId) ||
       (has('much') && has('can') && has('pay', 'send', 'withdraw', 'spend')) ||
       (has('available') && has('pay', 'payout', 'spend', 'withdraw') && !hasId))
@@ -522,8 +524,12 @@ export function referenceAt(tokens: readonly Token[], i: number): string | undef
   const token = tokens[i];
   if (token?.kind !== 'code') return undefined;
   const previous = tokens[i - 1];
-  if (!(previous?.kind === 'word' && ORDER_WORDS.has(previous.lower))) return undefined;
-  return token.value.replace(/^#/, '');
+  const value = token.value.replace(/^#/, '');
+  if (previous?.kind === 'word' && ORDER_WORDS.has(previous.lower)) return value;
+  // "refund 1,000 naira on ORD-332", "money back for #A-7731": a code shaped like an order
+  // reference (letters, a dash, digits) after a preposition names the order too.
+  if (isWord(previous, 'on', 'for', 'of') && /^[a-z]{1,6}-[a-z0-9-]*\d[a-z0-9-]*$/i.test(value)) return value;
+  return undefined;
 }
 
 /** How many times a word repeats an action. */
@@ -613,7 +619,19 @@ function dropCourtesy(tokens: Token[]): Token[] {
         continue;
       }
     }
-    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush', 'hurry')) {
+    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush', 'hurry', 'pressure')) {
+      // "no rush, but please pay …": courtesy, and the "but" that leads to the request.
+      i += 1;
+      while (tokens[i + 1]?.text === ',') i++;
+      if (isWord(tokens[i + 1], 'but')) i++;
+      continue;
+    }
+    // "just send 15 usdc to 0x…, nothing more": emphasis on the amount said, at the end of a sentence.
+    if (
+      isWord(t, 'nothing') &&
+      isWord(tokens[i + 1], 'more', 'else', 'extra') &&
+      (tokens[i + 2] === undefined || /^[.;!?]$/.test(tokens[i + 2]!.text))
+    ) {
       i += 1;
       continue;
     }
@@ -860,6 +878,20 @@ function freeText(
       taken.push(token);
       continue;
     }
+    // "paid twice on 12/03", "the 3pm delivery run", "last week's order": a day gone by, or a time
+    // that names a thing ("the 3pm run"), describes; a day to come would defer, and ends the text.
+    const namesAThing =
+      token.kind === 'date' &&
+      token.range === undefined &&
+      isWord(tokens[i - 1], 'the') &&
+      next?.kind === 'word' &&
+      !LEADING_FILLERS.has(next.lower) &&
+      !CONTROL_WORDS.has(next.lower);
+    if (token.kind === 'date' && (token.past || namesAThing)) {
+      consumed.push(token.index);
+      taken.push(token);
+      continue;
+    }
     if (token.kind === 'word') {
       if (FREE_TEXT_STOP.has(token.lower)) break;
       if (isWord(token, 'to') && (next?.kind === 'address' || next?.kind === 'url')) break;
@@ -1044,14 +1076,28 @@ export function fillSlots(
         // naira on order ORD-7781, customer returned one plate".
         const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
         const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–]$/.test(t.text));
-        const story = (from: number): boolean =>
-          tokens.slice(from, i).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower));
+        const statementEnd = tokens.findIndex((t, k) => k > i && t.kind === 'punct' && /^[,;.—–]$/.test(t.text));
+        const story = (from: number, to: number): boolean =>
+          tokens.slice(from, to).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower));
         if (
           isQuantity(token, next) &&
-          ((i < verb && story(0) && tokens.some((t, k) => k > verb && t.kind === 'amount')) ||
-            (statement > verb && verb >= 0 && story(statement) && slots.amounts.length > 0))
+          i < verb &&
+          story(0, i) &&
+          tokens.some((t, k) => k > verb && t.kind === 'amount')
         ) {
           use(token);
+          break;
+        }
+        // "…, one cup was chipped", "…, 2 items came back": with an amount said, the count tells the
+        // story; with none, the refund may be meant for those items only, so the count stays to be
+        // placed and the clause is asked back.
+        if (
+          isQuantity(token, next) &&
+          statement > verb &&
+          verb >= 0 &&
+          story(statement, statementEnd < 0 ? tokens.length : statementEnd)
+        ) {
+          if (slots.amounts.length > 0) use(token);
           break;
         }
         // "last 5 payments": a list's length.
@@ -1553,7 +1599,11 @@ const NOT_DESCRIPTIVE = new Set([
  * clause with any other value, or no such word, names no payment this way.
  */
 function describedPayment(tokens: readonly Token[]): { words: string[]; used: Token[] } | undefined {
-  if (!tokens.some((t) => t.kind === 'word' && (ORDER_NOUNS.has(t.lower) || BOUGHT.has(t.lower)))) return undefined;
+  // A quoted description may name a payment as such ("refund the 'Smock (Northern)' payment").
+  const quotedDescription = tokens.some((t) => t.kind === 'quoted' && !t.carries);
+  const nouns = (word: string): boolean =>
+    ORDER_NOUNS.has(word) || BOUGHT.has(word) || (quotedDescription && word === 'payment');
+  if (!tokens.some((t) => t.kind === 'word' && nouns(t.lower))) return undefined;
   const words: string[] = [];
   const used: Token[] = [];
   // A quoted description is the description; else the words up to a comma or a dash after them

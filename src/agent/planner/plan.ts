@@ -19,6 +19,7 @@ import {
   MONEY_VERBS,
   intentOf,
   mergeCorrection,
+  referenceAt,
   type Slots,
   splitClauses,
   text,
@@ -573,6 +574,22 @@ function borrowContextIds(clauses: Clause[]): Set<number> {
       clause.tokens.filter((token): token is Extract<Token, { kind: 'payment_id' }> => token.kind === 'payment_id'),
     );
   const distinct = [...new Set(contextIds.map((token) => token.value))];
+  if (distinct.length === 0) {
+    // "Customer wants money back for order #A-7731, refund it": the order named beside the request.
+    const references = clauses
+      .filter((clause) => clause.intent === undefined)
+      .flatMap((clause) =>
+        clause.tokens.flatMap((_token, i) => {
+          const reference = referenceAt(clause.tokens, i);
+          return reference === undefined ? [] : [{ reference, token: clause.tokens[i]! }];
+        }),
+      );
+    if (new Set(references.map((found) => found.reference)).size !== 1) return borrowed;
+    wanting[0]!.slots.lookup = { reference: references[0]!.reference };
+    wanting[0]!.wantsPaymentFromContext = false;
+    for (const found of references) borrowed.add(found.token.index);
+    return borrowed;
+  }
   if (distinct.length !== 1) return borrowed;
   wanting[0]!.slots.paymentIds.push(distinct[0]!);
   for (const token of contextIds) borrowed.add(token.index);

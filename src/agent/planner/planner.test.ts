@@ -244,6 +244,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`${P} e don land?`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
     expect(steps('how much came in jana?')).toMatchObject([{ kind: 'revenue' }]);
     expect(steps('cedis sales last wk?')).toMatchObject([{ kind: 'revenue', currency: 'GHS' }]);
+    expect(steps('mapato ya jana?')).toMatchObject([{ kind: 'revenue' }]);
+    expect(steps('yday sales?')).toMatchObject([{ kind: 'revenue' }]);
+    expect(steps('wetin dey my wallet?')).toEqual([{ kind: 'balance' }]);
   });
 
   it('reads ordinary qualifiers as what they are, not as conditions', () => {
@@ -260,6 +263,8 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       { kind: 'payout', amountMinor: '30000000', toAddress: A },
     ]);
     expect(steps(`pay ${A} 40 usdc, only once pls (last time it went twice)`)).toHaveLength(1);
+    expect(steps(`no rush, but please pay ${A} 80 usdc for the photoshoot`)).toMatchObject([{ kind: 'payout' }]);
+    expect(steps(`just send 15 usdc to ${A}, nothing more`)).toMatchObject([{ amountMinor: '15000000' }]);
     // The same words still refuse what they would change.
     expect(asks(`pay ${A} 40 usdc only once delivered`)).toMatch(/once/);
     expect(asks(`refund ${P} twice pls`)).toMatch(/twice/);
@@ -312,9 +317,34 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       { kind: 'payout', amountMinor: '45000000' },
     ]);
     expect(steps(`pay the same 25 usdc twice — once to ${A} and once to ${B}`)).toHaveLength(2);
+    // Counts, days gone by, phone numbers and times that name a thing, inside a reason or a memo.
+    const full = [{ kind: 'refund', paymentId: P, amount: { type: 'full' } }];
+    expect(steps(`refund ${P} — it was paid twice on 12/03 by mistake`)).toMatchObject(full);
+    expect(steps(`refund ${P}, customer called from 0803 555 1234 to complain`)).toMatchObject(full);
+    expect(steps(`pay ${A} 35 usdc for the 3pm delivery run`)).toMatchObject([{ amountMinor: '35000000' }]);
+    expect(steps(`pay 75 usdc to ${A} ref INV-2031, 2 of 3 instalments`)).toMatchObject([{ amountMinor: '75000000' }]);
+    expect(steps(`guest left 1 night early out of 3, refund 150 cedis of ${P}`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '150' } } },
+    ]);
+    // "on 12/03" is the 12th of March or the 3rd of December: never read as a period.
+    expect(asks('revenue on 12/03')).toMatch(/12\/03/);
+    // A count in the story is never the amount: with none said, the refund is asked back (it refunded 2).
+    expect(asks(`refund ${P}, 2 items came back`)).toMatch(/"2"/);
+    expect(asks(`refund ${P}, one cup was chipped`)).toMatch(/"one"/);
+    // A time that is when to act stays a wait.
+    expect(asks(`pay ${A} 35 usdc for delivery at 3pm`)).toMatch(/3pm/);
   });
 
   it('names a payment by its order reference or description, to be found with list_payments', () => {
+    expect(steps('customer wants money back for order #A-7731, refund it')).toMatchObject([
+      { kind: 'refund', lookup: { reference: 'A-7731' }, amount: { type: 'full' } },
+    ]);
+    expect(steps('refund 1,000 naira on ORD-332, one cup was chipped')).toMatchObject([
+      { kind: 'refund', lookup: { reference: 'ORD-332' }, amount: { number: { text: '1000' } } },
+    ]);
+    expect(steps("refund the 'Smock (Northern)' payment")).toMatchObject([
+      { kind: 'refund', lookup: { words: ['smock', 'northern'] } },
+    ]);
     expect(steps('refund order ORD-1042')).toEqual([
       { kind: 'refund', paymentId: '', lookup: { reference: 'ORD-1042' }, amount: { type: 'full' } },
     ]);

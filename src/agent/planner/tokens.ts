@@ -53,7 +53,8 @@ export type Token = Span &
     /** "half", "a quarter", "three quarters", "a third". */
     | { kind: 'fraction'; numerator: bigint; denominator: bigint }
     | { kind: 'currency'; mention: CurrencyMention }
-    | { kind: 'date'; range: DateRange | undefined; since: boolean }
+    /** `past`: every reading of it is before today ("on 12/03": the 12th of March or the 3rd of December). */
+    | { kind: 'date'; range: DateRange | undefined; since: boolean; past: boolean }
     /** Text in quotes; `carries` when it holds a value or a word that changes meaning (never placed). */
     | { kind: 'quoted'; value: string; carries: boolean }
     /** An identifier that is not an amount: "#42", "PO-17", "INV2024", the 42 of "invoice 42". */
@@ -478,7 +479,8 @@ function textingShorthand(message: string): string {
       .replace(/\b(this|last|past|next) wk\b/gi, '$1 week')
       // Swahili and Pidgin words for a day or a question, read as the English the date parser knows:
       // "mauzo ya leo" (today's sales), "jana" (yesterday), "wetin" (what).
-      .replace(/\bjana\b/gi, 'yesterday')
+      .replace(/\b(?:jana|yday|ystd|yest|yesterdy)\b/gi, 'yesterday')
+      .replace(/\bhw\b/gi, 'how')
       .replace(/\bleo\b/gi, 'today')
       .replace(/\bwetin\b/gi, 'what')
       .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for')
@@ -515,6 +517,7 @@ export function tokenize(message: string, now: Date): Token[] {
         text: date.text,
         range: since && date.range ? { from: date.range.from, to: now } : date.range,
         since,
+        past: date.past,
       });
       i = end;
       continue;
@@ -665,6 +668,7 @@ export function tokenize(message: string, now: Date): Token[] {
   markDocumentNumbers(tokens);
   markPhoneNumbers(tokens);
   markListNumbers(tokens);
+  markCounts(tokens);
   return tokens.map((token, index) => ({ ...token, index }));
 }
 
@@ -995,6 +999,54 @@ function markPhoneNumbers(tokens: Token[]): void {
     }
     if (marked > 0) i = j - 1;
   }
+  // Without a word before it, a phone number is told by its shape: groups of digits that start with
+  // 0 ("0803 555 1234", "024-412-7788") and hold 9 digits or more. No amount starts with a 0 digit.
+  for (let i = 0; i < tokens.length; i++) {
+    const bare = (t: Token | undefined): boolean =>
+      t?.kind === 'amount' && t.currency === undefined && /^\d+$/.test(t.text);
+    if (!bare(tokens[i]) || !/^0\d/.test(tokens[i]!.text)) continue;
+    const group = [i];
+    for (let j = i + 1; j < tokens.length; j++) {
+      if (tokens[j]?.text === '-' && bare(tokens[j + 1])) continue;
+      if (!bare(tokens[j])) break;
+      group.push(j);
+    }
+    if (group.map((k) => tokens[k]!.text).join('').length < 9) continue;
+    for (const k of group) tokens[k] = { kind: 'code', text: tokens[k]!.text, value: tokens[k]!.text, index: k };
+    i = group.at(-1)!;
+  }
+}
+
+/**
+ * "2 of 3 instalments", "order 7 of 10", "1 night early out of 3": which one of how many, a count
+ * in the text and never an amount. Both numbers are bare whole numbers; "2 of 3 usdc" is no count.
+ */
+function markCounts(tokens: Token[]): void {
+  const count = (t: Token | undefined): boolean =>
+    t?.kind === 'amount' &&
+    t.currency === undefined &&
+    t.number.type === 'exact' &&
+    /^\d{1,4}$/.test(t.text) &&
+    !t.negative;
+  const isOf = (t: Token | undefined): boolean => t?.kind === 'word' && t.lower === 'of';
+  const asCode = (k: number): void => {
+    tokens[k] = { kind: 'code', text: tokens[k]!.text, value: tokens[k]!.text, index: k };
+  };
+  for (let i = 0; i + 2 < tokens.length; i++) {
+    const after = tokens[i + 3];
+    if (after?.kind === 'currency' || (after?.kind === 'word' && ['each', 'apiece'].includes(after.lower))) continue;
+    if (count(tokens[i]) && isOf(tokens[i + 1]) && count(tokens[i + 2])) {
+      asCode(i);
+      asCode(i + 2);
+    } else if (
+      tokens[i]?.kind === 'word' &&
+      (tokens[i] as { lower: string }).lower === 'out' &&
+      isOf(tokens[i + 1]) &&
+      count(tokens[i + 2])
+    ) {
+      asCode(i + 2);
+    }
+  }
 }
 
 /** "(1) Refund …, (2) Pay …": a list item's number in brackets is no amount. */
@@ -1039,6 +1091,7 @@ interface DatePhrase {
   text: string;
   at: number;
   range: DateRange | undefined;
+  past: boolean;
 }
 
 const DAY_MS = 86_400_000;
@@ -1069,8 +1122,13 @@ function datePhrases(message: string, now: Date): DatePhrase[] {
     // A month name alone, a time of day alone, or a bare number is not a date phrase here.
     if (/^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?$/i.test(text)) continue;
     if (/^\d+$/.test(text)) continue;
-    // "3/4" and "70/30" are shares, not days of the year.
-    if (/^\d{1,2}\/\d{1,2}$/.test(text)) continue;
+    // "3/4" and "70/30" are shares, not days of the year; "on 12/03" is a day, but which one (the
+    // 12th of March or the 3rd of December) depends on a locale: a day gone by, never a period.
+    if (/^\d{1,2}\/\d{1,2}$/.test(text)) {
+      if (/\b(?:on|dated)\s+$/i.test(message.slice(0, result.index)))
+        phrases.push({ text, at, range: undefined, past: true });
+      continue;
+    }
     // "a busy weekend" tells a story; "this weekend" would be a date.
     if (/^weekend$/i.test(text)) continue;
     // "Morning!" is a greeting, not a date.
@@ -1085,7 +1143,7 @@ function datePhrases(message: string, now: Date): DatePhrase[] {
       !known.isCertain('month') &&
       !/week|month|year|day/i.test(lower)
     ) {
-      phrases.push({ text, at, range: undefined });
+      phrases.push({ text, at, range: undefined, past: false });
       continue;
     }
     // "from March 1 to March 5": both days, whole.
@@ -1093,7 +1151,7 @@ function datePhrases(message: string, now: Date): DatePhrase[] {
       result.end !== null && result.end !== undefined
         ? spanOf(result.start.date(), result.end.date(), now)
         : rangeOf(lower, result.start.date(), now);
-    phrases.push({ text, at, range });
+    phrases.push({ text, at, range, past: range !== undefined && range.to.getTime() <= startOfDay(now).getTime() });
   }
   return phrases;
 }
