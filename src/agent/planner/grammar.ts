@@ -334,6 +334,8 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   ) {
     return 'revenue';
   }
+  // "how much today?", "how much yesterday": a period alone asks what came in.
+  if (hasPeriod && !hasAddress && !hasId && !hasAmount && has('much') && words.length <= 4) return 'revenue';
   if (
     !hasAddress &&
     !hasAmount &&
@@ -619,7 +621,28 @@ function dropCourtesy(tokens: Token[]): Token[] {
         continue;
       }
     }
-    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush', 'hurry', 'pressure')) {
+    // "whenever you see this", "when you get this", "when you can": when the message is read.
+    if (
+      isWord(t, 'when', 'whenever') &&
+      isWord(tokens[i + 1], 'you') &&
+      ((isWord(tokens[i + 2], 'see', 'get', 'read') && isWord(tokens[i + 3], 'this', 'it', 'am')) ||
+        (isWord(tokens[i + 2], 'can') && !tokens[i + 3]?.kind.match(/word|amount|date/)))
+    ) {
+      i += isWord(tokens[i + 2], 'can') ? 2 : 3;
+      continue;
+    }
+    // "that is all", "that's all": the message ends.
+    if (
+      (isWord(t, 'that') && isWord(tokens[i + 1], 'is') && isWord(tokens[i + 2], 'all')) ||
+      (isWord(t, "that's", 'thats') && isWord(tokens[i + 1], 'all'))
+    ) {
+      const end = isWord(t, 'that') ? i + 2 : i + 1;
+      if (tokens[end + 1] === undefined || /^[.;!?]$/.test(tokens[end + 1]!.text)) {
+        i = end;
+        continue;
+      }
+    }
+    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush', 'hurry', 'pressure', 'stress')) {
       // "no rush, but please pay …": courtesy, and the "but" that leads to the request.
       i += 1;
       while (tokens[i + 1]?.text === ',') i++;
@@ -894,6 +917,10 @@ function freeText(
     }
     if (token.kind === 'word') {
       if (FREE_TEXT_STOP.has(token.lower)) break;
+      // "refund the customer for order NB-4410": the order named is the payment, not the reason.
+      // Beside a payment id it is the story ("refund pay_…, customer cancelled order #4471").
+      if (kind === 'reason' && referenceAt(tokens, i + 1) !== undefined && !tokens.some((t) => t.kind === 'payment_id'))
+        break;
       if (isWord(token, 'to') && (next?.kind === 'address' || next?.kind === 'url')) break;
       if (isWord(token, 'with') && next?.kind === 'word' && FREE_TEXT_STOP.has(next.lower)) break;
       const quantityNext = next !== undefined && isQuantity(next, tokens[i + 2]);
@@ -903,6 +930,19 @@ function freeText(
         (next === undefined || (next.kind !== 'word' && next.kind !== 'code' && next.kind !== 'quoted'))
       )
         break;
+      if (NEGATIONS.has(token.lower)) {
+        // "…, not 500 naira", "…, not all of it": a negation of a value or of how much is no reason;
+        // it ends the text and is left for the grammar to place (or ask about).
+        let k = i + 1;
+        while (isWord(tokens[k], 'a', 'an', 'the')) k++;
+        const negated = tokens[k];
+        if (
+          negated !== undefined &&
+          (['amount', 'fraction', 'percent', 'ratio', 'payment_id', 'address'].includes(negated.kind) ||
+            (negated.kind === 'word' && (WHOLE_EXTENT.has(negated.lower) || PART_EXTENT.has(negated.lower))))
+        )
+          break;
+      }
       if (CONTROL_WORDS.has(token.lower)) {
         const allowed =
           kind === 'reason'
@@ -993,6 +1033,36 @@ function freeText(
   )
     return { value, end: i, consumed, runsInto: stop };
   return { value, end: i, consumed };
+}
+
+/** Words that say a refund is whole, or a part of the payment. */
+const WHOLE_EXTENT = new Set(['full', 'fully', 'all', 'everything', 'whole', 'entire', 'entirely', 'completely']);
+const PART_EXTENT = new Set(['partially', 'partly', 'partial', 'part', 'half']);
+
+/**
+ * "not (a|the) full refund", "not all of it", "not half", "not partially" at `at`: the words of a
+ * negated extent, when the rest of the clause states the other extent (an amount or a share
+ * against "full"; "fully", "in full" against "half"). Otherwise undefined: the "not" stays to be
+ * placed, and the clause is asked back.
+ */
+function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefined {
+  let k = at + 1;
+  while (isWord(tokens[k], 'a', 'an', 'the')) k++;
+  const word = tokens[k];
+  // "not half", "not a quarter": a share is a part.
+  const whole = word?.kind === 'word' && WHOLE_EXTENT.has(word.lower);
+  if (!whole && !(word?.kind === 'fraction' || (word?.kind === 'word' && PART_EXTENT.has(word.lower))))
+    return undefined;
+  let end = k;
+  while (isWord(tokens[end + 1], 'refund', 'amount', 'thing', 'of', 'it', 'money')) end++;
+  const phrase = tokens.slice(at, end + 1);
+  const rest = tokens.filter((t) => !phrase.includes(t));
+  const statesPart = rest.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent');
+  const statesWhole = rest.some(
+    (t, i) =>
+      isWord(t, 'fully', 'entirely', 'completely', 'integralement') || (isWord(t, 'in') && isWord(rest[i + 1], 'full')),
+  );
+  return (whole ? statesPart && !statesWhole : statesWhole && !statesPart) ? phrase : undefined;
 }
 
 const LIST_STATUS_WORDS: ReadonlyMap<string, PaymentStatus> = new Map(
@@ -1088,16 +1158,17 @@ export function fillSlots(
           use(token);
           break;
         }
-        // "…, one cup was chipped", "…, 2 items came back": with an amount said, the count tells the
-        // story; with none, the refund may be meant for those items only, so the count stays to be
+        // "…, one cup was chipped", "…, 2 items came back", "— size 44 was too small": a bare number
+        // in a statement after the request tells the story. Beside an amount said with its currency
+        // it is left out; with none, the refund may be meant for those items only, so it stays to be
         // placed and the clause is asked back.
         if (
-          isQuantity(token, next) &&
+          token.currency === undefined &&
           statement > verb &&
           verb >= 0 &&
           story(statement, statementEnd < 0 ? tokens.length : statementEnd)
         ) {
-          if (slots.amounts.length > 0) use(token);
+          if (isQuantity(token, next) && slots.amounts.some((amount) => amount.currency !== undefined)) use(token);
           break;
         }
         // "last 5 payments": a list's length.
@@ -1293,26 +1364,12 @@ export function fillSlots(
         } else if (w === 'equally' || w === 'evenly' || (w === 'equal' && isWord(next, 'shares', 'parts', 'split'))) {
           slots.equal = { ways: undefined };
           use(token);
-        } else if (
-          w === 'not' &&
-          intent === 'refund' &&
-          isWord(next?.kind === 'word' && next.lower === 'the' ? tokens[i + 2] : next, 'full') &&
-          tokens.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent')
-        ) {
-          // "not the full amount, just 5000 naira": the amount says how much; "full" is what it is not.
-          const full = isWord(next, 'the') ? i + 2 : i + 1;
-          use(token, ...tokens.slice(i + 1, full + 1));
-          if (isWord(tokens[full + 1], 'amount', 'refund')) use(tokens[full + 1]!);
-          i = full;
-        } else if (
-          w === 'not' &&
-          intent === 'refund' &&
-          isWord(next, 'partially', 'partly', 'partial', 'half') &&
-          tokens.some((t) => isWord(t, 'fully', 'full', 'entirely', 'completely'))
-        ) {
-          // "refund pay_… fully, not partially": says again that the refund is whole.
-          use(token, next!);
-          i++;
+        } else if (w === 'not' && intent === 'refund' && negatedExtent(tokens, i) !== undefined) {
+          // "not the full amount, just 5000 naira", "in full, not half", "half, not all of it": the
+          // extent ruled out is the other one from the extent the refund states.
+          const phrase = negatedExtent(tokens, i)!;
+          use(...phrase);
+          i = tokens.indexOf(phrase.at(-1)!);
         } else if (
           (w === 'in' && isWord(next, 'full')) ||
           (w === 'full' && (intent === 'refund' || isWord(next, 'refund', 'amount'))) ||
@@ -1401,6 +1458,13 @@ export function fillSlots(
             use(token);
             const before = tokens[i - 1];
             if (isWord(before, 'but') && intent === 'refund') use(before!);
+          } else if (
+            w === 'only' &&
+            tokens[i - 1]?.kind === 'amount' &&
+            (next === undefined || (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)))
+          ) {
+            // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it).
+            use(token);
           } else if (
             isWord(next, 'once') &&
             (after === undefined || isWord(after, 'pls', 'please', 'thanks', 'abeg'))
@@ -1609,7 +1673,10 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   // A quoted description is the description; else the words up to a comma or a dash after them
   // (", the batch was spoilt" tells why, it describes nothing).
   const quoted = tokens.filter((t) => t.kind === 'quoted' && !t.carries);
+  // "the lady who bought the red agbada": what was bought describes the payment, not who bought it.
+  const bought = tokens.findIndex((t) => t.kind === 'word' && BOUGHT.has(t.lower));
   for (const [i, token] of tokens.entries()) {
+    if (i < bought) continue;
     if (token.kind === 'punct' && /^[,;—–]$/.test(token.text) && words.length > 0) break;
     if (quoted.length > 0 && token.kind !== 'quoted') continue;
     if (token.kind === 'word' && !NOT_DESCRIPTIVE.has(token.lower) && !CONTROL_WORDS.has(token.lower)) {

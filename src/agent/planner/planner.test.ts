@@ -247,6 +247,7 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps('mapato ya jana?')).toMatchObject([{ kind: 'revenue' }]);
     expect(steps('yday sales?')).toMatchObject([{ kind: 'revenue' }]);
     expect(steps('wetin dey my wallet?')).toEqual([{ kind: 'balance' }]);
+    expect(steps('how much today?')).toMatchObject([{ kind: 'revenue' }]);
   });
 
   it('reads ordinary qualifiers as what they are, not as conditions', () => {
@@ -265,6 +266,29 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`pay ${A} 40 usdc, only once pls (last time it went twice)`)).toHaveLength(1);
     expect(steps(`no rush, but please pay ${A} 80 usdc for the photoshoot`)).toMatchObject([{ kind: 'payout' }]);
     expect(steps(`just send 15 usdc to ${A}, nothing more`)).toMatchObject([{ amountMinor: '15000000' }]);
+    expect(steps(`pay ${A} 70 usdc only`)).toMatchObject([{ amountMinor: '70000000' }]);
+    expect(steps(`simply pay ${A} 18 usdc, that is all`)).toMatchObject([{ amountMinor: '18000000' }]);
+    expect(steps(`no stress, send ${A} 9 usdc whenever you see this`)).toMatchObject([{ amountMinor: '9000000' }]);
+    // A negated extent beside the other extent says again how much: one rule for every pairing.
+    expect(steps(`not a full refund — only KSh 500 back on ${P}`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '500' } } },
+    ]);
+    expect(steps(`just refund half of ${P} please, not all of it`)).toMatchObject([
+      { kind: 'refund', amount: { type: 'share', denominator: '2' } },
+    ]);
+    expect(steps(`refund ${P} in full, not half`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    // Beside nothing, or the same extent, it is asked (these were taken as a reason: "not 500 naira"
+    // refunded 500, "not all of it" refunded all).
+    expect(asks(`refund ${P}, not 500 naira`)).toMatch(/"not"/);
+    expect(asks(`refund ${P}, not all of it`)).toMatch(/"not"/);
+    expect(asks(`refund half of ${P}, not half`)).toMatch(/"not"/);
+    // Texting and Swahili forms of a condition or a wait hold like the words they stand for.
+    expect(asks(`snd 20 usdc to ${A} wen the goods land`)).toMatch(/when/);
+    expect(asks(`pay ${A} 20 usdc b4 friday`)).toMatch(/before/);
+    expect(asks(`tuma 20 usdc kwa ${A} kama mzigo umefika`)).toMatch(/if/);
+    expect(asks(`pay ${A} 20 usdc when you can deliver`)).toMatch(/when/);
     // The same words still refuse what they would change.
     expect(asks(`pay ${A} 40 usdc only once delivered`)).toMatch(/once/);
     expect(asks(`refund ${P} twice pls`)).toMatch(/twice/);
@@ -341,6 +365,12 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     ]);
     expect(steps('refund 1,000 naira on ORD-332, one cup was chipped')).toMatchObject([
       { kind: 'refund', lookup: { reference: 'ORD-332' }, amount: { number: { text: '1000' } } },
+    ]);
+    expect(steps('please refund the customer for order NB-4410')).toMatchObject([
+      { kind: 'refund', lookup: { reference: 'NB-4410' } },
+    ]);
+    expect(steps('refund the lady who bought the red agbada')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['red', 'agbada'] } },
     ]);
     expect(steps("refund the 'Smock (Northern)' payment")).toMatchObject([
       { kind: 'refund', lookup: { words: ['smock', 'northern'] } },

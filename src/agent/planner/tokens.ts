@@ -480,6 +480,16 @@ function textingShorthand(message: string): string {
       // Swahili and Pidgin words for a day or a question, read as the English the date parser knows:
       // "mauzo ya leo" (today's sales), "jana" (yesterday), "wetin" (what).
       .replace(/\b(?:jana|yday|ystd|yest|yesterdy)\b/gi, 'yesterday')
+      // Texting and Swahili forms of the words that hold money back, so they hold it back too:
+      // "wen" (when), "b4", "afta", "til", "w8", "l8r"; Swahili kama (if), baada (after), hadi (until).
+      .replace(/\b(?:wen|wenever|whn)\b/gi, (word) => (/ever$/i.test(word) ? 'whenever' : 'when'))
+      .replace(/\bb4\b|\bb[e4]for\b|\bbfr\b/gi, 'before')
+      .replace(/\b(?:afta|aftr|baada)\b/gi, 'after')
+      .replace(/\b(?:untill|untl|hadi|mpaka)\b/gi, 'until')
+      .replace(/\b(?:w8|w8t)\b/gi, 'wait')
+      .replace(/\b(?:l8r|l8ter|ltr)\b/gi, 'later')
+      .replace(/\b(?:unles|unlss)\b/gi, 'unless')
+      .replace(/\bkama\b/gi, 'if')
       .replace(/\bhw\b/gi, 'how')
       .replace(/\bleo\b/gi, 'today')
       .replace(/\bwetin\b/gi, 'what')
@@ -942,6 +952,7 @@ const DOCUMENT_WORDS = new Set([
   'job',
   'shipment',
   'room',
+  'size',
   'table',
   'contract',
   'case',
