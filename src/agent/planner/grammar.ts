@@ -793,6 +793,8 @@ export function splitClauses(all: readonly Token[]): { clauses: Token[][]; seque
       (isWord(token, 'and') || (token.kind === 'punct' && token.text === ',')) &&
       current.length > 0 &&
       !endsWithCorrection(current) &&
+      // "not everything, refund GH₵ 40 on pay_…": a negated extent leads the request it qualifies.
+      !(isWord(current[0], 'not') && negatedExtent([...current, ...tokens.slice(i)], 0) !== undefined) &&
       startsNewAction(tokens, i + 1)
     ) {
       close();
@@ -1065,6 +1067,38 @@ function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefine
   return (whole ? statesPart && !statesWhole : statesWhole && !statesPart) ? phrase : undefined;
 }
 
+/**
+ * Whether the token at `i` stands in a statement after the request that tells what happened: after
+ * a comma or a dash that follows the money verb, in a stretch holding a verb of the story ("…, one
+ * cup was chipped", "— size 44 was too small", "…, customer returned half the order").
+ */
+function toldAfterRequest(tokens: readonly Token[], i: number): boolean {
+  const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
+  const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–]$/.test(t.text));
+  if (verb < 0 || statement < verb) return false;
+  const end = tokens.findIndex((t, k) => k > i && t.kind === 'punct' && /^[,;.—–]$/.test(t.text));
+  return tokens
+    .slice(statement + 1, end < 0 ? tokens.length : end)
+    .some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower));
+}
+
+/** Words that start a sentence about what happened: who or what it is about. */
+const STATEMENT_SUBJECTS = [
+  'customer',
+  'client',
+  'buyer',
+  'guest',
+  'she',
+  'he',
+  'they',
+  'item',
+  'items',
+  'goods',
+  'order',
+  'parcel',
+  'package',
+];
+
 const LIST_STATUS_WORDS: ReadonlyMap<string, PaymentStatus> = new Map(
   PAYMENT_STATUSES.map((status) => [status.replace('_', ' '), status] as const),
 );
@@ -1096,6 +1130,20 @@ export function fillSlots(
       case 'payment_id':
         if (!slots.paymentIds.includes(token.value)) slots.paymentIds.push(token.value);
         use(token);
+        if (intent === 'refund' && slots.reason === undefined && isWord(next, ...STATEMENT_SUBJECTS)) {
+          // "refund pay_… customer no longer wants it": a sentence about what happened, unpunctuated.
+          const { value, end, consumed: inText } = freeText(tokens, i + 1, 'reason');
+          // "refund pay_… customer paid 500 naira twice": a value inside the story may or may not
+          // be what to refund; without a comma to tell, it is asked.
+          const stop = tokens[end];
+          if (stop !== undefined && VALUE_KINDS.includes(stop.kind))
+            problem ??= `"${value}" runs into "${stop.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+          else if (value !== '') {
+            for (const index of inText) consumed.add(index);
+            slots.reason = value;
+            i = end - 1;
+          }
+        }
         break;
       case 'amount': {
         // "split … sixty forty between …": two whole numbers adding up to 100 are shares.
@@ -1145,14 +1193,10 @@ export function fillSlots(
         // After the request, a statement of its own after a comma tells the story too: "refund 2,000
         // naira on order ORD-7781, customer returned one plate".
         const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
-        const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–]$/.test(t.text));
-        const statementEnd = tokens.findIndex((t, k) => k > i && t.kind === 'punct' && /^[,;.—–]$/.test(t.text));
-        const story = (from: number, to: number): boolean =>
-          tokens.slice(from, to).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower));
         if (
           isQuantity(token, next) &&
           i < verb &&
-          story(0, i) &&
+          tokens.slice(0, i).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower)) &&
           tokens.some((t, k) => k > verb && t.kind === 'amount')
         ) {
           use(token);
@@ -1162,13 +1206,9 @@ export function fillSlots(
         // in a statement after the request tells the story. Beside an amount said with its currency
         // it is left out; with none, the refund may be meant for those items only, so it stays to be
         // placed and the clause is asked back.
-        if (
-          token.currency === undefined &&
-          statement > verb &&
-          verb >= 0 &&
-          story(statement, statementEnd < 0 ? tokens.length : statementEnd)
-        ) {
-          if (isQuantity(token, next) && slots.amounts.some((amount) => amount.currency !== undefined)) use(token);
+        if (token.currency === undefined && toldAfterRequest(tokens, i)) {
+          if (isQuantity(token, next) && (slots.full || slots.amounts.some((amount) => amount.currency !== undefined)))
+            use(token);
           break;
         }
         // "last 5 payments": a list's length.
@@ -1196,6 +1236,9 @@ export function fillSlots(
         use(token);
         break;
       case 'fraction':
+        // "refund pay_…, customer returned half the order": a share in the story told after the
+        // request is not the refund's share; it stays to be placed, and the clause is asked back.
+        if (toldAfterRequest(tokens, i)) break;
         slots.fraction = { numerator: token.numerator, denominator: token.denominator, text: token.text };
         use(token);
         break;
@@ -1576,6 +1619,19 @@ export function fillSlots(
         break;
     }
   }
+  // "refund pay_… for the 3 missing items", "…, she kept one of the two bags": a count in the
+  // reason of a refund that says no amount, share or "in full" may be what the refund is for (those
+  // items only): it stays to be placed, and the clause is asked back.
+  if (
+    intent === 'refund' &&
+    slots.amounts.length === 0 &&
+    slots.fraction === undefined &&
+    slots.percents.length === 0 &&
+    !slots.full
+  )
+    for (const token of tokens)
+      if (token.kind === 'amount' && token.currency === undefined && consumed.has(token.index))
+        consumed.delete(token.index);
   if (
     FINDS_PAYMENTS.has(intent ?? 'approve') &&
     slots.lookup === undefined &&

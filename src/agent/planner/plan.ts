@@ -249,6 +249,37 @@ function excludedAlternatives(tokens: readonly Token[], dropped: Set<number>): v
 }
 
 /**
+ * "20 usdc (twenty, not 200)", "₦5,000 (five thousand naira)": an amount in brackets right after an
+ * amount of the same value says it again in other words; it is set aside with its brackets' other
+ * words of restatement. A different value in the brackets is left to be placed (and asked about).
+ */
+function restatedInBrackets(tokens: readonly Token[], dropped: Set<number>): void {
+  for (let open = 1; open < tokens.length; open++) {
+    if (tokens[open]!.text !== '(' || tokens[open - 1]!.kind !== 'amount') continue;
+    const close = tokens.findIndex((t, k) => k > open && t.text === ')');
+    if (close < 0) return;
+    const inside = tokens.slice(open + 1, close).filter((t) => !dropped.has(t.index));
+    const said = tokens[open - 1]!;
+    if (
+      inside.some((t) => t.kind === 'amount') &&
+      inside.every(
+        (t) =>
+          t.kind === 'punct' ||
+          (t.kind === 'amount' && sameAmount(t, said)) ||
+          (t.kind === 'word' && ['in', 'words'].includes(t.lower)),
+      )
+    )
+      for (const t of tokens.slice(open, close + 1)) dropped.add(t.index);
+  }
+}
+
+/** Two amounts of one value; a currency written on both must be the same. */
+function sameAmount(a: Token, b: Token): boolean {
+  if (!sameValue(a, b) || a.kind !== 'amount' || b.kind !== 'amount') return false;
+  return a.currency === undefined || b.currency === undefined || a.currency.code === b.currency.code;
+}
+
+/**
  * "…, pay_B not the first one", "…, 0xB, not that one": after a correction, the words that say
  * again what it replaces. They change nothing (the "one" is no amount).
  */
@@ -306,6 +337,7 @@ function parseClause(tokens: Token[]): Clause {
       for (const token of tokens.slice(i, valueAt + 2)) dropped.add(token.index);
   }
   excludedAlternatives(tokens, dropped);
+  restatedInBrackets(tokens, dropped);
   const kept = tokens.filter((token) => !dropped.has(token.index));
   /** Values the merchant ruled out or corrected ("not 300", "3k … no make it 2k"): never evidence. */
   const superseded = new Set(

@@ -267,6 +267,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`no rush, but please pay ${A} 80 usdc for the photoshoot`)).toMatchObject([{ kind: 'payout' }]);
     expect(steps(`just send 15 usdc to ${A}, nothing more`)).toMatchObject([{ amountMinor: '15000000' }]);
     expect(steps(`pay ${A} 70 usdc only`)).toMatchObject([{ amountMinor: '70000000' }]);
+    expect(steps(`send ${A} 20 usdc (twenty, not 200)`)).toMatchObject([{ amountMinor: '20000000' }]);
+    expect(asks(`send ${A} 20 usdc (200)`)).toMatch(/2 amounts/);
+    expect(steps(`not everything, refund GH₵ 40 on ${P}`)).toMatchObject([{ amount: { number: { text: '40' } } }]);
     expect(steps(`simply pay ${A} 18 usdc, that is all`)).toMatchObject([{ amountMinor: '18000000' }]);
     expect(steps(`no stress, send ${A} 9 usdc whenever you see this`)).toMatchObject([{ amountMinor: '9000000' }]);
     // A negated extent beside the other extent says again how much: one rule for every pairing.
@@ -357,6 +360,16 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`refund ${P}, one cup was chipped`)).toMatch(/"one"/);
     // A time that is when to act stays a wait.
     expect(asks(`pay ${A} 35 usdc for delivery at 3pm`)).toMatch(/3pm/);
+    // A count or a share in the story of a refund that says no amount of its own is asked about
+    // (it refunded in full "for the 3 missing items", and half on "customer returned half").
+    expect(asks(`refund ${P} for the 3 missing items`)).toMatch(/"3"/);
+    expect(asks(`refund ${P}, customer returned half the order`)).toMatch(/half/);
+    expect(steps(`refund ${P} in full, 2 items were damaged`)).toMatchObject(full);
+    // What to hold back changes the amount ("keep 500 naira" refunded 500).
+    expect(asks(`refund ${P}, keep 500 naira for delivery`)).toMatch(/keep/);
+    // An unpunctuated sentence after the id is the reason; a value inside it is asked about.
+    expect(steps(`refnud ${P} customer no longer wants it`)).toMatchObject(full);
+    expect(asks(`refund ${P} customer paid 500 naira twice`)).toMatch(/500 naira/);
   });
 
   it('names a payment by its order reference or description, to be found with list_payments', () => {

@@ -136,6 +136,8 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'no',
   'cancel',
   'stop',
+  // "refund pay_…, keep 500 naira for delivery": what to hold back changes the amount.
+  'keep',
   'without',
   'except',
   'excluding',
