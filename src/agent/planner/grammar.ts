@@ -334,8 +334,16 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   ) {
     return 'revenue';
   }
-  // "how much today?", "how much yesterday": a period alone asks what came in.
-  if (hasPeriod && !hasAddress && !hasId && !hasAmount && has('much') && words.length <= 4) return 'revenue';
+  // "how much today?", "how much yesterday": a period alone asks what came in; so does "any money
+  // come in today?".
+  if (
+    hasPeriod &&
+    !hasAddress &&
+    !hasId &&
+    !hasAmount &&
+    ((has('much') && words.length <= 4) || (has('money', 'cash', 'payments') && has('come', 'came', 'received')))
+  )
+    return 'revenue';
   if (
     !hasAddress &&
     !hasAmount &&
@@ -455,9 +463,32 @@ const CORRECTION_WORDS = new Set([
   'samahani',
   'daabi',
   'rara',
+  'edit',
+  'update',
+  'amend',
+  'amended',
+  'revised',
+  'corrected',
 ]);
 /** Words that stand inside a marker without making one: "I meant", "my bad", "make that", "wrong one". */
-const CORRECTION_GLUE = new Set(['i', 'my', 'that', 'o', 'oh', 'ah', 'be', 'or', 'make', 'change', 'one', '1']);
+const CORRECTION_GLUE = new Set([
+  'i',
+  'my',
+  'that',
+  'it',
+  'o',
+  'oh',
+  'ah',
+  'eish',
+  'be',
+  'or',
+  'make',
+  'change',
+  'one',
+  '1',
+]);
+/** Glue words that may open a marker: "make it …", "I meant …", "my bad", "or rather", "ah no". */
+const CORRECTION_OPENERS = new Set(['make', 'change', 'i', 'my', 'or', 'ah', 'oh', 'eish']);
 /**
  * Words between a marker and the new value that say again what it is: "the amount should read USD
  * 200", "the real recipient is 0x…", Pidgin "na 150" (it is 150), "make am 60/40", "send it to 0x…".
@@ -479,6 +510,8 @@ function correctionMarker(tokens: readonly Token[], i: number): number {
       ? token.text.toLowerCase()
       : undefined;
   };
+  const first = wordAt(i);
+  if (first === undefined || !(CORRECTION_WORDS.has(first) || CORRECTION_OPENERS.has(first))) return 0;
   let end = i;
   let corrects = false;
   const run: string[] = [];

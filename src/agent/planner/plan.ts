@@ -249,6 +249,19 @@ function excludedAlternatives(tokens: readonly Token[], dropped: Set<number>): v
 }
 
 /**
+ * "send 200 usdc to 0x… — 20 not 200", "50 usdc, not 50 but 60": a value the merchant rules out is
+ * ruled out wherever it was written, when a value of its kind is left to stand instead.
+ */
+function ruledOutEverywhere(tokens: readonly Token[], dropped: Set<number>): void {
+  const ruledOut = tokens.filter((t) => dropped.has(t.index) && VALUE_KINDS.includes(t.kind));
+  for (const value of ruledOut) {
+    const same = tokens.filter((t) => !dropped.has(t.index) && sameValue(t, value));
+    const standing = tokens.filter((t) => !dropped.has(t.index) && t.kind === value.kind && !same.includes(t));
+    if (same.length > 0 && standing.length > 0) for (const t of same) dropped.add(t.index);
+  }
+}
+
+/**
  * "20 usdc (twenty, not 200)", "₦5,000 (five thousand naira)": an amount in brackets right after an
  * amount of the same value says it again in other words; it is set aside with its brackets' other
  * words of restatement. A different value in the brackets is left to be placed (and asked about).
@@ -337,6 +350,7 @@ function parseClause(tokens: Token[]): Clause {
       for (const token of tokens.slice(i, valueAt + 2)) dropped.add(token.index);
   }
   excludedAlternatives(tokens, dropped);
+  ruledOutEverywhere(tokens, dropped);
   restatedInBrackets(tokens, dropped);
   const kept = tokens.filter((token) => !dropped.has(token.index));
   /** Values the merchant ruled out or corrected ("not 300", "3k … no make it 2k"): never evidence. */

@@ -248,6 +248,8 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps('yday sales?')).toMatchObject([{ kind: 'revenue' }]);
     expect(steps('wetin dey my wallet?')).toEqual([{ kind: 'balance' }]);
     expect(steps('how much today?')).toMatchObject([{ kind: 'revenue' }]);
+    expect(steps('any money come in today?')).toMatchObject([{ kind: 'revenue' }]);
+    expect(steps('show me todays sales')).toMatchObject([{ kind: 'revenue' }]);
   });
 
   it('reads ordinary qualifiers as what they are, not as conditions', () => {
@@ -323,6 +325,12 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`tuma 300 usdc kwa ${A}. hapana, 200 usdc`)).toEqual(payout('200'));
     expect(steps(`pay 0.5 usdc to ${A}, wait change that to 5 usdc`)).toEqual(payout('5'));
     expect(steps(`pay ${A} 50 usdc, no 40`)).toEqual(payout('40'));
+    expect(steps(`pay ${A} 75 usdc. Edit: 57 usdc`)).toEqual(payout('57'));
+    // A value ruled out is ruled out wherever it was written ("— 20 not 200" kept both).
+    expect(steps(`send 200 usdc to ${A} — 20 not 200`)).toEqual(payout('20'));
+    expect(steps(`pay ${A} 50 usdc, not 50 but 60`)).toEqual(payout('60'));
+    expect(steps(`abeg send 50 usdc to ${A}, no be 50 o, na 40`)).toEqual(payout('40'));
+    expect(asks(`send 50 usdc to ${A}, not 50`)).toMatch(/"not"/);
     // A negation or a wait that no new value follows corrects nothing, and is asked about.
     expect(asks(`send 50 usdc to ${A}, wait until friday`)).toMatch(/wait/);
     // Pidgin "no send" after a greeting is "don't send": there is nothing before it to correct.

@@ -492,6 +492,9 @@ function textingShorthand(message: string): string {
       .replace(/\b(?:l8r|l8ter|ltr)\b/gi, 'later')
       .replace(/\b(?:unles|unlss)\b/gi, 'unless')
       .replace(/\bkama\b/gi, 'if')
+      // Pidgin "no be 50, na 40": it is not 50, it is 40.
+      .replace(/\bno be(?=\s+(?:\d|[₦$]))/gi, 'not')
+      .replace(/\b(today|yesterday)s\b/gi, "$1's")
       .replace(/\bhw\b/gi, 'how')
       .replace(/\bleo\b/gi, 'today')
       .replace(/\bwetin\b/gi, 'what')
