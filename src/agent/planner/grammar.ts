@@ -495,7 +495,7 @@ const CORRECTION_OPENERS = new Set(['make', 'change', 'i', 'my', 'or', 'ah', 'oh
  */
 const RESTATING = new Set([
   ...['the', 'amount', 'sum', 'figure', 'total', 'should', 'read', 'be', 'is', 'was', "it's", 'its', 'it'],
-  ...['real', 'right', 'correct', 'recipient', 'address', 'wallet', 'payment', 'one', 'supposed', 'to'],
+  ...['real', 'right', 'correct', 'recipient', 'address', 'wallet', 'payment', 'one', 'supposed', 'to', 'that'],
   ...['na', 'am', 'make', 'send', 'pay', 'refund', 'split', 'transfer', 'use', 'i', 'mean', 'meant', 'please'],
 ]);
 /** The kinds of token that give a correction its new value. */
@@ -971,10 +971,12 @@ function freeText(
         let k = i + 1;
         while (isWord(tokens[k], 'a', 'an', 'the')) k++;
         const negated = tokens[k];
+        // "…, not yet", "…, not now", "…, no": a negation of the request itself.
+        if (negated === undefined || negated.kind === 'punct' || isWord(negated, 'yet', 'now', 'today', 'anymore'))
+          break;
         if (
-          negated !== undefined &&
-          (['amount', 'fraction', 'percent', 'ratio', 'payment_id', 'address'].includes(negated.kind) ||
-            (negated.kind === 'word' && (WHOLE_EXTENT.has(negated.lower) || PART_EXTENT.has(negated.lower))))
+          ['amount', 'fraction', 'percent', 'ratio', 'payment_id', 'address'].includes(negated.kind) ||
+          (negated.kind === 'word' && (WHOLE_EXTENT.has(negated.lower) || PART_EXTENT.has(negated.lower)))
         )
           break;
       }
@@ -1163,7 +1165,11 @@ export function fillSlots(
       case 'payment_id':
         if (!slots.paymentIds.includes(token.value)) slots.paymentIds.push(token.value);
         use(token);
-        if (intent === 'refund' && slots.reason === undefined && isWord(next, ...STATEMENT_SUBJECTS)) {
+        if (
+          intent === 'refund' &&
+          slots.reason === undefined &&
+          (isWord(next, ...STATEMENT_SUBJECTS) || (isWord(next, 'the') && isWord(tokens[i + 2], ...STATEMENT_SUBJECTS)))
+        ) {
           // "refund pay_… customer no longer wants it": a sentence about what happened, unpunctuated.
           const { value, end, consumed: inText } = freeText(tokens, i + 1, 'reason');
           // "refund pay_… customer paid 500 naira twice": a value inside the story may or may not

@@ -288,6 +288,7 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     // refunded 500, "not all of it" refunded all).
     expect(asks(`refund ${P}, not 500 naira`)).toMatch(/"not"/);
     expect(asks(`refund ${P}, not all of it`)).toMatch(/"not"/);
+    expect(asks(`refund ${P}, not yet`)).toMatch(/"not"/);
     expect(asks(`refund half of ${P}, not half`)).toMatch(/"not"/);
     // Texting and Swahili forms of a condition or a wait hold like the words they stand for.
     expect(asks(`snd 20 usdc to ${A} wen the goods land`)).toMatch(/when/);
@@ -331,6 +332,8 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`pay ${A} 50 usdc, not 50 but 60`)).toEqual(payout('60'));
     expect(steps(`abeg send 50 usdc to ${A}, no be 50 o, na 40`)).toEqual(payout('40'));
     expect(asks(`send 50 usdc to ${A}, not 50`)).toMatch(/"not"/);
+    // A correction that gives no new value says something is wrong: asked (it paid the 20).
+    expect(asks(`send 20 usdc to ${A}. sorry typo`)).toMatch(/typo/);
     // A negation or a wait that no new value follows corrects nothing, and is asked about.
     expect(asks(`send 50 usdc to ${A}, wait until friday`)).toMatch(/wait/);
     // Pidgin "no send" after a greeting is "don't send": there is nothing before it to correct.

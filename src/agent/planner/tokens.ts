@@ -267,6 +267,9 @@ export const HOLD_WORDS: ReadonlySet<string> = new Set([
  * not have, other assets.
  */
 const SOFT_CONTROL_WORDS: readonly string[] = [
+  // Words of a correction: one that no new value follows ("… sorry typo") says something is wrong.
+  'typo',
+  'oops',
   'less',
   'extra',
   'more',
