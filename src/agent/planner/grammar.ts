@@ -108,8 +108,9 @@ const isWord = (token: Token | undefined, ...words: string[]): boolean =>
 // Intents
 // ---------------------------------------------------------------------------------------------
 
-// Misspelt action words are read by the lexer's typo rule (tokens.ts, typoOf). Swahili and Pidgin
-// verbs merchants mix in: lipa/tuma (pay/send), rudisha (give back), gawanya (divide); French:
+// Misspelt action words are read by the lexer's typo rule (tokens.ts, typoOf). Verbs merchants mix
+// in: Swahili lipa/tuma (pay/send), rudisha (give back), gawanya (divide); Twi tua, Hausa biya (pay);
+// French:
 // rembourser (refund), payer / envoyer (pay, send). "semd", "paay" and "rfd" are kept as written:
 // no edit rule reaches them without reaching real words too.
 const PAYOUT_VERBS = new Set([
@@ -117,6 +118,8 @@ const PAYOUT_VERBS = new Set([
   'envoyez',
   'lipa',
   'tuma',
+  'tua',
+  'biya',
   'semd',
   'paay',
   'pay',

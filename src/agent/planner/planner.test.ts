@@ -208,6 +208,11 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`Mepɛ sɛ wo send 20 usdc to ${A} ɔkyena`)).toMatch(/ɔkyena/);
     expect(asks(`pay 50 usdc to ${A} ıf delivered`)).toMatch(/ıf/);
     expect(asks(`ｐａｙ ｏｕｔ 500 USDC to ${A}`)).toMatch(/plain letters/);
+    // Shorthand is read over whole words in any script: "ɔhwɛfo" holds no "hw" (it became "ɔhowɛfo").
+    expect(steps(`refund ${P} — ɔhwɛfo no de ɛkyɛ`)).toMatchObject([{ reason: 'ɔhwɛfo no de ɛkyɛ' }]);
+    // Twi "tua", Hausa "biya": pay.
+    expect(steps(`Mesrɛ wo, tua 20 usdc ma ${A}`)).toEqual([{ kind: 'payout', amountMinor: '20000000', toAddress: A }]);
+    expect(steps(`Don Allah biya ${A} 20 usdc`)).toEqual([{ kind: 'payout', amountMinor: '20000000', toAddress: A }]);
   });
 
   it('takes a quoted description, and refuses a value or a condition inside quotes', () => {

@@ -467,42 +467,50 @@ function withoutQuotedHistory(message: string): string {
 }
 
 /**
- * Texting shorthand read as the words it stands for ("2day", "tmrw", "n", "u", "4 my", "wat",
- * "this weak"), so the grammar and the date parser see them: "2moro" is a wait like "tomorrow".
+ * Shorthand and words of other languages read as the English words the grammar and the date parser
+ * know, so a texted form of a word that holds money back holds it back too. Each entry is the
+ * forms (a regular expression over whole words) and the word they stand for.
  */
+const SHORTHAND: readonly (readonly [string, string])[] = [
+  ['2da?y', 'today'],
+  ['2mo?r+o?w?|2morrow|tmrw?|tmo?ro', 'tomorrow'],
+  ['2nite', 'tonight'],
+  ['wat', 'what'],
+  ['hw', 'how'],
+  ['costumer', 'customer'],
+  ['costumers', 'customers'],
+  ['(?<=(?:this|last|past|next) )(?:weak|wk)', 'week'],
+  ['(today|yesterday)s', "$1's"],
+  // Swahili and Pidgin: "mauzo ya leo" (today's sales), "jana" (yesterday), "wetin" (what).
+  ['jana|yday|ystd|yest|yesterdy', 'yesterday'],
+  ['leo', 'today'],
+  ['wetin', 'what'],
+  // Texting and Swahili forms of conditions and waits: kama (if), baada (after), hadi/mpaka (until).
+  ['wen|whn', 'when'],
+  ['wenever', 'whenever'],
+  ['b4|b[e4]for|bfr', 'before'],
+  ['afta|aftr|baada', 'after'],
+  ['untill|untl|hadi|mpaka', 'until'],
+  ['w8t?', 'wait'],
+  ['l8r|l8ter|ltr', 'later'],
+  ['unles|unlss', 'unless'],
+  ['kama', 'if'],
+  // Pidgin "no be 50, na 40": it is not 50, it is 40.
+  ['no be(?=\\s+(?:\\d|[₦$]))', 'not'],
+];
+
+/** The same table as expressions; a word's edge is any letter or digit, in any script ("ɔhwɛfo" holds no "hw"). */
+const SHORTHAND_PATTERNS = SHORTHAND.map(
+  ([forms, word]) => [new RegExp(`(?<![\\p{L}\\p{N}_])(?:${forms})(?![\\p{L}\\p{N}_])`, 'giu'), word] as const,
+);
+
 function textingShorthand(message: string): string {
-  return (
-    message
-      .replace(/\b2da?y\b/gi, 'today')
-      .replace(/\b(?:2mo?r+o?w?|2morrow|tmrw?|tmo?ro)\b/gi, 'tomorrow')
-      .replace(/\b2nite\b/gi, 'tonight')
-      .replace(/(?<=\s)n(?=\s)/g, 'and')
-      .replace(/(?<=\s)u(?=\s|$|[?.!,])/g, 'you')
-      .replace(/\bwat\b/gi, 'what')
-      .replace(/\b(this|last|next) weak\b/gi, '$1 week')
-      .replace(/\bcostumer(s?)\b/gi, 'customer$1')
-      .replace(/\b(this|last|past|next) wk\b/gi, '$1 week')
-      // Swahili and Pidgin words for a day or a question, read as the English the date parser knows:
-      // "mauzo ya leo" (today's sales), "jana" (yesterday), "wetin" (what).
-      .replace(/\b(?:jana|yday|ystd|yest|yesterdy)\b/gi, 'yesterday')
-      // Texting and Swahili forms of the words that hold money back, so they hold it back too:
-      // "wen" (when), "b4", "afta", "til", "w8", "l8r"; Swahili kama (if), baada (after), hadi (until).
-      .replace(/\b(?:wen|wenever|whn)\b/gi, (word) => (/ever$/i.test(word) ? 'whenever' : 'when'))
-      .replace(/\bb4\b|\bb[e4]for\b|\bbfr\b/gi, 'before')
-      .replace(/\b(?:afta|aftr|baada)\b/gi, 'after')
-      .replace(/\b(?:untill|untl|hadi|mpaka)\b/gi, 'until')
-      .replace(/\b(?:w8|w8t)\b/gi, 'wait')
-      .replace(/\b(?:l8r|l8ter|ltr)\b/gi, 'later')
-      .replace(/\b(?:unles|unlss)\b/gi, 'unless')
-      .replace(/\bkama\b/gi, 'if')
-      // Pidgin "no be 50, na 40": it is not 50, it is 40.
-      .replace(/\bno be(?=\s+(?:\d|[₦$]))/gi, 'not')
-      .replace(/\b(today|yesterday)s\b/gi, "$1's")
-      .replace(/\bhw\b/gi, 'how')
-      .replace(/\bleo\b/gi, 'today')
-      .replace(/\bwetin\b/gi, 'what')
-      .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for')
-  );
+  let out = message;
+  for (const [pattern, word] of SHORTHAND_PATTERNS) out = out.replace(pattern, word);
+  return out
+    .replace(/(?<=\s)n(?=\s)/g, 'and')
+    .replace(/(?<=\s)u(?=\s|$|[?.!,])/g, 'you')
+    .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for');
 }
 
 /** Tokens of one message. `now` resolves relative dates, in UTC. */
