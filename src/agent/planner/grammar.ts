@@ -5,6 +5,7 @@ import {
   type CurrencyMention,
   type DateRange,
   HARD_CONTROL_WORDS,
+  isCountOf,
   isQuantity,
   NEGATIONS,
   type Token,
@@ -115,7 +116,9 @@ const isWord = (token: Token | undefined, ...words: string[]): boolean =>
 // no edit rule reaches them without reaching real words too.
 const PAYOUT_VERBS = new Set([
   'payez',
+  'payer',
   'envoyez',
+  'envoyer',
   'lipa',
   'tuma',
   'tua',
@@ -315,7 +318,12 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     if (has('refunded') && !words.some((word) => REFUND_VERBS.has(word))) return 'payment_status';
     return 'refund';
   }
-  if (hasId && has('back') && has('money', 'give', 'pay', 'send', 'return', 'cash', 'funds')) return 'refund';
+  if (
+    hasId &&
+    has('back') &&
+    has('money', 'give', 'pay', 'send', 'return', 'cash', 'funds', 'customer', 'client', 'buyer')
+  )
+    return 'refund';
   if (hasId && has('return') && has('money', 'funds', 'payment', 'cash')) return 'refund';
   if (words.some((word) => SPLIT_VERBS.has(word)) && (hasAddress || has('between', 'among', 'amongst', 'with')))
     return 'split';
@@ -685,6 +693,15 @@ function dropCourtesy(tokens: Token[]): Token[] {
       if (isWord(tokens[i + 1], 'but')) i++;
       continue;
     }
+    // "exactly 33 usdc, no more no less": emphasis on the amount said.
+    if (
+      isWord(t, 'no', 'nothing') &&
+      isWord(tokens[i + 1], 'more') &&
+      tokens.slice(i + 2, i + 5).some((u, k, rest) => isWord(u, 'no', 'nothing') && isWord(rest[k + 1], 'less'))
+    ) {
+      while (!isWord(tokens[i], 'less')) i++;
+      continue;
+    }
     // "just send 15 usdc to 0x…, nothing more": emphasis on the amount said, at the end of a sentence.
     if (
       isWord(t, 'nothing') &&
@@ -1011,8 +1028,8 @@ function freeText(
         i += 2;
         continue;
       }
-      // "2 bags of rice": a small whole number before a noun is a quantity in the text.
-      const quantity = isQuantity(token, next);
+      // "2 bags of rice", "2 of the plates": a small whole number counting things, in the text.
+      const quantity = isQuantity(token, next) || isCountOf(tokens, i);
       if (!quantity) break;
       consumed.push(token.index);
       taken.push(token);
@@ -1253,6 +1270,9 @@ export function fillSlots(
             use(token);
           break;
         }
+        // "refund 2 of the plates on pay_…": a count of things is no amount of money; it stays to be
+        // placed, and the clause is asked back.
+        if (isCountOf(tokens, i)) break;
         // "last 5 payments": a list's length.
         if (intent === 'list_payments' && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
           slots.limit = Number(token.number.text);
@@ -1531,7 +1551,10 @@ export function fillSlots(
           // "but only half of it", "just 1,000 naira though", "send only 20 usdc", "refund only
           // pay_A": the value that follows is the one meant, no more. "only once" stresses one run,
           // unless something follows it ("only once delivered" is a condition).
-          const value = tokens.slice(i + 1).find((t) => t.kind !== 'punct' && !isWord(t, 'the', 'a', 'refund'));
+          // "only part of pay_…: GH₵ 120": the part is said by the amount.
+          const value = tokens
+            .slice(i + 1)
+            .find((t) => t.kind !== 'punct' && !isWord(t, 'the', 'a', 'refund', 'part', 'partially', 'partly', 'of'));
           const after = tokens.slice(i + 2).find((t) => t.kind !== 'punct');
           if (
             value?.kind === 'amount' ||

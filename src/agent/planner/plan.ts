@@ -231,17 +231,30 @@ function sameValue(a: Token, b: Token): boolean {
 function excludedAlternatives(tokens: readonly Token[], dropped: Set<number>): void {
   for (let i = 0; i + 1 < tokens.length; i++) {
     const not = tokens[i]!;
-    const value = tokens[i + 1]!;
-    if (not.kind !== 'word' || not.lower !== 'not' || !VALUE_KINDS.includes(value.kind) || dropped.has(not.index))
+    // "not the usual 50", "not the old 0x…": the words between name which value is ruled out.
+    let at = i + 1;
+    while (
+      tokens[at]?.kind === 'word' &&
+      ['the', 'usual', 'same', 'previous', 'old', 'original', 'last'].includes((tokens[at] as { lower: string }).lower)
+    )
+      at++;
+    const value = tokens[at];
+    if (
+      value === undefined ||
+      not.kind !== 'word' ||
+      not.lower !== 'not' ||
+      !VALUE_KINDS.includes(value.kind) ||
+      dropped.has(not.index)
+    )
       continue;
-    const others = tokens.filter((t, k) => k !== i + 1 && t.kind === value.kind && !dropped.has(t.index));
+    const others = tokens.filter((t, k) => k !== at && t.kind === value.kind && !dropped.has(t.index));
     if (others.every((t) => sameValue(t, value))) continue;
-    const following = tokens[i + 2];
+    const following = tokens[at + 1];
     // "not 300 but 30" is read by the rule for "not … but …".
     if (following?.kind === 'word' && following.lower === 'but') continue;
-    dropped.add(not.index).add(value.index);
+    for (const word of tokens.slice(i, at + 1)) dropped.add(word.index);
     // "not 300, 30": the value after the comma restates the one kept.
-    const restated = following?.kind === 'punct' && following.text === ',' ? tokens[i + 3] : undefined;
+    const restated = following?.kind === 'punct' && following.text === ',' ? tokens[at + 2] : undefined;
     if (restated !== undefined && others.some((t) => t !== restated && sameValue(t, restated))) {
       dropped.add(following!.index).add(restated.index);
     }

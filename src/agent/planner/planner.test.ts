@@ -213,6 +213,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     // Twi "tua", Hausa "biya": pay.
     expect(steps(`Mesrɛ wo, tua 20 usdc ma ${A}`)).toEqual([{ kind: 'payout', amountMinor: '20000000', toAddress: A }]);
     expect(steps(`Don Allah biya ${A} 20 usdc`)).toEqual([{ kind: 'payout', amountMinor: '20000000', toAddress: A }]);
+    expect(steps(`Veuillez envoyer 60 usdc à ${A}. Cordialement, Hélène Kouamé`)).toEqual([
+      { kind: 'payout', amountMinor: '60000000', toAddress: A },
+    ]);
   });
 
   it('takes a quoted description, and refuses a value or a condition inside quotes', () => {
@@ -277,6 +280,12 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`send ${A} 20 usdc (twenty, not 200)`)).toMatchObject([{ amountMinor: '20000000' }]);
     expect(asks(`send ${A} 20 usdc (200)`)).toMatch(/2 amounts/);
     expect(steps(`not everything, refund GH₵ 40 on ${P}`)).toMatchObject([{ amount: { number: { text: '40' } } }]);
+    expect(steps(`pay ${A} 40 usdc this time, not the usual 50`)).toMatchObject([{ amountMinor: '40000000' }]);
+    expect(steps(`send exactly 33 usdc to ${A}, no more no less`)).toMatchObject([{ amountMinor: '33000000' }]);
+    expect(steps(`refund only part of ${P}: GH₵ 120`)).toMatchObject([{ amount: { number: { text: '120' } } }]);
+    expect(steps(`just a quarter of ${P} back to the customer pls`)).toMatchObject([
+      { kind: 'refund', amount: { type: 'share', denominator: '4' } },
+    ]);
     expect(steps(`simply pay ${A} 18 usdc, that is all`)).toMatchObject([{ amountMinor: '18000000' }]);
     expect(steps(`no stress, send ${A} 9 usdc whenever you see this`)).toMatchObject([{ amountMinor: '9000000' }]);
     // A negated extent beside the other extent says again how much: one rule for every pairing.
@@ -379,6 +388,10 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     // A count or a share in the story of a refund that says no amount of its own is asked about
     // (it refunded in full "for the 3 missing items", and half on "customer returned half").
     expect(asks(`refund ${P} for the 3 missing items`)).toMatch(/"3"/);
+    // "2 of the plates" counts things, never money (it refunded 2).
+    expect(asks(`refund ${P} for 2 of the plates`)).toMatch(/"2"/);
+    expect(asks(`refund 2 of the plates on ${P}`)).toMatch(/"2"/);
+    expect(steps(`pay ${A} 48 usdc for 6 hours of work`)).toMatchObject([{ amountMinor: '48000000' }]);
     expect(asks(`refund ${P}, customer returned half the order`)).toMatch(/half/);
     expect(steps(`refund ${P} in full, 2 items were damaged`)).toMatchObject(full);
     // What to hold back changes the amount ("keep 500 naira" refunded 500).

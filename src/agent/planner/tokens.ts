@@ -1156,6 +1156,14 @@ function datePhrases(message: string, now: Date): DatePhrase[] {
         phrases.push({ text, at, range: undefined, past: true });
       continue;
     }
+    // "6 hours of work", "3 days of cleaning": a quantity of work, not a time.
+    if (
+      /^(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+(?:hours?|days?|nights?|weeks?|months?|years?)$/i.test(
+        text,
+      ) &&
+      /^\s+of\b/i.test(message.slice(at + text.length))
+    )
+      continue;
     // "a busy weekend" tells a story; "this weekend" would be a date.
     if (/^weekend$/i.test(text)) continue;
     // "Morning!" is a greeting, not a date.
@@ -1260,6 +1268,31 @@ export function isQuantity(token: Token, next: Token | undefined, maxDigits = 4)
   if (token.kind !== 'amount' || token.currency !== undefined || token.number.type !== 'exact') return false;
   if (!new RegExp(`^\\d{1,${maxDigits}}$`).test(token.number.text) || /[.,]/.test(token.text)) return false;
   return next?.kind === 'word' && !CONTROL_WORDS.has(next.lower) && !NOT_A_NOUN.has(next.lower);
+}
+
+/** Words after "N of" that say which things are counted ("2 of the plates", "one of our riders"). */
+const DETERMINERS = new Set(['the', 'these', 'those', 'my', 'our', 'his', 'her', 'their', 'its']);
+/** Nouns after "N of the" that name money, not things ("500 of the payment"). */
+const MONEY_NOUNS = new Set(['payment', 'amount', 'money', 'total', 'refund', 'balance', 'price', 'sum', 'order']);
+
+/** "2 of the plates", "one of our riders" at `i`: a bare whole number counting some of the things. */
+export function isCountOf(tokens: readonly Token[], i: number): boolean {
+  const token = tokens[i];
+  const determiner = tokens[i + 2];
+  const noun = tokens[i + 3];
+  return (
+    token?.kind === 'amount' &&
+    token.currency === undefined &&
+    token.number.type === 'exact' &&
+    /^\d{1,4}$/.test(token.number.text) &&
+    tokens[i + 1]?.kind === 'word' &&
+    (tokens[i + 1] as { lower: string }).lower === 'of' &&
+    determiner?.kind === 'word' &&
+    DETERMINERS.has(determiner.lower) &&
+    noun?.kind === 'word' &&
+    !MONEY_NOUNS.has(noun.lower) &&
+    !CONTROL_WORDS.has(noun.lower)
+  );
 }
 
 /** Tokens that carry meaning: each must be consumed by the plan (checks.ts). */
