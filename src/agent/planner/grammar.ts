@@ -184,6 +184,9 @@ const REVENUE_WORDS = new Set([
   'sold',
 ]);
 const STATUS_WORDS = new Set([
+  // Swahili: angalia (check), hali (state), imelipwa (has it been paid), imefika (has it arrived).
+  'angalia',
+  'hali',
   'imelipwa',
   'imefika',
   'status',
@@ -362,7 +365,7 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     (has('balance', 'balances', 'bal', 'salio') ||
       (has('what', 'much') && has('remain', 'remains') && !hasDate && !hasId) ||
       (has('much', 'what', "what's", 'whats') && has('account', 'wallet') && !hasPeriod && !hasId) ||
-      (has('much') && has('have', 'available', 'left') && !hasDate && !hasId) ||
+      (has('much') && has('have', 'available', 'left', 'get') && !hasDate && !hasId) ||
       (has('much') && has('can') && has('pay', 'send', 'withdraw', 'spend')) ||
       (has('available') && has('pay', 'payout', 'spend', 'withdraw') && !hasId))
   )
@@ -572,6 +575,8 @@ export function referenceAt(tokens: readonly Token[], i: number): string | undef
   const previous = tokens[i - 1];
   const value = token.value.replace(/^#/, '');
   if (previous?.kind === 'word' && ORDER_WORDS.has(previous.lower)) return value;
+  // "refund #ORD-2291": a hash before letters and digits marks the merchant's own reference.
+  if (token.value.startsWith('#') && /[a-z]/i.test(value) && /\d/.test(value)) return value;
   // "refund 1,000 naira on ORD-332", "money back for #A-7731": a code shaped like an order
   // reference (letters, a dash, digits) after a preposition names the order too.
   if (isWord(previous, 'on', 'for', 'of') && /^[a-z]{1,6}-[a-z0-9-]*\d[a-z0-9-]*$/i.test(value)) return value;
@@ -691,6 +696,18 @@ function dropCourtesy(tokens: Token[]): Token[] {
       i += 1;
       while (tokens[i + 1]?.text === ',') i++;
       if (isWord(tokens[i + 1], 'but')) i++;
+      continue;
+    }
+    // "…, just one payment", "only one transfer": the message asks for one, as it says.
+    if (
+      isWord(t, 'just', 'only') &&
+      ['one', '1', 'a'].includes(tokens[i + 1]?.text.toLowerCase() ?? '') &&
+      (isWord(tokens[i + 2], 'payment', 'payout', 'transfer', 'time') ||
+        (isWord(tokens[i + 2], 'single') && isWord(tokens[i + 3], 'payment', 'payout', 'transfer'))) &&
+      (tokens[i + (isWord(tokens[i + 2], 'single') ? 4 : 3)] === undefined ||
+        /^[.;!?,]$/.test(tokens[i + (isWord(tokens[i + 2], 'single') ? 4 : 3)]!.text))
+    ) {
+      i += isWord(tokens[i + 2], 'single') ? 3 : 2;
       continue;
     }
     // "exactly 33 usdc, no more no less": emphasis on the amount said.
@@ -1003,7 +1020,10 @@ function freeText(
       if (CONTROL_WORDS.has(token.lower)) {
         const allowed =
           kind === 'reason'
-            ? REASON_WORDS.has(token.lower) || !HARD_CONTROL_WORDS.has(token.lower)
+            ? REASON_WORDS.has(token.lower) ||
+              !HARD_CONTROL_WORDS.has(token.lower) ||
+              // "she called yesterday to cancel": what the customer wanted, not an instruction.
+              (token.lower === 'cancel' && isWord(tokens[i - 1], 'to'))
             : !HARD_CONTROL_WORDS.has(token.lower);
         if (!allowed) break;
         consumed.push(token.index);
@@ -1551,10 +1571,16 @@ export function fillSlots(
           // "but only half of it", "just 1,000 naira though", "send only 20 usdc", "refund only
           // pay_A": the value that follows is the one meant, no more. "only once" stresses one run,
           // unless something follows it ("only once delivered" is a condition).
-          // "only part of pay_…: GH₵ 120": the part is said by the amount.
+          // "only part of pay_…: GH₵ 120", "only the deposit of 150 USDC": the value said after a
+          // few plain words naming it (no word of condition between).
           const value = tokens
-            .slice(i + 1)
-            .find((t) => t.kind !== 'punct' && !isWord(t, 'the', 'a', 'refund', 'part', 'partially', 'partly', 'of'));
+            .slice(i + 1, i + 7)
+            .find(
+              (t) =>
+                t.kind !== 'punct' &&
+                !(t.kind === 'word' && !CONTROL_WORDS.has(t.lower) && !FREE_TEXT_STOP.has(t.lower)) &&
+                !isWord(t, 'part', 'partially', 'partly'),
+            );
           const after = tokens.slice(i + 2).find((t) => t.kind !== 'punct');
           if (
             value?.kind === 'amount' ||
@@ -1788,14 +1814,20 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   const quotedDescription = tokens.some((t) => t.kind === 'quoted' && !t.carries);
   const nouns = (word: string): boolean =>
     ORDER_NOUNS.has(word) || BOUGHT.has(word) || (quotedDescription && word === 'payment');
-  if (!tokens.some((t) => t.kind === 'word' && nouns(t.lower))) return undefined;
+  const hasNoun = tokens.some((t) => t.kind === 'word' && nouns(t.lower));
   const words: string[] = [];
   const used: Token[] = [];
   // A quoted description is the description; else the words up to a comma or a dash after them
   // (", the batch was spoilt" tells why, it describes nothing).
   const quoted = tokens.filter((t) => t.kind === 'quoted' && !t.carries);
   // "the lady who bought the red agbada": what was bought describes the payment, not who bought it.
-  const bought = tokens.findIndex((t) => t.kind === 'word' && BOUGHT.has(t.lower));
+  let bought = tokens.findIndex((t) => t.kind === 'word' && BOUGHT.has(t.lower));
+  // "customer wants a refund for the jollof party pack": what the refund is for describes it.
+  if (bought < 0 && !hasNoun)
+    bought = tokens.findIndex(
+      (t, i) => isWord(t, 'for') && isWord(tokens[i + 1], 'the') && tokens[i + 2]?.kind === 'word',
+    );
+  if (bought < 0 && !hasNoun) return undefined;
   for (const [i, token] of tokens.entries()) {
     if (i < bought) continue;
     if (token.kind === 'punct' && /^[,;—–]$/.test(token.text) && words.length > 0) break;

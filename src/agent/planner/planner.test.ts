@@ -240,6 +240,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       expect(steps(`${typo} ${P}`), typo).toEqual([{ kind: 'refund', paymentId: P, amount: { type: 'full' } }]);
     expect(steps(`splitt ${P} 70/30 between ${A} and ${B}`)).toMatchObject([{ kind: 'split' }]);
     expect(steps('blnc?')).toEqual([{ kind: 'balance' }]);
+    // Two slips in a long action word, the first letter kept.
+    expect(steps('whats my blanace')).toEqual([{ kind: 'balance' }]);
+    expect(steps(`tranfser 70 usdc to ${A}`)).toMatchObject([{ kind: 'payout' }]);
     // Never in an id.
     expect(asks(`refnd ${P}X`)).not.toBe('');
   });
@@ -257,6 +260,8 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps('wetin dey my wallet?')).toEqual([{ kind: 'balance' }]);
     expect(steps('how much today?')).toMatchObject([{ kind: 'revenue' }]);
     expect(steps('any money come in today?')).toMatchObject([{ kind: 'revenue' }]);
+    expect(steps('how much usdc we get?')).toEqual([{ kind: 'balance' }]);
+    expect(steps(`tafadhali angalia ${P}, asante`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
     expect(steps('show me todays sales')).toMatchObject([{ kind: 'revenue' }]);
   });
 
@@ -281,6 +286,11 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`send ${A} 20 usdc (200)`)).toMatch(/2 amounts/);
     expect(steps(`not everything, refund GH₵ 40 on ${P}`)).toMatchObject([{ amount: { number: { text: '40' } } }]);
     expect(steps(`pay ${A} 40 usdc this time, not the usual 50`)).toMatchObject([{ amountMinor: '40000000' }]);
+    expect(steps(`Please pay only the deposit of 150 USDC to ${A} for the venue.`)).toMatchObject([
+      { amountMinor: '150000000' },
+    ]);
+    expect(asks(`pay only the deposit of 150 USDC to ${A} if they confirm`)).toMatch(/"if"/);
+    expect(steps(`send 10 usdc to ${A}, just one payment`)).toMatchObject([{ amountMinor: '10000000' }]);
     expect(steps(`send exactly 33 usdc to ${A}, no more no less`)).toMatchObject([{ amountMinor: '33000000' }]);
     expect(steps(`refund only part of ${P}: GH₵ 120`)).toMatchObject([{ amount: { number: { text: '120' } } }]);
     expect(steps(`just a quarter of ${P} back to the customer pls`)).toMatchObject([
@@ -385,6 +395,15 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`refund ${P}, one cup was chipped`)).toMatch(/"one"/);
     // A time that is when to act stays a wait.
     expect(asks(`pay ${A} 35 usdc for delivery at 3pm`)).toMatch(/3pm/);
+    // "No" in "invoice No 42" abbreviates number: the 42 is the invoice's (it paid 42).
+    expect(steps(`pay ${A} 50 usdc for invoice No 42`)).toMatchObject([{ amountMinor: '50000000' }]);
+    expect(steps(`Customer with order no. 5512 got a damaged phone case. Please refund ${P} in full.`)).toMatchObject(
+      full,
+    );
+    expect(steps(`refund ${P}, she called at 9am yesterday to cancel`)).toMatchObject(full);
+    // A weekday in Swahili, Hausa or Twi is a day to come, like Friday.
+    expect(asks(`tuma 30 usdc kwa ${A} ijumaa`)).toMatch(/friday/);
+    expect(asks(`biya ${A} 30 usdc litinin`)).toMatch(/monday/);
     // A count or a share in the story of a refund that says no amount of its own is asked about
     // (it refunded in full "for the 3 missing items", and half on "customer returned half").
     expect(asks(`refund ${P} for the 3 missing items`)).toMatch(/"3"/);
@@ -407,6 +426,10 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     ]);
     expect(steps('refund 1,000 naira on ORD-332, one cup was chipped')).toMatchObject([
       { kind: 'refund', lookup: { reference: 'ORD-332' }, amount: { number: { text: '1000' } } },
+    ]);
+    expect(steps('refund #ORD-2291')).toMatchObject([{ kind: 'refund', lookup: { reference: 'ORD-2291' } }]);
+    expect(steps('customer wants a refund for the jollof party pack')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['jollof', 'party', 'pack'] } },
     ]);
     expect(steps('please refund the customer for order NB-4410')).toMatchObject([
       { kind: 'refund', lookup: { reference: 'NB-4410' } },

@@ -495,6 +495,20 @@ const SHORTHAND: readonly (readonly [string, string])[] = [
   ['l8r|l8ter|ltr', 'later'],
   ['unles|unlss', 'unless'],
   ['kama', 'if'],
+  // "invoice no 42", "order No. 5512", "no. 7": the abbreviation of number, before a document's
+  // number; "50 usdc, no 40" stays a correction.
+  [
+    '(?<=(?:invoice|inv|order|receipt|ticket|room|ref|reference|item|account|acct|table|po|house|plot|box|case|job|batch|shipment)\\.?\\s+)no\\.?(?=\\s*#?\\d)|no\\.(?=\\s*#?\\d)',
+    'number',
+  ],
+  // Weekdays in Swahili, Hausa and Twi, read as the days they are (a day to come is a wait).
+  ['jumatatu|litinin|dwoada', 'monday'],
+  ['jumanne|talata|benada', 'tuesday'],
+  ['jumatano|laraba|wukuada', 'wednesday'],
+  ['alhamisi|alhamis|yawoada|yawda', 'thursday'],
+  ["ijumaa|juma'a|jumma|fiada|fida", 'friday'],
+  ['jumamosi|asabar|memeneda', 'saturday'],
+  ['jumapili|lahadi|kwasiada', 'sunday'],
   // Pidgin "no be 50, na 40": it is not 50, it is 40.
   ['no be(?=\\s+(?:\\d|[₦$]))', 'not'],
 ];
@@ -794,7 +808,11 @@ function typoOf(word: string): string | undefined {
   if (word.length < 3 || REAL_WORDS.has(word) || TYPO_TARGETS.includes(word)) return undefined;
   const found = TYPO_TARGETS.filter(
     (target) =>
-      (word.length >= 4 && oneEditApart(word, target)) || (word === consonants(word) && word === consonants(target)),
+      (word.length >= 4 && oneEditApart(word, target)) ||
+      (word === consonants(word) && word === consonants(target)) ||
+      // "blanace", "tranfser": in a long word, two slips (each a swap, a letter dropped or added),
+      // the first letter kept.
+      (target.length >= 7 && word[0] === target[0] && twoEditsApart(word, target)),
   );
   return found.length === 1 ? found[0] : undefined;
 }
@@ -810,6 +828,24 @@ function oneEditApart(a: string, b: string): boolean {
   const [short, long] = a.length < b.length ? [a, b] : [b, a];
   for (let i = 0; i < long.length; i++) if (long.slice(0, i) + long.slice(i + 1) === short) return true;
   return false;
+}
+
+/** Two deletions, insertions or swaps of neighbours (no change of a letter) turn `a` into `b`. */
+function twoEditsApart(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 2) return false;
+  const near = (x: string, y: string): boolean => oneEditApart(x, y) && !(x.length === y.length && sameLetters(x, y));
+  const variants = (x: string): string[] => {
+    const out: string[] = [];
+    for (let i = 0; i < x.length; i++) out.push(x.slice(0, i) + x.slice(i + 1));
+    for (let i = 0; i + 1 < x.length; i++) out.push(x.slice(0, i) + x[i + 1] + x[i] + x.slice(i + 2));
+    return out;
+  };
+  return variants(a).some((v) => v === b || near(v, b)) || variants(b).some((v) => near(a, v));
+}
+
+/** Same letters in the same places but one: a change, which twoEditsApart does not count. */
+function sameLetters(x: string, y: string): boolean {
+  return [...x].filter((char, i) => char !== y[i]).length === 1;
 }
 
 function addressToken(text: string): NewToken {
