@@ -409,7 +409,9 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     !hasId &&
     !hasAddress &&
     has('payments', 'transactions') &&
-    has('list', 'show', 'recent', 'latest', 'last', 'see', 'get', 'view', 'all', 'which', 'any')
+    (has('list', 'show', 'recent', 'latest', 'last', 'see', 'get', 'view', 'all', 'which', 'any') ||
+      // "pending payments?", "refunded payments": a status names which.
+      words.some((word) => LIST_STATUS_WORDS.has(word)))
   )
     return 'list_payments';
   const statusWord =
@@ -670,6 +672,17 @@ function dropCourtesy(tokens: Token[]): Token[] {
         continue;
       }
     }
+    // "when you have a minute", "whenever you get a chance": when the message is read.
+    if (
+      isWord(t, 'when', 'whenever') &&
+      isWord(tokens[i + 1], 'you') &&
+      isWord(tokens[i + 2], 'have', 'get') &&
+      isWord(tokens[i + 3], 'a', 'the') &&
+      isWord(tokens[i + 4], 'minute', 'moment', 'chance', 'sec', 'second')
+    ) {
+      i += 4;
+      continue;
+    }
     // "whenever you see this", "when you get this", "when you can": when the message is read.
     if (
       isWord(t, 'when', 'whenever') &&
@@ -719,13 +732,19 @@ function dropCourtesy(tokens: Token[]): Token[] {
       while (!isWord(tokens[i], 'less')) i++;
       continue;
     }
-    // "just send 15 usdc to 0x…, nothing more": emphasis on the amount said, at the end of a sentence.
+    // "just send 15 usdc to 0x…, nothing more", "— not a cent more": emphasis on the amount said,
+    // at the end of a sentence.
+    const coin =
+      isWord(t, 'not') &&
+      isWord(tokens[i + 1], 'a') &&
+      isWord(tokens[i + 2], 'cent', 'kobo', 'penny', 'pesewa', 'dime');
+    const more = coin ? i + 3 : i + 1;
     if (
-      isWord(t, 'nothing') &&
-      isWord(tokens[i + 1], 'more', 'else', 'extra') &&
-      (tokens[i + 2] === undefined || /^[.;!?]$/.test(tokens[i + 2]!.text))
+      (isWord(t, 'nothing') || coin) &&
+      isWord(tokens[more], 'more', 'else', 'extra') &&
+      (tokens[more + 1] === undefined || /^[.;!?]$/.test(tokens[more + 1]!.text))
     ) {
-      i += 1;
+      i = more;
       continue;
     }
     if (isWord(t, 'not') && isWord(tokens[i + 1], 'urgent')) {
@@ -1021,6 +1040,8 @@ function freeText(
         const allowed =
           kind === 'reason'
             ? REASON_WORDS.has(token.lower) ||
+              // "paid 2 weeks ago but never delivered": the story goes on.
+              (token.lower === 'but' && isWord(next, 'never', "wasn't", "didn't", 'nothing', 'still')) ||
               !HARD_CONTROL_WORDS.has(token.lower) ||
               // "she called yesterday to cancel": what the customer wanted, not an instruction.
               (token.lower === 'cancel' && isWord(tokens[i - 1], 'to'))
@@ -1286,6 +1307,8 @@ export function fillSlots(
         // it is left out; with none, the refund may be meant for those items only, so it stays to be
         // placed and the clause is asked back.
         if (token.currency === undefined && toldAfterRequest(tokens, i)) {
+          // "…, card was charged 2 times": how often it happened, which no refund is for.
+          if (isWord(next, 'times')) use(token, next!);
           if (isQuantity(token, next) && (slots.full || slots.amounts.some((amount) => amount.currency !== undefined)))
             use(token);
           break;
@@ -1309,6 +1332,12 @@ export function fillSlots(
         break;
       }
       case 'percent':
+        // "refund ₦1,000 of pay_…, the food was 50% cold": a share in the story is no share of
+        // the refund; beside an amount said with its currency it is left out, else asked about.
+        if (toldAfterRequest(tokens, i)) {
+          if (slots.amounts.some((amount) => amount.currency !== undefined)) use(token);
+          break;
+        }
         slots.percents.push(token);
         use(token);
         break;
@@ -1489,6 +1518,17 @@ export function fillSlots(
         } else if (w === 'equally' || w === 'evenly' || (w === 'equal' && isWord(next, 'shares', 'parts', 'split'))) {
           slots.equal = { ways: undefined };
           use(token);
+        } else if (
+          w === 'no' &&
+          intent === 'refund' &&
+          isWord(next, 'need') &&
+          isWord(tokens[i + 2], 'for') &&
+          negatedExtent(tokens, i + 2) !== undefined
+        ) {
+          // "no need for a full refund, ₦2,000 … is enough": as "not a full refund".
+          const phrase = negatedExtent(tokens, i + 2)!;
+          use(token, next!, ...phrase);
+          i = tokens.indexOf(phrase.at(-1)!);
         } else if (w === 'not' && intent === 'refund' && negatedExtent(tokens, i) !== undefined) {
           // "not the full amount, just 5000 naira", "in full, not half", "half, not all of it": the
           // extent ruled out is the other one from the extent the refund states.
@@ -1634,6 +1674,14 @@ export function fillSlots(
           w === 'narration'
         ) {
           if (w === 'for' && next?.kind === 'date') break;
+          // "did the payment for order AB-12 come through?": the order named is the payment.
+          if (
+            w === 'for' &&
+            FINDS_PAYMENTS.has(intent ?? 'approve') &&
+            referenceAt(tokens, i + 2) !== undefined &&
+            !tokens.some((t) => t.kind === 'payment_id')
+          )
+            break;
           const start = next?.kind === 'punct' && (next.text === ':' || next.text === '=') ? i + 2 : i + 1;
           const {
             value,
@@ -1720,8 +1768,13 @@ export function fillSlots(
     slots.percents.length === 0 &&
     !slots.full
   )
-    for (const token of tokens)
-      if (token.kind === 'amount' && token.currency === undefined && consumed.has(token.index))
+    for (const [k, token] of tokens.entries())
+      if (
+        token.kind === 'amount' &&
+        token.currency === undefined &&
+        consumed.has(token.index) &&
+        (isQuantity(token, tokens[k + 1]) || isCountOf(tokens, k))
+      )
         consumed.delete(token.index);
   if (
     FINDS_PAYMENTS.has(intent ?? 'approve') &&

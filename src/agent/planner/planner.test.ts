@@ -261,6 +261,10 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps('how much today?')).toMatchObject([{ kind: 'revenue' }]);
     expect(steps('any money come in today?')).toMatchObject([{ kind: 'revenue' }]);
     expect(steps('how much usdc we get?')).toEqual([{ kind: 'balance' }]);
+    expect(steps('pending payments?')).toEqual([{ kind: 'list_payments', status: 'pending' }]);
+    expect(steps('did the payment for order AB-12 come through?')).toMatchObject([
+      { kind: 'payment_status', lookup: { reference: 'AB-12' } },
+    ]);
     expect(steps(`tafadhali angalia ${P}, asante`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
     expect(steps('show me todays sales')).toMatchObject([{ kind: 'revenue' }]);
   });
@@ -291,6 +295,11 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     ]);
     expect(asks(`pay only the deposit of 150 USDC to ${A} if they confirm`)).toMatch(/"if"/);
     expect(steps(`send 10 usdc to ${A}, just one payment`)).toMatchObject([{ amountMinor: '10000000' }]);
+    expect(steps(`when you have a minute, pay ${A} 20 usdc for airtime`)).toMatchObject([{ amountMinor: '20000000' }]);
+    expect(steps(`send ${A} 12 usdc — not a cent more`)).toMatchObject([{ amountMinor: '12000000' }]);
+    expect(steps(`no need for a full refund, ₦2,000 of ${P} is enough`)).toMatchObject([
+      { amount: { number: { text: '2000' } } },
+    ]);
     expect(steps(`send exactly 33 usdc to ${A}, no more no less`)).toMatchObject([{ amountMinor: '33000000' }]);
     expect(steps(`refund only part of ${P}: GH₵ 120`)).toMatchObject([{ amount: { number: { text: '120' } } }]);
     expect(steps(`just a quarter of ${P} back to the customer pls`)).toMatchObject([
@@ -401,6 +410,13 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       full,
     );
     expect(steps(`refund ${P}, she called at 9am yesterday to cancel`)).toMatchObject(full);
+    expect(steps(`refund ${P}, paid 2 weeks ago but never delivered`)).toMatchObject(full);
+    expect(steps(`refund ${P}, card was charged 2 times`)).toMatchObject(full);
+    expect(steps(`refund ₦1,000 of ${P}, the food was 50% cold`)).toMatchObject([
+      { amount: { number: { text: '1000' } } },
+    ]);
+    expect(asks(`refund ${P}, the food was 50% cold`)).toMatch(/50%/);
+    expect(asks(`refund ${P} 2 times`)).toMatch(/times/);
     // A weekday in Swahili, Hausa or Twi is a day to come, like Friday.
     expect(asks(`tuma 30 usdc kwa ${A} ijumaa`)).toMatch(/friday/);
     expect(asks(`biya ${A} 30 usdc litinin`)).toMatch(/monday/);
