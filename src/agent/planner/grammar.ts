@@ -1145,7 +1145,7 @@ const PART_EXTENT = new Set(['partially', 'partly', 'partial', 'part', 'half']);
  */
 function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefined {
   let k = at + 1;
-  while (isWord(tokens[k], 'a', 'an', 'the')) k++;
+  while (isWord(tokens[k], 'a', 'an', 'the') || (isWord(tokens[k], 'in') && isWord(tokens[k + 1], 'full'))) k++;
   const word = tokens[k];
   // "not half", "not a quarter": a share is a part.
   const whole = word?.kind === 'word' && WHOLE_EXTENT.has(word.lower);
@@ -1534,6 +1534,8 @@ export function fillSlots(
           // extent ruled out is the other one from the extent the refund states.
           const phrase = negatedExtent(tokens, i)!;
           use(...phrase);
+          // "refund pay_… but not in full — half": the "but" that leads it.
+          if (isWord(tokens[i - 1], 'but')) use(tokens[i - 1]!);
           i = tokens.indexOf(phrase.at(-1)!);
         } else if (
           (w === 'in' && isWord(next, 'full')) ||

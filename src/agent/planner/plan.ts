@@ -327,6 +327,23 @@ function restatedReplacement(after: readonly Token[]): Token[] {
   return [];
 }
 
+/**
+ * "send 60 usdc to 0x…, no 50, sorry 55": a correction corrected again. The last one stands; what
+ * the earlier ones said is replaced, when every value in it is of a kind the last one gives again
+ * (otherwise nothing is replaced, and the clause is read, or asked, as written).
+ */
+function lastCorrection(after: readonly Token[]): { after: Token[]; replaced: Token[] } {
+  for (let k = after.length - 1; k > 0; k--) {
+    const length = correctionAt(after, k);
+    if (length === 0) continue;
+    const replaced = after.slice(0, k + length);
+    const rest = after.slice(k + length);
+    const values = replaced.filter((t) => isSignificant(t) && t.kind !== 'word' && t.kind !== 'punct');
+    if (values.length > 0 && values.every((t) => rest.some((r) => r.kind === t.kind))) return { after: rest, replaced };
+  }
+  return { after: [...after], replaced: [] };
+}
+
 function parseClause(tokens: Token[]): Clause {
   const significant = isSignificant;
   const consumed0 = new Set<number>();
@@ -396,10 +413,18 @@ function parseClause(tokens: Token[]): Clause {
   }
   const before = marker >= 0 ? kept.slice(negation?.length ?? 0, marker) : kept;
   const restating = marker >= 0 ? restatedReplacement(kept.slice(marker + markerLength)) : [];
-  const after = marker >= 0 ? kept.slice(marker + markerLength).filter((t) => !restating.includes(t)) : [];
+  const corrected = marker >= 0 ? kept.slice(marker + markerLength).filter((t) => !restating.includes(t)) : [];
+  const { after, replaced } = lastCorrection(corrected);
+  for (const token of replaced) if (VALUE_KINDS.includes(token.kind)) superseded.add(token.index);
   const intent = intentOf(before) ?? intentOf(after);
   const left = fillSlots(intent, before, significant);
-  const consumed = new Set([...left.consumed, ...dropped, ...consumed0, ...restating.map((t) => t.index)]);
+  const consumed = new Set([
+    ...left.consumed,
+    ...dropped,
+    ...consumed0,
+    ...restating.map((t) => t.index),
+    ...replaced.map((t) => t.index),
+  ]);
   let slots = left.slots;
   let clauseProblem = left.problem;
   if (marker >= 0) {

@@ -314,6 +314,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`just refund half of ${P} please, not all of it`)).toMatchObject([
       { kind: 'refund', amount: { type: 'share', denominator: '2' } },
     ]);
+    expect(steps(`refund ${P} but not in full — half`)).toMatchObject([
+      { amount: { type: 'share', denominator: '2' } },
+    ]);
     expect(steps(`refund ${P} in full, not half`)).toEqual([
       { kind: 'refund', paymentId: P, amount: { type: 'full' } },
     ]);
@@ -360,6 +363,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`pay 0.5 usdc to ${A}, wait change that to 5 usdc`)).toEqual(payout('5'));
     expect(steps(`pay ${A} 50 usdc, no 40`)).toEqual(payout('40'));
     expect(steps(`pay ${A} 75 usdc. Edit: 57 usdc`)).toEqual(payout('57'));
+    // A correction corrected again: the last one stands, the figures before it ground nothing.
+    expect(steps(`send 60 usdc to ${A}, no 50, sorry 55`)).toEqual(payout('55'));
+    expect(asks(`send 60 usdc to ${A}, no 50 to ${B}, sorry 55`)).not.toBe('');
     // A value ruled out is ruled out wherever it was written ("— 20 not 200" kept both).
     expect(steps(`send 200 usdc to ${A} — 20 not 200`)).toEqual(payout('20'));
     expect(steps(`pay ${A} 50 usdc, not 50 but 60`)).toEqual(payout('60'));
@@ -411,6 +417,8 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     );
     expect(steps(`refund ${P}, she called at 9am yesterday to cancel`)).toMatchObject(full);
     expect(steps(`refund ${P}, paid 2 weeks ago but never delivered`)).toMatchObject(full);
+    expect(steps(`refund ${P} - customer 0244-123-456 complained`)).toMatchObject(full);
+    expect(steps(`payez 30 usdc à ${A} pour le reçu 55, merci François`)).toMatchObject([{ amountMinor: '30000000' }]);
     expect(steps(`refund ${P}, card was charged 2 times`)).toMatchObject(full);
     expect(steps(`refund ₦1,000 of ${P}, the food was 50% cold`)).toMatchObject([
       { amount: { number: { text: '1000' } } },

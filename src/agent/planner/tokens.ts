@@ -476,6 +476,8 @@ const SHORTHAND: readonly (readonly [string, string])[] = [
   ['2mo?r+o?w?|2morrow|tmrw?|tmo?ro', 'tomorrow'],
   ['2nite', 'tonight'],
   ['wat', 'what'],
+  // French: "pour le reçu 55" (for receipt 55).
+  ['pour', 'for'],
   ['hw', 'how'],
   ['costumer', 'customer'],
   ['costumers', 'customers'],
@@ -1004,6 +1006,10 @@ const DOCUMENT_WORDS = new Set([
   'job',
   'shipment',
   'room',
+  // French receipt, invoice, order (folded: "reçu" is "recu").
+  'recu',
+  'facture',
+  'commande',
   'size',
   'table',
   'contract',
@@ -1065,8 +1071,9 @@ function markPhoneNumbers(tokens: Token[]): void {
   // Without a word before it, a phone number is told by its shape: groups of digits that start with
   // 0 ("0803 555 1234", "024-412-7788") and hold 9 digits or more. No amount starts with a 0 digit.
   for (let i = 0; i < tokens.length; i++) {
+    // "0244-123-456": the groups after a dash are read as negative numbers.
     const bare = (t: Token | undefined): boolean =>
-      t?.kind === 'amount' && t.currency === undefined && /^\d+$/.test(t.text);
+      t?.kind === 'amount' && t.currency === undefined && /^-?\d+(?:-\d+)*$/.test(t.text);
     if (!bare(tokens[i]) || !/^0\d/.test(tokens[i]!.text)) continue;
     const group = [i];
     for (let j = i + 1; j < tokens.length; j++) {
@@ -1074,7 +1081,7 @@ function markPhoneNumbers(tokens: Token[]): void {
       if (!bare(tokens[j])) break;
       group.push(j);
     }
-    if (group.map((k) => tokens[k]!.text).join('').length < 9) continue;
+    if (group.map((k) => tokens[k]!.text.replace(/\D/g, '')).join('').length < 9) continue;
     for (const k of group) tokens[k] = { kind: 'code', text: tokens[k]!.text, value: tokens[k]!.text, index: k };
     i = group.at(-1)!;
   }
