@@ -112,7 +112,7 @@ const isWord = (token: Token | undefined, ...words: string[]): boolean =>
 // Misspelt action words are read by the lexer's typo rule (tokens.ts, typoOf). Verbs merchants mix
 // in: Swahili lipa/tuma (pay/send), rudisha (give back), gawanya (divide); Twi tua, Hausa biya (pay);
 // French:
-// rembourser (refund), payer / envoyer (pay, send). "semd", "paay" and "rfd" are kept as written:
+// rembourser (refund), payer / envoyer (pay, send). "semd" and "rfd" are kept as written:
 // no edit rule reaches them without reaching real words too.
 const PAYOUT_VERBS = new Set([
   'payez',
@@ -124,7 +124,6 @@ const PAYOUT_VERBS = new Set([
   'tua',
   'biya',
   'semd',
-  'paay',
   'pay',
   'payout',
   'payouts',
@@ -782,24 +781,12 @@ function startsNewAction(tokens: readonly Token[], i: number): boolean {
   )
     return false;
   let j = i;
+  // "…, please refund …", "…, abeg refund …", "…, tafadhali tuma …": courtesy before the verb.
   while (
     isWord(
       tokens[j],
-      'please',
-      'pls',
-      'plz',
-      'kindly',
-      'can',
-      'could',
-      'you',
-      'i',
-      'we',
-      'need',
-      'want',
-      'to',
-      'would',
-      'like',
-      'now',
+      ...['please', 'pls', 'plz', 'kindly', 'can', 'could', 'you', 'i', 'we', 'need', 'want', 'to', 'would'],
+      ...['like', 'now', 'abeg', 'oga', 'oya', 'tafadhali', 'biko', 'chale', 'boss', 'madam', 'sir', 'bro'],
     )
   )
     j++;
@@ -1158,7 +1145,9 @@ function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefine
   const statesPart = rest.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent');
   const statesWhole = rest.some(
     (t, i) =>
-      isWord(t, 'fully', 'entirely', 'completely', 'integralement') || (isWord(t, 'in') && isWord(rest[i + 1], 'full')),
+      isWord(t, 'fully', 'entirely', 'completely', 'integralement') ||
+      (isWord(t, 'full') && isWord(rest[i + 1], 'refund', 'amount')) ||
+      (isWord(t, 'in') && isWord(rest[i + 1], 'full')),
   );
   return (whole ? statesPart && !statesWhole : statesWhole && !statesPart) ? phrase : undefined;
 }
@@ -1529,7 +1518,7 @@ export function fillSlots(
           const phrase = negatedExtent(tokens, i + 2)!;
           use(token, next!, ...phrase);
           i = tokens.indexOf(phrase.at(-1)!);
-        } else if (w === 'not' && intent === 'refund' && negatedExtent(tokens, i) !== undefined) {
+        } else if ((w === 'not' || w === 'no') && intent === 'refund' && negatedExtent(tokens, i) !== undefined) {
           // "not the full amount, just 5000 naira", "in full, not half", "half, not all of it": the
           // extent ruled out is the other one from the extent the refund states.
           const phrase = negatedExtent(tokens, i)!;
@@ -1636,7 +1625,7 @@ export function fillSlots(
             if (isWord(before, 'but') && intent === 'refund') use(before!);
           } else if (
             w === 'only' &&
-            tokens[i - 1]?.kind === 'amount' &&
+            (tokens[i - 1]?.kind === 'amount' || /^(?:today|now)$/i.test(tokens[i - 1]?.text ?? '')) &&
             (next === undefined || (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)))
           ) {
             // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it).
@@ -1880,7 +1869,7 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   // "customer wants a refund for the jollof party pack": what the refund is for describes it.
   if (bought < 0 && !hasNoun)
     bought = tokens.findIndex(
-      (t, i) => isWord(t, 'for') && isWord(tokens[i + 1], 'the') && tokens[i + 2]?.kind === 'word',
+      (t, i) => isWord(t, 'for', 'on') && isWord(tokens[i + 1], 'the') && tokens[i + 2]?.kind === 'word',
     );
   if (bought < 0 && !hasNoun) return undefined;
   for (const [i, token] of tokens.entries()) {

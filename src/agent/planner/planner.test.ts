@@ -240,6 +240,8 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       expect(steps(`${typo} ${P}`), typo).toEqual([{ kind: 'refund', paymentId: P, amount: { type: 'full' } }]);
     expect(steps(`splitt ${P} 70/30 between ${A} and ${B}`)).toMatchObject([{ kind: 'split' }]);
     expect(steps('blnc?')).toEqual([{ kind: 'balance' }]);
+    expect(steps(`payy ${A} 21 usdc`)).toMatchObject([{ kind: 'payout' }]);
+    expect(asks(`play ${A} 21 usdc`)).not.toBe('');
     // Two slips in a long action word, the first letter kept.
     expect(steps('whats my blanace')).toEqual([{ kind: 'balance' }]);
     expect(steps(`tranfser 70 usdc to ${A}`)).toMatchObject([{ kind: 'payout' }]);
@@ -297,6 +299,13 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`send 10 usdc to ${A}, just one payment`)).toMatchObject([{ amountMinor: '10000000' }]);
     expect(steps(`when you have a minute, pay ${A} 20 usdc for airtime`)).toMatchObject([{ amountMinor: '20000000' }]);
     expect(steps(`send ${A} 12 usdc — not a cent more`)).toMatchObject([{ amountMinor: '12000000' }]);
+    expect(steps(`pay ${A} 18 usdc today only`)).toMatchObject([{ amountMinor: '18000000' }]);
+    expect(steps(`full refund on ${P} please, no partial`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    expect(steps(`customer return 2 shirt, abeg refund ₦6,000 of ${P}`)).toMatchObject([
+      { amount: { number: { text: '6000' } } },
+    ]);
     expect(steps(`no need for a full refund, ₦2,000 of ${P} is enough`)).toMatchObject([
       { amount: { number: { text: '2000' } } },
     ]);
@@ -452,6 +461,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       { kind: 'refund', lookup: { reference: 'ORD-332' }, amount: { number: { text: '1000' } } },
     ]);
     expect(steps('refund #ORD-2291')).toMatchObject([{ kind: 'refund', lookup: { reference: 'ORD-2291' } }]);
+    expect(steps('refund ₦2,000 on the braids appointment')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['braids', 'appointment'] } },
+    ]);
     expect(steps('customer wants a refund for the jollof party pack')).toMatchObject([
       { kind: 'refund', lookup: { words: ['jollof', 'party', 'pack'] } },
     ]);

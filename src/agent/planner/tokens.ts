@@ -762,6 +762,7 @@ function carriesMeaning(inner: readonly Token[]): boolean {
  * ("crate", "layout", "spit", "spend"). Ids and addresses are other tokens: never corrected.
  */
 const TYPO_TARGETS = [
+  'pay',
   'split',
   'refund',
   'payout',
@@ -774,6 +775,11 @@ const TYPO_TARGETS = [
   'status',
 ];
 const REAL_WORDS = new Set([
+  'play',
+  'pray',
+  'spay',
+  'pays',
+  'paid',
   'spit',
   'slit',
   'splat',
