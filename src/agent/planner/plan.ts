@@ -1320,7 +1320,9 @@ export interface ListedPayment {
  * reference filter ("ORD-1042" is exact); a bare number or a description among the newest 100.
  */
 export function lookupRead(lookup: PaymentLookup): PlannedCall {
-  if ('reference' in lookup && /[a-z]/i.test(lookup.reference))
+  // A reference with capitals is looked up as written; one typed all in lower case ("ord-5521")
+  // may be stored in capitals, so it is matched, ignoring case, among the newest payments.
+  if ('reference' in lookup && /[A-Z]/.test(lookup.reference))
     return {
       tool: 'list_payments',
       input: { reference: lookup.reference },

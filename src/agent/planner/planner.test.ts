@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CURRENCIES } from '../../domain/money.ts';
-import { type ListedPayment, matchLookup, understand } from './plan.ts';
+import { type ListedPayment, lookupRead, matchLookup, understand } from './plan.ts';
 import { tokenize } from './tokens.ts';
 
 // The offline planner's stages, on the examples issue 13 reported (each must run exactly as meant
@@ -461,6 +461,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       { kind: 'refund', lookup: { reference: 'ORD-332' }, amount: { number: { text: '1000' } } },
     ]);
     expect(steps('refund #ORD-2291')).toMatchObject([{ kind: 'refund', lookup: { reference: 'ORD-2291' } }]);
+    // Typed in lower case, a reference is matched ignoring case among the newest payments.
+    expect(lookupRead({ reference: 'ord-5521' }).input).toEqual({ limit: 100 });
+    expect(lookupRead({ reference: 'ORD-5521' }).input).toEqual({ reference: 'ORD-5521' });
     expect(steps('refund ₦2,000 on the braids appointment')).toMatchObject([
       { kind: 'refund', lookup: { words: ['braids', 'appointment'] } },
     ]);
