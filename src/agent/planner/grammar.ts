@@ -5,6 +5,7 @@ import {
   type CurrencyMention,
   type DateRange,
   HARD_CONTROL_WORDS,
+  isCountCode,
   isCountOf,
   isQuantity,
   NEGATIONS,
@@ -1759,7 +1760,10 @@ export function fillSlots(
     slots.percents.length === 0 &&
     !slots.full
   )
-    for (const [k, token] of tokens.entries())
+    for (const [k, token] of tokens.entries()) {
+      // "…, customer says 3 of 4 arrived": which of the items is what the refund may be for.
+      if (isCountCode(tokens, k))
+        problem ??= `the message counts items ("${token.text} of …") but says no amount: say how much to refund, or "in full"`;
       if (
         token.kind === 'amount' &&
         token.currency === undefined &&
@@ -1767,6 +1771,7 @@ export function fillSlots(
         (isQuantity(token, tokens[k + 1]) || isCountOf(tokens, k))
       )
         consumed.delete(token.index);
+    }
   if (
     FINDS_PAYMENTS.has(intent ?? 'approve') &&
     slots.lookup === undefined &&

@@ -442,6 +442,10 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`refund ${P} for the 3 missing items`)).toMatch(/"3"/);
     // "2 of the plates" counts things, never money (it refunded 2).
     expect(asks(`refund ${P} for 2 of the plates`)).toMatch(/"2"/);
+    expect(asks(`refund ${P}, customer says 3 of 4 arrived`)).toMatch(/counts items/);
+    expect(steps(`refund ${P} in full, 3 of 4 arrived damaged`)).toMatchObject(full);
+    // "ltr" is a litre, not "later".
+    expect(steps(`pay ${A} 5 usdc for 1 ltr of oil`)).toMatchObject([{ amountMinor: '5000000' }]);
     expect(asks(`refund 2 of the plates on ${P}`)).toMatch(/"2"/);
     expect(steps(`pay ${A} 48 usdc for 6 hours of work`)).toMatchObject([{ amountMinor: '48000000' }]);
     expect(asks(`refund ${P}, customer returned half the order`)).toMatch(/half/);

@@ -494,7 +494,8 @@ const SHORTHAND: readonly (readonly [string, string])[] = [
   ['afta|aftr|baada', 'after'],
   ['untill|untl|hadi|mpaka', 'until'],
   ['w8t?', 'wait'],
-  ['l8r|l8ter|ltr', 'later'],
+  // Not "ltr": a litre.
+  ['l8r|l8ter', 'later'],
   ['unles|unlss', 'unless'],
   ['kama', 'if'],
   // "invoice no 42", "order No. 5512", "no. 7": the abbreviation of number, before a document's
@@ -1317,6 +1318,18 @@ export function isQuantity(token: Token, next: Token | undefined, maxDigits = 4)
   if (token.kind !== 'amount' || token.currency !== undefined || token.number.type !== 'exact') return false;
   if (!new RegExp(`^\\d{1,${maxDigits}}$`).test(token.number.text) || /[.,]/.test(token.text)) return false;
   return next?.kind === 'word' && !CONTROL_WORDS.has(next.lower) && !NOT_A_NOUN.has(next.lower);
+}
+
+/** "3 of 4", "out of 3": a count the lexer set apart as a code (markCounts). */
+export function isCountCode(tokens: readonly Token[], k: number): boolean {
+  const digits = (t: Token | undefined): boolean => t?.kind === 'code' && /^\d{1,4}$/.test(t.text);
+  const of = (t: Token | undefined): boolean => t?.kind === 'word' && t.lower === 'of';
+  return (
+    digits(tokens[k]) &&
+    ((of(tokens[k + 1]) && digits(tokens[k + 2])) ||
+      (of(tokens[k - 1]) &&
+        (digits(tokens[k - 2]) || (tokens[k - 2]?.kind === 'word' && tokens[k - 2]!.text.toLowerCase() === 'out'))))
+  );
 }
 
 /** Words after "N of" that say which things are counted ("2 of the plates", "one of our riders"). */
