@@ -83,7 +83,10 @@ function isCount(token: Token): boolean {
  */
 export function tellsThePast(tokens: readonly Token[], at: number): boolean {
   const token = tokens[at];
-  if (token?.kind !== 'word' || !REPETITION.has(token.lower)) return false;
+  // "was charged 2 times": a count of times, as "twice".
+  const times =
+    token?.kind === 'word' && token.lower === 'times' && tokens[at - 1] !== undefined && isCount(tokens[at - 1]!);
+  if (token?.kind !== 'word' || !(REPETITION.has(token.lower) || times)) return false;
   return tokens.slice(Math.max(0, at - 4), at).some((t) => t.kind === 'word' && PAST.has(t.lower));
 }
 

@@ -5,6 +5,8 @@ import {
   type CurrencyMention,
   type DateRange,
   HARD_CONTROL_WORDS,
+  isCountCode,
+  isCountOf,
   isQuantity,
   NEGATIONS,
   type Token,
@@ -108,21 +110,21 @@ const isWord = (token: Token | undefined, ...words: string[]): boolean =>
 // Intents
 // ---------------------------------------------------------------------------------------------
 
-// Common misspellings are part of how people type on a phone: "sned 60 bucks", "refnd pay_…".
-// Swahili and Pidgin verbs merchants mix in: lipa/tuma (pay/send), rudisha (give back), gawanya (divide).
+// Misspelt action words are read by the lexer's typo rule (tokens.ts, typoOf). Verbs merchants mix
+// in: Swahili lipa/tuma (pay/send), rudisha (give back), gawanya (divide); Twi tua, Hausa biya (pay);
+// French:
+// rembourser (refund), payer / envoyer (pay, send). "semd" and "rfd" are kept as written:
+// no edit rule reaches them without reaching real words too.
 const PAYOUT_VERBS = new Set([
   'payez',
+  'payer',
   'envoyez',
+  'envoyer',
   'lipa',
   'tuma',
-  'sned',
-  'snd',
+  'tua',
+  'biya',
   'semd',
-  'tranfer',
-  'transfr',
-  'trasnfer',
-  'tansfer',
-  'paay',
   'pay',
   'payout',
   'payouts',
@@ -135,12 +137,10 @@ const PAYOUT_VERBS = new Set([
   'settle',
   'move',
 ]);
-// French, as francophone merchants write it: rembourser (refund), payer / envoyer (pay, send).
 const REFUND_VERBS = new Set([
   'rembourser',
   'remboursez',
   'rembourse',
-  'rfnd',
   'rfd',
   'rudisha',
   'refund',
@@ -148,12 +148,6 @@ const REFUND_VERBS = new Set([
   'chargeback',
   'reverse',
   'refunding',
-  'refnd',
-  'refud',
-  'refumd',
-  'rfund',
-  'reund',
-  'refun',
 ]);
 const SPLIT_VERBS = new Set(['split', 'divide', 'distribute', 'share', 'gawanya']);
 /** Every verb that moves money, in any form the grammar reads ("moving all funds", "paying"). */
@@ -168,7 +162,9 @@ export const MONEY_VERBS: ReadonlySet<string> = new Set([
 const CREATE_VERBS = new Set(['create', 'make', 'generate', 'open', 'new', 'raise', 'issue', 'setup', 'set', 'start']);
 const PAYMENT_NOUNS = new Set(['payment', 'checkout', 'link', 'session', 'invoice', 'request']);
 const REVENUE_WORDS = new Set([
+  // Swahili: mauzo (sales), mapato (income).
   'mauzo',
+  'mapato',
   'sell',
   'revenue',
   'revenues',
@@ -188,6 +184,9 @@ const REVENUE_WORDS = new Set([
   'sold',
 ]);
 const STATUS_WORDS = new Set([
+  // Swahili: angalia (check), hali (state), imelipwa (has it been paid), imefika (has it arrived).
+  'angalia',
+  'hali',
   'imelipwa',
   'imefika',
   'status',
@@ -322,7 +321,12 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     if (has('refunded') && !words.some((word) => REFUND_VERBS.has(word))) return 'payment_status';
     return 'refund';
   }
-  if (hasId && has('back') && has('money', 'give', 'pay', 'send', 'return', 'cash', 'funds')) return 'refund';
+  if (
+    hasId &&
+    has('back') &&
+    has('money', 'give', 'pay', 'send', 'return', 'cash', 'funds', 'customer', 'client', 'buyer')
+  )
+    return 'refund';
   if (hasId && has('return') && has('money', 'funds', 'payment', 'cash')) return 'refund';
   if (words.some((word) => SPLIT_VERBS.has(word)) && (hasAddress || has('between', 'among', 'amongst', 'with')))
     return 'split';
@@ -344,14 +348,24 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   ) {
     return 'revenue';
   }
+  // "how much today?", "how much yesterday": a period alone asks what came in; so does "any money
+  // come in today?".
+  if (
+    hasPeriod &&
+    !hasAddress &&
+    !hasId &&
+    !hasAmount &&
+    ((has('much') && words.length <= 4) || (has('money', 'cash', 'payments') && has('come', 'came', 'received')))
+  )
+    return 'revenue';
   if (
     !hasAddress &&
     !hasAmount &&
     // "bal?", Swahili "salio langu?", Pidgin "wetin remain?" and "how much dey my account?"
     (has('balance', 'balances', 'bal', 'salio') ||
       (has('what', 'much') && has('remain', 'remains') && !hasDate && !hasId) ||
-      (has('much') && has('account', 'wallet') && !hasPeriod && !hasId) ||
-      (has('much') && has('have', 'available', 'left') && !hasDate && !hasId) ||
+      (has('much', 'what', "what's", 'whats') && has('account', 'wallet') && !hasPeriod && !hasId) ||
+      (has('much') && has('have', 'available', 'left', 'get') && !hasDate && !hasId) ||
       (has('much') && has('can') && has('pay', 'send', 'withdraw', 'spend')) ||
       (has('available') && has('pay', 'payout', 'spend', 'withdraw') && !hasId))
   )
@@ -395,7 +409,9 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     !hasId &&
     !hasAddress &&
     has('payments', 'transactions') &&
-    has('list', 'show', 'recent', 'latest', 'last', 'see', 'get', 'view', 'all', 'which', 'any')
+    (has('list', 'show', 'recent', 'latest', 'last', 'see', 'get', 'view', 'all', 'which', 'any') ||
+      // "pending payments?", "refunded payments": a status names which.
+      words.some((word) => LIST_STATUS_WORDS.has(word)))
   )
     return 'list_payments';
   const statusWord =
@@ -438,65 +454,115 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
 // ---------------------------------------------------------------------------------------------
 
 const SEQUENCERS = new Set(['then', 'also', 'next', 'afterwards', 'afterward', 'thereafter']);
-const CORRECTION_STARTS: readonly (readonly string[])[] = [
-  ['no', 'wait'],
-  ['no', 'be', 'that', 'one'],
-  ['no', 'sorry'],
-  ['ah', 'no'],
-  ['oh', 'no'],
-  ['wait', 'o'],
-  ['wait', 'oh'],
-  ['oops', 'i', 'meant'],
-  ['oops', 'wrong', 'one'],
-  ['oops', 'wrong', '1'],
-  ['wrong', '1'],
-  ['sorry', 'wrong', 'one'],
-  ['wrong', 'one'],
-  ['my', 'bad'],
-  ['i', 'mean'],
-  ['wait', 'no'],
-  ['sorry', 'i', 'meant'],
-  // Pidgin "sorry o", Swahili "samahani" (sorry): a new value follows.
-  ['sorry', 'o'],
-  ['samahani'],
-  ['sorry', 'meant'],
-  ['i', 'meant'],
-  ['actually'],
-  ['correction'],
-  ['scratch', 'that'],
-  ['make', 'that'],
-  ['or', 'rather'],
-  ['oops'],
-  ['no'],
-  ['sorry'],
-];
+/**
+ * The vocabulary of a correction ("no wait", "sorry typo", "oops I meant", "scratch that", "make it",
+ * "wrong one", Pidgin "sorry o" and "no be that one", Swahili "hapana" (no) and "samahani" (sorry),
+ * Twi "daabi" (no), Yoruba "rara" (no)). A marker is a run of these words that holds at least one
+ * word of correction.
+ */
+const CORRECTION_WORDS = new Set([
+  'no',
+  'sorry',
+  'wait',
+  'actually',
+  'oops',
+  'typo',
+  'mistake',
+  'meant',
+  'mean',
+  'correction',
+  'scratch',
+  'rather',
+  'wrong',
+  'bad',
+  'hapana',
+  'samahani',
+  'daabi',
+  'rara',
+  'edit',
+  'update',
+  'amend',
+  'amended',
+  'revised',
+  'corrected',
+]);
+/** Words that stand inside a marker without making one: "I meant", "my bad", "make that", "wrong one". */
+const CORRECTION_GLUE = new Set([
+  'i',
+  'my',
+  'that',
+  'it',
+  'o',
+  'oh',
+  'ah',
+  'eish',
+  'be',
+  'or',
+  'make',
+  'change',
+  'one',
+  '1',
+]);
+/** Glue words that may open a marker: "make it …", "I meant …", "my bad", "or rather", "ah no". */
+const CORRECTION_OPENERS = new Set(['make', 'change', 'i', 'my', 'or', 'ah', 'oh', 'eish']);
+/**
+ * Words between a marker and the new value that say again what it is: "the amount should read USD
+ * 200", "the real recipient is 0x…", Pidgin "na 150" (it is 150), "make am 60/40", "send it to 0x…".
+ */
+const RESTATING = new Set([
+  ...['the', 'amount', 'sum', 'figure', 'total', 'should', 'read', 'be', 'is', 'was', "it's", 'its', 'it'],
+  ...['real', 'right', 'correct', 'recipient', 'address', 'wallet', 'payment', 'one', 'supposed', 'to', 'that'],
+  ...['na', 'am', 'make', 'send', 'pay', 'refund', 'split', 'transfer', 'use', 'i', 'mean', 'meant', 'please'],
+]);
+/** The kinds of token that give a correction its new value. */
+const NEW_VALUES: readonly Token['kind'][] = ['amount', 'address', 'payment_id', 'ratio', 'percent', 'fraction'];
 
-/** The marker's length when a correction starts at `i` (punctuation between its words is skipped). */
+/** The length of the run of correction words at `i` ("no wait", "sorry typo", "make that"), or 0. */
+function correctionMarker(tokens: readonly Token[], i: number): number {
+  const wordAt = (k: number): string | undefined => {
+    const token = tokens[k];
+    // "one" in "wrong one" is lexed as a number word.
+    return token?.kind === 'word' || (token?.kind === 'amount' && /^(?:one|1)$/i.test(token.text))
+      ? token.text.toLowerCase()
+      : undefined;
+  };
+  const first = wordAt(i);
+  if (first === undefined || !(CORRECTION_WORDS.has(first) || CORRECTION_OPENERS.has(first))) return 0;
+  let end = i;
+  let corrects = false;
+  const run: string[] = [];
+  for (let k = i; k < tokens.length; k++) {
+    if (tokens[k]?.kind === 'punct' && k > i && !/^[.;!?]$/.test(tokens[k]!.text)) continue;
+    const word = wordAt(k);
+    if (word === undefined || !(CORRECTION_WORDS.has(word) || CORRECTION_GLUE.has(word))) break;
+    // "one" only in "wrong one", "that one"; "make" only as the marker's first word ("ah no, make
+    // am 60/40": Pidgin "make it" belongs to what follows).
+    if ((word === 'one' || word === '1') && !['wrong', 'that'].includes(run.at(-1) ?? '')) break;
+    if (word === 'make' && run.length > 0) break;
+    run.push(word);
+    corrects ||= CORRECTION_WORDS.has(word);
+    end = k + 1;
+  }
+  // "make that 40", "change it to 5 usdc": the action words themselves mark it.
+  return corrects || /^(?:make|change) (?:that|it)\b/.test(run.join(' ')) ? end - i : 0;
+}
+
+/**
+ * The marker's length when a correction starts at `i` (punctuation between its words is skipped),
+ * or 0. A new value must follow within a few words that restate what it is, so that a word of
+ * negation or waiting that corrects nothing ("no longer wants it", "wait until Friday") stays to
+ * be placed.
+ */
 export function correctionAt(tokens: readonly Token[], i: number): number {
-  for (const marker of CORRECTION_STARTS) {
-    let j = i;
-    let ok = true;
-    for (const word of marker) {
-      while (tokens[j]?.kind === 'punct' && j > i) j++;
-      // "one" in "wrong one" is lexed as a number word.
-      if (tokens[j]?.text.toLowerCase() !== word || (tokens[j]?.kind !== 'word' && tokens[j]?.kind !== 'amount')) {
-        ok = false;
-        break;
-      }
-      j++;
-    }
-    if (!ok) continue;
-    // "no" and "sorry" alone mark a correction only at a clause start followed by a new value.
-    if ((marker.length === 1 && ['no', 'sorry', 'samahani'].includes(marker[0]!)) || marker[0] === 'oops') {
-      const next = tokens.slice(j).find((token) => token.kind !== 'punct');
-      if (
-        next === undefined ||
-        (next.kind === 'word' && !['send', 'pay', 'make', 'it', 'refund', 'to', 'i'].includes(next.lower))
-      )
-        continue;
-    }
-    // "make that"/"make it" may be followed by the new value directly.
-    return j - i;
+  const length = correctionMarker(tokens, i);
+  if (length === 0) return 0;
+  let words = 0;
+  for (let k = i + length; k < tokens.length && words <= 5; k++) {
+    const token = tokens[k]!;
+    if (NEW_VALUES.includes(token.kind)) return length;
+    if (token.kind === 'punct' && !/^[.;!?]$/.test(token.text)) continue;
+    if (token.kind !== 'word' || !RESTATING.has(token.lower)) return 0;
+    words++;
   }
   return 0;
 }
@@ -509,8 +575,14 @@ export function referenceAt(tokens: readonly Token[], i: number): string | undef
   const token = tokens[i];
   if (token?.kind !== 'code') return undefined;
   const previous = tokens[i - 1];
-  if (!(previous?.kind === 'word' && ORDER_WORDS.has(previous.lower))) return undefined;
-  return token.value.replace(/^#/, '');
+  const value = token.value.replace(/^#/, '');
+  if (previous?.kind === 'word' && ORDER_WORDS.has(previous.lower)) return value;
+  // "refund #ORD-2291": a hash before letters and digits marks the merchant's own reference.
+  if (token.value.startsWith('#') && /[a-z]/i.test(value) && /\d/.test(value)) return value;
+  // "refund 1,000 naira on ORD-332", "money back for #A-7731": a code shaped like an order
+  // reference (letters, a dash, digits) after a preposition names the order too.
+  if (isWord(previous, 'on', 'for', 'of') && /^[a-z]{1,6}-[a-z0-9-]*\d[a-z0-9-]*$/i.test(value)) return value;
+  return undefined;
 }
 
 /** How many times a word repeats an action. */
@@ -600,8 +672,79 @@ function dropCourtesy(tokens: Token[]): Token[] {
         continue;
       }
     }
-    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush', 'hurry')) {
+    // "when you have a minute", "whenever you get a chance": when the message is read.
+    if (
+      isWord(t, 'when', 'whenever') &&
+      isWord(tokens[i + 1], 'you') &&
+      isWord(tokens[i + 2], 'have', 'get') &&
+      isWord(tokens[i + 3], 'a', 'the') &&
+      isWord(tokens[i + 4], 'minute', 'moment', 'chance', 'sec', 'second')
+    ) {
+      i += 4;
+      continue;
+    }
+    // "whenever you see this", "when you get this", "when you can": when the message is read.
+    if (
+      isWord(t, 'when', 'whenever') &&
+      isWord(tokens[i + 1], 'you') &&
+      ((isWord(tokens[i + 2], 'see', 'get', 'read') && isWord(tokens[i + 3], 'this', 'it', 'am')) ||
+        (isWord(tokens[i + 2], 'can') && !tokens[i + 3]?.kind.match(/word|amount|date/)))
+    ) {
+      i += isWord(tokens[i + 2], 'can') ? 2 : 3;
+      continue;
+    }
+    // "that is all", "that's all": the message ends.
+    if (
+      (isWord(t, 'that') && isWord(tokens[i + 1], 'is') && isWord(tokens[i + 2], 'all')) ||
+      (isWord(t, "that's", 'thats') && isWord(tokens[i + 1], 'all'))
+    ) {
+      const end = isWord(t, 'that') ? i + 2 : i + 1;
+      if (tokens[end + 1] === undefined || /^[.;!?]$/.test(tokens[end + 1]!.text)) {
+        i = end;
+        continue;
+      }
+    }
+    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush', 'hurry', 'pressure', 'stress')) {
+      // "no rush, but please pay …": courtesy, and the "but" that leads to the request.
       i += 1;
+      while (tokens[i + 1]?.text === ',') i++;
+      if (isWord(tokens[i + 1], 'but')) i++;
+      continue;
+    }
+    // "…, just one payment", "only one transfer": the message asks for one, as it says.
+    if (
+      isWord(t, 'just', 'only') &&
+      ['one', '1', 'a'].includes(tokens[i + 1]?.text.toLowerCase() ?? '') &&
+      (isWord(tokens[i + 2], 'payment', 'payout', 'transfer', 'time') ||
+        (isWord(tokens[i + 2], 'single') && isWord(tokens[i + 3], 'payment', 'payout', 'transfer'))) &&
+      (tokens[i + (isWord(tokens[i + 2], 'single') ? 4 : 3)] === undefined ||
+        /^[.;!?,]$/.test(tokens[i + (isWord(tokens[i + 2], 'single') ? 4 : 3)]!.text))
+    ) {
+      i += isWord(tokens[i + 2], 'single') ? 3 : 2;
+      continue;
+    }
+    // "exactly 33 usdc, no more no less": emphasis on the amount said.
+    if (
+      isWord(t, 'no', 'nothing') &&
+      isWord(tokens[i + 1], 'more') &&
+      tokens.slice(i + 2, i + 5).some((u, k, rest) => isWord(u, 'no', 'nothing') && isWord(rest[k + 1], 'less'))
+    ) {
+      while (!isWord(tokens[i], 'less')) i++;
+      continue;
+    }
+    // "just send 15 usdc to 0x…, nothing more", "— not a cent more": emphasis on the amount said,
+    // at the end of a sentence.
+    const coin =
+      isWord(t, 'not') &&
+      isWord(tokens[i + 1], 'a') &&
+      isWord(tokens[i + 2], 'cent', 'kobo', 'penny', 'pesewa', 'dime');
+    const more = coin ? i + 3 : i + 1;
+    if (
+      (isWord(t, 'nothing') || coin) &&
+      isWord(tokens[more], 'more', 'else', 'extra') &&
+      (tokens[more + 1] === undefined || /^[.;!?]$/.test(tokens[more + 1]!.text))
+    ) {
+      i = more;
       continue;
     }
     if (isWord(t, 'not') && isWord(tokens[i + 1], 'urgent')) {
@@ -639,24 +782,12 @@ function startsNewAction(tokens: readonly Token[], i: number): boolean {
   )
     return false;
   let j = i;
+  // "…, please refund …", "…, abeg refund …", "…, tafadhali tuma …": courtesy before the verb.
   while (
     isWord(
       tokens[j],
-      'please',
-      'pls',
-      'plz',
-      'kindly',
-      'can',
-      'could',
-      'you',
-      'i',
-      'we',
-      'need',
-      'want',
-      'to',
-      'would',
-      'like',
-      'now',
+      ...['please', 'pls', 'plz', 'kindly', 'can', 'could', 'you', 'i', 'we', 'need', 'want', 'to', 'would'],
+      ...['like', 'now', 'abeg', 'oga', 'oya', 'tafadhali', 'biko', 'chale', 'boss', 'madam', 'sir', 'bro'],
     )
   )
     j++;
@@ -692,7 +823,7 @@ function startsNewAction(tokens: readonly Token[], i: number): boolean {
 /** "…, no wait, send it to B": what follows a correction marker belongs to its clause. */
 function endsWithCorrection(tokens: readonly Token[]): boolean {
   for (let k = Math.max(0, tokens.length - 4); k < tokens.length; k++) {
-    const length = correctionAt(tokens, k);
+    const length = correctionMarker(tokens, k);
     if (length > 0 && tokens.slice(k + length).every((t) => t.kind === 'punct')) return true;
   }
   return false;
@@ -739,6 +870,8 @@ export function splitClauses(all: readonly Token[]): { clauses: Token[][]; seque
       (isWord(token, 'and') || (token.kind === 'punct' && token.text === ',')) &&
       current.length > 0 &&
       !endsWithCorrection(current) &&
+      // "not everything, refund GH₵ 40 on pay_…": a negated extent leads the request it qualifies.
+      !(isWord(current[0], 'not') && negatedExtent([...current, ...tokens.slice(i)], 0) !== undefined) &&
       startsNewAction(tokens, i + 1)
     ) {
       close();
@@ -847,8 +980,26 @@ function freeText(
       taken.push(token);
       continue;
     }
+    // "paid twice on 12/03", "the 3pm delivery run", "last week's order": a day gone by, or a time
+    // that names a thing ("the 3pm run"), describes; a day to come would defer, and ends the text.
+    const namesAThing =
+      token.kind === 'date' &&
+      token.range === undefined &&
+      isWord(tokens[i - 1], 'the') &&
+      next?.kind === 'word' &&
+      !LEADING_FILLERS.has(next.lower) &&
+      !CONTROL_WORDS.has(next.lower);
+    if (token.kind === 'date' && (token.past || namesAThing)) {
+      consumed.push(token.index);
+      taken.push(token);
+      continue;
+    }
     if (token.kind === 'word') {
       if (FREE_TEXT_STOP.has(token.lower)) break;
+      // "refund the customer for order NB-4410": the order named is the payment, not the reason.
+      // Beside a payment id it is the story ("refund pay_…, customer cancelled order #4471").
+      if (kind === 'reason' && referenceAt(tokens, i + 1) !== undefined && !tokens.some((t) => t.kind === 'payment_id'))
+        break;
       if (isWord(token, 'to') && (next?.kind === 'address' || next?.kind === 'url')) break;
       if (isWord(token, 'with') && next?.kind === 'word' && FREE_TEXT_STOP.has(next.lower)) break;
       const quantityNext = next !== undefined && isQuantity(next, tokens[i + 2]);
@@ -858,10 +1009,30 @@ function freeText(
         (next === undefined || (next.kind !== 'word' && next.kind !== 'code' && next.kind !== 'quoted'))
       )
         break;
+      if (NEGATIONS.has(token.lower)) {
+        // "…, not 500 naira", "…, not all of it": a negation of a value or of how much is no reason;
+        // it ends the text and is left for the grammar to place (or ask about).
+        let k = i + 1;
+        while (isWord(tokens[k], 'a', 'an', 'the')) k++;
+        const negated = tokens[k];
+        // "…, not yet", "…, not now", "…, no": a negation of the request itself.
+        if (negated === undefined || negated.kind === 'punct' || isWord(negated, 'yet', 'now', 'today', 'anymore'))
+          break;
+        if (
+          ['amount', 'fraction', 'percent', 'ratio', 'payment_id', 'address'].includes(negated.kind) ||
+          (negated.kind === 'word' && (WHOLE_EXTENT.has(negated.lower) || PART_EXTENT.has(negated.lower)))
+        )
+          break;
+      }
       if (CONTROL_WORDS.has(token.lower)) {
         const allowed =
           kind === 'reason'
-            ? REASON_WORDS.has(token.lower) || !HARD_CONTROL_WORDS.has(token.lower)
+            ? REASON_WORDS.has(token.lower) ||
+              // "paid 2 weeks ago but never delivered": the story goes on.
+              (token.lower === 'but' && isWord(next, 'never', "wasn't", "didn't", 'nothing', 'still')) ||
+              !HARD_CONTROL_WORDS.has(token.lower) ||
+              // "she called yesterday to cancel": what the customer wanted, not an instruction.
+              (token.lower === 'cancel' && isWord(tokens[i - 1], 'to'))
             : !HARD_CONTROL_WORDS.has(token.lower);
         if (!allowed) break;
         consumed.push(token.index);
@@ -886,8 +1057,8 @@ function freeText(
         i += 2;
         continue;
       }
-      // "2 bags of rice": a small whole number before a noun is a quantity in the text.
-      const quantity = isQuantity(token, next);
+      // "2 bags of rice", "2 of the plates": a small whole number counting things, in the text.
+      const quantity = isQuantity(token, next) || isCountOf(tokens, i);
       if (!quantity) break;
       consumed.push(token.index);
       taken.push(token);
@@ -950,6 +1121,70 @@ function freeText(
   return { value, end: i, consumed };
 }
 
+/** Words that say a refund is whole, or a part of the payment. */
+const WHOLE_EXTENT = new Set(['full', 'fully', 'all', 'everything', 'whole', 'entire', 'entirely', 'completely']);
+const PART_EXTENT = new Set(['partially', 'partly', 'partial', 'part', 'half']);
+
+/**
+ * "not (a|the) full refund", "not all of it", "not half", "not partially" at `at`: the words of a
+ * negated extent, when the rest of the clause states the other extent (an amount or a share
+ * against "full"; "fully", "in full" against "half"). Otherwise undefined: the "not" stays to be
+ * placed, and the clause is asked back.
+ */
+function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefined {
+  let k = at + 1;
+  while (isWord(tokens[k], 'a', 'an', 'the') || (isWord(tokens[k], 'in') && isWord(tokens[k + 1], 'full'))) k++;
+  const word = tokens[k];
+  // "not half", "not a quarter": a share is a part.
+  const whole = word?.kind === 'word' && WHOLE_EXTENT.has(word.lower);
+  if (!whole && !(word?.kind === 'fraction' || (word?.kind === 'word' && PART_EXTENT.has(word.lower))))
+    return undefined;
+  let end = k;
+  while (isWord(tokens[end + 1], 'refund', 'amount', 'thing', 'of', 'it', 'money')) end++;
+  const phrase = tokens.slice(at, end + 1);
+  const rest = tokens.filter((t) => !phrase.includes(t));
+  const statesPart = rest.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent');
+  const statesWhole = rest.some(
+    (t, i) =>
+      isWord(t, 'fully', 'entirely', 'completely', 'integralement') ||
+      (isWord(t, 'full') && isWord(rest[i + 1], 'refund', 'amount')) ||
+      (isWord(t, 'in') && isWord(rest[i + 1], 'full')),
+  );
+  return (whole ? statesPart && !statesWhole : statesWhole && !statesPart) ? phrase : undefined;
+}
+
+/**
+ * Whether the token at `i` stands in a statement after the request that tells what happened: after
+ * a comma or a dash that follows the money verb, in a stretch holding a verb of the story ("…, one
+ * cup was chipped", "— size 44 was too small", "…, customer returned half the order").
+ */
+function toldAfterRequest(tokens: readonly Token[], i: number): boolean {
+  const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
+  const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–]$/.test(t.text));
+  if (verb < 0 || statement < verb) return false;
+  const end = tokens.findIndex((t, k) => k > i && t.kind === 'punct' && /^[,;.—–]$/.test(t.text));
+  return tokens
+    .slice(statement + 1, end < 0 ? tokens.length : end)
+    .some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower));
+}
+
+/** Words that start a sentence about what happened: who or what it is about. */
+const STATEMENT_SUBJECTS = [
+  'customer',
+  'client',
+  'buyer',
+  'guest',
+  'she',
+  'he',
+  'they',
+  'item',
+  'items',
+  'goods',
+  'order',
+  'parcel',
+  'package',
+];
+
 const LIST_STATUS_WORDS: ReadonlyMap<string, PaymentStatus> = new Map(
   PAYMENT_STATUSES.map((status) => [status.replace('_', ' '), status] as const),
 );
@@ -981,6 +1216,24 @@ export function fillSlots(
       case 'payment_id':
         if (!slots.paymentIds.includes(token.value)) slots.paymentIds.push(token.value);
         use(token);
+        if (
+          intent === 'refund' &&
+          slots.reason === undefined &&
+          (isWord(next, ...STATEMENT_SUBJECTS) || (isWord(next, 'the') && isWord(tokens[i + 2], ...STATEMENT_SUBJECTS)))
+        ) {
+          // "refund pay_… customer no longer wants it": a sentence about what happened, unpunctuated.
+          const { value, end, consumed: inText } = freeText(tokens, i + 1, 'reason');
+          // "refund pay_… customer paid 500 naira twice": a value inside the story may or may not
+          // be what to refund; without a comma to tell, it is asked.
+          const stop = tokens[end];
+          if (stop !== undefined && VALUE_KINDS.includes(stop.kind))
+            problem ??= `"${value}" runs into "${stop.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+          else if (value !== '') {
+            for (const index of inText) consumed.add(index);
+            slots.reason = value;
+            i = end - 1;
+          }
+        }
         break;
       case 'amount': {
         // "split … sixty forty between …": two whole numbers adding up to 100 are shares.
@@ -1030,17 +1283,29 @@ export function fillSlots(
         // After the request, a statement of its own after a comma tells the story too: "refund 2,000
         // naira on order ORD-7781, customer returned one plate".
         const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
-        const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–]$/.test(t.text));
-        const story = (from: number): boolean =>
-          tokens.slice(from, i).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower));
         if (
           isQuantity(token, next) &&
-          ((i < verb && story(0) && tokens.some((t, k) => k > verb && t.kind === 'amount')) ||
-            (statement > verb && verb >= 0 && story(statement) && slots.amounts.length > 0))
+          i < verb &&
+          tokens.slice(0, i).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower)) &&
+          tokens.some((t, k) => k > verb && t.kind === 'amount')
         ) {
           use(token);
           break;
         }
+        // "…, one cup was chipped", "…, 2 items came back", "— size 44 was too small": a bare number
+        // in a statement after the request tells the story. Beside an amount said with its currency
+        // it is left out; with none, the refund may be meant for those items only, so it stays to be
+        // placed and the clause is asked back.
+        if (token.currency === undefined && toldAfterRequest(tokens, i)) {
+          // "…, card was charged 2 times": how often it happened, which no refund is for.
+          if (isWord(next, 'times')) use(token, next!);
+          if (isQuantity(token, next) && (slots.full || slots.amounts.some((amount) => amount.currency !== undefined)))
+            use(token);
+          break;
+        }
+        // "refund 2 of the plates on pay_…": a count of things is no amount of money; it stays to be
+        // placed, and the clause is asked back.
+        if (isCountOf(tokens, i)) break;
         // "last 5 payments": a list's length.
         if (intent === 'list_payments' && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
           slots.limit = Number(token.number.text);
@@ -1057,6 +1322,12 @@ export function fillSlots(
         break;
       }
       case 'percent':
+        // "refund ₦1,000 of pay_…, the food was 50% cold": a share in the story is no share of
+        // the refund; beside an amount said with its currency it is left out, else asked about.
+        if (toldAfterRequest(tokens, i)) {
+          if (slots.amounts.some((amount) => amount.currency !== undefined)) use(token);
+          break;
+        }
         slots.percents.push(token);
         use(token);
         break;
@@ -1066,6 +1337,9 @@ export function fillSlots(
         use(token);
         break;
       case 'fraction':
+        // "refund pay_…, customer returned half the order": a share in the story told after the
+        // request is not the refund's share; it stays to be placed, and the clause is asked back.
+        if (toldAfterRequest(tokens, i)) break;
         slots.fraction = { numerator: token.numerator, denominator: token.denominator, text: token.text };
         use(token);
         break;
@@ -1235,25 +1509,24 @@ export function fillSlots(
           slots.equal = { ways: undefined };
           use(token);
         } else if (
-          w === 'not' &&
+          w === 'no' &&
           intent === 'refund' &&
-          isWord(next?.kind === 'word' && next.lower === 'the' ? tokens[i + 2] : next, 'full') &&
-          tokens.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent')
+          isWord(next, 'need') &&
+          isWord(tokens[i + 2], 'for') &&
+          negatedExtent(tokens, i + 2) !== undefined
         ) {
-          // "not the full amount, just 5000 naira": the amount says how much; "full" is what it is not.
-          const full = isWord(next, 'the') ? i + 2 : i + 1;
-          use(token, ...tokens.slice(i + 1, full + 1));
-          if (isWord(tokens[full + 1], 'amount', 'refund')) use(tokens[full + 1]!);
-          i = full;
-        } else if (
-          w === 'not' &&
-          intent === 'refund' &&
-          isWord(next, 'partially', 'partly', 'partial', 'half') &&
-          tokens.some((t) => isWord(t, 'fully', 'full', 'entirely', 'completely'))
-        ) {
-          // "refund pay_… fully, not partially": says again that the refund is whole.
-          use(token, next!);
-          i++;
+          // "no need for a full refund, ₦2,000 … is enough": as "not a full refund".
+          const phrase = negatedExtent(tokens, i + 2)!;
+          use(token, next!, ...phrase);
+          i = tokens.indexOf(phrase.at(-1)!);
+        } else if ((w === 'not' || w === 'no') && intent === 'refund' && negatedExtent(tokens, i) !== undefined) {
+          // "not the full amount, just 5000 naira", "in full, not half", "half, not all of it": the
+          // extent ruled out is the other one from the extent the refund states.
+          const phrase = negatedExtent(tokens, i)!;
+          use(...phrase);
+          // "refund pay_… but not in full — half": the "but" that leads it.
+          if (isWord(tokens[i - 1], 'but')) use(tokens[i - 1]!);
+          i = tokens.indexOf(phrase.at(-1)!);
         } else if (
           (w === 'in' && isWord(next, 'full')) ||
           (w === 'full' && (intent === 'refund' || isWord(next, 'refund', 'amount'))) ||
@@ -1330,7 +1603,16 @@ export function fillSlots(
           // "but only half of it", "just 1,000 naira though", "send only 20 usdc", "refund only
           // pay_A": the value that follows is the one meant, no more. "only once" stresses one run,
           // unless something follows it ("only once delivered" is a condition).
-          const value = tokens.slice(i + 1).find((t) => t.kind !== 'punct' && !isWord(t, 'the', 'a', 'refund'));
+          // "only part of pay_…: GH₵ 120", "only the deposit of 150 USDC": the value said after a
+          // few plain words naming it (no word of condition between).
+          const value = tokens
+            .slice(i + 1, i + 7)
+            .find(
+              (t) =>
+                t.kind !== 'punct' &&
+                !(t.kind === 'word' && !CONTROL_WORDS.has(t.lower) && !FREE_TEXT_STOP.has(t.lower)) &&
+                !isWord(t, 'part', 'partially', 'partly'),
+            );
           const after = tokens.slice(i + 2).find((t) => t.kind !== 'punct');
           if (
             value?.kind === 'amount' ||
@@ -1342,6 +1624,13 @@ export function fillSlots(
             use(token);
             const before = tokens[i - 1];
             if (isWord(before, 'but') && intent === 'refund') use(before!);
+          } else if (
+            w === 'only' &&
+            (tokens[i - 1]?.kind === 'amount' || /^(?:today|now)$/i.test(tokens[i - 1]?.text ?? '')) &&
+            (next === undefined || (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)))
+          ) {
+            // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it).
+            use(token);
           } else if (
             isWord(next, 'once') &&
             (after === undefined || isWord(after, 'pls', 'please', 'thanks', 'abeg'))
@@ -1377,6 +1666,14 @@ export function fillSlots(
           w === 'narration'
         ) {
           if (w === 'for' && next?.kind === 'date') break;
+          // "did the payment for order AB-12 come through?": the order named is the payment.
+          if (
+            w === 'for' &&
+            FINDS_PAYMENTS.has(intent ?? 'approve') &&
+            referenceAt(tokens, i + 2) !== undefined &&
+            !tokens.some((t) => t.kind === 'payment_id')
+          )
+            break;
           const start = next?.kind === 'punct' && (next.text === ':' || next.text === '=') ? i + 2 : i + 1;
           const {
             value,
@@ -1453,6 +1750,28 @@ export function fillSlots(
         break;
     }
   }
+  // "refund pay_… for the 3 missing items", "…, she kept one of the two bags": a count in the
+  // reason of a refund that says no amount, share or "in full" may be what the refund is for (those
+  // items only): it stays to be placed, and the clause is asked back.
+  if (
+    intent === 'refund' &&
+    slots.amounts.length === 0 &&
+    slots.fraction === undefined &&
+    slots.percents.length === 0 &&
+    !slots.full
+  )
+    for (const [k, token] of tokens.entries()) {
+      // "…, customer says 3 of 4 arrived": which of the items is what the refund may be for.
+      if (isCountCode(tokens, k))
+        problem ??= `the message counts items ("${token.text} of …") but says no amount: say how much to refund, or "in full"`;
+      if (
+        token.kind === 'amount' &&
+        token.currency === undefined &&
+        consumed.has(token.index) &&
+        (isQuantity(token, tokens[k + 1]) || isCountOf(tokens, k))
+      )
+        consumed.delete(token.index);
+    }
   if (
     FINDS_PAYMENTS.has(intent ?? 'approve') &&
     slots.lookup === undefined &&
@@ -1540,13 +1859,26 @@ const NOT_DESCRIPTIVE = new Set([
  * clause with any other value, or no such word, names no payment this way.
  */
 function describedPayment(tokens: readonly Token[]): { words: string[]; used: Token[] } | undefined {
-  if (!tokens.some((t) => t.kind === 'word' && (ORDER_NOUNS.has(t.lower) || BOUGHT.has(t.lower)))) return undefined;
+  // A quoted description may name a payment as such ("refund the 'Smock (Northern)' payment").
+  const quotedDescription = tokens.some((t) => t.kind === 'quoted' && !t.carries);
+  const nouns = (word: string): boolean =>
+    ORDER_NOUNS.has(word) || BOUGHT.has(word) || (quotedDescription && word === 'payment');
+  const hasNoun = tokens.some((t) => t.kind === 'word' && nouns(t.lower));
   const words: string[] = [];
   const used: Token[] = [];
   // A quoted description is the description; else the words up to a comma or a dash after them
   // (", the batch was spoilt" tells why, it describes nothing).
   const quoted = tokens.filter((t) => t.kind === 'quoted' && !t.carries);
+  // "the lady who bought the red agbada": what was bought describes the payment, not who bought it.
+  let bought = tokens.findIndex((t) => t.kind === 'word' && BOUGHT.has(t.lower));
+  // "customer wants a refund for the jollof party pack": what the refund is for describes it.
+  if (bought < 0 && !hasNoun)
+    bought = tokens.findIndex(
+      (t, i) => isWord(t, 'for', 'on') && isWord(tokens[i + 1], 'the') && tokens[i + 2]?.kind === 'word',
+    );
+  if (bought < 0 && !hasNoun) return undefined;
   for (const [i, token] of tokens.entries()) {
+    if (i < bought) continue;
     if (token.kind === 'punct' && /^[,;—–]$/.test(token.text) && words.length > 0) break;
     if (quoted.length > 0 && token.kind !== 'quoted') continue;
     if (token.kind === 'word' && !NOT_DESCRIPTIVE.has(token.lower) && !CONTROL_WORDS.has(token.lower)) {

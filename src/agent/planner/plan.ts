@@ -19,6 +19,7 @@ import {
   MONEY_VERBS,
   intentOf,
   mergeCorrection,
+  referenceAt,
   type Slots,
   splitClauses,
   text,
@@ -230,21 +231,78 @@ function sameValue(a: Token, b: Token): boolean {
 function excludedAlternatives(tokens: readonly Token[], dropped: Set<number>): void {
   for (let i = 0; i + 1 < tokens.length; i++) {
     const not = tokens[i]!;
-    const value = tokens[i + 1]!;
-    if (not.kind !== 'word' || not.lower !== 'not' || !VALUE_KINDS.includes(value.kind) || dropped.has(not.index))
+    // "not the usual 50", "not the old 0x…": the words between name which value is ruled out.
+    let at = i + 1;
+    while (
+      tokens[at]?.kind === 'word' &&
+      ['the', 'usual', 'same', 'previous', 'old', 'original', 'last'].includes((tokens[at] as { lower: string }).lower)
+    )
+      at++;
+    const value = tokens[at];
+    if (
+      value === undefined ||
+      not.kind !== 'word' ||
+      not.lower !== 'not' ||
+      !VALUE_KINDS.includes(value.kind) ||
+      dropped.has(not.index)
+    )
       continue;
-    const others = tokens.filter((t, k) => k !== i + 1 && t.kind === value.kind && !dropped.has(t.index));
+    const others = tokens.filter((t, k) => k !== at && t.kind === value.kind && !dropped.has(t.index));
     if (others.every((t) => sameValue(t, value))) continue;
-    const following = tokens[i + 2];
+    const following = tokens[at + 1];
     // "not 300 but 30" is read by the rule for "not … but …".
     if (following?.kind === 'word' && following.lower === 'but') continue;
-    dropped.add(not.index).add(value.index);
+    for (const word of tokens.slice(i, at + 1)) dropped.add(word.index);
     // "not 300, 30": the value after the comma restates the one kept.
-    const restated = following?.kind === 'punct' && following.text === ',' ? tokens[i + 3] : undefined;
+    const restated = following?.kind === 'punct' && following.text === ',' ? tokens[at + 2] : undefined;
     if (restated !== undefined && others.some((t) => t !== restated && sameValue(t, restated))) {
       dropped.add(following!.index).add(restated.index);
     }
   }
+}
+
+/**
+ * "send 200 usdc to 0x… — 20 not 200", "50 usdc, not 50 but 60": a value the merchant rules out is
+ * ruled out wherever it was written, when a value of its kind is left to stand instead.
+ */
+function ruledOutEverywhere(tokens: readonly Token[], dropped: Set<number>): void {
+  const ruledOut = tokens.filter((t) => dropped.has(t.index) && VALUE_KINDS.includes(t.kind));
+  for (const value of ruledOut) {
+    const same = tokens.filter((t) => !dropped.has(t.index) && sameValue(t, value));
+    const standing = tokens.filter((t) => !dropped.has(t.index) && t.kind === value.kind && !same.includes(t));
+    if (same.length > 0 && standing.length > 0) for (const t of same) dropped.add(t.index);
+  }
+}
+
+/**
+ * "20 usdc (twenty, not 200)", "₦5,000 (five thousand naira)": an amount in brackets right after an
+ * amount of the same value says it again in other words; it is set aside with its brackets' other
+ * words of restatement. A different value in the brackets is left to be placed (and asked about).
+ */
+function restatedInBrackets(tokens: readonly Token[], dropped: Set<number>): void {
+  for (let open = 1; open < tokens.length; open++) {
+    if (tokens[open]!.text !== '(' || tokens[open - 1]!.kind !== 'amount') continue;
+    const close = tokens.findIndex((t, k) => k > open && t.text === ')');
+    if (close < 0) return;
+    const inside = tokens.slice(open + 1, close).filter((t) => !dropped.has(t.index));
+    const said = tokens[open - 1]!;
+    if (
+      inside.some((t) => t.kind === 'amount') &&
+      inside.every(
+        (t) =>
+          t.kind === 'punct' ||
+          (t.kind === 'amount' && sameAmount(t, said)) ||
+          (t.kind === 'word' && ['in', 'words'].includes(t.lower)),
+      )
+    )
+      for (const t of tokens.slice(open, close + 1)) dropped.add(t.index);
+  }
+}
+
+/** Two amounts of one value; a currency written on both must be the same. */
+function sameAmount(a: Token, b: Token): boolean {
+  if (!sameValue(a, b) || a.kind !== 'amount' || b.kind !== 'amount') return false;
+  return a.currency === undefined || b.currency === undefined || a.currency.code === b.currency.code;
 }
 
 /**
@@ -267,6 +325,23 @@ function restatedReplacement(after: readonly Token[]): Token[] {
     if (word(k + 1) === 'that' && word(k + 2) === 'one') return after.slice(k, k + 3);
   }
   return [];
+}
+
+/**
+ * "send 60 usdc to 0x…, no 50, sorry 55": a correction corrected again. The last one stands; what
+ * the earlier ones said is replaced, when every value in it is of a kind the last one gives again
+ * (otherwise nothing is replaced, and the clause is read, or asked, as written).
+ */
+function lastCorrection(after: readonly Token[]): { after: Token[]; replaced: Token[] } {
+  for (let k = after.length - 1; k > 0; k--) {
+    const length = correctionAt(after, k);
+    if (length === 0) continue;
+    const replaced = after.slice(0, k + length);
+    const rest = after.slice(k + length);
+    const values = replaced.filter((t) => isSignificant(t) && t.kind !== 'word' && t.kind !== 'punct');
+    if (values.length > 0 && values.every((t) => rest.some((r) => r.kind === t.kind))) return { after: rest, replaced };
+  }
+  return { after: [...after], replaced: [] };
 }
 
 function parseClause(tokens: Token[]): Clause {
@@ -305,6 +380,8 @@ function parseClause(tokens: Token[]): Clause {
       for (const token of tokens.slice(i, valueAt + 2)) dropped.add(token.index);
   }
   excludedAlternatives(tokens, dropped);
+  ruledOutEverywhere(tokens, dropped);
+  restatedInBrackets(tokens, dropped);
   const kept = tokens.filter((token) => !dropped.has(token.index));
   /** Values the merchant ruled out or corrected ("not 300", "3k … no make it 2k"): never evidence. */
   const superseded = new Set(
@@ -321,15 +398,12 @@ function parseClause(tokens: Token[]): Clause {
   } else {
     for (let i = 0; i < kept.length; i++) {
       const length = correctionAt(kept, i);
-      // A marker with nothing before it corrects nothing ("no send am o, I just dey test: …"):
-      // its words stay to be placed, and the clause is asked back.
-      const contentBefore = kept
-        .slice(0, i)
-        .some(
-          (token) =>
-            isSignificant(token) ||
-            (token.kind === 'word' && !['ah', 'oh', 'uh', 'um', 'er', 'hmm', 'okay', 'ok', 'so'].includes(token.lower)),
-        );
+      // A marker corrects a value or an action said before it. With only greetings before it
+      // ("no send am o, I just dey test: …", "oga abeg no send 50 usdc …": Pidgin for "don't
+      // send") it corrects nothing: its words stay to be placed, and the clause is asked back.
+      const said = kept.slice(0, i);
+      const contentBefore =
+        said.some((token) => isSignificant(token) && token.kind !== 'word') || intentOf(said) !== undefined;
       if (length > 0 && contentBefore) {
         marker = i;
         markerLength = length;
@@ -339,10 +413,18 @@ function parseClause(tokens: Token[]): Clause {
   }
   const before = marker >= 0 ? kept.slice(negation?.length ?? 0, marker) : kept;
   const restating = marker >= 0 ? restatedReplacement(kept.slice(marker + markerLength)) : [];
-  const after = marker >= 0 ? kept.slice(marker + markerLength).filter((t) => !restating.includes(t)) : [];
+  const corrected = marker >= 0 ? kept.slice(marker + markerLength).filter((t) => !restating.includes(t)) : [];
+  const { after, replaced } = lastCorrection(corrected);
+  for (const token of replaced) if (VALUE_KINDS.includes(token.kind)) superseded.add(token.index);
   const intent = intentOf(before) ?? intentOf(after);
   const left = fillSlots(intent, before, significant);
-  const consumed = new Set([...left.consumed, ...dropped, ...consumed0, ...restating.map((t) => t.index)]);
+  const consumed = new Set([
+    ...left.consumed,
+    ...dropped,
+    ...consumed0,
+    ...restating.map((t) => t.index),
+    ...replaced.map((t) => t.index),
+  ]);
   let slots = left.slots;
   let clauseProblem = left.problem;
   if (marker >= 0) {
@@ -576,6 +658,22 @@ function borrowContextIds(clauses: Clause[]): Set<number> {
       clause.tokens.filter((token): token is Extract<Token, { kind: 'payment_id' }> => token.kind === 'payment_id'),
     );
   const distinct = [...new Set(contextIds.map((token) => token.value))];
+  if (distinct.length === 0) {
+    // "Customer wants money back for order #A-7731, refund it": the order named beside the request.
+    const references = clauses
+      .filter((clause) => clause.intent === undefined)
+      .flatMap((clause) =>
+        clause.tokens.flatMap((_token, i) => {
+          const reference = referenceAt(clause.tokens, i);
+          return reference === undefined ? [] : [{ reference, token: clause.tokens[i]! }];
+        }),
+      );
+    if (new Set(references.map((found) => found.reference)).size !== 1) return borrowed;
+    wanting[0]!.slots.lookup = { reference: references[0]!.reference };
+    wanting[0]!.wantsPaymentFromContext = false;
+    for (const found of references) borrowed.add(found.token.index);
+    return borrowed;
+  }
   if (distinct.length !== 1) return borrowed;
   wanting[0]!.slots.paymentIds.push(distinct[0]!);
   for (const token of contextIds) borrowed.add(token.index);
@@ -1222,7 +1320,9 @@ export interface ListedPayment {
  * reference filter ("ORD-1042" is exact); a bare number or a description among the newest 100.
  */
 export function lookupRead(lookup: PaymentLookup): PlannedCall {
-  if ('reference' in lookup && /[a-z]/i.test(lookup.reference))
+  // A reference with capitals is looked up as written; one typed all in lower case ("ord-5521")
+  // may be stored in capitals, so it is matched, ignoring case, among the newest payments.
+  if ('reference' in lookup && /[A-Z]/.test(lookup.reference))
     return {
       tool: 'list_payments',
       input: { reference: lookup.reference },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CURRENCIES } from '../../domain/money.ts';
-import { type ListedPayment, matchLookup, understand } from './plan.ts';
+import { type ListedPayment, lookupRead, matchLookup, understand } from './plan.ts';
 import { tokenize } from './tokens.ts';
 
 // The offline planner's stages, on the examples issue 13 reported (each must run exactly as meant
@@ -208,6 +208,14 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`Mepɛ sɛ wo send 20 usdc to ${A} ɔkyena`)).toMatch(/ɔkyena/);
     expect(asks(`pay 50 usdc to ${A} ıf delivered`)).toMatch(/ıf/);
     expect(asks(`ｐａｙ ｏｕｔ 500 USDC to ${A}`)).toMatch(/plain letters/);
+    // Shorthand is read over whole words in any script: "ɔhwɛfo" holds no "hw" (it became "ɔhowɛfo").
+    expect(steps(`refund ${P} — ɔhwɛfo no de ɛkyɛ`)).toMatchObject([{ reason: 'ɔhwɛfo no de ɛkyɛ' }]);
+    // Twi "tua", Hausa "biya": pay.
+    expect(steps(`Mesrɛ wo, tua 20 usdc ma ${A}`)).toEqual([{ kind: 'payout', amountMinor: '20000000', toAddress: A }]);
+    expect(steps(`Don Allah biya ${A} 20 usdc`)).toEqual([{ kind: 'payout', amountMinor: '20000000', toAddress: A }]);
+    expect(steps(`Veuillez envoyer 60 usdc à ${A}. Cordialement, Hélène Kouamé`)).toEqual([
+      { kind: 'payout', amountMinor: '60000000', toAddress: A },
+    ]);
   });
 
   it('takes a quoted description, and refuses a value or a condition inside quotes', () => {
@@ -225,6 +233,20 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`stauts of ${P}?`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
     // A real word one letter from an action word is that word: "crates" is no "create".
     expect(asks('the 2 crates of Malta arrived')).toMatch(/no instruction/);
+    // One rule for every action word: an edit, a swap, or the word without its vowels.
+    for (const typo of ['snd', 'sned', 'sendd', 'tranfer', 'trnsfr', 'payuot'])
+      expect(steps(`${typo} ${A} 20 usdc`), typo).toEqual([{ kind: 'payout', amountMinor: '20000000', toAddress: A }]);
+    for (const typo of ['refun', 'refnud', 'rfnd', 'reufnd'])
+      expect(steps(`${typo} ${P}`), typo).toEqual([{ kind: 'refund', paymentId: P, amount: { type: 'full' } }]);
+    expect(steps(`splitt ${P} 70/30 between ${A} and ${B}`)).toMatchObject([{ kind: 'split' }]);
+    expect(steps('blnc?')).toEqual([{ kind: 'balance' }]);
+    expect(steps(`payy ${A} 21 usdc`)).toMatchObject([{ kind: 'payout' }]);
+    expect(asks(`play ${A} 21 usdc`)).not.toBe('');
+    // Two slips in a long action word, the first letter kept.
+    expect(steps('whats my blanace')).toEqual([{ kind: 'balance' }]);
+    expect(steps(`tranfser 70 usdc to ${A}`)).toMatchObject([{ kind: 'payout' }]);
+    // Never in an id.
+    expect(asks(`refnd ${P}X`)).not.toBe('');
   });
 
   it('answers short colloquial questions', () => {
@@ -235,6 +257,18 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`${P} e don land?`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
     expect(steps('how much came in jana?')).toMatchObject([{ kind: 'revenue' }]);
     expect(steps('cedis sales last wk?')).toMatchObject([{ kind: 'revenue', currency: 'GHS' }]);
+    expect(steps('mapato ya jana?')).toMatchObject([{ kind: 'revenue' }]);
+    expect(steps('yday sales?')).toMatchObject([{ kind: 'revenue' }]);
+    expect(steps('wetin dey my wallet?')).toEqual([{ kind: 'balance' }]);
+    expect(steps('how much today?')).toMatchObject([{ kind: 'revenue' }]);
+    expect(steps('any money come in today?')).toMatchObject([{ kind: 'revenue' }]);
+    expect(steps('how much usdc we get?')).toEqual([{ kind: 'balance' }]);
+    expect(steps('pending payments?')).toEqual([{ kind: 'list_payments', status: 'pending' }]);
+    expect(steps('did the payment for order AB-12 come through?')).toMatchObject([
+      { kind: 'payment_status', lookup: { reference: 'AB-12' } },
+    ]);
+    expect(steps(`tafadhali angalia ${P}, asante`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
+    expect(steps('show me todays sales')).toMatchObject([{ kind: 'revenue' }]);
   });
 
   it('reads ordinary qualifiers as what they are, not as conditions', () => {
@@ -251,6 +285,61 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       { kind: 'payout', amountMinor: '30000000', toAddress: A },
     ]);
     expect(steps(`pay ${A} 40 usdc, only once pls (last time it went twice)`)).toHaveLength(1);
+    expect(steps(`no rush, but please pay ${A} 80 usdc for the photoshoot`)).toMatchObject([{ kind: 'payout' }]);
+    expect(steps(`just send 15 usdc to ${A}, nothing more`)).toMatchObject([{ amountMinor: '15000000' }]);
+    expect(steps(`pay ${A} 70 usdc only`)).toMatchObject([{ amountMinor: '70000000' }]);
+    expect(steps(`send ${A} 20 usdc (twenty, not 200)`)).toMatchObject([{ amountMinor: '20000000' }]);
+    expect(asks(`send ${A} 20 usdc (200)`)).toMatch(/2 amounts/);
+    expect(steps(`not everything, refund GH₵ 40 on ${P}`)).toMatchObject([{ amount: { number: { text: '40' } } }]);
+    expect(steps(`pay ${A} 40 usdc this time, not the usual 50`)).toMatchObject([{ amountMinor: '40000000' }]);
+    expect(steps(`Please pay only the deposit of 150 USDC to ${A} for the venue.`)).toMatchObject([
+      { amountMinor: '150000000' },
+    ]);
+    expect(asks(`pay only the deposit of 150 USDC to ${A} if they confirm`)).toMatch(/"if"/);
+    expect(steps(`send 10 usdc to ${A}, just one payment`)).toMatchObject([{ amountMinor: '10000000' }]);
+    expect(steps(`when you have a minute, pay ${A} 20 usdc for airtime`)).toMatchObject([{ amountMinor: '20000000' }]);
+    expect(steps(`send ${A} 12 usdc — not a cent more`)).toMatchObject([{ amountMinor: '12000000' }]);
+    expect(steps(`pay ${A} 18 usdc today only`)).toMatchObject([{ amountMinor: '18000000' }]);
+    expect(steps(`full refund on ${P} please, no partial`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    expect(steps(`customer return 2 shirt, abeg refund ₦6,000 of ${P}`)).toMatchObject([
+      { amount: { number: { text: '6000' } } },
+    ]);
+    expect(steps(`no need for a full refund, ₦2,000 of ${P} is enough`)).toMatchObject([
+      { amount: { number: { text: '2000' } } },
+    ]);
+    expect(steps(`send exactly 33 usdc to ${A}, no more no less`)).toMatchObject([{ amountMinor: '33000000' }]);
+    expect(steps(`refund only part of ${P}: GH₵ 120`)).toMatchObject([{ amount: { number: { text: '120' } } }]);
+    expect(steps(`just a quarter of ${P} back to the customer pls`)).toMatchObject([
+      { kind: 'refund', amount: { type: 'share', denominator: '4' } },
+    ]);
+    expect(steps(`simply pay ${A} 18 usdc, that is all`)).toMatchObject([{ amountMinor: '18000000' }]);
+    expect(steps(`no stress, send ${A} 9 usdc whenever you see this`)).toMatchObject([{ amountMinor: '9000000' }]);
+    // A negated extent beside the other extent says again how much: one rule for every pairing.
+    expect(steps(`not a full refund — only KSh 500 back on ${P}`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '500' } } },
+    ]);
+    expect(steps(`just refund half of ${P} please, not all of it`)).toMatchObject([
+      { kind: 'refund', amount: { type: 'share', denominator: '2' } },
+    ]);
+    expect(steps(`refund ${P} but not in full — half`)).toMatchObject([
+      { amount: { type: 'share', denominator: '2' } },
+    ]);
+    expect(steps(`refund ${P} in full, not half`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    // Beside nothing, or the same extent, it is asked (these were taken as a reason: "not 500 naira"
+    // refunded 500, "not all of it" refunded all).
+    expect(asks(`refund ${P}, not 500 naira`)).toMatch(/"not"/);
+    expect(asks(`refund ${P}, not all of it`)).toMatch(/"not"/);
+    expect(asks(`refund ${P}, not yet`)).toMatch(/"not"/);
+    expect(asks(`refund half of ${P}, not half`)).toMatch(/"not"/);
+    // Texting and Swahili forms of a condition or a wait hold like the words they stand for.
+    expect(asks(`snd 20 usdc to ${A} wen the goods land`)).toMatch(/when/);
+    expect(asks(`pay ${A} 20 usdc b4 friday`)).toMatch(/before/);
+    expect(asks(`tuma 20 usdc kwa ${A} kama mzigo umefika`)).toMatch(/if/);
+    expect(asks(`pay ${A} 20 usdc when you can deliver`)).toMatch(/when/);
     // The same words still refuse what they would change.
     expect(asks(`pay ${A} 40 usdc only once delivered`)).toMatch(/once/);
     expect(asks(`refund ${P} twice pls`)).toMatch(/twice/);
@@ -275,7 +364,29 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     ]);
     expect(steps(`split 600 usdc 50/50 between ${A} and ${B}. correction: 400 usdc not 600`)).toMatchObject([
       { kind: 'split', source: { amountMinor: '400000000' } },
-    ]);
+    ]); // Any run of correction words followed by the new value: "sorry typo", "hapana" (Swahili no),
+    // "wait change that to", across a sentence end; "no 40" is a correction, not "number 40".
+    const payout = (major: string) => [{ kind: 'payout', amountMinor: `${major}000000`, toAddress: A }];
+    expect(steps(`transfer 1000 usdc to ${A}. sorry typo, 100 usdc`)).toEqual(payout('100'));
+    expect(steps(`tuma 300 usdc kwa ${A}. hapana, 200 usdc`)).toEqual(payout('200'));
+    expect(steps(`pay 0.5 usdc to ${A}, wait change that to 5 usdc`)).toEqual(payout('5'));
+    expect(steps(`pay ${A} 50 usdc, no 40`)).toEqual(payout('40'));
+    expect(steps(`pay ${A} 75 usdc. Edit: 57 usdc`)).toEqual(payout('57'));
+    // A correction corrected again: the last one stands, the figures before it ground nothing.
+    expect(steps(`send 60 usdc to ${A}, no 50, sorry 55`)).toEqual(payout('55'));
+    expect(asks(`send 60 usdc to ${A}, no 50 to ${B}, sorry 55`)).not.toBe('');
+    // A value ruled out is ruled out wherever it was written ("— 20 not 200" kept both).
+    expect(steps(`send 200 usdc to ${A} — 20 not 200`)).toEqual(payout('20'));
+    expect(steps(`pay ${A} 50 usdc, not 50 but 60`)).toEqual(payout('60'));
+    expect(steps(`abeg send 50 usdc to ${A}, no be 50 o, na 40`)).toEqual(payout('40'));
+    expect(asks(`send 50 usdc to ${A}, not 50`)).toMatch(/"not"/);
+    // A correction that gives no new value says something is wrong: asked (it paid the 20).
+    expect(asks(`send 20 usdc to ${A}. sorry typo`)).toMatch(/typo/);
+    // A negation or a wait that no new value follows corrects nothing, and is asked about.
+    expect(asks(`send 50 usdc to ${A}, wait until friday`)).toMatch(/wait/);
+    // Pidgin "no send" after a greeting is "don't send": there is nothing before it to correct.
+    expect(asks(`abeg no send 50 usdc to ${A} yet`)).toMatch(/"no"/);
+    expect(asks(`oga abeg no pay ${A} 50 usdc`)).toMatch(/"no"/);
   });
 
   it('leaves incidental numbers in a story or a reason out of the amount', () => {
@@ -292,9 +403,86 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       { kind: 'payout', amountMinor: '45000000' },
     ]);
     expect(steps(`pay the same 25 usdc twice — once to ${A} and once to ${B}`)).toHaveLength(2);
+    // Counts, days gone by, phone numbers and times that name a thing, inside a reason or a memo.
+    const full = [{ kind: 'refund', paymentId: P, amount: { type: 'full' } }];
+    expect(steps(`refund ${P} — it was paid twice on 12/03 by mistake`)).toMatchObject(full);
+    expect(steps(`refund ${P}, customer called from 0803 555 1234 to complain`)).toMatchObject(full);
+    expect(steps(`pay ${A} 35 usdc for the 3pm delivery run`)).toMatchObject([{ amountMinor: '35000000' }]);
+    expect(steps(`pay 75 usdc to ${A} ref INV-2031, 2 of 3 instalments`)).toMatchObject([{ amountMinor: '75000000' }]);
+    expect(steps(`guest left 1 night early out of 3, refund 150 cedis of ${P}`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '150' } } },
+    ]);
+    // "on 12/03" is the 12th of March or the 3rd of December: never read as a period.
+    expect(asks('revenue on 12/03')).toMatch(/12\/03/);
+    // A count in the story is never the amount: with none said, the refund is asked back (it refunded 2).
+    expect(asks(`refund ${P}, 2 items came back`)).toMatch(/"2"/);
+    expect(asks(`refund ${P}, one cup was chipped`)).toMatch(/"one"/);
+    // A time that is when to act stays a wait.
+    expect(asks(`pay ${A} 35 usdc for delivery at 3pm`)).toMatch(/3pm/);
+    // "No" in "invoice No 42" abbreviates number: the 42 is the invoice's (it paid 42).
+    expect(steps(`pay ${A} 50 usdc for invoice No 42`)).toMatchObject([{ amountMinor: '50000000' }]);
+    expect(steps(`Customer with order no. 5512 got a damaged phone case. Please refund ${P} in full.`)).toMatchObject(
+      full,
+    );
+    expect(steps(`refund ${P}, she called at 9am yesterday to cancel`)).toMatchObject(full);
+    expect(steps(`refund ${P}, paid 2 weeks ago but never delivered`)).toMatchObject(full);
+    expect(steps(`refund ${P} - customer 0244-123-456 complained`)).toMatchObject(full);
+    expect(steps(`payez 30 usdc à ${A} pour le reçu 55, merci François`)).toMatchObject([{ amountMinor: '30000000' }]);
+    expect(steps(`refund ${P}, card was charged 2 times`)).toMatchObject(full);
+    expect(steps(`refund ₦1,000 of ${P}, the food was 50% cold`)).toMatchObject([
+      { amount: { number: { text: '1000' } } },
+    ]);
+    expect(asks(`refund ${P}, the food was 50% cold`)).toMatch(/50%/);
+    expect(asks(`refund ${P} 2 times`)).toMatch(/times/);
+    // A weekday in Swahili, Hausa or Twi is a day to come, like Friday.
+    expect(asks(`tuma 30 usdc kwa ${A} ijumaa`)).toMatch(/friday/);
+    expect(asks(`biya ${A} 30 usdc litinin`)).toMatch(/monday/);
+    // A count or a share in the story of a refund that says no amount of its own is asked about
+    // (it refunded in full "for the 3 missing items", and half on "customer returned half").
+    expect(asks(`refund ${P} for the 3 missing items`)).toMatch(/"3"/);
+    // "2 of the plates" counts things, never money (it refunded 2).
+    expect(asks(`refund ${P} for 2 of the plates`)).toMatch(/"2"/);
+    expect(asks(`refund ${P}, customer says 3 of 4 arrived`)).toMatch(/counts items/);
+    expect(steps(`refund ${P} in full, 3 of 4 arrived damaged`)).toMatchObject(full);
+    // "ltr" is a litre, not "later".
+    expect(steps(`pay ${A} 5 usdc for 1 ltr of oil`)).toMatchObject([{ amountMinor: '5000000' }]);
+    expect(asks(`refund 2 of the plates on ${P}`)).toMatch(/"2"/);
+    expect(steps(`pay ${A} 48 usdc for 6 hours of work`)).toMatchObject([{ amountMinor: '48000000' }]);
+    expect(asks(`refund ${P}, customer returned half the order`)).toMatch(/half/);
+    expect(steps(`refund ${P} in full, 2 items were damaged`)).toMatchObject(full);
+    // What to hold back changes the amount ("keep 500 naira" refunded 500).
+    expect(asks(`refund ${P}, keep 500 naira for delivery`)).toMatch(/keep/);
+    // An unpunctuated sentence after the id is the reason; a value inside it is asked about.
+    expect(steps(`refnud ${P} customer no longer wants it`)).toMatchObject(full);
+    expect(asks(`refund ${P} customer paid 500 naira twice`)).toMatch(/500 naira/);
   });
 
   it('names a payment by its order reference or description, to be found with list_payments', () => {
+    expect(steps('customer wants money back for order #A-7731, refund it')).toMatchObject([
+      { kind: 'refund', lookup: { reference: 'A-7731' }, amount: { type: 'full' } },
+    ]);
+    expect(steps('refund 1,000 naira on ORD-332, one cup was chipped')).toMatchObject([
+      { kind: 'refund', lookup: { reference: 'ORD-332' }, amount: { number: { text: '1000' } } },
+    ]);
+    expect(steps('refund #ORD-2291')).toMatchObject([{ kind: 'refund', lookup: { reference: 'ORD-2291' } }]);
+    // Typed in lower case, a reference is matched ignoring case among the newest payments.
+    expect(lookupRead({ reference: 'ord-5521' }).input).toEqual({ limit: 100 });
+    expect(lookupRead({ reference: 'ORD-5521' }).input).toEqual({ reference: 'ORD-5521' });
+    expect(steps('refund ₦2,000 on the braids appointment')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['braids', 'appointment'] } },
+    ]);
+    expect(steps('customer wants a refund for the jollof party pack')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['jollof', 'party', 'pack'] } },
+    ]);
+    expect(steps('please refund the customer for order NB-4410')).toMatchObject([
+      { kind: 'refund', lookup: { reference: 'NB-4410' } },
+    ]);
+    expect(steps('refund the lady who bought the red agbada')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['red', 'agbada'] } },
+    ]);
+    expect(steps("refund the 'Smock (Northern)' payment")).toMatchObject([
+      { kind: 'refund', lookup: { words: ['smock', 'northern'] } },
+    ]);
     expect(steps('refund order ORD-1042')).toEqual([
       { kind: 'refund', paymentId: '', lookup: { reference: 'ORD-1042' }, amount: { type: 'full' } },
     ]);

@@ -53,7 +53,8 @@ export type Token = Span &
     /** "half", "a quarter", "three quarters", "a third". */
     | { kind: 'fraction'; numerator: bigint; denominator: bigint }
     | { kind: 'currency'; mention: CurrencyMention }
-    | { kind: 'date'; range: DateRange | undefined; since: boolean }
+    /** `past`: every reading of it is before today ("on 12/03": the 12th of March or the 3rd of December). */
+    | { kind: 'date'; range: DateRange | undefined; since: boolean; past: boolean }
     /** Text in quotes; `carries` when it holds a value or a word that changes meaning (never placed). */
     | { kind: 'quoted'; value: string; carries: boolean }
     /** An identifier that is not an amount: "#42", "PO-17", "INV2024", the 42 of "invoice 42". */
@@ -135,6 +136,8 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'no',
   'cancel',
   'stop',
+  // "refund pay_…, keep 500 naira for delivery": what to hold back changes the amount.
+  'keep',
   'without',
   'except',
   'excluding',
@@ -264,6 +267,9 @@ export const HOLD_WORDS: ReadonlySet<string> = new Set([
  * not have, other assets.
  */
 const SOFT_CONTROL_WORDS: readonly string[] = [
+  // Words of a correction: one that no new value follows ("… sorry typo") says something is wrong.
+  'typo',
+  'oops',
   'less',
   'extra',
   'more',
@@ -461,28 +467,67 @@ function withoutQuotedHistory(message: string): string {
 }
 
 /**
- * Texting shorthand read as the words it stands for ("2day", "tmrw", "n", "u", "4 my", "wat",
- * "this weak"), so the grammar and the date parser see them: "2moro" is a wait like "tomorrow".
+ * Shorthand and words of other languages read as the English words the grammar and the date parser
+ * know, so a texted form of a word that holds money back holds it back too. Each entry is the
+ * forms (a regular expression over whole words) and the word they stand for.
  */
+const SHORTHAND: readonly (readonly [string, string])[] = [
+  ['2da?y', 'today'],
+  ['2mo?r+o?w?|2morrow|tmrw?|tmo?ro', 'tomorrow'],
+  ['2nite', 'tonight'],
+  ['wat', 'what'],
+  // French: "pour le reçu 55" (for receipt 55).
+  ['pour', 'for'],
+  ['hw', 'how'],
+  ['costumer', 'customer'],
+  ['costumers', 'customers'],
+  ['(?<=(?:this|last|past|next) )(?:weak|wk)', 'week'],
+  ['(today|yesterday)s', "$1's"],
+  // Swahili and Pidgin: "mauzo ya leo" (today's sales), "jana" (yesterday), "wetin" (what).
+  ['jana|yday|ystd|yest|yesterdy', 'yesterday'],
+  ['leo', 'today'],
+  ['wetin', 'what'],
+  // Texting and Swahili forms of conditions and waits: kama (if), baada (after), hadi/mpaka (until).
+  ['wen|whn', 'when'],
+  ['wenever', 'whenever'],
+  ['b4|b[e4]for|bfr', 'before'],
+  ['afta|aftr|baada', 'after'],
+  ['untill|untl|hadi|mpaka', 'until'],
+  ['w8t?', 'wait'],
+  // Not "ltr": a litre.
+  ['l8r|l8ter', 'later'],
+  ['unles|unlss', 'unless'],
+  ['kama', 'if'],
+  // "invoice no 42", "order No. 5512", "no. 7": the abbreviation of number, before a document's
+  // number; "50 usdc, no 40" stays a correction.
+  [
+    '(?<=(?:invoice|inv|order|receipt|ticket|room|ref|reference|item|account|acct|table|po|house|plot|box|case|job|batch|shipment)\\.?\\s+)no\\.?(?=\\s*#?\\d)|no\\.(?=\\s*#?\\d)',
+    'number',
+  ],
+  // Weekdays in Swahili, Hausa and Twi, read as the days they are (a day to come is a wait).
+  ['jumatatu|litinin|dwoada', 'monday'],
+  ['jumanne|talata|benada', 'tuesday'],
+  ['jumatano|laraba|wukuada', 'wednesday'],
+  ['alhamisi|alhamis|yawoada|yawda', 'thursday'],
+  ["ijumaa|juma'a|jumma|fiada|fida", 'friday'],
+  ['jumamosi|asabar|memeneda', 'saturday'],
+  ['jumapili|lahadi|kwasiada', 'sunday'],
+  // Pidgin "no be 50, na 40": it is not 50, it is 40.
+  ['no be(?=\\s+(?:\\d|[₦$]))', 'not'],
+];
+
+/** The same table as expressions; a word's edge is any letter or digit, in any script ("ɔhwɛfo" holds no "hw"). */
+const SHORTHAND_PATTERNS = SHORTHAND.map(
+  ([forms, word]) => [new RegExp(`(?<![\\p{L}\\p{N}_])(?:${forms})(?![\\p{L}\\p{N}_])`, 'giu'), word] as const,
+);
+
 function textingShorthand(message: string): string {
-  return (
-    message
-      .replace(/\b2da?y\b/gi, 'today')
-      .replace(/\b(?:2mo?r+o?w?|2morrow|tmrw?|tmo?ro)\b/gi, 'tomorrow')
-      .replace(/\b2nite\b/gi, 'tonight')
-      .replace(/(?<=\s)n(?=\s)/g, 'and')
-      .replace(/(?<=\s)u(?=\s|$|[?.!,])/g, 'you')
-      .replace(/\bwat\b/gi, 'what')
-      .replace(/\b(this|last|next) weak\b/gi, '$1 week')
-      .replace(/\bcostumer(s?)\b/gi, 'customer$1')
-      .replace(/\b(this|last|past|next) wk\b/gi, '$1 week')
-      // Swahili and Pidgin words for a day or a question, read as the English the date parser knows:
-      // "mauzo ya leo" (today's sales), "jana" (yesterday), "wetin" (what).
-      .replace(/\bjana\b/gi, 'yesterday')
-      .replace(/\bleo\b/gi, 'today')
-      .replace(/\bwetin\b/gi, 'what')
-      .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for')
-  );
+  let out = message;
+  for (const [pattern, word] of SHORTHAND_PATTERNS) out = out.replace(pattern, word);
+  return out
+    .replace(/(?<=\s)n(?=\s)/g, 'and')
+    .replace(/(?<=\s)u(?=\s|$|[?.!,])/g, 'you')
+    .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for');
 }
 
 /** Tokens of one message. `now` resolves relative dates, in UTC. */
@@ -515,6 +560,7 @@ export function tokenize(message: string, now: Date): Token[] {
         text: date.text,
         range: since && date.range ? { from: date.range.from, to: now } : date.range,
         since,
+        past: date.past,
       });
       i = end;
       continue;
@@ -665,6 +711,7 @@ export function tokenize(message: string, now: Date): Token[] {
   markDocumentNumbers(tokens);
   markPhoneNumbers(tokens);
   markListNumbers(tokens);
+  markCounts(tokens);
   return tokens.map((token, index) => ({ ...token, index }));
 }
 
@@ -709,12 +756,31 @@ function carriesMeaning(inner: readonly Token[]): boolean {
 }
 
 /**
- * The action words merchants mistype, read as meant ("splt", "refudn", "chek my blance", "stauts"):
- * one letter dropped, added, changed or swapped with its neighbour. Only these words, only when
- * the typed word is not itself a word the agent or English uses ("crate", "layout", "spit").
+ * The action words merchants mistype, read as meant ("splt", "refudn", "snd", "chek my blance",
+ * "stauts"): one letter dropped, added, changed (in a long word) or swapped with its neighbour, or
+ * the word written without its vowels, as texting does. Only these words, only when exactly one of
+ * them is that close, and only when the typed word is not itself a word the agent or English uses
+ * ("crate", "layout", "spit", "spend"). Ids and addresses are other tokens: never corrected.
  */
-const TYPO_TARGETS = ['split', 'refund', 'payout', 'transfer', 'create', 'payment', 'check', 'balance', 'status'];
+const TYPO_TARGETS = [
+  'pay',
+  'split',
+  'refund',
+  'payout',
+  'transfer',
+  'send',
+  'create',
+  'payment',
+  'check',
+  'balance',
+  'status',
+];
 const REAL_WORDS = new Set([
+  'play',
+  'pray',
+  'spay',
+  'pays',
+  'paid',
   'spit',
   'slit',
   'splat',
@@ -739,15 +805,28 @@ const REAL_WORDS = new Set([
   'refunds',
   'transfers',
   'splits',
+  'sends',
+  'spend',
+  'seend',
 ]);
 
+/** A word without its vowels after the first letter: "refund" → "rfnd", "balance" → "blnc". */
+const consonants = (word: string): string => word.charAt(0) + word.slice(1).replace(/[aeiou]/g, '');
+
 function typoOf(word: string): string | undefined {
-  if (word.length < 4 || REAL_WORDS.has(word) || TYPO_TARGETS.includes(word)) return undefined;
-  const found = TYPO_TARGETS.filter((target) => oneEditApart(word, target));
+  if (word.length < 3 || REAL_WORDS.has(word) || TYPO_TARGETS.includes(word)) return undefined;
+  const found = TYPO_TARGETS.filter(
+    (target) =>
+      (word.length >= 4 && oneEditApart(word, target)) ||
+      (word === consonants(word) && word === consonants(target)) ||
+      // "blanace", "tranfser": in a long word, two slips (each a swap, a letter dropped or added),
+      // the first letter kept.
+      (target.length >= 7 && word[0] === target[0] && twoEditsApart(word, target)),
+  );
   return found.length === 1 ? found[0] : undefined;
 }
 
-/** One deletion, insertion, substitution or swap of neighbours turns `a` into `b`. */
+/** One deletion, insertion, substitution (in a word of 6 letters or more) or swap of neighbours turns `a` into `b`. */
 function oneEditApart(a: string, b: string): boolean {
   if (Math.abs(a.length - b.length) > 1) return false;
   if (a.length === b.length) {
@@ -758,6 +837,24 @@ function oneEditApart(a: string, b: string): boolean {
   const [short, long] = a.length < b.length ? [a, b] : [b, a];
   for (let i = 0; i < long.length; i++) if (long.slice(0, i) + long.slice(i + 1) === short) return true;
   return false;
+}
+
+/** Two deletions, insertions or swaps of neighbours (no change of a letter) turn `a` into `b`. */
+function twoEditsApart(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 2) return false;
+  const near = (x: string, y: string): boolean => oneEditApart(x, y) && !(x.length === y.length && sameLetters(x, y));
+  const variants = (x: string): string[] => {
+    const out: string[] = [];
+    for (let i = 0; i < x.length; i++) out.push(x.slice(0, i) + x.slice(i + 1));
+    for (let i = 0; i + 1 < x.length; i++) out.push(x.slice(0, i) + x[i + 1] + x[i] + x.slice(i + 2));
+    return out;
+  };
+  return variants(a).some((v) => v === b || near(v, b)) || variants(b).some((v) => near(a, v));
+}
+
+/** Same letters in the same places but one: a change, which twoEditsApart does not count. */
+function sameLetters(x: string, y: string): boolean {
+  return [...x].filter((char, i) => char !== y[i]).length === 1;
 }
 
 function addressToken(text: string): NewToken {
@@ -910,13 +1007,17 @@ const DOCUMENT_WORDS = new Set([
   'ticket',
   'receipt',
   'po',
-  'no',
   'number',
   'item',
   'batch',
   'job',
   'shipment',
   'room',
+  // French receipt, invoice, order (folded: "reçu" is "recu").
+  'recu',
+  'facture',
+  'commande',
+  'size',
   'table',
   'contract',
   'case',
@@ -974,6 +1075,55 @@ function markPhoneNumbers(tokens: Token[]): void {
     }
     if (marked > 0) i = j - 1;
   }
+  // Without a word before it, a phone number is told by its shape: groups of digits that start with
+  // 0 ("0803 555 1234", "024-412-7788") and hold 9 digits or more. No amount starts with a 0 digit.
+  for (let i = 0; i < tokens.length; i++) {
+    // "0244-123-456": the groups after a dash are read as negative numbers.
+    const bare = (t: Token | undefined): boolean =>
+      t?.kind === 'amount' && t.currency === undefined && /^-?\d+(?:-\d+)*$/.test(t.text);
+    if (!bare(tokens[i]) || !/^0\d/.test(tokens[i]!.text)) continue;
+    const group = [i];
+    for (let j = i + 1; j < tokens.length; j++) {
+      if (tokens[j]?.text === '-' && bare(tokens[j + 1])) continue;
+      if (!bare(tokens[j])) break;
+      group.push(j);
+    }
+    if (group.map((k) => tokens[k]!.text.replace(/\D/g, '')).join('').length < 9) continue;
+    for (const k of group) tokens[k] = { kind: 'code', text: tokens[k]!.text, value: tokens[k]!.text, index: k };
+    i = group.at(-1)!;
+  }
+}
+
+/**
+ * "2 of 3 instalments", "order 7 of 10", "1 night early out of 3": which one of how many, a count
+ * in the text and never an amount. Both numbers are bare whole numbers; "2 of 3 usdc" is no count.
+ */
+function markCounts(tokens: Token[]): void {
+  const count = (t: Token | undefined): boolean =>
+    t?.kind === 'amount' &&
+    t.currency === undefined &&
+    t.number.type === 'exact' &&
+    /^\d{1,4}$/.test(t.text) &&
+    !t.negative;
+  const isOf = (t: Token | undefined): boolean => t?.kind === 'word' && t.lower === 'of';
+  const asCode = (k: number): void => {
+    tokens[k] = { kind: 'code', text: tokens[k]!.text, value: tokens[k]!.text, index: k };
+  };
+  for (let i = 0; i + 2 < tokens.length; i++) {
+    const after = tokens[i + 3];
+    if (after?.kind === 'currency' || (after?.kind === 'word' && ['each', 'apiece'].includes(after.lower))) continue;
+    if (count(tokens[i]) && isOf(tokens[i + 1]) && count(tokens[i + 2])) {
+      asCode(i);
+      asCode(i + 2);
+    } else if (
+      tokens[i]?.kind === 'word' &&
+      (tokens[i] as { lower: string }).lower === 'out' &&
+      isOf(tokens[i + 1]) &&
+      count(tokens[i + 2])
+    ) {
+      asCode(i + 2);
+    }
+  }
 }
 
 /** "(1) Refund …, (2) Pay …": a list item's number in brackets is no amount. */
@@ -1018,6 +1168,7 @@ interface DatePhrase {
   text: string;
   at: number;
   range: DateRange | undefined;
+  past: boolean;
 }
 
 const DAY_MS = 86_400_000;
@@ -1048,8 +1199,21 @@ function datePhrases(message: string, now: Date): DatePhrase[] {
     // A month name alone, a time of day alone, or a bare number is not a date phrase here.
     if (/^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?$/i.test(text)) continue;
     if (/^\d+$/.test(text)) continue;
-    // "3/4" and "70/30" are shares, not days of the year.
-    if (/^\d{1,2}\/\d{1,2}$/.test(text)) continue;
+    // "3/4" and "70/30" are shares, not days of the year; "on 12/03" is a day, but which one (the
+    // 12th of March or the 3rd of December) depends on a locale: a day gone by, never a period.
+    if (/^\d{1,2}\/\d{1,2}$/.test(text)) {
+      if (/\b(?:on|dated)\s+$/i.test(message.slice(0, result.index)))
+        phrases.push({ text, at, range: undefined, past: true });
+      continue;
+    }
+    // "6 hours of work", "3 days of cleaning": a quantity of work, not a time.
+    if (
+      /^(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten)\s+(?:hours?|days?|nights?|weeks?|months?|years?)$/i.test(
+        text,
+      ) &&
+      /^\s+of\b/i.test(message.slice(at + text.length))
+    )
+      continue;
     // "a busy weekend" tells a story; "this weekend" would be a date.
     if (/^weekend$/i.test(text)) continue;
     // "Morning!" is a greeting, not a date.
@@ -1064,7 +1228,7 @@ function datePhrases(message: string, now: Date): DatePhrase[] {
       !known.isCertain('month') &&
       !/week|month|year|day/i.test(lower)
     ) {
-      phrases.push({ text, at, range: undefined });
+      phrases.push({ text, at, range: undefined, past: false });
       continue;
     }
     // "from March 1 to March 5": both days, whole.
@@ -1072,7 +1236,7 @@ function datePhrases(message: string, now: Date): DatePhrase[] {
       result.end !== null && result.end !== undefined
         ? spanOf(result.start.date(), result.end.date(), now)
         : rangeOf(lower, result.start.date(), now);
-    phrases.push({ text, at, range });
+    phrases.push({ text, at, range, past: range !== undefined && range.to.getTime() <= startOfDay(now).getTime() });
   }
   return phrases;
 }
@@ -1154,6 +1318,43 @@ export function isQuantity(token: Token, next: Token | undefined, maxDigits = 4)
   if (token.kind !== 'amount' || token.currency !== undefined || token.number.type !== 'exact') return false;
   if (!new RegExp(`^\\d{1,${maxDigits}}$`).test(token.number.text) || /[.,]/.test(token.text)) return false;
   return next?.kind === 'word' && !CONTROL_WORDS.has(next.lower) && !NOT_A_NOUN.has(next.lower);
+}
+
+/** "3 of 4", "out of 3": a count the lexer set apart as a code (markCounts). */
+export function isCountCode(tokens: readonly Token[], k: number): boolean {
+  const digits = (t: Token | undefined): boolean => t?.kind === 'code' && /^\d{1,4}$/.test(t.text);
+  const of = (t: Token | undefined): boolean => t?.kind === 'word' && t.lower === 'of';
+  return (
+    digits(tokens[k]) &&
+    ((of(tokens[k + 1]) && digits(tokens[k + 2])) ||
+      (of(tokens[k - 1]) &&
+        (digits(tokens[k - 2]) || (tokens[k - 2]?.kind === 'word' && tokens[k - 2]!.text.toLowerCase() === 'out'))))
+  );
+}
+
+/** Words after "N of" that say which things are counted ("2 of the plates", "one of our riders"). */
+const DETERMINERS = new Set(['the', 'these', 'those', 'my', 'our', 'his', 'her', 'their', 'its']);
+/** Nouns after "N of the" that name money, not things ("500 of the payment"). */
+const MONEY_NOUNS = new Set(['payment', 'amount', 'money', 'total', 'refund', 'balance', 'price', 'sum', 'order']);
+
+/** "2 of the plates", "one of our riders" at `i`: a bare whole number counting some of the things. */
+export function isCountOf(tokens: readonly Token[], i: number): boolean {
+  const token = tokens[i];
+  const determiner = tokens[i + 2];
+  const noun = tokens[i + 3];
+  return (
+    token?.kind === 'amount' &&
+    token.currency === undefined &&
+    token.number.type === 'exact' &&
+    /^\d{1,4}$/.test(token.number.text) &&
+    tokens[i + 1]?.kind === 'word' &&
+    (tokens[i + 1] as { lower: string }).lower === 'of' &&
+    determiner?.kind === 'word' &&
+    DETERMINERS.has(determiner.lower) &&
+    noun?.kind === 'word' &&
+    !MONEY_NOUNS.has(noun.lower) &&
+    !CONTROL_WORDS.has(noun.lower)
+  );
 }
 
 /** Tokens that carry meaning: each must be consumed by the plan (checks.ts). */
