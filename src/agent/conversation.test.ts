@@ -70,6 +70,18 @@ describe('conversationInstruction', () => {
         NOW,
       ),
     ).toBe(`pay out 4 USDC to ${ADDRESS}`);
+    // The instruction written again replaces the figure asked about, even where the turns together
+    // read as a correction of it.
+    expect(
+      conversationInstruction(
+        [
+          { role: 'merchant', text: `pay 2.000 USDC to ${ADDRESS}` },
+          { role: 'agent', text: 'Which do you mean?' },
+          { role: 'merchant', text: `sorry, pay 2 USDC to ${ADDRESS}` },
+        ],
+        NOW,
+      ),
+    ).toBe(`sorry, pay 2 USDC to ${ADDRESS}`);
     // A partial answer keeps the first message, and with it whatever held it.
     const partial = [
       { role: 'merchant' as const, text: `send 5 USDC to ${ADDRESS} but only after delivery` },

@@ -199,18 +199,17 @@ export function merchantText(turns: readonly ConversationTurn[]): string {
 
 /**
  * The instruction a conversation comes to, for the model and for grounding alike (one rule):
- * the merchant's turns read together when they read as an instruction (an answer that completes
- * the first message: "0x… is the address"); else the latest answer alone when it reads as a
- * whole instruction by itself (the merchant wrote the instruction again, as it should run now,
- * and it replaces the earlier ones); else the turns together, which the model asks about again.
- * Read by the planner's grammar, whatever the model: so a condition, a wait or an unclear figure of
- * an earlier turn keeps holding every money call until the merchant writes the instruction again
- * without it, or answers yes to the calls proposed.
+ * the latest answer alone when it reads as a whole instruction by itself (the merchant wrote the
+ * instruction again, as it should run now, and it replaces the earlier ones); else the merchant's
+ * turns together (an answer that completes the first message: "0x… is the address"), which the
+ * model asks about again when they do not read as one instruction. The latest answer comes first:
+ * read together with it, an earlier figure it replaces ("2.000", then "sorry, pay 2 USDC …") would
+ * still hold the call. Read by the planner's grammar, whatever the model: so a condition, a wait or
+ * an unclear figure of an earlier turn keeps holding every money call until the merchant writes the
+ * instruction again without it, or answers yes to the calls proposed.
  */
 export function conversationInstruction(turns: readonly ConversationTurn[], now: Date): string {
-  const together = merchantText(turns);
-  if (understand(together, now).ok) return together;
   const latest = turns.at(-1);
-  if (latest?.role === 'merchant' && understand(latest.text, now).ok) return latest.text;
-  return together;
+  if (latest?.role === 'merchant' && turns.length > 1 && understand(latest.text, now).ok) return latest.text;
+  return merchantText(turns);
 }
