@@ -195,6 +195,19 @@ const askedNotation: fc.Arbitrary<Notation> = fc.oneof(
       naive: [String(n), String(n * 2)],
       kind: 'multiplier',
     })),
+  // Letters glued to a grouped figure ("X1,005"): a reader that cuts it at the comma pays the tail.
+  fc
+    .tuple(
+      fc.constantFrom('X', 'AB', 'Q', 'ORD', 'T'),
+      fc.integer({ min: 1, max: 999 }),
+      fc.integer({ min: 1, max: 999 }),
+    )
+    .map(([letters, whole, three]) => ({
+      text: `${letters}${whole},${String(three).padStart(3, '0')}`,
+      value: undefined,
+      naive: [String(three), String(whole), `${whole}${String(three).padStart(3, '0')}`],
+      kind: 'glued letters',
+    })),
 );
 
 /**
@@ -339,6 +352,7 @@ describe('the number fuzzer', () => {
         'digits and scale',
         'european',
         'exponent',
+        'glued letters',
         'excess precision',
         'k',
         'locale',

@@ -112,6 +112,24 @@ describe('the examples of issue 13', () => {
     expect(asks(`refund 5.000 naira of ${P}`)).toMatch(/"5.000" reads as 5,000/);
     expect(asks(`refund 1.005 NGN of ${P}`)).toMatch(/"1.005" reads as 1,005/);
   });
+  it('reads N before a figure as the naira sign, as Nigerian merchants write it, and never a figure cut at its separator', () => {
+    const naira = (value: string) => ({
+      type: 'exact',
+      number: { type: 'exact', text: value },
+      currency: { code: 'NGN' },
+    });
+    expect(steps(`refund N1,005 from ${P}`)).toMatchObject([{ kind: 'refund', paymentId: P, amount: naira('1005') }]);
+    expect(steps(`Kindly refund N2,500.00 on ${P}, customer was overcharged`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: naira('2500.00') },
+    ]);
+    expect(steps(`refund n750 on ${P}`)).toMatchObject([{ amount: naira('750') }]);
+    expect(steps(`refund N50k from ${P}`)).toMatchObject([{ amount: naira('50000') }]);
+    // Letters glued to a grouped figure that are no currency: asked, never cut at the comma.
+    expect(asks(`refund X1,005 from ${P}`)).toMatch(/"X1,005" is not an amount I can read/);
+    expect(asks(`refund AB12,500 on ${P}`)).toMatch(/"AB12,500" is not an amount I can read/);
+    // An N inside a reference stays the reference's.
+    expect(steps(`refund ${P}, invoice INV-N12`)).toMatchObject([{ amount: { type: 'full' } }]);
+  });
   it('understands the plain requests it used to refuse', () => {
     expect(steps(`Can you pay ${A} 40 USDC?`)).toEqual([{ kind: 'payout', amountMinor: '40000000', toAddress: A }]);
     expect(steps(`payout 10 usdc -> ${A}`)).toEqual([{ kind: 'payout', amountMinor: '10000000', toAddress: A }]);

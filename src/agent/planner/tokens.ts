@@ -439,7 +439,7 @@ const URL_LIKE = /^https?:\/\/\S+$/i;
 // marks (Twi ɛ ɔ, Yoruba ẹ ọ ṣ, Ewe ɖ ƒ, é, ï; an apostrophe inside), an arrow, or one punctuation
 // character (a letter of another script among them).
 const PIECE =
-  /"[^"]{0,300}"|(?<![\p{L}\p{N}])'[^'\n]{1,300}?'(?![\p{L}\p{N}])|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\da-z,.]*[\da-z])?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:[-+]\d+(?:\.\d+)?)?|[\p{sc=Latin}₦$€£₵][\p{sc=Latin}\p{M}'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
+  /"[^"]{0,300}"|(?<![\p{L}\p{N}])'[^'\n]{1,300}?'(?![\p{L}\p{N}])|https?:\/\/[^\s"'<>]+|0x[0-9a-zA-Z…]*|[a-z]{2,4}_[0-9A-Za-z]+|#[0-9a-z][\w\-/]*|[a-z]+[-/]?\d[\w\-/]*(?:[.,]\d[\w\-/]*)*|[a-z]+(?:-[a-z0-9]+)+|(?:us\$|gh₵|[$€£₦₵])?-?\d(?:[\da-z,.]*[\da-z])?(?:\s?(?:k|mn|m|bn|b)\b)?%?(?:\s?\/\s?\d+(?:\.\d+)?%?)*(?:[-+]\d+(?:\.\d+)?)?|[\p{sc=Latin}₦$€£₵][\p{sc=Latin}\p{M}'’₵$]*|->|=>|→|—|–|[^\sa-z0-9]/giu;
 
 interface RawPiece {
   text: string;
@@ -530,9 +530,14 @@ function textingShorthand(message: string): string {
     .replace(/(?<=\s)4(?=\s+(?:my|me|the|a|an|you|us|him|her|them)\b|\s*(?:₦|\$|GH₵|KSh|€|£))/gi, 'for');
 }
 
+/** An N or n standing alone before a figure (with its separators and a k/m suffix, and nothing else glued to it). */
+const NAIRA_LETTER = /(?<![\p{L}\p{N}_\-/#.])[Nn](?=\d[\d,.]*(?:k|m)?(?![\p{L}\p{N}_\-/]))/gu;
+
 /** Tokens of one message. `now` resolves relative dates, in UTC. */
 export function tokenize(message: string, now: Date): Token[] {
   const normalised = textingShorthand(withoutQuotedHistory(message.normalize('NFC')))
+    // "N2,500.00": Nigerian merchants write the naira sign as the letter N before the figure.
+    .replace(NAIRA_LETTER, '₦')
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
@@ -597,9 +602,24 @@ export function tokenize(message: string, now: Date): Token[] {
       push({ kind: 'amount', text, number: lookAlike(text), currency: undefined, negative: false });
       continue;
     }
+    if (/^\p{L}+\d{1,3}(?:,\d{3})+(?:\.\d+)?$/u.test(text)) {
+      // "X1,005", "AB12,500": letters glued to a grouped figure stand where an amount would; read
+      // as a reference, the figure would be lost, and cut at its comma, a part of it paid.
+      push({
+        kind: 'amount',
+        text,
+        number: {
+          type: 'unreadable',
+          reason: `"${text}" is not an amount I can read: write the figure with its currency`,
+        },
+        currency: undefined,
+        negative: false,
+      });
+      continue;
+    }
     if (
       /^#\w/.test(text) ||
-      /^[a-z]+[-/]?\d[\w\-/]*$/i.test(text) ||
+      /^[a-z]+[-/]?\d[\w\-/]*(?:[.,]\d[\w\-/]*)*$/i.test(text) ||
       /^[a-z]+(?:-[a-z0-9]+)*-[a-z]*\d[\w-]*$/i.test(text)
     ) {
       push({ kind: 'code', text, value: text.replace(/[.,;:!?]+$/, '') });
