@@ -164,6 +164,9 @@ function processMetrics(): Registry {
     processRegistry.registerMetric(railRefundsNeedingAttention);
     processRegistry.registerMetric(rateLimitDegraded);
     processRegistry.registerMetric(rateLimitFallbackDecisions);
+    processRegistry.registerMetric(rateLimitRedisWaits);
+    processRegistry.registerMetric(rateLimitProbes);
+    processRegistry.registerMetric(rateLimitProbesTotal);
   }
   return processRegistry;
 }
@@ -201,8 +204,40 @@ const rateLimitFallbackDecisions = new Counter({
 });
 rateLimitFallbackDecisions.inc(0);
 
+const rateLimitRedisWaits = new Gauge({
+  name: 'plainpay_rate_limit_redis_waits',
+  help: 'Requests of this process waiting now for their count in Redis (0 throughout an outage: they are counted in-process at once).',
+  registers: [],
+});
+rateLimitRedisWaits.set(0);
+
+const rateLimitProbes = new Gauge({
+  name: 'plainpay_rate_limit_probes_in_flight',
+  help: 'Probes of an unreachable or slow Redis in flight now (at most one per rate limiter); no request waits for one.',
+  registers: [],
+});
+rateLimitProbes.set(0);
+
+const rateLimitProbesTotal = new Counter({
+  name: 'plainpay_rate_limit_probes_total',
+  help: 'Probes sent to find out whether an unreachable or slow Redis answers again.',
+  registers: [],
+});
+rateLimitProbesTotal.inc(0);
+
 /** Called by the Redis rate limiter: an outage starts or ends, a request is counted in-process. */
 export const rateLimitFallback = {
+  /** A request starts (+1) or stops (-1) waiting for its count in Redis. */
+  waiting(delta: 1 | -1): void {
+    rateLimitRedisWaits.inc(delta);
+  },
+  probeStarted(): void {
+    rateLimitProbes.inc();
+    rateLimitProbesTotal.inc();
+  },
+  probeEnded(): void {
+    rateLimitProbes.dec();
+  },
   started(): void {
     rateLimitDegraded.inc();
   },
