@@ -60,6 +60,9 @@ const WASM_TIERING_BUDGET = 180_000_000;
  * Opens the database named by the config. int8 columns come back as bigint on both backends
  * (pg would give strings, PGlite numbers) so money never passes through a float.
  */
+/** The setting that marks a session as plainpay's own (see the Postgres pool below). */
+const SERVICE_SESSION = { name: 'plainpay.session', value: 'service' } as const;
+
 export async function connectDatabase(target: DatabaseTarget, options: ConnectOptions = {}): Promise<DatabaseHandle> {
   if (target.kind === 'postgres') {
     // Loaded here, not at the top: a process on the embedded database never reads pg (about 40 ms
@@ -67,6 +70,10 @@ export async function connectDatabase(target: DatabaseTarget, options: ConnectOp
     const { default: pg } = await import('pg');
     const pool = new pg.Pool({
       connectionString: target.url,
+      // Marks the service's own sessions: the money-row digests record whether a write came from one
+      // (migrations/028_money_row_digests.sql), so a write from any other session is named by
+      // `plainpay audit verify`.
+      options: `-c ${SERVICE_SESSION.name}=${SERVICE_SESSION.value}`,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       // A server that vanished without closing its sockets is noticed on idle connections too.
@@ -130,6 +137,7 @@ export async function connectDatabase(target: DatabaseTarget, options: ConnectOp
       startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=32MB'],
       parsers: { [INT8_OID]: (value: string) => BigInt(value), [JSON_OID]: parseStoredJson },
     });
+    await pglite.exec(`set ${SERVICE_SESSION.name} = '${SERVICE_SESSION.value}'`);
     const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
     const notifications = pgliteNotifications(pglite, db);
     return {

@@ -167,6 +167,7 @@ function processMetrics(): Registry {
     processRegistry.registerMetric(rateLimitRedisWaits);
     processRegistry.registerMetric(rateLimitProbes);
     processRegistry.registerMetric(rateLimitProbesTotal);
+    processRegistry.registerMetric(auditBroken);
   }
   return processRegistry;
 }
@@ -185,6 +186,18 @@ export function recordPaymentSettled(payment: Pick<PaymentRow, 'livemode' | 'pai
 /** Called once per run, after its end is committed. */
 export function recordAgentRunFinished(outcome: AgentRunOutcome): void {
   agentRunsTotal.inc({ outcome });
+}
+
+const auditBroken = new Gauge({
+  name: 'plainpay_audit_broken',
+  help: "1 when this worker's last verification of the action log and the money rows found a row edited, added or missing; 0 when intact.",
+  registers: [],
+});
+auditBroken.set(0);
+
+/** Called by the worker's audit verification after each run (src/audit/verification-job.ts). */
+export function recordAuditVerification(ok: boolean): void {
+  auditBroken.set(ok ? 0 : 1);
 }
 
 // Rate limiting while Redis is unreachable (src/rate-limit/redis-rate-limiter.ts): requests are counted

@@ -1,0 +1,93 @@
+-- Tamper evidence over the money rows themselves (issue 33): every write to a payment, payout (and
+-- revenue-share leg), refund, revenue share, ledger entry or settlement batch records the row's
+-- digest here, in the transaction of the write, with whether plainpay's own session made it.
+-- `plainpay audit verify` recomputes each current row's digest and compares it with the newest one
+-- recorded (src/audit/money-rows.ts): an edit with this trigger disabled differs, a deleted row is
+-- missing, an added one unrecorded; an edit with the trigger on is recorded as made outside
+-- plainpay. The table is append-only, like the action log.
+
+-- The row's digest: sha256 of its jsonb text (keys in a fixed order), with the settings that
+-- change how values print pinned, so that the same row always gives the same digest.
+create function money_row_digest(r anyelement) returns text language sql stable
+  set timezone to 'UTC' set bytea_output to 'hex'
+as $$ select encode(sha256(convert_to(to_jsonb(r)::text, 'UTF8')), 'hex') $$;
+
+create table money_row_digests (
+  seq bigint generated always as identity primary key,
+  table_name text not null,
+  row_id text not null,
+  -- The merchant whose money it is (null: the service's own, a settlement batch) and its mode.
+  account_id text,
+  livemode boolean,
+  -- null: the row was deleted.
+  digest text,
+  -- Made by a plainpay session (src/db/connect.ts sets plainpay.session on each connection):
+  -- false is a write from any other session, such as an operator's psql.
+  by_service boolean not null,
+  recorded_at timestamptz not null default now()
+);
+create index money_row_digests_row on money_row_digests (table_name, row_id, seq);
+create index money_row_digests_account on money_row_digests (account_id, table_name, row_id, seq)
+  where account_id is not null;
+
+create function money_row_digests_are_append_only() returns trigger language plpgsql as $$
+begin
+  raise exception 'money row digests are append-only: % is not allowed', tg_op using errcode = '42501';
+end $$;
+create trigger money_row_digests_append_only before update or delete on money_row_digests
+  for each row execute function money_row_digests_are_append_only();
+
+create function money_row_recorded() returns trigger language plpgsql as $$
+declare
+  row_json jsonb;
+  merchant text;
+  mode boolean;
+begin
+  if tg_op = 'DELETE' then row_json := to_jsonb(old); else row_json := to_jsonb(new); end if;
+  if tg_table_name = 'ledger_entries' then
+    select la.account_id, la.livemode into merchant, mode
+      from ledger_accounts la where la.id = row_json->>'account_id';
+  elsif tg_table_name <> 'settlement_batches' then
+    merchant := row_json->>'account_id';
+    mode := (row_json->>'livemode')::boolean;
+  end if;
+  insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
+  values (
+    tg_table_name, row_json->>'id', merchant, mode,
+    case when tg_op = 'DELETE' then null else money_row_digest(new) end,
+    coalesce(current_setting('plainpay.session', true), '') = 'service'
+  );
+  return null;
+end $$;
+
+create trigger payments_recorded after insert or update or delete on payments
+  for each row execute function money_row_recorded();
+create trigger payouts_recorded after insert or update or delete on payouts
+  for each row execute function money_row_recorded();
+create trigger refunds_recorded after insert or update or delete on refunds
+  for each row execute function money_row_recorded();
+create trigger revenue_shares_recorded after insert or update or delete on revenue_shares
+  for each row execute function money_row_recorded();
+create trigger ledger_entries_recorded after insert or update or delete on ledger_entries
+  for each row execute function money_row_recorded();
+create trigger settlement_batches_recorded after insert or update or delete on settlement_batches
+  for each row execute function money_row_recorded();
+
+-- The rows already there, as plainpay wrote them.
+insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
+select 'payments', id, account_id, livemode, money_row_digest(t), true from payments t;
+insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
+select 'payouts', id, account_id, livemode, money_row_digest(t), true from payouts t;
+insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
+select 'refunds', id, account_id, livemode, money_row_digest(t), true from refunds t;
+insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
+select 'revenue_shares', id, account_id, livemode, money_row_digest(t), true from revenue_shares t;
+insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
+select 'ledger_entries', t.id::text, la.account_id, la.livemode, money_row_digest(t), true
+  from ledger_entries t join ledger_accounts la on la.id = t.account_id;
+insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
+select 'settlement_batches', id, null, null, money_row_digest(t), true from settlement_batches t;
+
+-- What a verification saw of the account's chain: its head (seq and hash). A later head that is
+-- shorter, or no longer holds this row, means the log was cut back or rewritten.
+alter table audit_verifications add column through_hash text;
