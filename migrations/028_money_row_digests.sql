@@ -90,6 +90,12 @@ select 'ledger_entries', t.id::text, la.account_id, la.livemode, money_row_diges
 insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
 select 'settlement_batches', id, null, null, money_row_digest(t), true from settlement_batches t;
 
--- What a verification saw of the account's chain: its head (seq and hash). A later head that is
--- shorter, or no longer holds this row, means the log was cut back or rewritten.
-alter table audit_verifications add column through_hash text;
+-- The newest head (seq and hash) of each account's chain that an intact verification saw (the
+-- API's, the dashboard's, the CLI's, the worker's). A later chain that ends before it, or no longer
+-- holds that row, was cut back or rewritten.
+create table audit_heads_seen (
+  account_id text primary key references accounts (id),
+  seq bigint not null,
+  hash text not null,
+  seen_at timestamptz not null
+);

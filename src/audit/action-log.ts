@@ -208,8 +208,8 @@ async function verifyAccountChain(
 }
 
 /**
- * The heads seen before, which the chain must still hold: the last verification's (recorded in
- * audit_verifications) and the operator's checkpoint. A chain whose newest rows were deleted and
+ * The heads seen before, which the chain must still hold: the newest an intact verification saw
+ * (audit_heads_seen) and the operator's checkpoint. A chain whose newest rows were deleted and
  * its head set back is intact in itself; only a head seen before tells that it was longer.
  */
 async function cutBack(
@@ -219,20 +219,13 @@ async function cutBack(
   checkpoint: { seq: string; hash: string } | undefined,
 ): Promise<BrokenRow | undefined> {
   const recorded = await db
-    .selectFrom('audit_verifications')
-    .select(['through_seq', 'through_hash', 'verified_at'])
+    .selectFrom('audit_heads_seen')
+    .select(['seq', 'hash', 'seen_at'])
     .where('account_id', '=', accountId)
-    .where('through_hash', 'is not', null)
     .executeTakeFirst();
   const seen = [
     ...(recorded
-      ? [
-          {
-            seq: recorded.through_seq,
-            hash: recorded.through_hash!,
-            by: `the verification of ${recorded.verified_at.toISOString()}`,
-          },
-        ]
+      ? [{ seq: recorded.seq, hash: recorded.hash, by: `the verification of ${recorded.seen_at.toISOString()}` }]
       : []),
     ...(checkpoint ? [{ seq: BigInt(checkpoint.seq), hash: checkpoint.hash, by: 'the checkpoint' }] : []),
   ];

@@ -58,29 +58,34 @@ export interface StoredVerification {
  */
 export async function verifyAccount(db: Db, accountId: string, now: Date): Promise<StoredVerification> {
   const report = await verifyActionLog(db, { accountId });
-  await recordVerification(db, report, [accountId], now);
+  const row = {
+    verified_at: now,
+    through_seq: BigInt(report.throughSeq ?? 0),
+    ok: report.ok,
+    report: JSON.stringify(report),
+  };
+  await db
+    .insertInto('audit_verifications')
+    .values({ account_id: accountId, ...row })
+    .onConflict((oc) => oc.column('account_id').doUpdateSet(row))
+    .execute();
+  await recordHeadsSeen(db, report, now);
   return { verifiedAt: now, report };
 }
 
 /**
- * Keeps a verification as each account's last: its report, and, when intact, the head it reached,
- * which every later verification must still find (a log cut back or rewritten is named then). A
- * broken one leaves the head seen before in place.
+ * Keeps the heads an intact verification reached, which every later verification must still find
+ * (a log cut back or rewritten is named then: audit/action-log.ts). A broken one records nothing,
+ * leaving the heads seen before in place. Heads only move forward.
  */
-export async function recordVerification(
-  db: Db,
-  report: AuditReport,
-  accountIds: readonly string[],
-  now: Date,
-): Promise<void> {
-  for (const accountId of accountIds) {
-    const head = report.heads[accountId];
-    const row = { verified_at: now, ok: report.ok, report: JSON.stringify(report) };
-    const reached = report.ok && head ? { through_seq: BigInt(head.seq), through_hash: head.hash } : undefined;
+export async function recordHeadsSeen(db: Db, report: AuditReport, now: Date): Promise<void> {
+  if (!report.ok) return;
+  for (const [accountId, head] of Object.entries(report.heads)) {
+    const seen = { seq: BigInt(head.seq), hash: head.hash, seen_at: now };
     await db
-      .insertInto('audit_verifications')
-      .values({ account_id: accountId, through_seq: 0n, through_hash: null, ...row, ...reached })
-      .onConflict((oc) => oc.column('account_id').doUpdateSet({ ...row, ...reached }))
+      .insertInto('audit_heads_seen')
+      .values({ account_id: accountId, ...seen })
+      .onConflict((oc) => oc.column('account_id').doUpdateSet(seen).where('audit_heads_seen.seq', '<=', seen.seq))
       .execute();
   }
 }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { describeBroken, verifyActionLog, type VerifyScope } from '../audit/action-log.ts';
-import { recordVerification } from '../audit/verification.ts';
+import { recordHeadsSeen } from '../audit/verification.ts';
 import { type DatabaseCommand, type DatabaseWork, parseStrict } from './command.ts';
 import { EXIT, UsageError } from './failures.ts';
 
@@ -35,7 +35,7 @@ the first edited, added or missing row.`,
     const checkpoint = values.checkpoint === undefined ? undefined : readCheckpoint(values.checkpoint);
     const work: DatabaseWork = async ({ db, clock }, out) => {
       const report = await verifyActionLog(db, checkpoint ? { checkpoint: checkpoint.heads } : {});
-      await recordVerification(db, report, Object.keys(report.heads), clock.now());
+      await recordHeadsSeen(db, report, clock.now());
       if (values.json) {
         out.stdout(JSON.stringify(report));
       } else if (report.ok) {
@@ -75,7 +75,7 @@ Keep it where the database's writers cannot reach it; pass it to \`audit verify 
         return EXIT.failure;
       }
       const now = clock.now();
-      await recordVerification(db, report, Object.keys(report.heads), now);
+      await recordHeadsSeen(db, report, now);
       const checkpoint: Checkpoint = { object: 'audit_checkpoint', taken_at: now.toISOString(), heads: report.heads };
       out.stdout(JSON.stringify(checkpoint));
       return EXIT.ok;

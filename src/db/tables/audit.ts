@@ -12,8 +12,14 @@ export interface AuditVerificationsTable {
   ok: boolean;
   /** json text on write; parsed on read. */
   report: ColumnType<unknown, string, string>;
-  /** The hash of the account's head at through_seq (null: recorded before migration 028). */
-  through_hash: string | null;
+}
+
+/** The newest head of each account's chain an intact verification saw (migration 028). */
+export interface AuditHeadsSeenTable {
+  account_id: string;
+  seq: bigint;
+  hash: string;
+  seen_at: ColumnType<Date, Date | string, Date | string>;
 }
 
 /** Written only by the money tables' triggers (migration 028); append-only. */
@@ -32,6 +38,7 @@ export interface MoneyRowDigestsTable {
 export interface AuditTables {
   audit_verifications: AuditVerificationsTable;
   money_row_digests: MoneyRowDigestsTable;
+  audit_heads_seen: AuditHeadsSeenTable;
 }
 
 export type AuditVerificationRow = Selectable<AuditVerificationsTable>;
