@@ -13,7 +13,7 @@ import { issueApiKey } from '../src/keys/api-keys.ts';
 import { executedOutput, executeTool } from '../src/pipeline/execute-tool.ts';
 import { createPayout } from '../tools/create-payout.ts';
 import { refundPayment } from '../tools/refund-payment.ts';
-import { bearer, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
+import { bearer, type TestRuntime, tamperingWithMoneyRowsOnPurpose, testApp, testRuntime } from './support/harness.ts';
 import { ADDRESS_A, ADDRESS_B, post } from './support/money.ts';
 import { merchantActor, settledPayment } from './support/tool-tests.ts';
 
@@ -26,6 +26,7 @@ import { merchantActor, settledPayment } from './support/tool-tests.ts';
 
 let runtime: TestRuntime;
 let app: FastifyInstance;
+tamperingWithMoneyRowsOnPurpose();
 
 beforeAll(async () => {
   runtime = await testRuntime();
