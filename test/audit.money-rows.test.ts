@@ -8,12 +8,21 @@ import { auditCheckpoint, auditVerify } from '../src/cli/audit.ts';
 import { createLogger } from '../src/core/logger.ts';
 import type { CliOutput } from '../src/cli/command.ts';
 import type { Actor } from '../src/core/tool.ts';
+import { connectDatabase } from '../src/db/connect.ts';
 import type { Database } from '../src/db/database.ts';
 import { issueApiKey } from '../src/keys/api-keys.ts';
 import { executedOutput, executeTool } from '../src/pipeline/execute-tool.ts';
 import { createPayout } from '../tools/create-payout.ts';
 import { refundPayment } from '../tools/refund-payment.ts';
-import { bearer, type TestRuntime, tamperingWithMoneyRowsOnPurpose, testApp, testRuntime } from './support/harness.ts';
+import {
+  bearer,
+  fileDatabaseUrl,
+  isPostgres,
+  type TestRuntime,
+  tamperingWithMoneyRowsOnPurpose,
+  testApp,
+  testRuntime,
+} from './support/harness.ts';
 import { ADDRESS_A, ADDRESS_B, post } from './support/money.ts';
 import { merchantActor, settledPayment } from './support/tool-tests.ts';
 
@@ -329,5 +338,22 @@ describe('verification while serving', () => {
       headers: bearer(token),
     });
     expect(metrics.body).toMatch(/^plainpay_audit_broken 1$/m);
+  });
+});
+
+describe.skipIf(!isPostgres)("plainpay's sessions on Postgres", () => {
+  it("are marked as the service's, keeping the startup options of DATABASE_URL", async () => {
+    const url = new URL((await fileDatabaseUrl())!);
+    url.searchParams.set('options', '-c statement_timeout=12345');
+    const handle = await connectDatabase({ kind: 'postgres', url: url.toString() });
+    try {
+      const { rows } = await sql<{ session: string; timeout: string }>`
+        select current_setting('plainpay.session', true) as session, current_setting('statement_timeout') as timeout`.execute(
+        handle.db,
+      );
+      expect(rows[0]).toEqual({ session: 'service', timeout: '12345ms' });
+    } finally {
+      await handle.close();
+    }
   });
 });
