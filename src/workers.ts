@@ -1,3 +1,4 @@
+import { auditVerificationJob } from './audit/verification-job.ts';
 import { expiryJob } from './payments/expiry.ts';
 import { railReconcileJob } from './payments/rails/reconcile.ts';
 import { reconciliationJob } from './reconciliation/job.ts';
@@ -17,6 +18,7 @@ const JOBS: ReadonlyArray<[name: string, job: WorkerJob]> = [
   ['settlement', settlementJob],
   ['payer-rails', railReconcileJob],
   ['reconciliation', reconciliationJob],
+  ['audit-verification', auditVerificationJob],
 ];
 
 export function startWorkers(runtime: Runtime): () => Promise<void> {

@@ -1,8 +1,9 @@
+import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/domain/ids.ts';
 import { insertEvent } from '../src/db/repositories/events.ts';
 import { NOTIFICATION_CHANNELS } from '../src/db/notifications.ts';
-import { testAccount, testRuntime } from './support/harness.ts';
+import { isPostgres, testAccount, testRuntime } from './support/harness.ts';
 
 /** Resolves with the next payload heard on the channel; the ceiling is reached only by a hang. */
 function nextNotification(listen: (onNotify: (payload: string) => void) => Promise<() => Promise<void>>): {
@@ -62,5 +63,32 @@ describe('database notifications', () => {
       }),
     );
     expect(await heard).toEqual([`payment.paid ${committed}`]);
+  });
+});
+
+describe.skipIf(!isPostgres)('the Postgres listening client', () => {
+  it('listens on every channel at once (as a worker starts) without a query on a client already executing one', async () => {
+    const runtime = await testRuntime();
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    try {
+      const channels = Object.values(NOTIFICATION_CHANNELS);
+      const waits = channels.map((channel) => nextNotification((cb) => runtime.notifications.listen(channel, cb)));
+      const unlisten = await Promise.all(waits.map((w) => w.ready));
+      // Every channel is heard after all.
+      await runtime.db.transaction().execute(async (trx) => {
+        for (const channel of channels) await sql`select pg_notify(${channel}, 'wake')`.execute(trx);
+      });
+      expect(await Promise.all(waits.map((w) => w.heard))).toEqual(channels.map(() => ['wake']));
+      await Promise.all(unlisten.map((u) => u()));
+      // pg reports the queued query once per process, a tick later.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.map((w) => w.message).filter((m) => /already executing a query/.test(m))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../src/core/clock.ts';
@@ -103,9 +103,137 @@ describe('the Redis rate limiter while Redis is unreachable', () => {
       await limiter.hit('key_a', now + 2_000);
       const warnings = lines.filter((l) => l.level === 40);
       expect(warnings).toHaveLength(1);
-      expect(warnings[0]!.msg).toMatch(/Redis unreachable: rate limits are counted in this process/);
+      expect(warnings[0]!.msg).toMatch(/Redis unreachable or slow: rate limits are counted in this process/);
     } finally {
       await limiter.close();
+    }
+  });
+});
+
+/**
+ * Just enough of a Redis for the limiter (the ready check's INFO, MULTI/INCR/PEXPIRE/EXEC, PING)
+ * that can freeze as a SIGSTOPped one does: the connection stays open, commands arrive and no answer
+ * leaves until it thaws. It counts what it was sent.
+ */
+async function freezableRedis() {
+  const sent: string[] = [];
+  const held: Array<() => void> = [];
+  let frozen = false;
+  let count = 0;
+  const answer = (socket: Socket, command: string): string => {
+    switch (command) {
+      case 'INFO': {
+        const info = '# Persistence\r\nloading:0\r\n';
+        return `$${info.length}\r\n${info}\r\n`;
+      }
+      case 'PING':
+        return '+PONG\r\n';
+      case 'MULTI':
+        return '+OK\r\n';
+      case 'EXEC':
+        count++;
+        return `*2\r\n:${count}\r\n:1\r\n`;
+      case 'QUIT':
+        socket.end();
+        return '+OK\r\n';
+      default:
+        return '+QUEUED\r\n';
+    }
+  };
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    let buffer = '';
+    socket.on('data', (chunk) => {
+      buffer += chunk.toString('latin1');
+      // Each command is an array of bulk strings: *N, then $len and the argument N times.
+      for (;;) {
+        const lines = buffer.split('\r\n');
+        const n = Number(lines[0]?.slice(1));
+        if (!lines[0]?.startsWith('*') || lines.length < 1 + 2 * n + 1) return;
+        const command = lines[2]!.toUpperCase();
+        buffer = lines.slice(1 + 2 * n).join('\r\n');
+        sent.push(command);
+        const reply = () => socket.write(answer(socket, command));
+        if (frozen) held.push(reply);
+        else reply();
+      }
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    sent,
+    freeze() {
+      frozen = true;
+    },
+    thaw() {
+      frozen = false;
+      for (const reply of held.splice(0)) reply();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('the Redis rate limiter while Redis is frozen', () => {
+  it('counts in-process at once after the first slow count; one probe at a time finds Redis back', async () => {
+    const redis = await freezableRedis();
+    // A command timeout longer than the test: any request that waited for a frozen Redis's answer
+    // would never be decided, and neither would the test.
+    const limiter = createRedisRateLimiter(1_000, redis.url, { commandTimeoutMs: 600_000, probeEveryMs: 20 });
+    const until = async (what: () => boolean): Promise<void> => {
+      while (!what()) await new Promise((resolve) => setTimeout(resolve, 5));
+    };
+    const counts = () => redis.sent.filter((c) => c === 'EXEC').length;
+    const probes = () => redis.sent.filter((c) => c === 'PING').length;
+    try {
+      const now = Date.parse('2026-01-01T00:00:00.250Z');
+      // Ready: counted in Redis.
+      await until(() => {
+        void limiter.hit('key_a', now);
+        return counts() > 0;
+      });
+      // Answered in order: once this one is, none of those above is still waiting.
+      await limiter.hit('key_a', now);
+
+      redis.freeze();
+      const sentAtFreeze = counts();
+      // The first request finds Redis slow and is decided in-process; so is every one after it.
+      expect((await limiter.hit('key_a', now)).allowed).toBe(true);
+      for (let round = 0; round < 5; round++) {
+        const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.hit('key_a', now)));
+        expect(decisions.every((d) => d.allowed)).toBe(true);
+      }
+      // Probes go out as requests come in, one at a time, never in a request's way.
+      await until(() => {
+        void limiter.hit('key_a', now);
+        return probes() >= 1;
+      });
+      for (let round = 0; round < 5; round++) {
+        await Promise.all(Array.from({ length: 20 }, () => limiter.hit('key_a', now)));
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      }
+      // Frozen: one count was sent (the one that found it slow) and one probe, still unanswered.
+      expect(counts() - sentAtFreeze).toBe(1);
+      expect(probes()).toBe(1);
+
+      // Thawed: the held answers come late (too slow to trust), a next probe answers quickly, and
+      // counting returns to Redis.
+      redis.thaw();
+      await until(() => {
+        void limiter.hit('key_a', now);
+        return counts() - sentAtFreeze > 1;
+      });
+      expect(probes()).toBeGreaterThanOrEqual(2);
+    } finally {
+      await limiter.close();
+      await redis.close();
     }
   });
 });

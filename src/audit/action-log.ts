@@ -1,6 +1,7 @@
 import { canonicalJson } from '../core/canonical-json.ts';
 import type { Db } from '../db/database.ts';
 import { type ChainPoint, entryHash, GENESIS, GENESIS_HASH, readHead, walkSegment } from './chain.ts';
+import { checkMoneyRows } from './money-rows.ts';
 import { type BrokenRow, type ChainWalk, checkViews, recordWalked } from './view-check.ts';
 
 /**
@@ -114,10 +115,21 @@ export interface AuditReport {
   actionsChecked: number;
   /** Finished agent_runs rows compared with their run.finished entry. */
   runsChecked: number;
+  /** Money rows (payments, payouts, refunds, revenue shares, ledger entries, settlement batches) compared with their digests. */
+  moneyRowsChecked: number;
+  /** Each account's head the chain check reached: what a later verification must still find. */
+  heads: Record<string, { seq: string; hash: string }>;
   /** The newest entry the chain check reached: "verified through #N". null: nothing to check. */
   throughSeq: string | null;
   /** The first row found edited, added or missing: in log order for the chain, then the views' tables. */
   firstBroken?: BrokenRow;
+}
+
+/** Which accounts to verify, and the heads an operator kept outside the database (a checkpoint). */
+export interface VerifyScope {
+  accountId?: string;
+  /** By account: a head `plainpay audit checkpoint` printed, which the chain must still hold. */
+  checkpoint?: Record<string, { seq: string; hash: string }>;
 }
 
 /**
@@ -127,13 +139,13 @@ export interface AuditReport {
  * account's head is read first and its chain walked only up to it (audit/chain.ts), and rows that
  * changed after that are compared with the later entries that recorded the change.
  */
-export async function verifyActionLog(db: Db, scope: { accountId?: string } = {}): Promise<AuditReport> {
+export async function verifyActionLog(db: Db, scope: VerifyScope = {}): Promise<AuditReport> {
   const walk: ChainWalk = { actions: new Map(), runs: new Map(), tails: new Map(), newer: new Map() };
   let firstBroken: BrokenRow | undefined;
   let rowsChecked = 0;
   let through: bigint | null = null;
   for await (const accountId of accountsOf(db, scope)) {
-    const checked = await verifyAccountChain(db, walk, accountId);
+    const checked = await verifyAccountChain(db, walk, accountId, scope.checkpoint?.[accountId]);
     rowsChecked += checked.rows;
     if (checked.through !== null && (through === null || checked.through > through)) through = checked.through;
     // The first broken row in log order, whichever account it is in.
@@ -143,19 +155,23 @@ export async function verifyActionLog(db: Db, scope: { accountId?: string } = {}
   }
   const views = firstBroken ? { actionsChecked: 0, runsChecked: 0 } : await checkViews(db, walk, scope);
   firstBroken ??= views.broken;
+  const money = firstBroken ? { moneyRowsChecked: 0 } : await checkMoneyRows(db, scope);
+  firstBroken ??= money.broken;
   return {
     ok: firstBroken === undefined,
     rowsChecked,
     accountsChecked: walk.tails.size,
     actionsChecked: views.actionsChecked,
     runsChecked: views.runsChecked,
+    moneyRowsChecked: money.moneyRowsChecked,
+    heads: Object.fromEntries([...walk.tails].map(([id, tail]) => [id, { seq: String(tail.seq), hash: tail.hash }])),
     throughSeq: through === null ? null : String(through),
     ...(firstBroken ? { firstBroken } : {}),
   };
 }
 
 /** The accounts whose chains to walk: the one asked for, or every account. */
-async function* accountsOf(db: Db, scope: { accountId?: string }): AsyncGenerator<string> {
+async function* accountsOf(db: Db, scope: VerifyScope): AsyncGenerator<string> {
   if (scope.accountId !== undefined) {
     yield scope.accountId;
     return;
@@ -180,6 +196,69 @@ async function* accountsOf(db: Db, scope: { accountId?: string }): AsyncGenerato
  * appended meanwhile are after the head, and left to the next verification.
  */
 async function verifyAccountChain(
+  db: Db,
+  walk: ChainWalk,
+  accountId: string,
+  checkpoint: { seq: string; hash: string } | undefined,
+): Promise<{ rows: number; through: bigint | null; broken?: BrokenRow }> {
+  const checked = await walkAccountChain(db, walk, accountId);
+  if (checked.broken) return checked;
+  const cut = await cutBack(db, accountId, walk.tails.get(accountId) ?? GENESIS, checkpoint);
+  return cut ? { ...checked, broken: cut } : checked;
+}
+
+/**
+ * The heads seen before, which the chain must still hold: the newest an intact verification saw
+ * (audit_heads_seen) and the operator's checkpoint. A chain whose newest rows were deleted and
+ * its head set back is intact in itself; only a head seen before tells that it was longer.
+ */
+async function cutBack(
+  db: Db,
+  accountId: string,
+  tail: ChainPoint,
+  checkpoint: { seq: string; hash: string } | undefined,
+): Promise<BrokenRow | undefined> {
+  const recorded = await db
+    .selectFrom('audit_heads_seen')
+    .select(['seq', 'hash', 'seen_at'])
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  const seen = [
+    ...(recorded
+      ? [{ seq: recorded.seq, hash: recorded.hash, by: `the verification of ${recorded.seen_at.toISOString()}` }]
+      : []),
+    ...(checkpoint ? [{ seq: BigInt(checkpoint.seq), hash: checkpoint.hash, by: 'the checkpoint' }] : []),
+  ];
+  for (const point of seen) {
+    if (point.seq === 0n) continue;
+    const row =
+      point.seq > tail.seq
+        ? undefined
+        : await db
+            .selectFrom('action_log')
+            .select('hash')
+            .where('account_id', '=', accountId)
+            .where('seq', '=', point.seq)
+            .executeTakeFirst();
+    if (row?.hash === point.hash) continue;
+    return {
+      seq: String(point.seq),
+      accountId,
+      livemode: null,
+      table: 'action_log_heads',
+      rowId: accountId,
+      columns: [],
+      reason:
+        point.seq > tail.seq
+          ? `the newest rows of the account are missing: ${point.by} saw the log through seq=${point.seq}, and it now ends at seq=${tail.seq}`
+          : `the log was rewritten: ${point.by} saw seq=${point.seq} with hash ${point.hash}, which the log no longer holds`,
+    };
+  }
+  return undefined;
+}
+
+/** One account's chain, from genesis through its head (see verifyAccountChain). */
+async function walkAccountChain(
   db: Db,
   walk: ChainWalk,
   accountId: string,
@@ -262,5 +341,5 @@ export function describeBroken(broken: BrokenRow): string {
     broken.table === 'action_log' || broken.table === 'action_log_heads'
       ? `row seq=${broken.seq} of the action log`
       : `${broken.table} row ${broken.rowId}`;
-  return `${where} (account ${broken.accountId}): ${broken.reason}`;
+  return `${where}${broken.accountId === null ? '' : ` (account ${broken.accountId})`}: ${broken.reason}`;
 }

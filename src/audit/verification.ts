@@ -5,7 +5,11 @@ import { type AuditReport, describeBroken, verifyActionLog } from './action-log.
 export const verificationOutput = z
   .object({
     object: z.literal('audit_verification'),
-    ok: z.boolean().describe("True when the account's action log and the tables behind the action views are intact."),
+    ok: z
+      .boolean()
+      .describe(
+        "True when the account's action log, the tables behind the action views and the account's money rows are intact.",
+      ),
     verified_at: z.string().describe('When this verification ran.'),
     through_seq: z
       .string()
@@ -16,6 +20,11 @@ export const verificationOutput = z
       .number()
       .describe('Actions compared with the newest log entry about each, with their settlement hashes.'),
     runs_checked: z.number().describe('Finished agent runs compared with their run.finished entry.'),
+    money_rows_checked: z
+      .number()
+      .describe(
+        "The account's payments, payouts, refunds, revenue shares and ledger entries compared with the digests recorded when plainpay wrote them.",
+      ),
     broken: z
       .object({
         seq: z
@@ -24,7 +33,9 @@ export const verificationOutput = z
           .describe('The log entry at fault, or the newest one that recorded the row (null: none records it).'),
         table: z
           .string()
-          .describe('action_log, agent_actions, confirmations, agent_runs, api_keys, payouts, payments.'),
+          .describe(
+            'action_log, action_log_heads, agent_actions, confirmations, agent_runs, api_keys, payments, payouts, refunds, revenue_shares, ledger_entries.',
+          ),
         row_id: z.string().nullable().describe("The row's id; null for a row of the other mode."),
         columns: z.array(z.string()).describe('The columns that differ from what the log recorded, where known.'),
         message: z.string().describe('The row and what is wrong with it, in words.'),
@@ -42,8 +53,8 @@ export interface StoredVerification {
 }
 
 /**
- * Verifies one account's log and views, and keeps the result as the account's last verification
- * (the dashboard's "Log verified through #N at T" line). The chain is per account, both modes.
+ * Verifies one account's log, views and money rows, and keeps the result as the account's last
+ * verification (the dashboard's "Log verified through #N at T" line). The chain is per account, both modes.
  */
 export async function verifyAccount(db: Db, accountId: string, now: Date): Promise<StoredVerification> {
   const report = await verifyActionLog(db, { accountId });
@@ -58,7 +69,25 @@ export async function verifyAccount(db: Db, accountId: string, now: Date): Promi
     .values({ account_id: accountId, ...row })
     .onConflict((oc) => oc.column('account_id').doUpdateSet(row))
     .execute();
+  await recordHeadsSeen(db, report, now);
   return { verifiedAt: now, report };
+}
+
+/**
+ * Keeps the heads an intact verification reached, which every later verification must still find
+ * (a log cut back or rewritten is named then: audit/action-log.ts). A broken one records nothing,
+ * leaving the heads seen before in place. Heads only move forward.
+ */
+export async function recordHeadsSeen(db: Db, report: AuditReport, now: Date): Promise<void> {
+  if (!report.ok) return;
+  for (const [accountId, head] of Object.entries(report.heads)) {
+    const seen = { seq: BigInt(head.seq), hash: head.hash, seen_at: now };
+    await db
+      .insertInto('audit_heads_seen')
+      .values({ account_id: accountId, ...seen })
+      .onConflict((oc) => oc.column('account_id').doUpdateSet(seen).where('audit_heads_seen.seq', '<=', seen.seq))
+      .execute();
+  }
 }
 
 export async function lastVerification(db: Db, accountId: string): Promise<StoredVerification | undefined> {
@@ -86,6 +115,7 @@ export function presentVerification(stored: StoredVerification, livemode: boolea
     entries_checked: report.rowsChecked,
     actions_checked: report.actionsChecked,
     runs_checked: report.runsChecked,
+    money_rows_checked: report.moneyRowsChecked ?? 0,
     broken:
       broken === undefined
         ? null

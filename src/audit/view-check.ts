@@ -9,16 +9,18 @@ import {
   snapshotHash,
 } from './action-snapshot.ts';
 import { type ChainPoint, GENESIS, readHead, walkSegment } from './chain.ts';
+import type { MoneyTable } from './money-rows.ts';
 import { loadSettlementHashes } from './settlement-hashes.ts';
 
 /** A row found edited, added or missing, named by its table and id. */
 export interface BrokenRow {
   /** The log entry at fault, or the newest one that recorded the row (null: no entry records it). */
   seq: string | null;
-  accountId: string;
-  /** The row's mode (null: the account's chain as a whole). */
+  /** The merchant whose row it is (null: the service's own, such as a settlement batch). */
+  accountId: string | null;
+  /** The row's mode (null: the account's chain as a whole, or a row of no mode). */
   livemode: boolean | null;
-  table: 'action_log' | 'action_log_heads' | StoredField['table'] | 'payouts' | 'payments';
+  table: 'action_log' | 'action_log_heads' | StoredField['table'] | MoneyTable;
   /** The row's id (a seq for action_log). */
   rowId: string;
   /** The columns that differ from what the log recorded, where known. */

@@ -53,9 +53,15 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['audit', 'verify'],
-    synopsis: 'audit verify [--json]',
-    summary: "Check the hash chain of every account's action log.",
+    synopsis: 'audit verify [--checkpoint C] [--json]',
+    summary: "Check the hash chain of every account's action log, and every money row against it.",
     load: async () => (await import('./audit.ts')).auditVerify,
+  },
+  {
+    path: ['audit', 'checkpoint'],
+    synopsis: 'audit checkpoint',
+    summary: "Verify, then print every account's chain head, to keep outside the database.",
+    load: async () => (await import('./audit.ts')).auditCheckpoint,
   },
   {
     path: ['collection', 'list'],

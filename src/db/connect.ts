@@ -60,13 +60,38 @@ const WASM_TIERING_BUDGET = 180_000_000;
  * Opens the database named by the config. int8 columns come back as bigint on both backends
  * (pg would give strings, PGlite numbers) so money never passes through a float.
  */
+/** The setting that marks a session as plainpay's own (see the Postgres pool below). */
+const SERVICE_SESSION = { name: 'plainpay.session', value: 'service' } as const;
+
+/**
+ * The connection string with the service's mark added to its startup options (`?options=…`, kept
+ * with any the operator gave). In the URL, not in pg's `options`: pg lets the URL's own options
+ * replace that. At startup, not by a query on connect: that query would run on a client the pool
+ * has already handed to its first query.
+ */
+function markedAsService(connectionString: string): { connectionString: string; options?: string } {
+  const mark = `-c ${SERVICE_SESSION.name}=${SERVICE_SESSION.value}`;
+  let url: URL;
+  try {
+    url = new URL(connectionString);
+  } catch {
+    // Not a URL: pg takes no options from it, so they cannot collide.
+    return { connectionString, options: mark };
+  }
+  url.searchParams.set('options', [url.searchParams.get('options'), mark].filter(Boolean).join(' '));
+  return { connectionString: url.toString() };
+}
+
 export async function connectDatabase(target: DatabaseTarget, options: ConnectOptions = {}): Promise<DatabaseHandle> {
   if (target.kind === 'postgres') {
     // Loaded here, not at the top: a process on the embedded database never reads pg (about 40 ms
     // of its start).
     const { default: pg } = await import('pg');
     const pool = new pg.Pool({
-      connectionString: target.url,
+      // Marks the service's own sessions: the money-row digests record whether a write came from one
+      // (migrations/028_money_row_digests.sql), so a write from any other session is named by
+      // `plainpay audit verify`.
+      ...markedAsService(target.url),
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       // A server that vanished without closing its sockets is noticed on idle connections too.
@@ -130,6 +155,7 @@ export async function connectDatabase(target: DatabaseTarget, options: ConnectOp
       startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=32MB'],
       parsers: { [INT8_OID]: (value: string) => BigInt(value), [JSON_OID]: parseStoredJson },
     });
+    await pglite.exec(`set ${SERVICE_SESSION.name} = '${SERVICE_SESSION.value}'`);
     const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
     const notifications = pgliteNotifications(pglite, db);
     return {

@@ -95,6 +95,17 @@ export function postgresNotifications(
 
   const quote = (channel: string): string => `"${channel.replaceAll('"', '""')}"`;
 
+  /**
+   * Every LISTEN and UNLISTEN on the listening client, one at a time: the jobs of a worker listen
+   * at once at start, and pg deprecates (and pg 9 refuses) a query on a client already executing one.
+   */
+  let queries: Promise<unknown> = Promise.resolve();
+  const serially = (sql: string, on: () => pg.Client | undefined): Promise<unknown> => {
+    const run = queries.then(() => on()?.query(sql));
+    queries = run.catch(() => {});
+    return run;
+  };
+
   const connect = (): Promise<pg.Client> => {
     if (client) return Promise.resolve(client);
     connecting ??= (async () => {
@@ -156,7 +167,7 @@ export function postgresNotifications(
       set.add(onNotify);
       try {
         const live = await connect();
-        if (first) await live.query(`listen ${quote(channel)}`);
+        if (first) await serially(`listen ${quote(channel)}`, () => (client === live ? live : undefined));
       } catch (error) {
         // The database is unreachable now: the listener still counts, and is told ('') on reconnect.
         logger?.warn({ err: error, channel }, 'notification listener not connected yet; will retry');
@@ -166,7 +177,7 @@ export function postgresNotifications(
         const current = listeners.get(channel);
         if (!current?.delete(onNotify) || current.size > 0) return;
         listeners.delete(channel);
-        await client?.query(`unlisten ${quote(channel)}`).catch(() => {});
+        await serially(`unlisten ${quote(channel)}`, () => client).catch(() => {});
       };
     },
     hearing: () => client !== undefined && !closed,

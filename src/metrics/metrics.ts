@@ -167,6 +167,10 @@ function processMetrics(): Registry {
     processRegistry.registerMetric(railRefundsNeedingAttention);
     processRegistry.registerMetric(rateLimitDegraded);
     processRegistry.registerMetric(rateLimitFallbackDecisions);
+    processRegistry.registerMetric(rateLimitRedisWaits);
+    processRegistry.registerMetric(rateLimitProbes);
+    processRegistry.registerMetric(rateLimitProbesTotal);
+    processRegistry.registerMetric(auditBroken);
   }
   return processRegistry;
 }
@@ -187,6 +191,18 @@ export function recordAgentRunFinished(outcome: AgentRunOutcome): void {
   agentRunsTotal.inc({ outcome });
 }
 
+const auditBroken = new Gauge({
+  name: 'plainpay_audit_broken',
+  help: "1 when this worker's last verification of the action log and the money rows found a row edited, added or missing; 0 when intact.",
+  registers: [],
+});
+auditBroken.set(0);
+
+/** Called by the worker's audit verification after each run (src/audit/verification-job.ts). */
+export function recordAuditVerification(ok: boolean): void {
+  auditBroken.set(ok ? 0 : 1);
+}
+
 // Rate limiting while Redis is unreachable (src/rate-limit/redis-rate-limiter.ts): requests are counted
 // in the process that receives them, each instance enforcing the limit alone.
 
@@ -204,8 +220,40 @@ const rateLimitFallbackDecisions = new Counter({
 });
 rateLimitFallbackDecisions.inc(0);
 
+const rateLimitRedisWaits = new Gauge({
+  name: 'plainpay_rate_limit_redis_waits',
+  help: 'Requests of this process waiting now for their count in Redis (0 throughout an outage: they are counted in-process at once).',
+  registers: [],
+});
+rateLimitRedisWaits.set(0);
+
+const rateLimitProbes = new Gauge({
+  name: 'plainpay_rate_limit_probes_in_flight',
+  help: 'Probes of an unreachable or slow Redis in flight now (at most one per rate limiter); no request waits for one.',
+  registers: [],
+});
+rateLimitProbes.set(0);
+
+const rateLimitProbesTotal = new Counter({
+  name: 'plainpay_rate_limit_probes_total',
+  help: 'Probes sent to find out whether an unreachable or slow Redis answers again.',
+  registers: [],
+});
+rateLimitProbesTotal.inc(0);
+
 /** Called by the Redis rate limiter: an outage starts or ends, a request is counted in-process. */
 export const rateLimitFallback = {
+  /** A request starts (+1) or stops (-1) waiting for its count in Redis. */
+  waiting(delta: 1 | -1): void {
+    rateLimitRedisWaits.inc(delta);
+  },
+  probeStarted(): void {
+    rateLimitProbes.inc();
+    rateLimitProbesTotal.inc();
+  },
+  probeEnded(): void {
+    rateLimitProbes.dec();
+  },
   started(): void {
     rateLimitDegraded.inc();
   },

@@ -16,6 +16,8 @@ import { type AppOptions, buildApp } from '../../src/http/app.ts';
 import { createRuntime, type Runtime, type RuntimeOverrides } from '../../src/runtime.ts';
 import { issueApiKey } from '../../src/keys/api-keys.ts';
 import type { ApiKeyScope } from '../../src/domain/api-key-secret.ts';
+import { describeBroken } from '../../src/audit/action-log.ts';
+import { checkMoneyRows } from '../../src/audit/money-rows.ts';
 import { afterFile } from './after-file.ts';
 import { dropScratchDatabase } from './scratch-database.ts';
 
@@ -109,6 +111,13 @@ export function testLogger() {
   return createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', pino.destination(2));
 }
 
+let tamperingOnPurpose = false;
+
+/** For a file that edits money rows outside plainpay on purpose: the end-of-file money check is skipped. */
+export function tamperingWithMoneyRowsOnPurpose(): void {
+  tamperingOnPurpose = true;
+}
+
 export interface TestRuntime extends Runtime {
   clock: ManualClock;
 }
@@ -128,8 +137,17 @@ export async function testRuntime(
   afterFile(async () => {
     // The collection invariant (docs/rails.md) over everything the file did, before the database goes.
     const problems = await checkCollectionInvariant(runtime.db).catch(() => [] as string[]);
+    // And every money row as plainpay wrote it (docs/operations.md, "Tamper evidence"): a money
+    // write from a session that is not plainpay's, or one its recording trigger missed, is named.
+    const broken = tamperingOnPurpose
+      ? undefined
+      : await checkMoneyRows(runtime.db, {}).then(
+          (check) => check.broken,
+          () => undefined,
+        );
     await runtime.close();
     if (problems.length > 0) throw new Error(`collection invariant broken:\n${problems.join('\n')}`);
+    if (broken) throw new Error(`money rows not as plainpay wrote them: ${describeBroken(broken)}`);
   });
   return runtime as TestRuntime;
 }

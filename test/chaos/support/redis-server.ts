@@ -22,6 +22,13 @@ export interface RedisServer {
   start(): Promise<void>;
   /** Stops it (SIGTERM) and waits for the process to exit. */
   stop(): Promise<void>;
+  /**
+   * Freezes it (SIGSTOP): its connections stay open and take commands, and nothing answers, as a
+   * Redis stalled by a long fork, swap or a paused VM.
+   */
+  freeze(): void;
+  /** Lets a frozen server run again (SIGCONT): it answers what it was sent meanwhile. */
+  thaw(): void;
   running(): boolean;
   /** Stops it if running; nothing is left behind (no persistence). */
   destroy(): Promise<void>;
@@ -68,8 +75,16 @@ export async function createRedisServer(): Promise<RedisServer> {
         });
       });
     },
+    freeze() {
+      child?.kill('SIGSTOP');
+    },
+    thaw() {
+      child?.kill('SIGCONT');
+    },
     async stop() {
       if (!child) return;
+      // A frozen server would take the SIGTERM only once it runs again.
+      child.kill('SIGCONT');
       child.kill('SIGTERM');
       await exited;
       child = undefined;
