@@ -1,5 +1,5 @@
 -- Tamper evidence over the money rows themselves (issue 33): every write to a payment, payout (and
--- revenue-share leg), refund, revenue share, ledger entry or settlement batch records the row's
+-- revenue-share leg), refund, revenue share, ledger entry, transfer or settlement batch records the row's
 -- digest here, in the transaction of the write, with whether plainpay's own session made it.
 -- `plainpay audit verify` recomputes each current row's digest and compares it with the newest one
 -- recorded (src/audit/money-rows.ts): an edit with this trigger disabled differs, a deleted row is
@@ -74,6 +74,34 @@ create trigger ledger_entries_recorded after insert or update or delete on ledge
   for each row execute function money_row_recorded();
 create trigger settlement_batches_recorded after insert or update or delete on settlement_batches
   for each row execute function money_row_recorded();
+-- The transfer queue too: a queued transfer's recipient or amount edited in place would be paid by
+-- plainpay's own batch, every row above unchanged.
+create trigger transfers_recorded after insert or update or delete on transfers
+  for each row execute function money_row_recorded();
+
+-- TRUNCATE fires no row trigger: refused on the digests and on every table they cover, so that
+-- emptying a table (or the digests, to record new ones for edited rows) is never silent.
+create function money_rows_are_not_truncated() returns trigger language plpgsql as $$
+begin
+  raise exception 'TRUNCATE of % is not allowed: money rows and their digests are kept', tg_table_name
+    using errcode = '42501';
+end $$;
+create trigger money_row_digests_not_truncated before truncate on money_row_digests
+  for each statement execute function money_rows_are_not_truncated();
+create trigger payments_not_truncated before truncate on payments
+  for each statement execute function money_rows_are_not_truncated();
+create trigger payouts_not_truncated before truncate on payouts
+  for each statement execute function money_rows_are_not_truncated();
+create trigger refunds_not_truncated before truncate on refunds
+  for each statement execute function money_rows_are_not_truncated();
+create trigger revenue_shares_not_truncated before truncate on revenue_shares
+  for each statement execute function money_rows_are_not_truncated();
+create trigger ledger_entries_not_truncated before truncate on ledger_entries
+  for each statement execute function money_rows_are_not_truncated();
+create trigger settlement_batches_not_truncated before truncate on settlement_batches
+  for each statement execute function money_rows_are_not_truncated();
+create trigger transfers_not_truncated before truncate on transfers
+  for each statement execute function money_rows_are_not_truncated();
 
 -- The rows already there, as plainpay wrote them.
 insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
@@ -89,6 +117,8 @@ select 'ledger_entries', t.id::text, la.account_id, la.livemode, money_row_diges
   from ledger_entries t join ledger_accounts la on la.id = t.account_id;
 insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
 select 'settlement_batches', id, null, null, money_row_digest(t), true from settlement_batches t;
+insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
+select 'transfers', id, account_id, livemode, money_row_digest(t), true from transfers t;
 
 -- The newest head (seq and hash) of each account's chain that an intact verification saw (the
 -- API's, the dashboard's, the CLI's, the worker's). A later chain that ends before it, or no longer

@@ -160,6 +160,26 @@ describe('audit verify covers the money rows', () => {
     await expectNamed(apiKey, actor.accountId, 'payouts', payout.id, /missing: deleted outside plainpay/);
   });
 
+  it("a queued transfer's recipient changed is named: plainpay's own batch would pay it", async () => {
+    const { actor, apiKey } = await merchant(100);
+    const payout = executedOutput(
+      await executeTool(createPayout, { amount: 9, to_address: ADDRESS_A }, { runtime, actor }),
+    );
+    const transfer = await runtime.db
+      .selectFrom('transfers')
+      .select('id')
+      .where('source_id', '=', payout.id)
+      .executeTakeFirstOrThrow();
+    await outside([`update transfers set recipient = '${ADDRESS_B}' where id = '${transfer.id}'`]);
+    await expectNamed(apiKey, actor.accountId, 'transfers', transfer.id, /session that is not plainpay's/);
+  });
+
+  it('TRUNCATE of a money table or of the digests is refused, even with the row triggers disabled', async () => {
+    for (const table of ['money_row_digests', 'payouts', 'ledger_entries', 'transfers', 'settlement_batches']) {
+      await expect(outside([`truncate ${table} cascade`]), table).rejects.toThrow(/TRUNCATE of .* is not allowed/);
+    }
+  });
+
   it('ledger entries doubled, with the append-only trigger dropped first, are named', async () => {
     const { actor, apiKey } = await merchant(100);
     const entry = await runtime.db

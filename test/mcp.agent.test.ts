@@ -33,7 +33,9 @@ afterAll(async () => {
   await chain.close();
 });
 
-async function connect(elicit?: (request: ElicitRequest) => { action: 'accept'; content: { answer: string } }) {
+type Elicited = { action: 'accept'; content: { answer: string } };
+
+async function connect(elicit?: (request: ElicitRequest) => Elicited | Promise<Elicited>) {
   const server = buildMcpServer(runtime, await firstKeyAuth(runtime, merchant.accountId), {
     elicitationTimeoutMs: 2000,
     agentModel: createOfflinePlanner(),
@@ -74,6 +76,34 @@ describe('agent_settle over MCP', () => {
     expect(run.status).toBe('completed');
     expect(run.conversation).toHaveLength(3);
     expect(run.actions).toMatchObject([{ tool: 'create_payout', status: 'executed', input: { amount: 2 } }]);
+    expect(await agentPayouts()).toBe(before + 1);
+    await client.close();
+  });
+
+  it('answered over HTTP while the elicitation waits, the call returns what the run did, not an error', async () => {
+    const before = await agentPayouts();
+    const client = await connect(async () => {
+      const waiting = await runtime.db
+        .selectFrom('agent_runs')
+        .select('id')
+        .where('account_id', '=', merchant.accountId)
+        .where('status', '=', 'needs_input')
+        .executeTakeFirstOrThrow();
+      const http = await post(app, merchant.apiKey, `/agent/runs/${waiting.id}/reply`, {
+        message: `pay out 4 USDC to ${ADDRESS_C}`,
+      });
+      expect(http.json().status, http.body).toBe('completed');
+      return { action: 'accept', content: { answer: `pay out 4 USDC to ${ADDRESS_C}` } };
+    });
+    const result = await client.callTool({
+      name: 'agent_settle',
+      arguments: { instruction: 'send the usual amount to our supplier' },
+    });
+    expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({
+      status: 'completed',
+      actions: [{ tool: 'create_payout', status: 'executed', input: { amount: 4 } }],
+    });
     expect(await agentPayouts()).toBe(before + 1);
     await client.close();
   });

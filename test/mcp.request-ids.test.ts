@@ -46,7 +46,7 @@ async function payingAccount() {
   return { ...m, session: await openInjectedMcpSession(app, m.apiKey) };
 }
 
-function payout(session: Record<string, string>, id: number, args: Record<string, unknown>) {
+function payout(session: Record<string, string>, id: number, args: Record<string, unknown>, name = 'create_payout') {
   return app.inject({
     method: 'POST',
     url: '/mcp',
@@ -55,7 +55,7 @@ function payout(session: Record<string, string>, id: number, args: Record<string
       jsonrpc: '2.0',
       id,
       method: 'tools/call',
-      params: { name: 'create_payout', arguments: args },
+      params: { name, arguments: args },
     }),
   });
 }
@@ -151,5 +151,31 @@ describe('an id reused after its answer came', () => {
     expect(other.result.structuredContent).toMatchObject({ object: 'payout', amount: 5 });
     expect((await payoutsOf(m.accountId)).map((p) => p.amount_minor)).toEqual([2_000_000n, 2_000_000n, 5_000_000n]);
     expect(await availableBalance(app, m.apiKey)).toBe(89);
+  });
+  it("is a new agent run too; only the client's idempotency_key replays one", async () => {
+    const m = await payingAccount();
+    const agentPayouts = async () =>
+      (
+        await runtime.db
+          .selectFrom('payouts')
+          .select('id')
+          .where('account_id', '=', m.accountId)
+          .where('channel', '=', 'agent')
+          .execute()
+      ).length;
+    const instruction = { instruction: `pay out 2 USDC to ${ADDRESS_B}` };
+    const first = messagesOf(await payout(m.session, 5, instruction, 'agent_settle'))[0]!;
+    const reused = messagesOf(await payout(m.session, 5, instruction, 'agent_settle'))[0]!;
+    expect(first.result.structuredContent, JSON.stringify(first)).toMatchObject({ status: 'completed' });
+    expect(reused.result.structuredContent, JSON.stringify(reused)).toMatchObject({ status: 'completed' });
+    // A key derived from the session and the id handed the second call the first run's answer.
+    expect(reused.result.structuredContent.run_id).not.toBe(first.result.structuredContent.run_id);
+    expect(await agentPayouts()).toBe(2);
+
+    const keyed = { ...instruction, idempotency_key: 'agent-once' };
+    const once = messagesOf(await payout(m.session, 6, keyed, 'agent_settle'))[0]!;
+    const replayed = messagesOf(await payout(m.session, 7, keyed, 'agent_settle'))[0]!;
+    expect(replayed.result.structuredContent.run_id).toBe(once.result.structuredContent.run_id);
+    expect(await agentPayouts()).toBe(3);
   });
 });

@@ -91,6 +91,28 @@ describe("an assistant's key is held to the assistant's limits on every channel"
     expect(overAgent.statusCode, overAgent.body).toBe(200);
     expect(overAgent.json().status).toBe('confirmation_required');
 
+    const session = await openInjectedMcpSession(app, m.assistant.secret);
+    const overMcpAgent = await app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: { ...session, accept: MCP_ACCEPT },
+      payload: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'agent_settle', arguments: { instruction: `pay out 5 USDC to ${ADDRESS_A}` } },
+      }),
+    });
+    const agentAnswer = JSON.parse(
+      overMcpAgent.body
+        .split('\n')
+        .find((line) => line.startsWith('data: '))!
+        .slice('data: '.length),
+    ).result;
+    expect(agentAnswer.structuredContent, JSON.stringify(agentAnswer)).toMatchObject({
+      status: 'confirmation_required',
+    });
+
     const refused = await post(app, m.assistant.secret, '/v1/payouts', { amount: 11, to_address: ADDRESS_A });
     expect(refused.statusCode, refused.body).toBe(403);
     expect(refused.json().error.message).toContain("mcp channel's limit of 10");

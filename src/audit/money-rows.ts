@@ -21,6 +21,7 @@ export const MONEY_TABLES = [
   'refunds',
   'revenue_shares',
   'ledger_entries',
+  'transfers',
   'settlement_batches',
 ] as const;
 

@@ -10,9 +10,9 @@ import {
 import { z } from 'zod';
 import type { AgentModel } from '../agent/model.ts';
 import { agentRunView } from '../agent/run-view.ts';
-import { type AgentRunView, replyToRun, runAgent } from '../agent/runtime.ts';
+import { type AgentRunView, loadRunView, replyToRun, runAgent } from '../agent/runtime.ts';
 import { stringifyJson } from '../core/json-text.ts';
-import { toAppError } from '../core/errors.ts';
+import { AppError, toAppError } from '../core/errors.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Actor } from '../core/tool.ts';
 import type { AuthContext } from '../http/plugins/auth.ts';
@@ -91,6 +91,9 @@ export function agentMcpTools(
     keyId: caller.keyId,
     scopes: caller.scopes,
     channel: 'agent',
+    // An assistant's key is held to the assistant's limits on the agent too (policy/engine.ts,
+    // judgingChannels), as over POST /agent/settle.
+    assistant: caller.assistant,
   });
   const answered = async (
     run: AgentRunView,
@@ -101,10 +104,18 @@ export function agentMcpTools(
     for (let asked = 0; asked < MAX_ELICITED_ANSWERS && current.status === 'needs_input'; asked++) {
       const answer = await elicitAnswer(server, current, extra, options.elicitationTimeoutMs);
       if (answer === undefined) break;
-      current = await replyToRun(runtime, model, TOOLS, actorOf(caller), current.run_id, {
-        message: answer,
-        idempotencyKey: undefined,
-      });
+      try {
+        current = await replyToRun(runtime, model, TOOLS, actorOf(caller), current.run_id, {
+          message: answer,
+          idempotencyKey: undefined,
+        });
+      } catch (error) {
+        // Answered meanwhile on another channel (POST /agent/runs/:id/reply), or expired: what the
+        // run did is the answer to this call, never an error that reads as "nothing happened".
+        if (!(error instanceof AppError) || error.code !== 'conflict') throw error;
+        current = await loadRunView(runtime, actorOf(caller), current.run_id);
+        break;
+      }
     }
     return runResult(current);
   };
@@ -125,9 +136,10 @@ export function agentMcpTools(
           const run = await runAgent(runtime, model, TOOLS, actorOf(caller), {
             instruction: input.instruction,
             dryRun: false,
-            idempotencyKey:
-              input.idempotency_key ??
-              (extra.sessionId === undefined ? undefined : `mcp:${extra.sessionId}:${String(extra.requestId)}`),
+            // Only the client's key makes a retry the same run: a JSON-RPC id is unique only while in
+            // flight (mcp/request-ids.ts), so a key derived from it would hand a later call an
+            // earlier run's answer.
+            idempotencyKey: input.idempotency_key,
           });
           return await answered(run, caller, extra);
         } catch (error) {
