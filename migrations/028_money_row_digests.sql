@@ -6,11 +6,12 @@
 -- missing, an added one unrecorded; an edit with the trigger on is recorded as made outside
 -- plainpay. The table is append-only, like the action log.
 
--- The row's digest: sha256 of its jsonb text (keys in a fixed order), with the settings that
--- change how values print pinned, so that the same row always gives the same digest.
+-- The row's digest: sha256 of its JSON text (the columns in their table's order), with the
+-- settings that change how values print pinned, so that the same row always gives the same digest.
+-- JSON, not jsonb: a json column (payment metadata) may hold a \u0000 escape that jsonb refuses.
 create function money_row_digest(r anyelement) returns text language sql stable
   set timezone to 'UTC' set bytea_output to 'hex'
-as $$ select encode(sha256(convert_to(to_jsonb(r)::text, 'UTF8')), 'hex') $$;
+as $$ select encode(sha256(convert_to(row_to_json(r)::text, 'UTF8')), 'hex') $$;
 
 create table money_row_digests (
   seq bigint generated always as identity primary key,
@@ -36,27 +37,30 @@ end $$;
 create trigger money_row_digests_append_only before update or delete on money_row_digests
   for each row execute function money_row_digests_are_append_only();
 
--- The settings of money_row_digest, here too: the digest is computed from the jsonb made once.
+-- The settings of money_row_digest, here too.
 create function money_row_recorded() returns trigger language plpgsql
   set timezone to 'UTC' set bytea_output to 'hex'
 as $$
 declare
-  row_json jsonb;
+  r record;
   merchant text;
   mode boolean;
 begin
-  if tg_op = 'DELETE' then row_json := to_jsonb(old); else row_json := to_jsonb(new); end if;
+  if tg_op = 'DELETE' then r := old; else r := new; end if;
+  -- The row's own fields, not the JSON's: reading a field of the JSON parses all of it, and a json
+  -- column holding \u0000 (payment metadata may) cannot be read as text.
   if tg_table_name = 'ledger_entries' then
     select la.account_id, la.livemode into merchant, mode
-      from ledger_accounts la where la.id = row_json->>'account_id';
+      from ledger_accounts la where la.id = r.account_id;
   elsif tg_table_name <> 'settlement_batches' then
-    merchant := row_json->>'account_id';
-    mode := (row_json->>'livemode')::boolean;
+    merchant := r.account_id;
+    mode := r.livemode;
   end if;
   insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)
   values (
-    tg_table_name, row_json->>'id', merchant, mode,
-    case when tg_op = 'DELETE' then null else encode(sha256(convert_to(row_json::text, 'UTF8')), 'hex') end,
+    tg_table_name, r.id::text, merchant, mode,
+    case when tg_op = 'DELETE' then null
+      else encode(sha256(convert_to(row_to_json(r)::text, 'UTF8')), 'hex') end,
     coalesce(current_setting('plainpay.session', true), '') = 'service'
   );
   return null;

@@ -6,7 +6,7 @@ import type { BrokenRow } from './view-check.ts';
  * The money rows themselves, against the digests their tables' triggers recorded
  * (migrations/028_money_row_digests.sql): each write to a money row records sha256 of the row, in
  * the transaction of the write, and whether a plainpay session made it. Verification recomputes each
- * current row's digest in the database (the same sha256 of its jsonb text) and compares it with the newest one
+ * current row's digest in the database (the same sha256 of its JSON text) and compares it with the newest one
  * recorded for it:
  *   - a row whose digest differs was edited with the trigger disabled;
  *   - a recorded row that is gone was deleted; a row no digest records was added;
