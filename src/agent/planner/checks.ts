@@ -1,4 +1,4 @@
-import { type Clause, text } from './grammar.ts';
+import { type Clause, MONEY_VERBS, text } from './grammar.ts';
 import { HARD_CONTROL_WORDS, isQuantity, isSignificant, NEGATIONS, type Token } from './tokens.ts';
 
 /**
@@ -120,6 +120,20 @@ function storyInBrackets(tokens: readonly Token[]): Set<number> {
   return placed;
 }
 
+/**
+ * "(split) in two instalments", "over 3 payments", "split in 2 parts": a count that says how the
+ * action runs, not a story about things. It is never a context sentence's harmless count; the
+ * planner cannot run an action in parts, so it stays to be placed and is asked back.
+ */
+function shapesTheAction(tokens: readonly Token[], at: number): boolean {
+  const before = tokens[at - 1];
+  const lead = tokens.find((t) => t.kind === 'word');
+  return (
+    (before?.kind === 'word' && ['in', 'into', 'over', 'across'].includes(before.lower)) ||
+    (lead?.kind === 'word' && MONEY_VERBS.has(lead.lower))
+  );
+}
+
 export interface Unplaced {
   token: Token;
   clause: string;
@@ -153,7 +167,7 @@ export function unplacedTokens(
         next?.text.toLowerCase() === 'by'
       )
         continue;
-      if (context && isQuantity(token, clause.tokens[clause.tokens.indexOf(token) + 1])) continue;
+      if (context && isQuantity(token, next) && !shapesTheAction(clause.tokens, clause.tokens.indexOf(token))) continue;
       // "one of the two items came back", "order 7 of 10": counts in a sentence about the past.
       if (context && pastTense && isCount(token)) continue;
       // "placed last Tuesday", "in January": a past date in a context sentence tells a story; a

@@ -6,6 +6,7 @@ import {
   type DateRange,
   HARD_CONTROL_WORDS,
   isCountCode,
+  isCountNoun,
   isCountOf,
   isQuantity,
   NEGATIONS,
@@ -1312,6 +1313,9 @@ export function fillSlots(
           use(token);
           break;
         }
+        // "in two instalments", "2 crates", "3 people": a number before a count noun counts things and
+        // is never an amount; left unplaced, the clause is asked back.
+        if (token.currency === undefined && isCountNoun(next)) break;
         slots.amounts.push(token);
         use(token);
         if (isWord(next, 'each', 'apiece')) {

@@ -457,6 +457,21 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`refund ${P} customer paid 500 naira twice`)).toMatch(/500 naira/);
   });
 
+  it('never takes a number that counts things for an amount; one that says how to run is asked back', () => {
+    // "in two instalments" refunded 2: a number before a count noun (instalments, crates, people,
+    // items, parts, payments …) counts things, and the planner cannot run an action in parts.
+    expect(asks(`refund ${P} in two instalments`)).toMatch(/"two"/);
+    expect(asks(`refund ${P} in 2 parts`)).toMatch(/parts|"2"/);
+    expect(asks(`refund ${P}, split in two payments`)).toMatch(/"two"/);
+    expect(asks(`refund 500 naira on ${P} in 2 instalments`)).toMatch(/"2"/);
+    expect(asks(`pay 50 usdc to ${A} in two instalments`)).toMatch(/"two"/);
+    expect(asks(`refund 2 bags on ${P}`)).toMatch(/"2"/);
+    expect(asks(`refund one item on ${P}`)).toMatch(/"one"/);
+    expect(asks(`pay ${A} 3 crates`)).toMatch(/"3"/);
+    expect(asks(`refund ${P} 3 times`)).toMatch(/times/);
+    expect(asks(`pay 10 usdc to ${A} twice`)).toMatch(/twice/);
+  });
+
   it('names a payment by its order reference or description, to be found with list_payments', () => {
     expect(steps('customer wants money back for order #A-7731, refund it')).toMatchObject([
       { kind: 'refund', lookup: { reference: 'A-7731' }, amount: { type: 'full' } },

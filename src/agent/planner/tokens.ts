@@ -1320,6 +1320,57 @@ export function isQuantity(token: Token, next: Token | undefined, maxDigits = 4)
   return next?.kind === 'word' && !CONTROL_WORDS.has(next.lower) && !NOT_A_NOUN.has(next.lower);
 }
 
+/**
+ * Nouns that count things, not money, in the singular or with an irregular plural: "one item",
+ * "3 people", "in two instalments". Regular plurals ("crates", "plates") need no entry (isCountNoun).
+ */
+const COUNT_NOUNS = new Set([
+  'item',
+  'piece',
+  'part',
+  'instalment',
+  'installment',
+  'tranche',
+  'time',
+  'crate',
+  'bag',
+  'box',
+  'carton',
+  'bottle',
+  'pack',
+  'pair',
+  'unit',
+  'plate',
+  'ticket',
+  'day',
+  'night',
+  'week',
+  'month',
+  'year',
+  'hour',
+  'person',
+  'people',
+  'staff',
+  'child',
+  'children',
+  'men',
+  'women',
+]);
+
+/** Words ending in "s" that are no plural noun after a number ("500 this time", "50 thanks"). */
+const NOT_PLURAL = new Set(['this', 'thus', 'plus', 'less', 'unless', 'yes', 'was', 'has', 'is', 'as', 'us', 'its', 'his']);
+
+/**
+ * "two instalments", "2 crates", "3 people", "one item": a word that counts things. A number
+ * before it, with no currency, is a count and never an amount.
+ */
+export function isCountNoun(token: Token | undefined): boolean {
+  if (token?.kind !== 'word' || CONTROL_WORDS.has(token.lower) || NOT_A_NOUN.has(token.lower)) return false;
+  const word = token.lower;
+  if (COUNT_NOUNS.has(word)) return true;
+  return /^\p{L}{3,}s$/u.test(word) && !/(?:ss|us)$/.test(word) && !NOT_PLURAL.has(word);
+}
+
 /** "3 of 4", "out of 3": a count the lexer set apart as a code (markCounts). */
 export function isCountCode(tokens: readonly Token[], k: number): boolean {
   const digits = (t: Token | undefined): boolean => t?.kind === 'code' && /^\d{1,4}$/.test(t.text);
