@@ -577,6 +577,8 @@ export function referenceAt(tokens: readonly Token[], i: number): string | undef
   if (token?.kind !== 'code') return undefined;
   const previous = tokens[i - 1];
   const value = token.value.replace(/^#/, '');
+  // "order 7 of 10": which one of a series (markCounts), not the order's reference.
+  if (isWord(tokens[i + 1], 'of') && tokens[i + 2]?.kind === 'code' && /^\d+$/.test(value)) return undefined;
   if (previous?.kind === 'word' && ORDER_WORDS.has(previous.lower)) return value;
   // "refund #ORD-2291": a hash before letters and digits marks the merchant's own reference.
   if (token.value.startsWith('#') && /[a-z]/i.test(value) && /\d/.test(value)) return value;
@@ -1122,6 +1124,18 @@ function freeText(
   return { value, end: i, consumed };
 }
 
+/** Words before "N of M" that say which one of a series the payment is ("order 7 of 10"). */
+const SERIES_WORDS = ['order', 'ord', 'invoice', 'inv', 'delivery', 'shipment', 'batch', 'booking', 'instalment', 'installment'];
+
+/** The last token of a refund's request, after which a comma or a dash opens its reason. */
+function endsTheRequest(token: Token | undefined): boolean {
+  return (
+    token?.kind === 'payment_id' ||
+    token?.kind === 'code' ||
+    (token?.kind === 'word' && WHOLE_EXTENT.has(token.lower))
+  );
+}
+
 /** Words that say a refund is whole, or a part of the payment. */
 const WHOLE_EXTENT = new Set(['full', 'fully', 'all', 'everything', 'whole', 'entire', 'entirely', 'completely']);
 const PART_EXTENT = new Set(['partially', 'partly', 'partial', 'part', 'half']);
@@ -1425,11 +1439,17 @@ export function fillSlots(
         } else if (
           intent === 'refund' &&
           /^[—–:,-]$/.test(token.text) &&
-          tokens[i - 1]?.kind === 'payment_id' &&
-          next?.kind === 'word' &&
+          endsTheRequest(tokens[i - 1]) &&
+          (slots.paymentIds.length > 0 || slots.lookup !== undefined) &&
+          (next?.kind === 'word' ||
+            // "…, one item was missing": a count in the story, where the refund's amount is said.
+            ((slots.full || slots.amounts.some((amount) => amount.currency !== undefined)) &&
+              next !== undefined &&
+              (isQuantity(next, tokens[i + 2]) || isCountOf(tokens, i + 1)))) &&
           slots.reason === undefined
         ) {
-          // "refund pay_… — item out of stock", "refund pay_…, duplicate charge"
+          // "refund pay_… — item out of stock", "refund order SHP-7E3 in full, customer cancelled",
+          // "refund ₦3,000 on order #LAG-0871, one item was missing": the story after the request.
           const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'reason');
           if (runsInto)
             problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
@@ -1766,7 +1786,9 @@ export function fillSlots(
   )
     for (const [k, token] of tokens.entries()) {
       // "…, customer says 3 of 4 arrived": which of the items is what the refund may be for.
-      if (isCountCode(tokens, k))
+      // "(order 7 of 10, wrong colour)": which order of a series, the one this payment is for.
+      const first = isWord(tokens[k + 1], 'of') ? k : k - 2;
+      if (isCountCode(tokens, k) && !isWord(tokens[first - 1], ...SERIES_WORDS))
         problem ??= `the message counts items ("${token.text} of …") but says no amount: say how much to refund, or "in full"`;
       if (
         token.kind === 'amount' &&

@@ -443,6 +443,18 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     // "2 of the plates" counts things, never money (it refunded 2).
     expect(asks(`refund ${P} for 2 of the plates`)).toMatch(/"2"/);
     expect(asks(`refund ${P}, customer says 3 of 4 arrived`)).toMatch(/counts items/);
+    // Which one of a series is no count of items, and no order reference ("order 7" was both).
+    expect(steps(`refund ${P} (order 7 of 10, wrong colour)`)).toMatchObject([{ ...full[0], reason: 'wrong colour' }]);
+    // The story after the request is the refund's reason, after an id, a reference or "in full".
+    expect(steps(`refund 1,500 naira on ${P} — one of the two items came back`)).toMatchObject([
+      { amount: { number: { text: '1500' } }, reason: 'one of the two items came back' },
+    ]);
+    expect(steps('refund order SHP-7E3 in full, customer cancelled')).toMatchObject([
+      { lookup: { reference: 'SHP-7E3' }, amount: { type: 'full' }, reason: 'customer cancelled' },
+    ]);
+    expect(steps('refund ₦3,000 on order #LAG-0871, one item was missing')).toMatchObject([
+      { lookup: { reference: 'LAG-0871' }, reason: 'one item was missing' },
+    ]);
     expect(steps(`refund ${P} in full, 3 of 4 arrived damaged`)).toMatchObject(full);
     // "ltr" is a litre, not "later".
     expect(steps(`pay ${A} 5 usdc for 1 ltr of oil`)).toMatchObject([{ amountMinor: '5000000' }]);

@@ -1112,7 +1112,10 @@ function markCounts(tokens: Token[]): void {
   for (let i = 0; i + 2 < tokens.length; i++) {
     const after = tokens[i + 3];
     if (after?.kind === 'currency' || (after?.kind === 'word' && ['each', 'apiece'].includes(after.lower))) continue;
-    if (count(tokens[i]) && isOf(tokens[i + 1]) && count(tokens[i + 2])) {
+    // "order 7 of 10": the document's number was set apart already (markDocumentNumbers).
+    const first = tokens[i];
+    const counted = count(first) || (first?.kind === 'code' && /^\d{1,4}$/.test(first.text));
+    if (counted && isOf(tokens[i + 1]) && count(tokens[i + 2])) {
       asCode(i);
       asCode(i + 2);
     } else if (
@@ -1392,7 +1395,9 @@ const MONEY_NOUNS = new Set(['payment', 'amount', 'money', 'total', 'refund', 'b
 export function isCountOf(tokens: readonly Token[], i: number): boolean {
   const token = tokens[i];
   const determiner = tokens[i + 2];
-  const noun = tokens[i + 3];
+  // "one of the two items": the whole may be counted too.
+  const counted = tokens[i + 3]?.kind === 'amount' && isCountNoun(tokens[i + 4]);
+  const noun = tokens[counted ? i + 4 : i + 3];
   return (
     token?.kind === 'amount' &&
     token.currency === undefined &&
