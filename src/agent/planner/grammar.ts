@@ -957,6 +957,9 @@ const FREE_TEXT_STOP = new Set([
   'returning',
 ]);
 
+/** Words that open a memo, a description or a reason: "for rent", "memo: …", "description: …". */
+const MEMO_LABELS = new Set(['for', 'memo', 'note', 'description', 'desc', 're', 'narration']);
+
 /** Words a reason may hold that would be refused elsewhere: "charged twice", "never arrived". */
 const REASON_WORDS = new Set([...NEGATIONS, 'twice', 'again', 'double', "wasn't", "weren't", "hasn't", "haven't"]);
 
@@ -1437,6 +1440,25 @@ export function fillSlots(
             i = end - 1;
           }
         } else if (
+          intent === 'create_payment' &&
+          /^[—–:,-]$/.test(token.text) &&
+          tokens[i - 1]?.kind === 'amount' &&
+          (tokens[i - 1] as AmountToken).currency !== undefined &&
+          next !== undefined &&
+          (isQuantity(next, tokens[i + 2]) || (next.kind === 'word' && !FREE_TEXT_STOP.has(next.lower) && !MEMO_LABELS.has(next.lower))) &&
+          slots.memo === undefined
+        ) {
+          // "payment for 5 thousand cedis, 2 crates of Club beer": what the amount is for.
+          const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'memo');
+          if (runsInto)
+            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+          if (value !== '') {
+            for (const index of inText) consumed.add(index);
+            slots.memos.push(value);
+            slots.memo = value;
+            i = end - 1;
+          }
+        } else if (
           intent === 'refund' &&
           /^[—–:,-]$/.test(token.text) &&
           endsTheRequest(tokens[i - 1]) &&
@@ -1680,15 +1702,7 @@ export function fillSlots(
           use(token);
         } else if ((w === 'hold' || w === 'held' || w === 'waiting') && intent === 'pending_confirmations') {
           use(token);
-        } else if (
-          w === 'for' ||
-          w === 'memo' ||
-          w === 'note' ||
-          w === 'description' ||
-          w === 'desc' ||
-          w === 're' ||
-          w === 'narration'
-        ) {
+        } else if (MEMO_LABELS.has(w)) {
           if (w === 'for' && next?.kind === 'date') break;
           // "did the payment for order AB-12 come through?": the order named is the payment.
           if (

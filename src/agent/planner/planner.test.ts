@@ -481,6 +481,10 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`refund one item on ${P}`)).toMatch(/"one"/);
     expect(asks(`pay ${A} 3 crates`)).toMatch(/"3"/);
     expect(asks(`refund ${P} 3 times`)).toMatch(/times/);
+    // After a payment's amount, a comma and the things it is for describe it.
+    expect(
+      steps('create payment for 5 thousand cedis, 2 crates of Club beer, redirect https://bar.example.com.gh/done'),
+    ).toMatchObject([{ kind: 'create_payment', amountMinor: '500000', description: '2 crates of Club beer' }]);
     expect(asks(`pay 10 usdc to ${A} twice`)).toMatch(/twice/);
   });
 
