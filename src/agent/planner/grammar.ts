@@ -9,6 +9,7 @@ import {
   isCountNoun,
   isCountOf,
   isQuantity,
+  tellsThePast,
   NEGATIONS,
   type Token,
 } from './tokens.ts';
@@ -1316,7 +1317,9 @@ export function fillSlots(
         // placed and the clause is asked back.
         if (token.currency === undefined && toldAfterRequest(tokens, i)) {
           // "…, card was charged 2 times": how often it happened, which no refund is for.
-          if (isWord(next, 'times')) use(token, next!);
+          // "…, 3 times as was agreed" says how often to act, and stays to be placed.
+          if (isWord(next, 'times') && tellsThePast(tokens, i + 1))
+            use(token, next!);
           if (isQuantity(token, next) && (slots.full || slots.amounts.some((amount) => amount.currency !== undefined)))
             use(token);
           break;

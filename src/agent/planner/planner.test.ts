@@ -481,6 +481,14 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`refund one item on ${P}`)).toMatch(/"one"/);
     expect(asks(`pay ${A} 3 crates`)).toMatch(/"3"/);
     expect(asks(`refund ${P} 3 times`)).toMatch(/times/);
+    // A story after the request's last comma is context; a repeat or a number there is not.
+    expect(steps(`pay 50 usdc to ${A} only once pls, last time it went twice`)).toMatchObject([
+      { kind: 'payout', amountMinor: '50000000' },
+    ]);
+    expect(asks(`pay 50 usdc to ${A}, twice as was agreed`)).toMatch(/twice/);
+    expect(asks(`pay 50 usdc to ${A}, 3 times as was agreed`)).toMatch(/times/);
+    expect(asks(`pay 50 usdc to ${A}, 3 as was agreed`)).toMatch(/"3"/);
+    expect(asks(`pay 50 usdc to ${A}, it was not sent`)).toMatch(/not/);
     // After a payment's amount, a comma and the things it is for describe it.
     expect(
       steps('create payment for 5 thousand cedis, 2 crates of Club beer, redirect https://bar.example.com.gh/done'),

@@ -1311,6 +1311,10 @@ const NOT_A_NOUN = new Set([
   'less',
   'times',
   'percent',
+  // "…, 3 as was agreed": how many, of nothing named.
+  'as',
+  'like',
+  'so',
 ]);
 
 /**
@@ -1358,6 +1362,17 @@ const COUNT_NOUNS = new Set([
   'children',
   'men',
   'women',
+  // Units things are counted or measured in: "1 ltr of oil", "2 kg of rice".
+  'kg',
+  'g',
+  'lb',
+  'ltr',
+  'litre',
+  'liter',
+  'metre',
+  'meter',
+  'yard',
+  'dozen',
 ]);
 
 /** Words ending in "s" that are no plural noun after a number ("500 this time", "50 thanks"). */
@@ -1411,6 +1426,62 @@ export function isCountOf(tokens: readonly Token[], i: number): boolean {
     !MONEY_NOUNS.has(noun.lower) &&
     !CONTROL_WORDS.has(noun.lower)
   );
+}
+
+/** Words that repeat or multiply an action: placed only when they tell what already happened. */
+export const REPETITION = new Set(['twice', 'thrice', 'double', 'again']);
+
+/** Words that put a sentence in the past: "was charged twice", "last time it went twice". */
+export const PAST = new Set([
+  'was',
+  'were',
+  'been',
+  'got',
+  'had',
+  'charged',
+  'paid',
+  'billed',
+  'debited',
+  'deducted',
+  'went',
+  'happened',
+  'came',
+  'did',
+  'sent',
+  'took',
+  'returned',
+  'arrived',
+  'bought',
+  'ordered',
+  'broke',
+  'checked',
+  'cancelled',
+  'canceled',
+  'received',
+]);
+
+/** A small whole number with no currency: a count, when a sentence tells the past. */
+export function isCount(token: Token): boolean {
+  return (
+    token.kind === 'amount' &&
+    token.currency === undefined &&
+    token.number.type === 'exact' &&
+    /^\d{1,4}$/.test(token.number.text) &&
+    !token.negative
+  );
+}
+
+/**
+ * "the customer was charged twice", "(last time it went twice)": a repetition word after a verb in
+ * the past tells a story; "refund pay_… twice" or "pay him double" would multiply the action.
+ */
+export function tellsThePast(tokens: readonly Token[], at: number): boolean {
+  const token = tokens[at];
+  // "was charged 2 times": a count of times, as "twice".
+  const times =
+    token?.kind === 'word' && token.lower === 'times' && tokens[at - 1] !== undefined && isCount(tokens[at - 1]!);
+  if (token?.kind !== 'word' || !(REPETITION.has(token.lower) || times)) return false;
+  return tokens.slice(Math.max(0, at - 4), at).some((t) => t.kind === 'word' && PAST.has(t.lower));
 }
 
 /** Tokens that carry meaning: each must be consumed by the plan (checks.ts). */
