@@ -127,10 +127,19 @@ export function unplacedTokens(
       if (!isSignificant(token) || story.has(token.index)) continue;
       if (clause.consumed.has(token.index) || consumedBySequencing.has(token.index) || borrowed.has(token.index))
         continue;
+      const next = clause.tokens[clause.tokens.indexOf(token) + 1];
       if (context && token.kind === 'word' && CONTEXT_SAFE.has(token.lower)) continue;
+      // "pay_… is the extra one": a word that picks out which payment, in a context sentence.
+      if (
+        context &&
+        token.kind === 'word' &&
+        next?.kind === 'word' &&
+        next.lower === 'one' &&
+        clause.tokens[clause.tokens.indexOf(token) - 1]?.text.toLowerCase() === 'the'
+      )
+        continue;
       if (tellsThePast(clause.tokens, clause.tokens.indexOf(token))) continue;
       // "Approved by: Ngozi" under a ticket: who signed it off (a held action is approved only by a person).
-      const next = clause.tokens[clause.tokens.indexOf(token) + 1];
       if (
         context &&
         token.kind === 'word' &&

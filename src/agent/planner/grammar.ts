@@ -350,14 +350,14 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   ) {
     return 'revenue';
   }
-  // "how much today?", "how much yesterday": a period alone asks what came in; so does "any money
-  // come in today?".
+  // "how much today?", "how much yesterday", "total last month?": a period alone asks what came in;
+  // so does "any money come in today?".
   if (
     hasPeriod &&
     !hasAddress &&
     !hasId &&
     !hasAmount &&
-    ((has('much') && words.length <= 4) || (has('money', 'cash', 'payments') && has('come', 'came', 'received')))
+    (((has('much') || has('total', 'totals')) && words.length <= 4) || (has('money', 'cash', 'payments') && has('come', 'came', 'received')))
   )
     return 'revenue';
   if (
@@ -1151,8 +1151,9 @@ const PART_EXTENT = new Set(['partially', 'partly', 'partial', 'part', 'half']);
  * placed, and the clause is asked back.
  */
 function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefined {
-  let k = at + 1;
-  while (isWord(tokens[k], 'a', 'an', 'the') || (isWord(tokens[k], 'in') && isWord(tokens[k + 1], 'full'))) k++;
+  // Pidgin "no be all di money": "no be" is "is not", "di" is "the".
+  let k = isWord(tokens[at + 1], 'be') ? at + 2 : at + 1;
+  while (isWord(tokens[k], 'a', 'an', 'the', 'di') || (isWord(tokens[k], 'in') && isWord(tokens[k + 1], 'full'))) k++;
   const word = tokens[k];
   // "not half", "not a quarter": a share is a part.
   const whole = word?.kind === 'word' && WHOLE_EXTENT.has(word.lower);

@@ -473,6 +473,8 @@ function parseClause(tokens: Token[]): Clause {
           token.kind === 'word' &&
           [
             'it',
+            // Pidgin "refund am": it.
+            'am',
             'them',
             'their',
             'this',

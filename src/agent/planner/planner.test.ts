@@ -489,6 +489,19 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`pay 50 usdc to ${A}, 3 times as was agreed`)).toMatch(/times/);
     expect(asks(`pay 50 usdc to ${A}, 3 as was agreed`)).toMatch(/"3"/);
     expect(asks(`pay 50 usdc to ${A}, it was not sent`)).toMatch(/not/);
+    // "the extra one" points at a payment: "one" is no amount there, and "am" is Pidgin for it.
+    expect(steps(`Mama Bisi paid two times by mistake. ${P} na the extra one, abeg refund am full`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    expect(asks(`pay ${A} the extra one usdc`)).toMatch(/extra/);
+    // Pidgin "no be all di money" is "not all the money", beside the amount that is meant.
+    expect(steps(`abeg no be all di money, just refund 500 cedis for ${P}`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '500' } } },
+    ]);
+    expect(asks(`abeg no be all di money, refund ${P}`)).toMatch(/"no"/);
+    expect(steps('total last month?')).toMatchObject([
+      { kind: 'revenue', range: { from: '2026-02-01T00:00:00.000Z', to: '2026-03-01T00:00:00.000Z' } },
+    ]);
     // After a payment's amount, a comma and the things it is for describe it.
     expect(
       steps('create payment for 5 thousand cedis, 2 crates of Club beer, redirect https://bar.example.com.gh/done'),

@@ -712,7 +712,55 @@ export function tokenize(message: string, now: Date): Token[] {
   markPhoneNumbers(tokens);
   markListNumbers(tokens);
   markCounts(tokens);
+  markPronounOne(tokens);
   return tokens.map((token, index) => ({ ...token, index }));
+}
+
+/** Words before "one" that make it a pronoun: "the extra one", "that one", "the wrong one". */
+const ONE_POINTERS = new Set([
+  'the',
+  'that',
+  'this',
+  'which',
+  'other',
+  'another',
+  'extra',
+  'duplicate',
+  'wrong',
+  'right',
+  'correct',
+  'second',
+  'first',
+  'last',
+  'same',
+  'new',
+  'old',
+  'earlier',
+  'later',
+  'latest',
+  'previous',
+  'original',
+]);
+
+/**
+ * "pay_… na the extra one", "not that one": "one" standing for a payment is a word, not the
+ * number 1. A currency or a counted thing after it ("the one item") keeps it a number.
+ */
+function markPronounOne(tokens: Token[]): void {
+  for (let i = 1; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const previous = tokens[i - 1]!;
+    if (
+      token.kind === 'amount' &&
+      token.text.toLowerCase() === 'one' &&
+      token.currency === undefined &&
+      previous.kind === 'word' &&
+      ONE_POINTERS.has(previous.lower) &&
+      tokens[i + 1]?.kind !== 'currency' &&
+      !isCountNoun(tokens[i + 1])
+    )
+      tokens[i] = { kind: 'word', text: token.text, lower: 'one', index: i };
+  }
 }
 
 /**
