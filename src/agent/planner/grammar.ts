@@ -1844,6 +1844,9 @@ const ORDER_NOUNS = new Set(['order', 'orders', 'purchase', 'sale', 'transaction
 /** "the customer wey buy …", "who bought …": the words after describe what was paid for. */
 const BOUGHT = new Set(['buy', 'bought', 'purchased', 'ordered']);
 
+/** Words that open what a buyer says or asks, after what they bought. */
+const REQUEST_WORDS = ['say', 'says', 'said', 'want', 'wants', 'wanted', 'wan', 'asked', 'asks', 'make', 'abeg', 'please', 'pls', 'needs'];
+
 /** Words that never describe what was bought: the request's own words, courtesy, grammar. */
 const NOT_DESCRIPTIVE = new Set([
   ...REFUND_VERBS,
@@ -1924,6 +1927,10 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   for (const [i, token] of tokens.entries()) {
     if (i < bought) continue;
     if (token.kind === 'punct' && /^[,;—–]$/.test(token.text) && words.length > 0) break;
+    // "… wey buy the 2 crates of Malta Guinness say make we refund am": what the buyer says or asks
+    // comes after what was bought, and describes nothing.
+    if (i > bought && bought >= 0 && words.length > 0 && (isWord(token, ...REQUEST_WORDS) || isWord(token, ...REFUND_VERBS)))
+      break;
     if (quoted.length > 0 && token.kind !== 'quoted') continue;
     if (token.kind === 'word' && !NOT_DESCRIPTIVE.has(token.lower) && !CONTROL_WORDS.has(token.lower)) {
       words.push(token.lower);

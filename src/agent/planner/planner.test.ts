@@ -549,6 +549,10 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
         amount: { type: 'full' },
       },
     ]);
+    // What the buyer says after what they bought describes nothing.
+    expect(steps('the customer wey buy the 2 crates of Malta Guinness say make we refund am')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['2', 'crates', 'malta', 'guinness'] } },
+    ]);
     expect(steps(`rudisha pesa ya order ya 'Kitenge dress' tafadhali`)).toMatchObject([
       { kind: 'refund', lookup: { words: ['kitenge', 'dress'] } },
     ]);
