@@ -97,8 +97,7 @@ function storyNotes(tokens: readonly Token[]): Set<number> {
   // items the request is for: the grammar places those (as a reason) or asks.
   const repeatsNow = tail.some(
     (t) =>
-      (t.kind === 'word' && REPETITION.has(t.lower) && !tellsThePast(tokens, tokens.indexOf(t))) ||
-      t.kind === 'amount',
+      (t.kind === 'word' && REPETITION.has(t.lower) && !tellsThePast(tokens, tokens.indexOf(t))) || t.kind === 'amount',
   );
   if (comma > 0 && before.some((t) => VALUE_KINDS.includes(t.kind)) && !repeatsNow && isStory(tail, false))
     for (const t of tail) placed.add(t.index);
@@ -153,6 +152,14 @@ export function unplacedTokens(
       // "placed last Tuesday", "in January": a past date in a context sentence tells a story; a
       // future one ("do it on Friday") could defer the instruction, so it stays to be placed.
       if (context && token.kind === 'date' && token.range !== undefined && token.range.from.getTime() < now.getTime())
+        continue;
+      // "returned the items this morning": a part of today after a verb in the past is gone by.
+      if (
+        context &&
+        token.kind === 'date' &&
+        /^(?:today|this (?:morning|afternoon|evening))$/i.test(token.text) &&
+        clause.tokens.slice(0, clause.tokens.indexOf(token)).some((t) => t.kind === 'word' && PAST.has(t.lower))
+      )
         continue;
       out.push({ token, clause: text(clause.tokens) });
     }

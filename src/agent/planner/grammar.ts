@@ -357,7 +357,8 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     !hasAddress &&
     !hasId &&
     !hasAmount &&
-    (((has('much') || has('total', 'totals')) && words.length <= 4) || (has('money', 'cash', 'payments') && has('come', 'came', 'received')))
+    (((has('much') || has('total', 'totals')) && words.length <= 4) ||
+      (has('money', 'cash', 'payments') && has('come', 'came', 'received')))
   )
     return 'revenue';
   if (
@@ -1129,14 +1130,23 @@ function freeText(
 }
 
 /** Words before "N of M" that say which one of a series the payment is ("order 7 of 10"). */
-const SERIES_WORDS = ['order', 'ord', 'invoice', 'inv', 'delivery', 'shipment', 'batch', 'booking', 'instalment', 'installment'];
+const SERIES_WORDS = [
+  'order',
+  'ord',
+  'invoice',
+  'inv',
+  'delivery',
+  'shipment',
+  'batch',
+  'booking',
+  'instalment',
+  'installment',
+];
 
 /** The last token of a refund's request, after which a comma or a dash opens its reason. */
 function endsTheRequest(token: Token | undefined): boolean {
   return (
-    token?.kind === 'payment_id' ||
-    token?.kind === 'code' ||
-    (token?.kind === 'word' && WHOLE_EXTENT.has(token.lower))
+    token?.kind === 'payment_id' || token?.kind === 'code' || (token?.kind === 'word' && WHOLE_EXTENT.has(token.lower))
   );
 }
 
@@ -1319,8 +1329,7 @@ export function fillSlots(
         if (token.currency === undefined && toldAfterRequest(tokens, i)) {
           // "…, card was charged 2 times": how often it happened, which no refund is for.
           // "…, 3 times as was agreed" says how often to act, and stays to be placed.
-          if (isWord(next, 'times') && tellsThePast(tokens, i + 1))
-            use(token, next!);
+          if (isWord(next, 'times') && tellsThePast(tokens, i + 1)) use(token, next!);
           if (isQuantity(token, next) && (slots.full || slots.amounts.some((amount) => amount.currency !== undefined)))
             use(token);
           break;
@@ -1449,7 +1458,8 @@ export function fillSlots(
           tokens[i - 1]?.kind === 'amount' &&
           (tokens[i - 1] as AmountToken).currency !== undefined &&
           next !== undefined &&
-          (isQuantity(next, tokens[i + 2]) || (next.kind === 'word' && !FREE_TEXT_STOP.has(next.lower) && !MEMO_LABELS.has(next.lower))) &&
+          (isQuantity(next, tokens[i + 2]) ||
+            (next.kind === 'word' && !FREE_TEXT_STOP.has(next.lower) && !MEMO_LABELS.has(next.lower))) &&
           slots.memo === undefined
         ) {
           // "payment for 5 thousand cedis, 2 crates of Club beer": what the amount is for.
@@ -1845,7 +1855,22 @@ const ORDER_NOUNS = new Set(['order', 'orders', 'purchase', 'sale', 'transaction
 const BOUGHT = new Set(['buy', 'bought', 'purchased', 'ordered']);
 
 /** Words that open what a buyer says or asks, after what they bought. */
-const REQUEST_WORDS = ['say', 'says', 'said', 'want', 'wants', 'wanted', 'wan', 'asked', 'asks', 'make', 'abeg', 'please', 'pls', 'needs'];
+const REQUEST_WORDS = [
+  'say',
+  'says',
+  'said',
+  'want',
+  'wants',
+  'wanted',
+  'wan',
+  'asked',
+  'asks',
+  'make',
+  'abeg',
+  'please',
+  'pls',
+  'needs',
+];
 
 /** Words that never describe what was bought: the request's own words, courtesy, grammar. */
 const NOT_DESCRIPTIVE = new Set([
@@ -1929,7 +1954,12 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
     if (token.kind === 'punct' && /^[,;—–]$/.test(token.text) && words.length > 0) break;
     // "… wey buy the 2 crates of Malta Guinness say make we refund am": what the buyer says or asks
     // comes after what was bought, and describes nothing.
-    if (i > bought && bought >= 0 && words.length > 0 && (isWord(token, ...REQUEST_WORDS) || isWord(token, ...REFUND_VERBS)))
+    if (
+      i > bought &&
+      bought >= 0 &&
+      words.length > 0 &&
+      (isWord(token, ...REQUEST_WORDS) || isWord(token, ...REFUND_VERBS))
+    )
       break;
     if (quoted.length > 0 && token.kind !== 'quoted') continue;
     if (token.kind === 'word' && !NOT_DESCRIPTIVE.has(token.lower) && !CONTROL_WORDS.has(token.lower)) {

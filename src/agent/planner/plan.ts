@@ -466,8 +466,10 @@ function parseClause(tokens: Token[]): Clause {
     (intent === 'refund' || intent === 'payment_status') &&
     slots.paymentIds.length === 0 &&
     slots.lookup === undefined &&
-    // "Please confirm status." asks about the one payment the message named; a refund needs "it".
+    // "Please confirm status." asks about the one payment the message named; so does "Please refund
+    // in full." under a sentence naming the order. Else a refund needs "it".
     (intent === 'payment_status' ||
+      (slots.full && !slots.allPayments && slots.date === undefined) ||
       tokens.some(
         (token) =>
           token.kind === 'word' &&

@@ -549,6 +549,19 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
         amount: { type: 'full' },
       },
     ]);
+    // "Please refund in full." under the sentence that names the order refunds that order; a part of
+    // today after a verb in the past is gone by.
+    expect(
+      steps(
+        'Hi team,\n\nThe customer for order GH-AC-118 returned the items this morning. Please refund in full.\n\nThanks,\nEfua',
+      ),
+    ).toMatchObject([{ kind: 'refund', lookup: { reference: 'GH-AC-118' }, amount: { type: 'full' } }]);
+    expect(asks('Orders GH-AC-118 and GH-AC-119 came back this morning. Please refund in full.')).toMatch(
+      /which payment/,
+    );
+    expect(asks(`The customer will return the items this morning. Please refund ${P} in full.`)).toMatch(
+      /this morning/,
+    );
     // What the buyer says after what they bought describes nothing.
     expect(steps('the customer wey buy the 2 crates of Malta Guinness say make we refund am')).toMatchObject([
       { kind: 'refund', lookup: { words: ['2', 'crates', 'malta', 'guinness'] } },

@@ -1424,7 +1424,21 @@ const COUNT_NOUNS = new Set([
 ]);
 
 /** Words ending in "s" that are no plural noun after a number ("500 this time", "50 thanks"). */
-const NOT_PLURAL = new Set(['this', 'thus', 'plus', 'less', 'unless', 'yes', 'was', 'has', 'is', 'as', 'us', 'its', 'his']);
+const NOT_PLURAL = new Set([
+  'this',
+  'thus',
+  'plus',
+  'less',
+  'unless',
+  'yes',
+  'was',
+  'has',
+  'is',
+  'as',
+  'us',
+  'its',
+  'his',
+]);
 
 /**
  * "two instalments", "2 crates", "3 people", "one item": a word that counts things. A number
