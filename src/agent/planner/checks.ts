@@ -2,7 +2,6 @@ import { type Clause, MONEY_VERBS, text, VALUE_KINDS } from './grammar.ts';
 import {
   HARD_CONTROL_WORDS,
   isCount,
-  isCountNoun,
   isQuantity,
   isSignificant,
   NEGATIONS,
