@@ -704,7 +704,10 @@ function dropCourtesy(tokens: Token[]): Token[] {
       (isWord(t, "that's", 'thats') && isWord(tokens[i + 1], 'all'))
     ) {
       const end = isWord(t, 'that') ? i + 2 : i + 1;
-      if (tokens[end + 1] === undefined || /^[.;!?]$/.test(tokens[end + 1]!.text)) {
+      // "…, that is all, thank you": only thanks may follow before the message or sentence ends.
+      let after = end + 1;
+      while (tokens[after]?.text === ',' || isWord(tokens[after], 'thank', 'thanks', 'you', 'cheers', 'bye')) after++;
+      if (tokens[after] === undefined || /^[.;!?]$/.test(tokens[after]!.text)) {
         i = end;
         continue;
       }

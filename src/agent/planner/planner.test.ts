@@ -562,6 +562,11 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`The customer will return the items this morning. Please refund ${P} in full.`)).toMatch(
       /this morning/,
     );
+    // A transcript's label and a closing "that is all, thank you" change nothing.
+    expect(
+      steps(`[voice note] eh hello, um, please pay fifty USDC to ${A} for the tailor, that is all, thank you`),
+    ).toMatchObject([{ kind: 'payout', amountMinor: '50000000', memo: 'the tailor' }]);
+    expect(asks(`pay fifty USDC to ${A}, that is all of it`)).toMatch(/all/);
     // What the buyer says after what they bought describes nothing.
     expect(steps('the customer wey buy the 2 crates of Malta Guinness say make we refund am')).toMatchObject([
       { kind: 'refund', lookup: { words: ['2', 'crates', 'malta', 'guinness'] } },

@@ -533,6 +533,8 @@ function textingShorthand(message: string): string {
 /** Tokens of one message. `now` resolves relative dates, in UTC. */
 export function tokenize(message: string, now: Date): Token[] {
   const normalised = textingShorthand(withoutQuotedHistory(message.normalize('NFC')))
+    // "[voice note] eh hello, um, please pay …": a transcript's label says how the merchant spoke.
+    .replace(/^\s*\[(?:voice (?:note|message|memo)|audio(?: message)?|transcript|transcribed)\]\s*/i, '')
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
