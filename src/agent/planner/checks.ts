@@ -9,6 +9,7 @@ import {
   REPETITION,
   type Token,
   tellsThePast,
+  UNSUPPORTED_ACTIONS,
 } from './tokens.ts';
 
 /**
@@ -177,6 +178,11 @@ export function explainAll(unplaced: readonly Unplaced[]): string[] {
   for (const [clause, list] of words)
     lines.unshift(
       `${list.join(', ')} in "${truncate(clause, 100)}" ${list.length === 1 ? 'changes' : 'change'} what the instruction means (a condition, a wait, a negation, a correction, or a quantity word I cannot place), so I did not act on it: write the instruction exactly as it should run now`,
+    );
+  const unsupported = unplaced.find((item) => item.token.kind === 'word' && UNSUPPORTED_ACTIONS.has(item.token.lower));
+  if (unsupported !== undefined)
+    lines.unshift(
+      `I cannot ${unsupported.token.text.toLowerCase()} (in "${truncate(unsupported.clause, 100)}"): I pay out USDC, refund, split revenue, create payments and read payments, revenue and the balance`,
     );
   return lines;
 }

@@ -33,6 +33,7 @@ import {
   type NumberValue,
   type Token,
   tokenize,
+  UNSUPPORTED_ACTIONS,
 } from './tokens.ts';
 
 /**
@@ -588,6 +589,8 @@ function relaxReadOnly(clauses: Clause[]): void {
   // "pay everyone who sold to me last month" reads as revenue by its words, but asks to pay: no relief.
   if (clauses.some((clause) => clause.tokens.some((token) => token.kind === 'word' && MONEY_VERBS.has(token.lower))))
     return;
+  // "convert my USDC balance to naira" asks for what no tool does; reading the balance is no answer.
+  if (clauses.some((clause) => UNSUPPORTED_ACTIONS.has(leadingWord(clause.tokens) ?? ''))) return;
   for (const clause of clauses)
     for (const token of clause.tokens)
       if (isSignificant(token) && (token.kind === 'word' || (clause.intent === undefined && isStoryValue(token))))

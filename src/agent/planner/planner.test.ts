@@ -567,6 +567,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       steps(`[voice note] eh hello, um, please pay fifty USDC to ${A} for the tailor, that is all, thank you`),
     ).toMatchObject([{ kind: 'payout', amountMinor: '50000000', memo: 'the tailor' }]);
     expect(asks(`pay fifty USDC to ${A}, that is all of it`)).toMatch(/all/);
+    // An action no tool performs is refused, never answered by a read of the balance.
+    expect(asks('convert my USDC balance to naira')).toMatch(/I cannot convert/);
+    expect(steps('what is my USDC balance?')).toEqual([{ kind: 'balance' }]);
     // What the buyer says after what they bought describes nothing.
     expect(steps('the customer wey buy the 2 crates of Malta Guinness say make we refund am')).toMatchObject([
       { kind: 'refund', lookup: { words: ['2', 'crates', 'malta', 'guinness'] } },

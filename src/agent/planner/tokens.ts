@@ -354,6 +354,24 @@ const SOFT_CONTROL_WORDS: readonly string[] = [
   'sol',
 ];
 
+/** Verbs of actions no tool performs: asked for, they are refused, never answered by a read. */
+export const UNSUPPORTED_ACTIONS: ReadonlySet<string> = new Set([
+  'convert',
+  'swap',
+  'exchange',
+  'withdraw',
+  'drain',
+  'sweep',
+  'lend',
+  'loan',
+  'borrow',
+  'delete',
+  'void',
+  'deduct',
+  'withhold',
+  'cancel',
+]);
+
 /**
  * Every word that changes meaning. Each must be consumed by a construction the grammar knows (a
  * correction, "each", a refund's "only half"), or nothing runs (checks.ts).
