@@ -32,6 +32,7 @@ import {
   isSignificant,
   type NumberValue,
   type Token,
+  PAST,
   tokenize,
   UNSUPPORTED_ACTIONS,
 } from './tokens.ts';
@@ -104,6 +105,7 @@ function analyse(message: string, now: Date): { tokens: Token[]; clauses: Clause
   dropListHeaders(clauses);
   relaxReadOnly(clauses);
   const borrowed = borrowContextIds(clauses);
+  storiesAsReasons(clauses);
   return { tokens, clauses, unplaced: unplacedTokens(clauses, sequencers, borrowed, now) };
 }
 
@@ -604,6 +606,23 @@ function relaxReadOnly(clauses: Clause[]): void {
  */
 function isStoryValue(token: Token): boolean {
   return token.kind === 'date' || (token.kind === 'amount' && token.currency === undefined);
+}
+
+/**
+ * "customer was charged twice for the same jollof order, refund the duplicate pay_…": the sentence
+ * told just before a refund that gives no reason of its own is why it is asked. Only a story of
+ * words (a verb in the past, no money, address or id in it) is taken; it moves nothing.
+ */
+function storiesAsReasons(clauses: Clause[]): void {
+  for (let i = 1; i < clauses.length; i++) {
+    const clause = clauses[i]!;
+    const story = clauses[i - 1]!;
+    if (clause.intent !== 'refund' || clause.slots.reason !== undefined || story.intent !== undefined) continue;
+    const told =
+      story.tokens.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
+      story.tokens.every((t) => t.kind === 'word' || t.kind === 'punct' || t.kind === 'code');
+    if (told) clause.slots.reason = truncate(text(story.tokens), 200);
+  }
 }
 
 /** "then 9,000 USDC to 0x…": a fragment after a sequencer continues the action before it. */

@@ -567,6 +567,15 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       steps(`[voice note] eh hello, um, please pay fifty USDC to ${A} for the tailor, that is all, thank you`),
     ).toMatchObject([{ kind: 'payout', amountMinor: '50000000', memo: 'the tailor' }]);
     expect(asks(`pay fifty USDC to ${A}, that is all of it`)).toMatch(/all/);
+    // The story told just before a refund is its reason.
+    expect(steps(`customer was charged twice for the same jollof order, refund the duplicate ${Q}`)).toEqual([
+      {
+        kind: 'refund',
+        paymentId: Q,
+        amount: { type: 'full' },
+        reason: 'customer was charged twice for the same jollof order',
+      },
+    ]);
     // An action no tool performs is refused, never answered by a read of the balance.
     expect(asks('convert my USDC balance to naira')).toMatch(/I cannot convert/);
     expect(steps('what is my USDC balance?')).toEqual([{ kind: 'balance' }]);
