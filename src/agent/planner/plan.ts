@@ -140,8 +140,16 @@ export function readInstruction(message: string, now: Date): InstructionReading 
         // Letters of another script, or one that may hide a word ("ıf").
         (token.kind === 'punct' && /\p{L}/u.test(token.text)),
     );
+  // A figure the merchant corrected ("pay 2.000 USDC …" then "sorry, pay 2 USDC …") holds nothing:
+  // only the correction runs, and it is read on its own.
   for (const token of tokens)
-    if (token.kind === 'amount' && token.number.type === 'unreadable' && !holds.includes(token)) holds.push(token);
+    if (
+      token.kind === 'amount' &&
+      token.number.type === 'unreadable' &&
+      !superseded.has(token.index) &&
+      !holds.includes(token)
+    )
+      holds.push(token);
   const equalParts = clauses.some((clause) => clause.slots.equal !== undefined);
   const shareBps = clauses.flatMap((clause) => [
     ...(clause.slots.ratio ?? []),
