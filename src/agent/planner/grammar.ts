@@ -1701,6 +1701,16 @@ export function fillSlots(
             use(token, next!);
             i++;
           }
+        } else if (
+          w === 'once' &&
+          (intent === 'payout' || intent === 'refund') &&
+          (next === undefined ||
+            (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)) ||
+            isWord(next, 'pls', 'please', 'thanks', 'abeg', 'o'))
+        ) {
+          // "pay 20 usdc to 0x… once", "refund pay_… once pls": one time, as it runs; "once it
+          // arrives" waits, and stays to be placed.
+          use(token);
         } else if (w === 'but' && intent === 'refund' && isWord(next, 'only', 'just')) {
           // consumed with its "only"
         } else if ((w === 'last' || w === 'latest' || w === 'recent') && intent === 'list_payments') {

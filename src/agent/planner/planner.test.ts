@@ -507,6 +507,11 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       steps('create payment for 5 thousand cedis, 2 crates of Club beer, redirect https://bar.example.com.gh/done'),
     ).toMatchObject([{ kind: 'create_payment', amountMinor: '500000', description: '2 crates of Club beer' }]);
     expect(asks(`pay 10 usdc to ${A} twice`)).toMatch(/twice/);
+    // "one of them" counts payments, it is no amount (it refunded 1).
+    expect(asks(`customer paid twice, refund one of them: ${P}`)).toMatch(/"one"/);
+    // "once" at the end is one time, as everything runs; "once it arrives" waits.
+    expect(steps(`pay 20 usdc to ${A} once`)).toMatchObject([{ kind: 'payout', amountMinor: '20000000' }]);
+    expect(asks(`pay 20 usdc to ${A} once it arrives`)).toMatch(/once/);
   });
 
   it('names a payment by its order reference or description, to be found with list_payments', () => {

@@ -1491,6 +1491,12 @@ const MONEY_NOUNS = new Set(['payment', 'amount', 'money', 'total', 'refund', 'b
 /** "2 of the plates", "one of our riders" at `i`: a bare whole number counting some of the things. */
 export function isCountOf(tokens: readonly Token[], i: number): boolean {
   const token = tokens[i];
+  // "refund one of them", "two of those": some of the things just named.
+  const some =
+    tokens[i + 1]?.kind === 'word' &&
+    (tokens[i + 1] as { lower: string }).lower === 'of' &&
+    tokens[i + 2]?.kind === 'word' &&
+    ['them', 'those', 'these'].includes((tokens[i + 2] as { lower: string }).lower);
   const determiner = tokens[i + 2];
   // "one of the two items": the whole may be counted too.
   const counted = tokens[i + 3]?.kind === 'amount' && isCountNoun(tokens[i + 4]);
@@ -1500,13 +1506,14 @@ export function isCountOf(tokens: readonly Token[], i: number): boolean {
     token.currency === undefined &&
     token.number.type === 'exact' &&
     /^\d{1,4}$/.test(token.number.text) &&
-    tokens[i + 1]?.kind === 'word' &&
-    (tokens[i + 1] as { lower: string }).lower === 'of' &&
-    determiner?.kind === 'word' &&
-    DETERMINERS.has(determiner.lower) &&
-    noun?.kind === 'word' &&
-    !MONEY_NOUNS.has(noun.lower) &&
-    !CONTROL_WORDS.has(noun.lower)
+    (some ||
+      (tokens[i + 1]?.kind === 'word' &&
+        (tokens[i + 1] as { lower: string }).lower === 'of' &&
+        determiner?.kind === 'word' &&
+        DETERMINERS.has(determiner.lower) &&
+        noun?.kind === 'word' &&
+        !MONEY_NOUNS.has(noun.lower) &&
+        !CONTROL_WORDS.has(noun.lower)))
   );
 }
 
