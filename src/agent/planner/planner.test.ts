@@ -507,6 +507,11 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       steps('create payment for 5 thousand cedis, 2 crates of Club beer, redirect https://bar.example.com.gh/done'),
     ).toMatchObject([{ kind: 'create_payment', amountMinor: '500000', description: '2 crates of Club beer' }]);
     expect(asks(`pay 10 usdc to ${A} twice`)).toMatch(/twice/);
+    // A money word the reader has no currency for is asked, never read as the default currency
+    // ("send 50 kobo" paid 50 USDC; "5 quid" refunded 5 in the payment's currency).
+    expect(asks(`send 50 kobo to ${A}`)).toMatch(/"50 kobo"/);
+    expect(asks(`send 1 cent to ${A}`)).toMatch(/"1 cent"/);
+    expect(asks(`refund 5 quid on ${P}`)).toMatch(/"5 quid"/);
     // "one of them" counts payments, it is no amount (it refunded 1).
     expect(asks(`customer paid twice, refund one of them: ${P}`)).toMatch(/"one"/);
     // "once" at the end is one time, as everything runs; "once it arrives" waits.

@@ -733,7 +733,74 @@ export function tokenize(message: string, now: Date): Token[] {
   markListNumbers(tokens);
   markCounts(tokens);
   markPronounOne(tokens);
+  markUnreadMoney(tokens);
   return tokens.map((token, index) => ({ ...token, index }));
+}
+
+/**
+ * Money words the reader does not turn into a currency it can move: a currency's hundredth part
+ * ("50 kobo" is ₦0.50, and paid 50 USDC), and currencies no payment here is in ("5 quid", "100
+ * rupees"). The figure before one is asked back, quoted, on every model's path.
+ */
+const UNREAD_MONEY_WORDS = new Set([
+  'kobo',
+  'pesewa',
+  'pesewas',
+  'cent',
+  'cents',
+  'centavo',
+  'centavos',
+  'centime',
+  'centimes',
+  'penny',
+  'pence',
+  'senti',
+  'quid',
+  'sterling',
+  'pound',
+  'rands',
+  'cfa',
+  'fcfa',
+  'franc',
+  'francs',
+  'birr',
+  'dirham',
+  'dirhams',
+  'rupee',
+  'rupees',
+  'yen',
+  'yuan',
+  'rmb',
+  'leone',
+  'leones',
+  'kwacha',
+  'dalasi',
+  'tether',
+  'sats',
+  'satoshi',
+  'satoshis',
+  'gwei',
+  'wei',
+  'tsh',
+  'tshs',
+  'ush',
+]);
+
+function markUnreadMoney(tokens: Token[]): void {
+  for (let i = 0; i + 1 < tokens.length; i++) {
+    const token = tokens[i]!;
+    const next = tokens[i + 1]!;
+    if (
+      token.kind === 'amount' &&
+      token.currency === undefined &&
+      next.kind === 'word' &&
+      UNREAD_MONEY_WORDS.has(next.lower)
+    )
+      token.number = {
+        type: 'unreadable',
+        reason: `"${token.text} ${next.text}": I read amounts in whole units of naira, cedis, shillings, rand, dollars, euros, pounds or USDC; say it in one of them`,
+      };
+  }
 }
 
 /** Words before "one" that make it a pronoun: "the extra one", "that one", "the wrong one". */
