@@ -340,10 +340,14 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   const paymentNoun = words.some((word) => PAYMENT_NOUNS.has(word));
   if (createVerb && (paymentNoun || has('charge', 'bill')) && !hasAddress) return 'create_payment';
   if (hasUrl && (paymentNoun || has('charge', 'bill')) && !hasAddress && !hasId) return 'create_payment';
+  // "The customer received a damaged item yesterday": a sentence about someone tells a story; what
+  // they received or took is no revenue question.
+  const aboutSomeone = STATEMENT_SUBJECTS.includes(words[0] === 'the' ? (words[1] ?? '') : (first ?? ''));
   if (
     hasDate &&
     !hasAddress &&
     !hasId &&
+    !aboutSomeone &&
     (words.some((word) => REVENUE_WORDS.has(word)) ||
       (has('much', 'many', 'what') &&
         has('make', 'earn', 'get', 'receive', 'collect', 'do', 'bring', 'came', 'come', 'in')))

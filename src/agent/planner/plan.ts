@@ -105,7 +105,7 @@ function analyse(message: string, now: Date): { tokens: Token[]; clauses: Clause
   dropListHeaders(clauses);
   relaxReadOnly(clauses);
   const borrowed = borrowContextIds(clauses);
-  storiesAsReasons(clauses);
+  storiesAsReasons(clauses, now);
   return { tokens, clauses, unplaced: unplacedTokens(clauses, sequencers, borrowed, now) };
 }
 
@@ -617,19 +617,27 @@ function isStoryValue(token: Token): boolean {
 }
 
 /**
- * "customer was charged twice for the same jollof order, refund the duplicate pay_…": the sentence
- * told just before a refund that gives no reason of its own is why it is asked. Only a story of
- * words (a verb in the past, no money, address or id in it) is taken; it moves nothing.
+ * "customer was charged twice for the same jollof order, refund the duplicate pay_…", "please
+ * refund pay_…. The customer received a damaged item yesterday.": the sentence told just before
+ * (else just after) a refund that gives no reason of its own is why it is asked. Only a story of
+ * words (a verb in the past, no money, address or id in it; a day gone by) is taken; it moves nothing.
  */
-function storiesAsReasons(clauses: Clause[]): void {
-  for (let i = 1; i < clauses.length; i++) {
-    const clause = clauses[i]!;
-    const story = clauses[i - 1]!;
-    if (clause.intent !== 'refund' || clause.slots.reason !== undefined || story.intent !== undefined) continue;
-    const told =
-      story.tokens.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
-      story.tokens.every((t) => t.kind === 'word' || t.kind === 'punct' || t.kind === 'code');
-    if (told) clause.slots.reason = truncate(text(story.tokens), 200);
+function storiesAsReasons(clauses: Clause[], now: Date): void {
+  const isStory = (clause: Clause | undefined): clause is Clause =>
+    clause !== undefined &&
+    clause.intent === undefined &&
+    clause.tokens.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
+    clause.tokens.every(
+      (t) =>
+        t.kind === 'word' ||
+        t.kind === 'punct' ||
+        t.kind === 'code' ||
+        (t.kind === 'date' && t.range !== undefined && t.range.to.getTime() <= now.getTime()),
+    );
+  for (const [i, clause] of clauses.entries()) {
+    if (clause.intent !== 'refund' || clause.slots.reason !== undefined) continue;
+    const story = [clauses[i - 1], clauses[i + 1]].find(isStory);
+    if (story !== undefined) clause.slots.reason = truncate(text(story.tokens), 200);
   }
 }
 

@@ -586,6 +586,17 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
         reason: 'customer was charged twice for the same jollof order',
       },
     ]);
+    // A sentence about someone is a story, never a revenue question; after the refund it is the reason.
+    expect(
+      steps(`Good afternoon, please refund ${P}. The customer received a damaged item yesterday. Regards, Ama`),
+    ).toEqual([
+      {
+        kind: 'refund',
+        paymentId: P,
+        amount: { type: 'full' },
+        reason: 'The customer received a damaged item yesterday',
+      },
+    ]);
     // An action no tool performs is refused, never answered by a read of the balance.
     expect(asks('convert my USDC balance to naira')).toMatch(/I cannot convert/);
     expect(steps('what is my USDC balance?')).toEqual([{ kind: 'balance' }]);
@@ -597,7 +608,7 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       { kind: 'refund', lookup: { words: ['kitenge', 'dress'] } },
     ]);
     // A story that mentions an order is no status question.
-    expect(steps(`customer paid twice on 14 March for order 7 of 10; refund ${Q}`)).toEqual([
+    expect(steps(`customer paid twice on 14 March for order 7 of 10; refund ${Q}`)).toMatchObject([
       { kind: 'refund', paymentId: Q, amount: { type: 'full' } },
     ]);
   });
