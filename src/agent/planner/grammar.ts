@@ -1178,6 +1178,9 @@ function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefine
     return undefined;
   let end = k;
   while (isWord(tokens[end + 1], 'refund', 'amount', 'thing', 'of', 'it', 'money')) end++;
+  // "not the full 5,000": the figure is the whole ruled out, not the part to refund; which part is
+  // meant is unsaid (it refunded 5,000).
+  if (tokens[end + 1]?.kind === 'amount') return undefined;
   const phrase = tokens.slice(at, end + 1);
   const rest = tokens.filter((t) => !phrase.includes(t));
   const statesPart = rest.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent');

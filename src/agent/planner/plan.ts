@@ -246,7 +246,9 @@ function excludedAlternatives(tokens: readonly Token[], dropped: Set<number>): v
     let at = i + 1;
     while (
       tokens[at]?.kind === 'word' &&
-      ['the', 'usual', 'same', 'previous', 'old', 'original', 'last'].includes((tokens[at] as { lower: string }).lower)
+      ['the', 'usual', 'same', 'previous', 'old', 'original', 'last', 'full', 'whole', 'entire'].includes(
+        (tokens[at] as { lower: string }).lower,
+      )
     )
       at++;
     const value = tokens[at];

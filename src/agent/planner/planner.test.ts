@@ -507,6 +507,10 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       steps('create payment for 5 thousand cedis, 2 crates of Club beer, redirect https://bar.example.com.gh/done'),
     ).toMatchObject([{ kind: 'create_payment', amountMinor: '500000', description: '2 crates of Club beer' }]);
     expect(asks(`pay 10 usdc to ${A} twice`)).toMatch(/twice/);
+    // "not the full 5,000" rules the whole out and says no part (it refunded 5,000); beside the
+    // amount meant it is set aside like "not 40".
+    expect(asks(`refund ${P}, not the full 5,000`)).toMatch(/"not"/);
+    expect(steps(`send only 25 usdc to ${A}, not the full 50`)).toMatchObject([{ amountMinor: '25000000' }]);
     // A money word the reader has no currency for is asked, never read as the default currency
     // ("send 50 kobo" paid 50 USDC; "5 quid" refunded 5 in the payment's currency).
     expect(asks(`send 50 kobo to ${A}`)).toMatch(/"50 kobo"/);
