@@ -644,6 +644,11 @@ const STORY_VERBS = new Set([
   'came',
   'kept',
   'arrived',
+  'delivered',
+  'damaged',
+  'broke',
+  'lost',
+  'missing',
 ]);
 
 /** The kinds of token a negation may exclude ("not 300", "not pay_B", "not 0xA…"). */
@@ -1489,7 +1494,10 @@ export function fillSlots(
           (slots.paymentIds.length > 0 || slots.lookup !== undefined) &&
           (next?.kind === 'word' ||
             // "…, one item was missing": a count in the story, where the refund's amount is said.
-            ((slots.full || slots.amounts.some((amount) => amount.currency !== undefined)) &&
+            ((slots.full ||
+              slots.fraction !== undefined ||
+              slots.percents.length > 0 ||
+              slots.amounts.some((amount) => amount.currency !== undefined)) &&
               next !== undefined &&
               (isQuantity(next, tokens[i + 2]) || isCountOf(tokens, i + 1)))) &&
           slots.reason === undefined

@@ -1074,14 +1074,17 @@ function payoutSteps(clause: Clause): Step[] {
 /** Splits "1,000 to A for x and 2,000 to B for y" (or "A 1,000, B 2,000") into one segment per pair. */
 function pairSegments(clause: Clause): Token[][] {
   const tokens = clause.tokens;
-  const firstAmount = tokens.findIndex((t) => t.kind === 'amount');
+  // Only the clause's amounts lead a pair: "for 2 crates" counts things inside a pair's memo.
+  const amounts = new Set(clause.slots.amounts.map((amount) => amount.index));
+  const firstAmount = tokens.findIndex((t) => amounts.has(t.index));
   const firstAddress = tokens.findIndex((t) => t.kind === 'address');
   const leader: Token['kind'] = firstAmount < firstAddress ? 'amount' : 'address';
+  const leads = (t: Token): boolean => t.kind === leader && (leader === 'address' || amounts.has(t.index));
   const segments: Token[][] = [];
   let current: Token[] = [];
   let seenLeader = false;
   for (const token of tokens) {
-    if (token.kind === leader) {
+    if (leads(token)) {
       if (seenLeader) {
         while (
           current.length > 0 &&

@@ -507,6 +507,14 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       steps('create payment for 5 thousand cedis, 2 crates of Club beer, redirect https://bar.example.com.gh/done'),
     ).toMatchObject([{ kind: 'create_payment', amountMinor: '500000', description: '2 crates of Club beer' }]);
     expect(asks(`pay 10 usdc to ${A} twice`)).toMatch(/twice/);
+    // A count in a pair's memo leads no pair; a story with a count beside a stated part is context.
+    expect(steps(`pay 20 usdc to ${A} for 2 crates, and 30 usdc to ${B} for 3 crates`)).toMatchObject([
+      { toAddress: A, amountMinor: '20000000', memo: '2 crates' },
+      { toAddress: B, amountMinor: '30000000', memo: '3 crates' },
+    ]);
+    expect(steps(`pay 50 usdc to ${A}, 2 boxes delivered`)).toMatchObject([{ amountMinor: '50000000' }]);
+    expect(steps(`refund 40% of ${P}, 2 items missing`)).toMatchObject([{ reason: '2 items missing' }]);
+    expect(asks(`refund ${P}, 2 items missing`)).toMatch(/"2"/);
     // "not the full 5,000" rules the whole out and says no part (it refunded 5,000); beside the
     // amount meant it is set aside like "not 40".
     expect(asks(`refund ${P}, not the full 5,000`)).toMatch(/"not"/);
