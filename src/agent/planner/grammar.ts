@@ -586,6 +586,8 @@ export function referenceAt(tokens: readonly Token[], i: number): string | undef
   // "order 7 of 10": which one of a series (markCounts), not the order's reference.
   if (isWord(tokens[i + 1], 'of') && tokens[i + 2]?.kind === 'code' && /^\d+$/.test(value)) return undefined;
   if (previous?.kind === 'word' && ORDER_WORDS.has(previous.lower)) return value;
+  // "order no. 4471", "order number 4471": the number of the order.
+  if (isWord(previous, 'number', 'nr') && isWord(tokens[i - 2], ...ORDER_WORDS)) return value;
   // "refund #ORD-2291": a hash before letters and digits marks the merchant's own reference.
   if (token.value.startsWith('#') && /[a-z]/i.test(value) && /\d/.test(value)) return value;
   // "refund 1,000 naira on ORD-332", "money back for #A-7731": a code shaped like an order

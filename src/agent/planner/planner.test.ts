@@ -612,6 +612,8 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     // An action no tool performs is refused, never answered by a read of the balance.
     expect(asks('convert my USDC balance to naira')).toMatch(/I cannot convert/);
     expect(steps('what is my USDC balance?')).toEqual([{ kind: 'balance' }]);
+    // "order no. 4471" is the order's number, not a description ("number").
+    expect(steps('refund order no. 4471')).toMatchObject([{ kind: 'refund', lookup: { reference: '4471' } }]);
     // What the buyer says after what they bought describes nothing.
     expect(steps('the customer wey buy the 2 crates of Malta Guinness say make we refund am')).toMatchObject([
       { kind: 'refund', lookup: { words: ['2', 'crates', 'malta', 'guinness'] } },
