@@ -1158,7 +1158,11 @@ const SERIES_WORDS = [
 ];
 
 /** The last token of a refund's request, after which a comma or a dash opens its reason. */
-function endsTheRequest(token: Token | undefined): boolean {
+function endsTheRequest(tokens: readonly Token[], at: number): boolean {
+  // "refund pay_… please, the customer was charged twice": courtesy closes the request.
+  let k = at;
+  while (isWord(tokens[k], 'please', 'pls', 'abeg', 'thanks', 'asap')) k--;
+  const token = tokens[k];
   return (
     token?.kind === 'payment_id' || token?.kind === 'code' || (token?.kind === 'word' && WHOLE_EXTENT.has(token.lower))
   );
@@ -1470,20 +1474,20 @@ export function fillSlots(
             i = end - 1;
           }
         } else if (
-          intent === 'create_payment' &&
+          (intent === 'create_payment' || intent === 'payout') &&
           /^[—–:,-]$/.test(token.text) &&
-          tokens[i - 1]?.kind === 'amount' &&
-          (tokens[i - 1] as AmountToken).currency !== undefined &&
+          ((tokens[i - 1]?.kind === 'amount' && (tokens[i - 1] as AmountToken).currency !== undefined) ||
+            (intent === 'payout' && tokens[i - 1]?.kind === 'address' && slots.amounts.length > 0)) &&
           next !== undefined &&
           (isQuantity(next, tokens[i + 2]) ||
             (next.kind === 'word' && !FREE_TEXT_STOP.has(next.lower) && !MEMO_LABELS.has(next.lower))) &&
           slots.memo === undefined
         ) {
-          // "payment for 5 thousand cedis, 2 crates of Club beer": what the amount is for.
+          // "payment for 5 thousand cedis, 2 crates of Club beer", "pay 0x… 200 usdc, first instalment
+          // of the rent": what the amount is for. Text that runs into a value ("…, he needs it by
+          // friday") is no memo; the grammar places its words or asks.
           const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'memo');
-          if (runsInto)
-            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
-          if (value !== '') {
+          if (value !== '' && runsInto === undefined) {
             for (const index of inText) consumed.add(index);
             slots.memos.push(value);
             slots.memo = value;
@@ -1492,7 +1496,7 @@ export function fillSlots(
         } else if (
           intent === 'refund' &&
           /^[—–:,-]$/.test(token.text) &&
-          endsTheRequest(tokens[i - 1]) &&
+          endsTheRequest(tokens, i - 1) &&
           (slots.paymentIds.length > 0 || slots.lookup !== undefined) &&
           (next?.kind === 'word' ||
             // "…, one item was missing": a count in the story, where the refund's amount is said.

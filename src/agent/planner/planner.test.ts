@@ -515,6 +515,15 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`pay 50 usdc to ${A}, 2 boxes delivered`)).toMatchObject([{ amountMinor: '50000000' }]);
     expect(steps(`refund 40% of ${P}, 2 items missing`)).toMatchObject([{ reason: '2 items missing' }]);
     expect(asks(`refund ${P}, 2 items missing`)).toMatch(/"2"/);
+    // After a payout's amount and recipient, a comma and what it is for is its memo; courtesy
+    // before a refund's comma still ends the request, and the story after it is the reason.
+    expect(steps(`pay ${A} 200 usdc, first instalment of the rent`)).toMatchObject([
+      { amountMinor: '200000000', memo: 'first instalment of the rent' },
+    ]);
+    expect(asks(`pay 200 usdc to ${A}, if he delivers`)).toMatch(/"if"/);
+    expect(steps(`Can you refund ${P} please, the customer was charged twice by mistake. Thanks`)).toMatchObject([
+      { reason: 'the customer was charged twice by mistake' },
+    ]);
     // "not the full 5,000" rules the whole out and says no part (it refunded 5,000); beside the
     // amount meant it is set aside like "not 40".
     expect(asks(`refund ${P}, not the full 5,000`)).toMatch(/"not"/);
