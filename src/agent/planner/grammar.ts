@@ -1157,6 +1157,24 @@ const SERIES_WORDS = [
   'installment',
 ];
 
+/** Words that say how much or how often, which a memo after a comma may not carry. */
+const HOW_MUCH = new Set([
+  'only',
+  'each',
+  'every',
+  'more',
+  'extra',
+  'rest',
+  'remaining',
+  'remainder',
+  'again',
+  'twice',
+  'double',
+  'less',
+  'instead',
+  'same',
+]);
+
 /** The last token of a refund's request, after which a comma or a dash opens its reason. */
 function endsTheRequest(tokens: readonly Token[], at: number): boolean {
   // "refund pay_… please, the customer was charged twice": courtesy closes the request.
@@ -1487,7 +1505,15 @@ export function fillSlots(
           // of the rent": what the amount is for. Text that runs into a value ("…, he needs it by
           // friday") is no memo; the grammar places its words or asks.
           const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'memo');
-          if (value !== '' && runsInto === undefined) {
+          // "…, that is all of it", "…, only the rest": words of how much are no memo here.
+          const saysHowMuch = inText.some((k) => {
+            const word = tokens.find((t) => t.index === k);
+            return (
+              word?.kind === 'word' &&
+              (WHOLE_EXTENT.has(word.lower) || PART_EXTENT.has(word.lower) || HOW_MUCH.has(word.lower))
+            );
+          });
+          if (value !== '' && runsInto === undefined && !saysHowMuch) {
             for (const index of inText) consumed.add(index);
             slots.memos.push(value);
             slots.memo = value;
