@@ -6,6 +6,7 @@ import {
   type DateRange,
   HARD_CONTROL_WORDS,
   isCountCode,
+  isCount,
   isCountNoun,
   isCountOf,
   isQuantity,
@@ -1369,7 +1370,13 @@ export function fillSlots(
           // "…, card was charged 2 times": how often it happened, which no refund is for.
           // "…, 3 times as was agreed" says how often to act, and stays to be placed.
           if (isWord(next, 'times') && tellsThePast(tokens, i + 1)) use(token, next!);
-          if (isQuantity(token, next) && (slots.full || slots.amounts.some((amount) => amount.currency !== undefined)))
+          // "…, customer ordered 5 but only 3 arrived": beside the part said, every count there is story.
+          const partSaid =
+            slots.full ||
+            slots.fraction !== undefined ||
+            slots.percents.length > 0 ||
+            slots.amounts.some((amount) => amount.currency !== undefined);
+          if (partSaid && (isQuantity(token, next) || (isCount(token) && !isWord(next, 'times', 'as', 'x'))))
             use(token);
           break;
         }

@@ -524,6 +524,12 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`Can you refund ${P} please, the customer was charged twice by mistake. Thanks`)).toMatchObject([
       { reason: 'the customer was charged twice by mistake' },
     ]);
+    // Beside the part said, every bare count in the story told after the request is story.
+    expect(steps(`refund 1,000 naira of ${P}, customer ordered 5 but only 3 arrived`)).toMatchObject([
+      { amount: { number: { text: '1000' } } },
+    ]);
+    expect(asks(`refund ${P}, customer ordered 5 but only 3 arrived`)).toMatch(/"5"/);
+    expect(asks(`refund 1,000 naira of ${P}, customer paid 3 as agreed`)).toMatch(/"3"/);
     // "not the full 5,000" rules the whole out and says no part (it refunded 5,000); beside the
     // amount meant it is set aside like "not 40".
     expect(asks(`refund ${P}, not the full 5,000`)).toMatch(/"not"/);
