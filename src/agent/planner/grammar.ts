@@ -1323,14 +1323,15 @@ export function fillSlots(
           i++;
           break;
         }
-        // "among these 6 people", "our 3 partners:", "equally among 3:": how many recipients.
+        // "among these 6 people", "our 3 partners:", "equally among 3:", "pay my 3 workers 20 usdc
+        // each": how many recipients, which the addresses written must match.
         if (
-          intent === 'split' &&
+          (intent === 'split' || intent === 'payout') &&
           token.currency === undefined &&
           token.number.type === 'exact' &&
           /^\d{1,2}$/.test(token.number.text) &&
           (RECIPIENT_NOUNS.has(next?.kind === 'word' ? next.lower : '') ||
-            (next?.text === ':' && isWord(tokens[i - 1], 'among', 'amongst', 'between')))
+            (intent === 'split' && next?.text === ':' && isWord(tokens[i - 1], 'among', 'amongst', 'between')))
         ) {
           slots.recipients = Number(token.number.text);
           use(token);

@@ -781,7 +781,7 @@ function formatBps(bps: bigint): string {
 const READ_ASIDES: readonly (keyof Slots)[] = ['memo', 'memos', 'reason'];
 
 const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
-  payout: ['addresses', 'amounts', 'each', 'memo', 'memos', 'reference', 'currency'],
+  payout: ['addresses', 'amounts', 'each', 'recipients', 'memo', 'memos', 'reference', 'currency'],
   refund: [
     'lookup',
     'paymentIds',
@@ -1034,6 +1034,10 @@ function payoutSteps(clause: Clause): Step[] {
   if (addresses.length === 0)
     problem('a payout needs its recipient as a full 0x address (I never guess a recipient, and I do not know names)');
   if (amounts.length === 0) problem('say exactly how much to pay, e.g. 250 USDC');
+  if (slots.recipients !== undefined && slots.recipients !== addresses.length)
+    problem(
+      `${slots.recipients} recipients counted but ${addresses.length} addresses given: give every recipient's address`,
+    );
   if (slots.paymentIds.length > 0)
     problem(
       'a payout pays an address you write: I do not take a recipient or an amount from a payment (to give a payer money back, say "refund pay_…")',

@@ -530,6 +530,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     ]);
     expect(asks(`refund ${P}, customer ordered 5 but only 3 arrived`)).toMatch(/"5"/);
     expect(asks(`refund 1,000 naira of ${P}, customer paid 3 as agreed`)).toMatch(/"3"/);
+    // A count of recipients on a payout must match the addresses written.
+    expect(steps(`pay my 3 workers 20 usdc each: ${A}, ${B}, ${C}`)).toHaveLength(3);
+    expect(asks(`pay 3 riders 15 usdc each: ${A} and ${B}`)).toMatch(/3 recipients counted but 2/);
     // "not the full 5,000" rules the whole out and says no part (it refunded 5,000); beside the
     // amount meant it is set aside like "not 40".
     expect(asks(`refund ${P}, not the full 5,000`)).toMatch(/"not"/);
