@@ -530,6 +530,10 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     ]);
     expect(asks(`refund ${P}, customer ordered 5 but only 3 arrived`)).toMatch(/"5"/);
     expect(asks(`refund 1,000 naira of ${P}, customer paid 3 as agreed`)).toMatch(/"3"/);
+    // "charged 2x" after a verb in the past tells how often it happened; "refund pay_… 2x" multiplies.
+    expect(steps(`customer was charged 2x, refund ${P}`)).toMatchObject([{ kind: 'refund', amount: { type: 'full' } }]);
+    expect(steps(`customer was charged x2, refund ${P}`)).toMatchObject([{ kind: 'refund', amount: { type: 'full' } }]);
+    expect(asks(`refund ${P} 2x`)).toMatch(/2x/);
     // A count of recipients on a payout must match the addresses written.
     expect(steps(`pay my 3 workers 20 usdc each: ${A}, ${B}, ${C}`)).toHaveLength(3);
     expect(asks(`pay 3 riders 15 usdc each: ${A} and ${B}`)).toMatch(/3 recipients counted but 2/);

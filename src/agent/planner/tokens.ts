@@ -734,6 +734,7 @@ export function tokenize(message: string, now: Date): Token[] {
   markCounts(tokens);
   markPronounOne(tokens);
   markUnreadMoney(tokens);
+  markToldRepeats(tokens);
   return tokens.map((token, index) => ({ ...token, index }));
 }
 
@@ -800,6 +801,26 @@ function markUnreadMoney(tokens: Token[]): void {
         type: 'unreadable',
         reason: `"${token.text} ${next.text}": I read amounts in whole units of naira, cedis, shillings, rand, dollars, euros, pounds or USDC; say it in one of them`,
       };
+  }
+}
+
+/**
+ * "customer was charged 2x": a multiplier right after a verb in the past tells how often it
+ * happened, as "twice" does; anywhere else ("pay … 2x") it multiplies and stays unreadable.
+ */
+function markToldRepeats(tokens: Token[]): void {
+  for (let i = 1; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const previous = tokens[i - 1]!;
+    const times =
+      token.kind === 'amount' || token.kind === 'word' ? /^([23])\s*[x×]$|^[x×]\s*([23])$/i.exec(token.text) : null;
+    if (times === null || previous.kind !== 'word' || !PAST.has(previous.lower)) continue;
+    tokens[i] = {
+      kind: 'word',
+      text: token.text,
+      lower: (times[1] ?? times[2]) === '2' ? 'twice' : 'thrice',
+      index: i,
+    };
   }
 }
 
