@@ -593,7 +593,11 @@ export function referenceAt(tokens: readonly Token[], i: number): string | undef
   if (token.value.startsWith('#') && /[a-z]/i.test(value) && /\d/.test(value)) return value;
   // "refund 1,000 naira on ORD-332", "money back for #A-7731": a code shaped like an order
   // reference (letters, a dash, digits) after a preposition names the order too.
-  if (isWord(previous, 'on', 'for', 'of') && /^[a-z]{1,6}-[a-z0-9-]*\d[a-z0-9-]*$/i.test(value)) return value;
+  // "is ORD-2210 paid?", "has KE-88 settled?": so does one a question opens with.
+  const shaped = /^[a-z]{1,6}-[a-z0-9-]*\d[a-z0-9-]*$/i.test(value);
+  if (isWord(previous, 'on', 'for', 'of') && shaped) return value;
+  if (shaped && isWord(previous, 'is', 'has', 'was', 'did') && tokens.slice(0, i - 1).every((t) => t.kind === 'punct'))
+    return value;
   return undefined;
 }
 

@@ -636,6 +636,10 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps('what is my USDC balance?')).toEqual([{ kind: 'balance' }]);
     // "order no. 4471" is the order's number, not a description ("number").
     expect(steps('refund order no. 4471')).toMatchObject([{ kind: 'refund', lookup: { reference: '4471' } }]);
+    // A question that opens on an order's reference asks its status.
+    expect(steps('is ORD-2210 paid?')).toEqual([
+      { kind: 'payment_status', paymentId: '', lookup: { reference: 'ORD-2210' } },
+    ]);
     // What the buyer says after what they bought describes nothing.
     expect(steps('the customer wey buy the 2 crates of Malta Guinness say make we refund am')).toMatchObject([
       { kind: 'refund', lookup: { words: ['2', 'crates', 'malta', 'guinness'] } },
