@@ -445,6 +445,16 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     (['has', 'is', 'did', 'was', 'status'].includes(lead ?? '') || tokens.at(-1)?.text === '?')
   )
     return 'payment_status';
+  // "has the customer who bought the shea butter paid?": a payment described by what was bought.
+  if (
+    !hasId &&
+    !hasAddress &&
+    !hasAmount &&
+    words.some((word) => BOUGHT.has(word)) &&
+    words.some((word) => STATUS_WORDS.has(word) && word !== 'check') &&
+    ['has', 'is', 'did', 'was', 'have'].includes(lead ?? '')
+  )
+    return 'payment_status';
   if (
     !hasId &&
     !hasAddress &&

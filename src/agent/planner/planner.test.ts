@@ -640,6 +640,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps('is ORD-2210 paid?')).toEqual([
       { kind: 'payment_status', paymentId: '', lookup: { reference: 'ORD-2210' } },
     ]);
+    expect(steps('has the customer who bought the shea butter paid?')).toEqual([
+      { kind: 'payment_status', paymentId: '', lookup: { words: ['shea', 'butter'] } },
+    ]);
     // What the buyer says after what they bought describes nothing.
     expect(steps('the customer wey buy the 2 crates of Malta Guinness say make we refund am')).toMatchObject([
       { kind: 'refund', lookup: { words: ['2', 'crates', 'malta', 'guinness'] } },
