@@ -1172,6 +1172,22 @@ const SERIES_WORDS = [
   'installment',
 ];
 
+/** Sounds that open a correction or a thought ("…, eh no, 4,500"), never a reason. */
+const INTERJECTIONS = new Set([
+  ...LEADING_FILLERS,
+  'eh',
+  'ehn',
+  'ah',
+  'oh',
+  'er',
+  'erm',
+  'hmm',
+  'ehm',
+  'oops',
+  'sorry',
+  'wait',
+]);
+
 /** Words that say how much or how often, which a memo after a comma may not carry. */
 const HOW_MUCH = new Set([
   'only',
@@ -1558,10 +1574,12 @@ export function fillSlots(
         ) {
           // "refund pay_… — item out of stock", "refund order SHP-7E3 in full, customer cancelled",
           // "refund ₦3,000 on order #LAG-0871, one item was missing": the story after the request.
+          // "…, eh no, 4,500" opens a correction: a filler is no reason.
           const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'reason');
-          if (runsInto)
+          const fillerOnly = value.split(/\s+/).every((word) => INTERJECTIONS.has(word.toLowerCase()));
+          if (runsInto && !fillerOnly)
             problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
-          if (value !== '') {
+          if (value !== '' && !fillerOnly) {
             for (const index of inText) consumed.add(index);
             slots.reason = value;
             i = end - 1;
@@ -1758,10 +1776,14 @@ export function fillSlots(
             if (isWord(before, 'but') && intent === 'refund') use(before!);
           } else if (
             w === 'only' &&
-            (tokens[i - 1]?.kind === 'amount' || /^(?:today|now)$/i.test(tokens[i - 1]?.text ?? '')) &&
+            (tokens[i - 1]?.kind === 'amount' ||
+              tokens[i - 1]?.kind === 'address' ||
+              tokens[i - 1]?.kind === 'payment_id' ||
+              /^(?:today|now)$/i.test(tokens[i - 1]?.text ?? '')) &&
             (next === undefined || (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)))
           ) {
-            // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it).
+            // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it);
+            // "pay 30 usdc to 0x… only", "refund pay_… only": that one, as written.
             use(token);
           } else if (
             isWord(next, 'once') &&

@@ -534,6 +534,18 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(steps(`customer was charged 2x, refund ${P}`)).toMatchObject([{ kind: 'refund', amount: { type: 'full' } }]);
     expect(steps(`customer was charged x2, refund ${P}`)).toMatchObject([{ kind: 'refund', amount: { type: 'full' } }]);
     expect(asks(`refund ${P} 2x`)).toMatch(/2x/);
+    // "only" after the recipient or the id is that one, as written; "only if …" stays a condition.
+    expect(steps(`pay 30 usdc to ${A} only, nothing else`)).toMatchObject([{ amountMinor: '30000000' }]);
+    expect(steps(`refund ${P} only`)).toMatchObject([{ kind: 'refund', amount: { type: 'full' } }]);
+    expect(asks(`refund ${P} only if delivered`)).toMatch(/"if"/);
+    // A filler before a correction is no reason.
+    expect(steps(`refund 5,000 naira on ${P}, eh no, 4,500`)).toEqual([
+      {
+        kind: 'refund',
+        paymentId: P,
+        amount: { type: 'exact', number: { type: 'exact', text: '4500' }, text: '4,500' },
+      },
+    ]);
     // A count of recipients on a payout must match the addresses written.
     expect(steps(`pay my 3 workers 20 usdc each: ${A}, ${B}, ${C}`)).toHaveLength(3);
     expect(asks(`pay 3 riders 15 usdc each: ${A} and ${B}`)).toMatch(/3 recipients counted but 2/);
