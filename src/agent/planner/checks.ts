@@ -128,6 +128,17 @@ export function unplacedTokens(
         continue;
       const next = clause.tokens[clause.tokens.indexOf(token) + 1];
       if (context && token.kind === 'word' && CONTEXT_SAFE.has(token.lower)) continue;
+      // "the 2 pairs of shoes never arrived", "it wasn't delivered": a negation of what happened
+      // tells the story; one of anything to do ("never pay him") still stops the message.
+      if (
+        context &&
+        token.kind === 'word' &&
+        ['never', "wasn't", "weren't", "hasn't", "haven't", "hadn't"].includes(token.lower) &&
+        next?.kind === 'word' &&
+        PAST.has(next.lower) &&
+        !clause.tokens.some((t) => t.kind === 'word' && ['yet', 'still'].includes(t.lower))
+      )
+        continue;
       // "pay_… is the extra one": a word that picks out which payment, in a context sentence.
       if (
         context &&

@@ -546,6 +546,11 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
         amount: { type: 'exact', number: { type: 'exact', text: '4500' }, text: '4,500' },
       },
     ]);
+    // "never arrived" tells what happened; a bare "not sent" may cancel, and is asked.
+    expect(steps(`Hi, refund ${P} please. The shoes never arrived.`)).toMatchObject([
+      { kind: 'refund', amount: { type: 'full' } },
+    ]);
+    expect(asks(`pay 40 usdc to ${A}. not sent`)).toMatch(/"not"/);
     // A count of recipients on a payout must match the addresses written.
     expect(steps(`pay my 3 workers 20 usdc each: ${A}, ${B}, ${C}`)).toHaveLength(3);
     expect(asks(`pay 3 riders 15 usdc each: ${A} and ${B}`)).toMatch(/3 recipients counted but 2/);
