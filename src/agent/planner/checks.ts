@@ -66,6 +66,8 @@ function tellable(t: Token, negations: boolean): boolean {
       (!HARD_CONTROL_WORDS.has(t.lower) || REPETITION.has(t.lower) || (negations && NEGATIONS.has(t.lower)))) ||
     t.kind === 'punct' ||
     t.kind === 'code' ||
+    // "…, it was agreed last week": a day gone by.
+    (t.kind === 'date' && t.past) ||
     (t.kind === 'amount' && t.currency === undefined && t.number.type === 'exact' && /^\d{1,4}$/.test(t.number.text))
   );
 }

@@ -10,6 +10,7 @@ import {
   isCountNoun,
   isCountOf,
   isQuantity,
+  PAST,
   tellsThePast,
   NEGATIONS,
   type Token,
@@ -1551,7 +1552,9 @@ export function fillSlots(
               (WHOLE_EXTENT.has(word.lower) || PART_EXTENT.has(word.lower) || HOW_MUCH.has(word.lower))
             );
           });
-          if (value !== '' && runsInto === undefined && !saysHowMuch) {
+          // "…, last one went twice": a story is context (checks.ts), not what the payment is for.
+          const tellsStory = value.split(/\s+/).some((word) => PAST.has(word.toLowerCase()));
+          if (value !== '' && runsInto === undefined && !saysHowMuch && !tellsStory) {
             for (const index of inText) consumed.add(index);
             slots.memos.push(value);
             slots.memo = value;

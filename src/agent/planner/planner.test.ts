@@ -521,6 +521,10 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
       { amountMinor: '200000000', memo: 'first instalment of the rent' },
     ]);
     expect(asks(`pay 200 usdc to ${A}, if he delivers`)).toMatch(/"if"/);
+    // A story there is context, never the memo; a day gone by may be in it.
+    expect(steps(`pay 50 usdc to ${A}, it was agreed last week`)).toEqual([
+      { kind: 'payout', amountMinor: '50000000', toAddress: A },
+    ]);
     expect(steps(`Can you refund ${P} please, the customer was charged twice by mistake. Thanks`)).toMatchObject([
       { reason: 'the customer was charged twice by mistake' },
     ]);
