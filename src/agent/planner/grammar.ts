@@ -1424,6 +1424,12 @@ export function fillSlots(
         // "in two instalments", "2 crates", "3 people": a number before a count noun counts things and
         // is never an amount; left unplaced, the clause is asked back.
         if (token.currency === undefined && isCountNoun(next)) break;
+        // "customer charged two times" tells how often it happened; "refund pay_… 2 times" says how
+        // often to act, which is asked. Either way the number is no amount (it refunded 2).
+        if (token.currency === undefined && isWord(next, 'times')) {
+          if (tellsThePast(tokens, i + 1)) use(token, next!);
+          break;
+        }
         slots.amounts.push(token);
         use(token);
         if (isWord(next, 'each', 'apiece')) {

@@ -481,6 +481,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(asks(`refund one item on ${P}`)).toMatch(/"one"/);
     expect(asks(`pay ${A} 3 crates`)).toMatch(/"3"/);
     expect(asks(`refund ${P} 3 times`)).toMatch(/times/);
+    // "N times" is never an amount, told or asked ("customer charged two times" refunded 2).
+    expect(steps(`refund ${P}, customer charged two times`)).toMatchObject([{ amount: { type: 'full' } }]);
+    expect(steps(`refund ${P}, the bank debited him 2 times`)).toMatchObject([{ amount: { type: 'full' } }]);
     // A story after the request's last comma is context; a repeat or a number there is not.
     expect(steps(`pay 50 usdc to ${A} only once pls, last time it went twice`)).toMatchObject([
       { kind: 'payout', amountMinor: '50000000' },
