@@ -1540,7 +1540,9 @@ export function fillSlots(
           (intent === 'create_payment' || intent === 'payout') &&
           /^[—–:,-]$/.test(token.text) &&
           ((tokens[i - 1]?.kind === 'amount' && (tokens[i - 1] as AmountToken).currency !== undefined) ||
-            (intent === 'payout' && tokens[i - 1]?.kind === 'address' && slots.amounts.length > 0)) &&
+            (intent === 'payout' && tokens[i - 1]?.kind === 'address' && slots.amounts.length > 0) ||
+            // "new checkout: 3 plates of jollof, ₦4,500, …"
+            (intent === 'create_payment' && token.text === ':' && isWord(tokens[i - 1], ...PAYMENT_NOUNS))) &&
           next !== undefined &&
           (isQuantity(next, tokens[i + 2]) ||
             (next.kind === 'word' && !FREE_TEXT_STOP.has(next.lower) && !MEMO_LABELS.has(next.lower))) &&

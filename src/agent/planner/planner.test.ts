@@ -509,6 +509,9 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(
       steps('create payment for 5 thousand cedis, 2 crates of Club beer, redirect https://bar.example.com.gh/done'),
     ).toMatchObject([{ kind: 'create_payment', amountMinor: '500000', description: '2 crates of Club beer' }]);
+    expect(steps('new checkout: 3 plates of jollof, ₦4,500, back to https://x.example/d')).toMatchObject([
+      { kind: 'create_payment', amountMinor: '450000', description: '3 plates of jollof' },
+    ]);
     expect(asks(`pay 10 usdc to ${A} twice`)).toMatch(/twice/);
     // A count in a pair's memo leads no pair; a story with a count beside a stated part is context.
     expect(steps(`pay 20 usdc to ${A} for 2 crates, and 30 usdc to ${B} for 3 crates`)).toMatchObject([
