@@ -1,5 +1,16 @@
-import { type Clause, text } from './grammar.ts';
-import { HARD_CONTROL_WORDS, isQuantity, isSignificant, NEGATIONS, type Token } from './tokens.ts';
+import { type Clause, MONEY_VERBS, text, VALUE_KINDS } from './grammar.ts';
+import {
+  HARD_CONTROL_WORDS,
+  isCount,
+  isQuantity,
+  isSignificant,
+  NEGATIONS,
+  PAST,
+  REPETITION,
+  type Token,
+  tellsThePast,
+  UNSUPPORTED_ACTIONS,
+} from './tokens.ts';
 
 /**
  * Stage 4 of the offline planner: the checks that run before anything does. A plan may run only
@@ -34,89 +45,64 @@ const CONTEXT_SAFE = new Set([
   'entire',
 ]);
 
-/** Words that repeat or multiply an action: placed only when they tell what already happened. */
-const REPETITION = new Set(['twice', 'thrice', 'double', 'again']);
-
-/** Words that put a sentence in the past: "was charged twice", "last time it went twice". */
-const PAST = new Set([
-  'was',
-  'were',
-  'been',
-  'got',
-  'had',
-  'charged',
-  'paid',
-  'billed',
-  'debited',
-  'deducted',
-  'went',
-  'happened',
-  'came',
-  'did',
-  'sent',
-  'took',
-  'returned',
-  'arrived',
-  'bought',
-  'ordered',
-  'broke',
-  'checked',
-  'cancelled',
-  'canceled',
-  'received',
-]);
-
-/** A small whole number with no currency: a count, when a sentence tells the past. */
-function isCount(token: Token): boolean {
+/**
+ * "(split) in two instalments", "over 3 payments", "split in 2 parts": a count that says how the
+ * action runs, not a story about things. It is never a context sentence's harmless count; the
+ * planner cannot run an action in parts, so it stays to be placed and is asked back.
+ */
+function shapesTheAction(tokens: readonly Token[], at: number): boolean {
+  const before = tokens[at - 1];
+  const lead = tokens.find((t) => t.kind === 'word');
   return (
-    token.kind === 'amount' &&
-    token.currency === undefined &&
-    token.number.type === 'exact' &&
-    /^\d{1,4}$/.test(token.number.text) &&
-    !token.negative
+    (before?.kind === 'word' && ['in', 'into', 'over', 'across'].includes(before.lower)) ||
+    (lead?.kind === 'word' && MONEY_VERBS.has(lead.lower))
+  );
+}
+
+/** A value or word a story may hold: "it went twice", "2 items were damaged", "order 7 of 10". */
+function tellable(t: Token, negations: boolean): boolean {
+  return (
+    (t.kind === 'word' &&
+      (!HARD_CONTROL_WORDS.has(t.lower) || REPETITION.has(t.lower) || (negations && NEGATIONS.has(t.lower)))) ||
+    t.kind === 'punct' ||
+    t.kind === 'code' ||
+    // "…, it was agreed last week": a day gone by.
+    (t.kind === 'date' && t.past) ||
+    (t.kind === 'amount' && t.currency === undefined && t.number.type === 'exact' && /^\d{1,4}$/.test(t.number.text))
   );
 }
 
 /**
- * "the customer was charged twice", "(last time it went twice)": a repetition word after a verb in
- * the past tells a story; "refund pay_… twice" or "pay him double" would multiply the action.
+ * "(last time it went twice)", "(he was paid late last month)", "…, last time it went twice": a
+ * note that tells what happened, in brackets or after the request's last comma or dash, with no
+ * value in it and no word of condition or wait, is context wherever it stands. A negation tells
+ * the story only inside brackets ("…, not sent" after a comma could cancel the request).
  */
-export function tellsThePast(tokens: readonly Token[], at: number): boolean {
-  const token = tokens[at];
-  // "was charged 2 times": a count of times, as "twice".
-  const times =
-    token?.kind === 'word' && token.lower === 'times' && tokens[at - 1] !== undefined && isCount(tokens[at - 1]!);
-  if (token?.kind !== 'word' || !(REPETITION.has(token.lower) || times)) return false;
-  return tokens.slice(Math.max(0, at - 4), at).some((t) => t.kind === 'word' && PAST.has(t.lower));
-}
-
-/**
- * "(last time it went twice)", "(he was paid late last month)": a note in brackets that tells what
- * happened, with no value in it and no word of condition or wait, is context wherever it stands.
- */
-function storyInBrackets(tokens: readonly Token[]): Set<number> {
+function storyNotes(tokens: readonly Token[]): Set<number> {
   const placed = new Set<number>();
+  const isStory = (inside: readonly Token[], negations: boolean): boolean =>
+    inside.some((t) => t.kind === 'word' && PAST.has(t.lower)) && inside.every((t) => tellable(t, negations));
   for (let open = 0; open < tokens.length; open++) {
     if (tokens[open]?.text !== '(') continue;
     const close = tokens.findIndex((t, k) => k > open && t.text === ')');
     if (close < 0) break;
     const inside = tokens.slice(open + 1, close);
-    const story =
-      inside.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
-      inside.every(
-        (t) =>
-          (t.kind === 'word' &&
-            (!HARD_CONTROL_WORDS.has(t.lower) || REPETITION.has(t.lower) || NEGATIONS.has(t.lower))) ||
-          t.kind === 'punct' ||
-          t.kind === 'code' ||
-          (t.kind === 'amount' &&
-            t.currency === undefined &&
-            t.number.type === 'exact' &&
-            /^\d{1,4}$/.test(t.number.text)),
-      );
-    if (story) for (const t of inside) placed.add(t.index);
+    if (isStory(inside, true)) for (const t of inside) placed.add(t.index);
     open = close;
   }
+  const comma = tokens.findLastIndex((t) => t.kind === 'punct' && /^[,;—–-]$/.test(t.text));
+  const before = tokens.slice(0, comma);
+  const tail = tokens.slice(comma + 1);
+  // Only after the request: something before the comma must be what runs.
+  // "…, twice as was agreed" multiplies: a repeat word there must itself tell the past ("it went twice").
+  // A number there ("…, 3 as was agreed", "…, 2 items came back") may say how many times, or which
+  // items the request is for: the grammar places those (as a reason) or asks.
+  const repeatsNow = tail.some(
+    (t) =>
+      (t.kind === 'word' && REPETITION.has(t.lower) && !tellsThePast(tokens, tokens.indexOf(t))) || t.kind === 'amount',
+  );
+  if (comma > 0 && before.some((t) => VALUE_KINDS.includes(t.kind)) && !repeatsNow && isStory(tail, false))
+    for (const t of tail) placed.add(t.index);
   return placed;
 }
 
@@ -136,16 +122,36 @@ export function unplacedTokens(
   const out: Unplaced[] = [];
   for (const clause of clauses) {
     const context = clause.intent === undefined;
-    const story = storyInBrackets(clause.tokens);
+    const story = storyNotes(clause.tokens);
     const pastTense = clause.tokens.some((t) => t.kind === 'word' && PAST.has(t.lower));
     for (const token of clause.tokens) {
       if (!isSignificant(token) || story.has(token.index)) continue;
       if (clause.consumed.has(token.index) || consumedBySequencing.has(token.index) || borrowed.has(token.index))
         continue;
+      const next = clause.tokens[clause.tokens.indexOf(token) + 1];
       if (context && token.kind === 'word' && CONTEXT_SAFE.has(token.lower)) continue;
+      // "the 2 pairs of shoes never arrived", "it wasn't delivered": a negation of what happened
+      // tells the story; one of anything to do ("never pay him") still stops the message.
+      if (
+        context &&
+        token.kind === 'word' &&
+        ['never', "wasn't", "weren't", "hasn't", "haven't", "hadn't"].includes(token.lower) &&
+        next?.kind === 'word' &&
+        PAST.has(next.lower) &&
+        !clause.tokens.some((t) => t.kind === 'word' && ['yet', 'still'].includes(t.lower))
+      )
+        continue;
+      // "pay_… is the extra one": a word that picks out which payment, in a context sentence.
+      if (
+        context &&
+        token.kind === 'word' &&
+        next?.kind === 'word' &&
+        next.lower === 'one' &&
+        clause.tokens[clause.tokens.indexOf(token) - 1]?.text.toLowerCase() === 'the'
+      )
+        continue;
       if (tellsThePast(clause.tokens, clause.tokens.indexOf(token))) continue;
       // "Approved by: Ngozi" under a ticket: who signed it off (a held action is approved only by a person).
-      const next = clause.tokens[clause.tokens.indexOf(token) + 1];
       if (
         context &&
         token.kind === 'word' &&
@@ -153,12 +159,20 @@ export function unplacedTokens(
         next?.text.toLowerCase() === 'by'
       )
         continue;
-      if (context && isQuantity(token, clause.tokens[clause.tokens.indexOf(token) + 1])) continue;
+      if (context && isQuantity(token, next) && !shapesTheAction(clause.tokens, clause.tokens.indexOf(token))) continue;
       // "one of the two items came back", "order 7 of 10": counts in a sentence about the past.
       if (context && pastTense && isCount(token)) continue;
       // "placed last Tuesday", "in January": a past date in a context sentence tells a story; a
       // future one ("do it on Friday") could defer the instruction, so it stays to be placed.
       if (context && token.kind === 'date' && token.range !== undefined && token.range.from.getTime() < now.getTime())
+        continue;
+      // "returned the items this morning": a part of today after a verb in the past is gone by.
+      if (
+        context &&
+        token.kind === 'date' &&
+        /^(?:today|this (?:morning|afternoon|evening))$/i.test(token.text) &&
+        clause.tokens.slice(0, clause.tokens.indexOf(token)).some((t) => t.kind === 'word' && PAST.has(t.lower))
+      )
         continue;
       out.push({ token, clause: text(clause.tokens) });
     }
@@ -177,6 +191,11 @@ export function explainAll(unplaced: readonly Unplaced[]): string[] {
   for (const [clause, list] of words)
     lines.unshift(
       `${list.join(', ')} in "${truncate(clause, 100)}" ${list.length === 1 ? 'changes' : 'change'} what the instruction means (a condition, a wait, a negation, a correction, or a quantity word I cannot place), so I did not act on it: write the instruction exactly as it should run now`,
+    );
+  const unsupported = unplaced.find((item) => item.token.kind === 'word' && UNSUPPORTED_ACTIONS.has(item.token.lower));
+  if (unsupported !== undefined)
+    lines.unshift(
+      `I cannot ${unsupported.token.text.toLowerCase()} (in "${truncate(unsupported.clause, 100)}"): I pay out USDC, refund, split revenue, create payments and read payments, revenue and the balance`,
     );
   return lines;
 }

@@ -6,8 +6,12 @@ import {
   type DateRange,
   HARD_CONTROL_WORDS,
   isCountCode,
+  isCount,
+  isCountNoun,
   isCountOf,
   isQuantity,
+  PAST,
+  tellsThePast,
   NEGATIONS,
   type Token,
 } from './tokens.ts';
@@ -338,24 +342,29 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   const paymentNoun = words.some((word) => PAYMENT_NOUNS.has(word));
   if (createVerb && (paymentNoun || has('charge', 'bill')) && !hasAddress) return 'create_payment';
   if (hasUrl && (paymentNoun || has('charge', 'bill')) && !hasAddress && !hasId) return 'create_payment';
+  // "The customer received a damaged item yesterday": a sentence about someone tells a story; what
+  // they received or took is no revenue question.
+  const aboutSomeone = STATEMENT_SUBJECTS.includes(words[0] === 'the' ? (words[1] ?? '') : (first ?? ''));
   if (
     hasDate &&
     !hasAddress &&
     !hasId &&
+    !aboutSomeone &&
     (words.some((word) => REVENUE_WORDS.has(word)) ||
       (has('much', 'many', 'what') &&
         has('make', 'earn', 'get', 'receive', 'collect', 'do', 'bring', 'came', 'come', 'in')))
   ) {
     return 'revenue';
   }
-  // "how much today?", "how much yesterday": a period alone asks what came in; so does "any money
-  // come in today?".
+  // "how much today?", "how much yesterday", "total last month?": a period alone asks what came in;
+  // so does "any money come in today?".
   if (
     hasPeriod &&
     !hasAddress &&
     !hasId &&
     !hasAmount &&
-    ((has('much') && words.length <= 4) || (has('money', 'cash', 'payments') && has('come', 'came', 'received')))
+    (((has('much') || has('total', 'totals')) && words.length <= 4) ||
+      (has('money', 'cash', 'payments') && has('come', 'came', 'received')))
   )
     return 'revenue';
   if (
@@ -435,6 +444,16 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     !hasAmount &&
     statusWord &&
     (['has', 'is', 'did', 'was', 'status'].includes(lead ?? '') || tokens.at(-1)?.text === '?')
+  )
+    return 'payment_status';
+  // "has the customer who bought the shea butter paid?": a payment described by what was bought.
+  if (
+    !hasId &&
+    !hasAddress &&
+    !hasAmount &&
+    words.some((word) => BOUGHT.has(word)) &&
+    words.some((word) => STATUS_WORDS.has(word) && word !== 'check') &&
+    ['has', 'is', 'did', 'was', 'have'].includes(lead ?? '')
   )
     return 'payment_status';
   if (
@@ -576,12 +595,20 @@ export function referenceAt(tokens: readonly Token[], i: number): string | undef
   if (token?.kind !== 'code') return undefined;
   const previous = tokens[i - 1];
   const value = token.value.replace(/^#/, '');
+  // "order 7 of 10": which one of a series (markCounts), not the order's reference.
+  if (isWord(tokens[i + 1], 'of') && tokens[i + 2]?.kind === 'code' && /^\d+$/.test(value)) return undefined;
   if (previous?.kind === 'word' && ORDER_WORDS.has(previous.lower)) return value;
+  // "order no. 4471", "order number 4471": the number of the order.
+  if (isWord(previous, 'number', 'nr') && isWord(tokens[i - 2], ...ORDER_WORDS)) return value;
   // "refund #ORD-2291": a hash before letters and digits marks the merchant's own reference.
   if (token.value.startsWith('#') && /[a-z]/i.test(value) && /\d/.test(value)) return value;
   // "refund 1,000 naira on ORD-332", "money back for #A-7731": a code shaped like an order
   // reference (letters, a dash, digits) after a preposition names the order too.
-  if (isWord(previous, 'on', 'for', 'of') && /^[a-z]{1,6}-[a-z0-9-]*\d[a-z0-9-]*$/i.test(value)) return value;
+  // "is ORD-2210 paid?", "has KE-88 settled?": so does one a question opens with.
+  const shaped = /^[a-z]{1,6}-[a-z0-9-]*\d[a-z0-9-]*$/i.test(value);
+  if (isWord(previous, 'on', 'for', 'of') && shaped) return value;
+  if (shaped && isWord(previous, 'is', 'has', 'was', 'did') && tokens.slice(0, i - 1).every((t) => t.kind === 'punct'))
+    return value;
   return undefined;
 }
 
@@ -635,6 +662,11 @@ const STORY_VERBS = new Set([
   'came',
   'kept',
   'arrived',
+  'delivered',
+  'damaged',
+  'broke',
+  'lost',
+  'missing',
 ]);
 
 /** The kinds of token a negation may exclude ("not 300", "not pay_B", "not 0xA…"). */
@@ -699,7 +731,10 @@ function dropCourtesy(tokens: Token[]): Token[] {
       (isWord(t, "that's", 'thats') && isWord(tokens[i + 1], 'all'))
     ) {
       const end = isWord(t, 'that') ? i + 2 : i + 1;
-      if (tokens[end + 1] === undefined || /^[.;!?]$/.test(tokens[end + 1]!.text)) {
+      // "…, that is all, thank you": only thanks may follow before the message or sentence ends.
+      let after = end + 1;
+      while (tokens[after]?.text === ',' || isWord(tokens[after], 'thank', 'thanks', 'you', 'cheers', 'bye')) after++;
+      if (tokens[after] === undefined || /^[.;!?]$/.test(tokens[after]!.text)) {
         i = end;
         continue;
       }
@@ -954,6 +989,9 @@ const FREE_TEXT_STOP = new Set([
   'returning',
 ]);
 
+/** Words that open a memo, a description or a reason: "for rent", "memo: …", "description: …". */
+const MEMO_LABELS = new Set(['for', 'memo', 'note', 'description', 'desc', 're', 'narration']);
+
 /** Words a reason may hold that would be refused elsewhere: "charged twice", "never arrived". */
 const REASON_WORDS = new Set([...NEGATIONS, 'twice', 'again', 'double', "wasn't", "weren't", "hasn't", "haven't"]);
 
@@ -1121,6 +1159,65 @@ function freeText(
   return { value, end: i, consumed };
 }
 
+/** Words before "N of M" that say which one of a series the payment is ("order 7 of 10"). */
+const SERIES_WORDS = [
+  'order',
+  'ord',
+  'invoice',
+  'inv',
+  'delivery',
+  'shipment',
+  'batch',
+  'booking',
+  'instalment',
+  'installment',
+];
+
+/** Sounds that open a correction or a thought ("…, eh no, 4,500"), never a reason. */
+const INTERJECTIONS = new Set([
+  ...LEADING_FILLERS,
+  'eh',
+  'ehn',
+  'ah',
+  'oh',
+  'er',
+  'erm',
+  'hmm',
+  'ehm',
+  'oops',
+  'sorry',
+  'wait',
+]);
+
+/** Words that say how much or how often, which a memo after a comma may not carry. */
+const HOW_MUCH = new Set([
+  'only',
+  'each',
+  'every',
+  'more',
+  'extra',
+  'rest',
+  'remaining',
+  'remainder',
+  'again',
+  'twice',
+  'double',
+  'less',
+  'instead',
+  'same',
+]);
+
+/** The last token of a refund's request, after which a comma or a dash opens its reason. */
+function endsTheRequest(tokens: readonly Token[], at: number): boolean {
+  // "refund pay_… please, the customer was charged twice": courtesy closes the request.
+  let k = at;
+  while (isWord(tokens[k], 'please', 'pls', 'abeg', 'thanks', 'asap')) k--;
+  const token = tokens[k];
+  return (
+    token?.kind === 'payment_id' || token?.kind === 'code' || (token?.kind === 'word' && WHOLE_EXTENT.has(token.lower))
+  );
+}
+
 /** Words that say a refund is whole, or a part of the payment. */
 const WHOLE_EXTENT = new Set(['full', 'fully', 'all', 'everything', 'whole', 'entire', 'entirely', 'completely']);
 const PART_EXTENT = new Set(['partially', 'partly', 'partial', 'part', 'half']);
@@ -1132,8 +1229,9 @@ const PART_EXTENT = new Set(['partially', 'partly', 'partial', 'part', 'half']);
  * placed, and the clause is asked back.
  */
 function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefined {
-  let k = at + 1;
-  while (isWord(tokens[k], 'a', 'an', 'the') || (isWord(tokens[k], 'in') && isWord(tokens[k + 1], 'full'))) k++;
+  // Pidgin "no be all di money": "no be" is "is not", "di" is "the".
+  let k = isWord(tokens[at + 1], 'be') ? at + 2 : at + 1;
+  while (isWord(tokens[k], 'a', 'an', 'the', 'di') || (isWord(tokens[k], 'in') && isWord(tokens[k + 1], 'full'))) k++;
   const word = tokens[k];
   // "not half", "not a quarter": a share is a part.
   const whole = word?.kind === 'word' && WHOLE_EXTENT.has(word.lower);
@@ -1141,6 +1239,9 @@ function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefine
     return undefined;
   let end = k;
   while (isWord(tokens[end + 1], 'refund', 'amount', 'thing', 'of', 'it', 'money')) end++;
+  // "not the full 5,000": the figure is the whole ruled out, not the part to refund; which part is
+  // meant is unsaid (it refunded 5,000).
+  if (tokens[end + 1]?.kind === 'amount') return undefined;
   const phrase = tokens.slice(at, end + 1);
   const rest = tokens.filter((t) => !phrase.includes(t));
   const statesPart = rest.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent');
@@ -1253,14 +1354,15 @@ export function fillSlots(
           i++;
           break;
         }
-        // "among these 6 people", "our 3 partners:", "equally among 3:": how many recipients.
+        // "among these 6 people", "our 3 partners:", "equally among 3:", "pay my 3 workers 20 usdc
+        // each": how many recipients, which the addresses written must match.
         if (
-          intent === 'split' &&
+          (intent === 'split' || intent === 'payout') &&
           token.currency === undefined &&
           token.number.type === 'exact' &&
           /^\d{1,2}$/.test(token.number.text) &&
           (RECIPIENT_NOUNS.has(next?.kind === 'word' ? next.lower : '') ||
-            (next?.text === ':' && isWord(tokens[i - 1], 'among', 'amongst', 'between')))
+            (intent === 'split' && next?.text === ':' && isWord(tokens[i - 1], 'among', 'amongst', 'between')))
         ) {
           slots.recipients = Number(token.number.text);
           use(token);
@@ -1298,8 +1400,15 @@ export function fillSlots(
         // placed and the clause is asked back.
         if (token.currency === undefined && toldAfterRequest(tokens, i)) {
           // "…, card was charged 2 times": how often it happened, which no refund is for.
-          if (isWord(next, 'times')) use(token, next!);
-          if (isQuantity(token, next) && (slots.full || slots.amounts.some((amount) => amount.currency !== undefined)))
+          // "…, 3 times as was agreed" says how often to act, and stays to be placed.
+          if (isWord(next, 'times') && tellsThePast(tokens, i + 1)) use(token, next!);
+          // "…, customer ordered 5 but only 3 arrived": beside the part said, every count there is story.
+          const partSaid =
+            slots.full ||
+            slots.fraction !== undefined ||
+            slots.percents.length > 0 ||
+            slots.amounts.some((amount) => amount.currency !== undefined);
+          if (partSaid && (isQuantity(token, next) || (isCount(token) && !isWord(next, 'times', 'as', 'x'))))
             use(token);
           break;
         }
@@ -1310,6 +1419,15 @@ export function fillSlots(
         if (intent === 'list_payments' && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
           slots.limit = Number(token.number.text);
           use(token);
+          break;
+        }
+        // "in two instalments", "2 crates", "3 people": a number before a count noun counts things and
+        // is never an amount; left unplaced, the clause is asked back.
+        if (token.currency === undefined && isCountNoun(next)) break;
+        // "customer charged two times" tells how often it happened; "refund pay_… 2 times" says how
+        // often to act, which is asked. Either way the number is no amount (it refunded 2).
+        if (token.currency === undefined && isWord(next, 'times')) {
+          if (tellsThePast(tokens, i + 1)) use(token, next!);
           break;
         }
         slots.amounts.push(token);
@@ -1419,17 +1537,60 @@ export function fillSlots(
             i = end - 1;
           }
         } else if (
+          (intent === 'create_payment' || intent === 'payout') &&
+          /^[—–:,-]$/.test(token.text) &&
+          ((tokens[i - 1]?.kind === 'amount' && (tokens[i - 1] as AmountToken).currency !== undefined) ||
+            (intent === 'payout' && tokens[i - 1]?.kind === 'address' && slots.amounts.length > 0) ||
+            // "new checkout: 3 plates of jollof, ₦4,500, …"
+            (intent === 'create_payment' && token.text === ':' && isWord(tokens[i - 1], ...PAYMENT_NOUNS))) &&
+          next !== undefined &&
+          (isQuantity(next, tokens[i + 2]) ||
+            (next.kind === 'word' && !FREE_TEXT_STOP.has(next.lower) && !MEMO_LABELS.has(next.lower))) &&
+          slots.memo === undefined
+        ) {
+          // "payment for 5 thousand cedis, 2 crates of Club beer", "pay 0x… 200 usdc, first instalment
+          // of the rent": what the amount is for. Text that runs into a value ("…, he needs it by
+          // friday") is no memo; the grammar places its words or asks.
+          const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'memo');
+          // "…, that is all of it", "…, only the rest": words of how much are no memo here.
+          const saysHowMuch = inText.some((k) => {
+            const word = tokens.find((t) => t.index === k);
+            return (
+              word?.kind === 'word' &&
+              (WHOLE_EXTENT.has(word.lower) || PART_EXTENT.has(word.lower) || HOW_MUCH.has(word.lower))
+            );
+          });
+          // "…, last one went twice": a story is context (checks.ts), not what the payment is for.
+          const tellsStory = value.split(/\s+/).some((word) => PAST.has(word.toLowerCase()));
+          if (value !== '' && runsInto === undefined && !saysHowMuch && !tellsStory) {
+            for (const index of inText) consumed.add(index);
+            slots.memos.push(value);
+            slots.memo = value;
+            i = end - 1;
+          }
+        } else if (
           intent === 'refund' &&
           /^[—–:,-]$/.test(token.text) &&
-          tokens[i - 1]?.kind === 'payment_id' &&
-          next?.kind === 'word' &&
+          endsTheRequest(tokens, i - 1) &&
+          (slots.paymentIds.length > 0 || slots.lookup !== undefined) &&
+          (next?.kind === 'word' ||
+            // "…, one item was missing": a count in the story, where the refund's amount is said.
+            ((slots.full ||
+              slots.fraction !== undefined ||
+              slots.percents.length > 0 ||
+              slots.amounts.some((amount) => amount.currency !== undefined)) &&
+              next !== undefined &&
+              (isQuantity(next, tokens[i + 2]) || isCountOf(tokens, i + 1)))) &&
           slots.reason === undefined
         ) {
-          // "refund pay_… — item out of stock", "refund pay_…, duplicate charge"
+          // "refund pay_… — item out of stock", "refund order SHP-7E3 in full, customer cancelled",
+          // "refund ₦3,000 on order #LAG-0871, one item was missing": the story after the request.
+          // "…, eh no, 4,500" opens a correction: a filler is no reason.
           const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'reason');
-          if (runsInto)
+          const fillerOnly = value.split(/\s+/).every((word) => INTERJECTIONS.has(word.toLowerCase()));
+          if (runsInto && !fillerOnly)
             problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
-          if (value !== '') {
+          if (value !== '' && !fillerOnly) {
             for (const index of inText) consumed.add(index);
             slots.reason = value;
             i = end - 1;
@@ -1626,10 +1787,14 @@ export function fillSlots(
             if (isWord(before, 'but') && intent === 'refund') use(before!);
           } else if (
             w === 'only' &&
-            (tokens[i - 1]?.kind === 'amount' || /^(?:today|now)$/i.test(tokens[i - 1]?.text ?? '')) &&
+            (tokens[i - 1]?.kind === 'amount' ||
+              tokens[i - 1]?.kind === 'address' ||
+              tokens[i - 1]?.kind === 'payment_id' ||
+              /^(?:today|now)$/i.test(tokens[i - 1]?.text ?? '')) &&
             (next === undefined || (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)))
           ) {
-            // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it).
+            // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it);
+            // "pay 30 usdc to 0x… only", "refund pay_… only": that one, as written.
             use(token);
           } else if (
             isWord(next, 'once') &&
@@ -1638,6 +1803,16 @@ export function fillSlots(
             use(token, next!);
             i++;
           }
+        } else if (
+          w === 'once' &&
+          (intent === 'payout' || intent === 'refund') &&
+          (next === undefined ||
+            (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)) ||
+            isWord(next, 'pls', 'please', 'thanks', 'abeg', 'o'))
+        ) {
+          // "pay 20 usdc to 0x… once", "refund pay_… once pls": one time, as it runs; "once it
+          // arrives" waits, and stays to be placed.
+          use(token);
         } else if (w === 'but' && intent === 'refund' && isWord(next, 'only', 'just')) {
           // consumed with its "only"
         } else if ((w === 'last' || w === 'latest' || w === 'recent') && intent === 'list_payments') {
@@ -1656,15 +1831,7 @@ export function fillSlots(
           use(token);
         } else if ((w === 'hold' || w === 'held' || w === 'waiting') && intent === 'pending_confirmations') {
           use(token);
-        } else if (
-          w === 'for' ||
-          w === 'memo' ||
-          w === 'note' ||
-          w === 'description' ||
-          w === 'desc' ||
-          w === 're' ||
-          w === 'narration'
-        ) {
+        } else if (MEMO_LABELS.has(w)) {
           if (w === 'for' && next?.kind === 'date') break;
           // "did the payment for order AB-12 come through?": the order named is the payment.
           if (
@@ -1762,7 +1929,9 @@ export function fillSlots(
   )
     for (const [k, token] of tokens.entries()) {
       // "…, customer says 3 of 4 arrived": which of the items is what the refund may be for.
-      if (isCountCode(tokens, k))
+      // "(order 7 of 10, wrong colour)": which order of a series, the one this payment is for.
+      const first = isWord(tokens[k + 1], 'of') ? k : k - 2;
+      if (isCountCode(tokens, k) && !isWord(tokens[first - 1], ...SERIES_WORDS))
         problem ??= `the message counts items ("${token.text} of …") but says no amount: say how much to refund, or "in full"`;
       if (
         token.kind === 'amount' &&
@@ -1799,6 +1968,24 @@ const FINDS_PAYMENTS: ReadonlySet<Intent> = new Set(['refund', 'split', 'payment
 const ORDER_NOUNS = new Set(['order', 'orders', 'purchase', 'sale', 'transaction', 'booking']);
 /** "the customer wey buy …", "who bought …": the words after describe what was paid for. */
 const BOUGHT = new Set(['buy', 'bought', 'purchased', 'ordered']);
+
+/** Words that open what a buyer says or asks, after what they bought. */
+const REQUEST_WORDS = [
+  'say',
+  'says',
+  'said',
+  'want',
+  'wants',
+  'wanted',
+  'wan',
+  'asked',
+  'asks',
+  'make',
+  'abeg',
+  'please',
+  'pls',
+  'needs',
+];
 
 /** Words that never describe what was bought: the request's own words, courtesy, grammar. */
 const NOT_DESCRIPTIVE = new Set([
@@ -1880,6 +2067,15 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   for (const [i, token] of tokens.entries()) {
     if (i < bought) continue;
     if (token.kind === 'punct' && /^[,;—–]$/.test(token.text) && words.length > 0) break;
+    // "… wey buy the 2 crates of Malta Guinness say make we refund am": what the buyer says or asks
+    // comes after what was bought, and describes nothing.
+    if (
+      i > bought &&
+      bought >= 0 &&
+      words.length > 0 &&
+      (isWord(token, ...REQUEST_WORDS) || isWord(token, ...REFUND_VERBS))
+    )
+      break;
     if (quoted.length > 0 && token.kind !== 'quoted') continue;
     if (token.kind === 'word' && !NOT_DESCRIPTIVE.has(token.lower) && !CONTROL_WORDS.has(token.lower)) {
       words.push(token.lower);

@@ -32,7 +32,9 @@ import {
   isSignificant,
   type NumberValue,
   type Token,
+  PAST,
   tokenize,
+  UNSUPPORTED_ACTIONS,
 } from './tokens.ts';
 
 /**
@@ -103,6 +105,7 @@ function analyse(message: string, now: Date): { tokens: Token[]; clauses: Clause
   dropListHeaders(clauses);
   relaxReadOnly(clauses);
   const borrowed = borrowContextIds(clauses);
+  storiesAsReasons(clauses, now);
   return { tokens, clauses, unplaced: unplacedTokens(clauses, sequencers, borrowed, now) };
 }
 
@@ -137,8 +140,16 @@ export function readInstruction(message: string, now: Date): InstructionReading 
         // Letters of another script, or one that may hide a word ("ıf").
         (token.kind === 'punct' && /\p{L}/u.test(token.text)),
     );
+  // A figure the merchant corrected ("pay 2.000 USDC …" then "sorry, pay 2 USDC …") holds nothing:
+  // only the correction runs, and it is read on its own.
   for (const token of tokens)
-    if (token.kind === 'amount' && token.number.type === 'unreadable' && !holds.includes(token)) holds.push(token);
+    if (
+      token.kind === 'amount' &&
+      token.number.type === 'unreadable' &&
+      !superseded.has(token.index) &&
+      !holds.includes(token)
+    )
+      holds.push(token);
   const equalParts = clauses.some((clause) => clause.slots.equal !== undefined);
   const shareBps = clauses.flatMap((clause) => [
     ...(clause.slots.ratio ?? []),
@@ -235,7 +246,9 @@ function excludedAlternatives(tokens: readonly Token[], dropped: Set<number>): v
     let at = i + 1;
     while (
       tokens[at]?.kind === 'word' &&
-      ['the', 'usual', 'same', 'previous', 'old', 'original', 'last'].includes((tokens[at] as { lower: string }).lower)
+      ['the', 'usual', 'same', 'previous', 'old', 'original', 'last', 'full', 'whole', 'entire'].includes(
+        (tokens[at] as { lower: string }).lower,
+      )
     )
       at++;
     const value = tokens[at];
@@ -466,13 +479,17 @@ function parseClause(tokens: Token[]): Clause {
     (intent === 'refund' || intent === 'payment_status') &&
     slots.paymentIds.length === 0 &&
     slots.lookup === undefined &&
-    // "Please confirm status." asks about the one payment the message named; a refund needs "it".
+    // "Please confirm status." asks about the one payment the message named; so does "Please refund
+    // in full." under a sentence naming the order. Else a refund needs "it".
     (intent === 'payment_status' ||
+      (slots.full && !slots.allPayments && slots.date === undefined) ||
       tokens.some(
         (token) =>
           token.kind === 'word' &&
           [
             'it',
+            // Pidgin "refund am": it.
+            'am',
             'them',
             'their',
             'this',
@@ -584,6 +601,8 @@ function relaxReadOnly(clauses: Clause[]): void {
   // "pay everyone who sold to me last month" reads as revenue by its words, but asks to pay: no relief.
   if (clauses.some((clause) => clause.tokens.some((token) => token.kind === 'word' && MONEY_VERBS.has(token.lower))))
     return;
+  // "convert my USDC balance to naira" asks for what no tool does; reading the balance is no answer.
+  if (clauses.some((clause) => UNSUPPORTED_ACTIONS.has(leadingWord(clause.tokens) ?? ''))) return;
   for (const clause of clauses)
     for (const token of clause.tokens)
       if (isSignificant(token) && (token.kind === 'word' || (clause.intent === undefined && isStoryValue(token))))
@@ -597,6 +616,31 @@ function relaxReadOnly(clauses: Clause[]): void {
  */
 function isStoryValue(token: Token): boolean {
   return token.kind === 'date' || (token.kind === 'amount' && token.currency === undefined);
+}
+
+/**
+ * "customer was charged twice for the same jollof order, refund the duplicate pay_…", "please
+ * refund pay_…. The customer received a damaged item yesterday.": the sentence told just before
+ * (else just after) a refund that gives no reason of its own is why it is asked. Only a story of
+ * words (a verb in the past, no money, address or id in it; a day gone by) is taken; it moves nothing.
+ */
+function storiesAsReasons(clauses: Clause[], now: Date): void {
+  const isStory = (clause: Clause | undefined): clause is Clause =>
+    clause !== undefined &&
+    clause.intent === undefined &&
+    clause.tokens.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
+    clause.tokens.every(
+      (t) =>
+        t.kind === 'word' ||
+        t.kind === 'punct' ||
+        t.kind === 'code' ||
+        (t.kind === 'date' && t.range !== undefined && t.range.to.getTime() <= now.getTime()),
+    );
+  for (const [i, clause] of clauses.entries()) {
+    if (clause.intent !== 'refund' || clause.slots.reason !== undefined) continue;
+    const story = [clauses[i - 1], clauses[i + 1]].find(isStory);
+    if (story !== undefined) clause.slots.reason = truncate(text(story.tokens), 200);
+  }
 }
 
 /** "then 9,000 USDC to 0x…": a fragment after a sequencer continues the action before it. */
@@ -737,7 +781,7 @@ function formatBps(bps: bigint): string {
 const READ_ASIDES: readonly (keyof Slots)[] = ['memo', 'memos', 'reason'];
 
 const SLOTS_READ: Readonly<Record<Intent, readonly (keyof Slots)[]>> = {
-  payout: ['addresses', 'amounts', 'each', 'memo', 'memos', 'reference', 'currency'],
+  payout: ['addresses', 'amounts', 'each', 'recipients', 'memo', 'memos', 'reference', 'currency'],
   refund: [
     'lookup',
     'paymentIds',
@@ -990,6 +1034,10 @@ function payoutSteps(clause: Clause): Step[] {
   if (addresses.length === 0)
     problem('a payout needs its recipient as a full 0x address (I never guess a recipient, and I do not know names)');
   if (amounts.length === 0) problem('say exactly how much to pay, e.g. 250 USDC');
+  if (slots.recipients !== undefined && slots.recipients !== addresses.length)
+    problem(
+      `${slots.recipients} recipients counted but ${addresses.length} addresses given: give every recipient's address`,
+    );
   if (slots.paymentIds.length > 0)
     problem(
       'a payout pays an address you write: I do not take a recipient or an amount from a payment (to give a payer money back, say "refund pay_…")',
@@ -1030,14 +1078,17 @@ function payoutSteps(clause: Clause): Step[] {
 /** Splits "1,000 to A for x and 2,000 to B for y" (or "A 1,000, B 2,000") into one segment per pair. */
 function pairSegments(clause: Clause): Token[][] {
   const tokens = clause.tokens;
-  const firstAmount = tokens.findIndex((t) => t.kind === 'amount');
+  // Only the clause's amounts lead a pair: "for 2 crates" counts things inside a pair's memo.
+  const amounts = new Set(clause.slots.amounts.map((amount) => amount.index));
+  const firstAmount = tokens.findIndex((t) => amounts.has(t.index));
   const firstAddress = tokens.findIndex((t) => t.kind === 'address');
   const leader: Token['kind'] = firstAmount < firstAddress ? 'amount' : 'address';
+  const leads = (t: Token): boolean => t.kind === leader && (leader === 'address' || amounts.has(t.index));
   const segments: Token[][] = [];
   let current: Token[] = [];
   let seenLeader = false;
   for (const token of tokens) {
-    if (token.kind === leader) {
+    if (leads(token)) {
       if (seenLeader) {
         while (
           current.length > 0 &&

@@ -461,6 +461,18 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     // "2 of the plates" counts things, never money (it refunded 2).
     expect(asks(`refund ${P} for 2 of the plates`)).toMatch(/"2"/);
     expect(asks(`refund ${P}, customer says 3 of 4 arrived`)).toMatch(/counts items/);
+    // Which one of a series is no count of items, and no order reference ("order 7" was both).
+    expect(steps(`refund ${P} (order 7 of 10, wrong colour)`)).toMatchObject([{ ...full[0], reason: 'wrong colour' }]);
+    // The story after the request is the refund's reason, after an id, a reference or "in full".
+    expect(steps(`refund 1,500 naira on ${P} — one of the two items came back`)).toMatchObject([
+      { amount: { number: { text: '1500' } }, reason: 'one of the two items came back' },
+    ]);
+    expect(steps('refund order SHP-7E3 in full, customer cancelled')).toMatchObject([
+      { lookup: { reference: 'SHP-7E3' }, amount: { type: 'full' }, reason: 'customer cancelled' },
+    ]);
+    expect(steps('refund ₦3,000 on order #LAG-0871, one item was missing')).toMatchObject([
+      { lookup: { reference: 'LAG-0871' }, reason: 'one item was missing' },
+    ]);
     expect(steps(`refund ${P} in full, 3 of 4 arrived damaged`)).toMatchObject(full);
     // "ltr" is a litre, not "later".
     expect(steps(`pay ${A} 5 usdc for 1 ltr of oil`)).toMatchObject([{ amountMinor: '5000000' }]);
@@ -473,6 +485,117 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     // An unpunctuated sentence after the id is the reason; a value inside it is asked about.
     expect(steps(`refnud ${P} customer no longer wants it`)).toMatchObject(full);
     expect(asks(`refund ${P} customer paid 500 naira twice`)).toMatch(/500 naira/);
+  });
+
+  it('never takes a number that counts things for an amount; one that says how to run is asked back', () => {
+    // "in two instalments" refunded 2: a number before a count noun (instalments, crates, people,
+    // items, parts, payments …) counts things, and the planner cannot run an action in parts.
+    expect(asks(`refund ${P} in two instalments`)).toMatch(/"two"/);
+    expect(asks(`refund ${P} in 2 parts`)).toMatch(/parts|"2"/);
+    expect(asks(`refund ${P}, split in two payments`)).toMatch(/"two"/);
+    expect(asks(`refund 500 naira on ${P} in 2 instalments`)).toMatch(/"2"/);
+    expect(asks(`pay 50 usdc to ${A} in two instalments`)).toMatch(/"two"/);
+    expect(asks(`refund 2 bags on ${P}`)).toMatch(/"2"/);
+    expect(asks(`refund one item on ${P}`)).toMatch(/"one"/);
+    expect(asks(`pay ${A} 3 crates`)).toMatch(/"3"/);
+    expect(asks(`refund ${P} 3 times`)).toMatch(/times/);
+    // "N times" is never an amount, told or asked ("customer charged two times" refunded 2).
+    expect(steps(`refund ${P}, customer charged two times`)).toMatchObject([{ amount: { type: 'full' } }]);
+    expect(steps(`refund ${P}, the bank debited him 2 times`)).toMatchObject([{ amount: { type: 'full' } }]);
+    // A story after the request's last comma is context; a repeat or a number there is not.
+    expect(steps(`pay 50 usdc to ${A} only once pls, last time it went twice`)).toMatchObject([
+      { kind: 'payout', amountMinor: '50000000' },
+    ]);
+    expect(asks(`pay 50 usdc to ${A}, twice as was agreed`)).toMatch(/twice/);
+    expect(asks(`pay 50 usdc to ${A}, 3 times as was agreed`)).toMatch(/times/);
+    expect(asks(`pay 50 usdc to ${A}, 3 as was agreed`)).toMatch(/"3"/);
+    expect(asks(`pay 50 usdc to ${A}, it was not sent`)).toMatch(/not/);
+    // "the extra one" points at a payment: "one" is no amount there, and "am" is Pidgin for it.
+    expect(steps(`Mama Bisi paid two times by mistake. ${P} na the extra one, abeg refund am full`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    expect(asks(`pay ${A} the extra one usdc`)).toMatch(/extra/);
+    // Pidgin "no be all di money" is "not all the money", beside the amount that is meant.
+    expect(steps(`abeg no be all di money, just refund 500 cedis for ${P}`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '500' } } },
+    ]);
+    expect(asks(`abeg no be all di money, refund ${P}`)).toMatch(/"no"/);
+    expect(steps('total last month?')).toMatchObject([
+      { kind: 'revenue', range: { from: '2026-02-01T00:00:00.000Z', to: '2026-03-01T00:00:00.000Z' } },
+    ]);
+    // After a payment's amount, a comma and the things it is for describe it.
+    expect(
+      steps('create payment for 5 thousand cedis, 2 crates of Club beer, redirect https://bar.example.com.gh/done'),
+    ).toMatchObject([{ kind: 'create_payment', amountMinor: '500000', description: '2 crates of Club beer' }]);
+    expect(steps('new checkout: 3 plates of jollof, ₦4,500, back to https://x.example/d')).toMatchObject([
+      { kind: 'create_payment', amountMinor: '450000', description: '3 plates of jollof' },
+    ]);
+    expect(asks(`pay 10 usdc to ${A} twice`)).toMatch(/twice/);
+    // A count in a pair's memo leads no pair; a story with a count beside a stated part is context.
+    expect(steps(`pay 20 usdc to ${A} for 2 crates, and 30 usdc to ${B} for 3 crates`)).toMatchObject([
+      { toAddress: A, amountMinor: '20000000', memo: '2 crates' },
+      { toAddress: B, amountMinor: '30000000', memo: '3 crates' },
+    ]);
+    expect(steps(`pay 50 usdc to ${A}, 2 boxes delivered`)).toMatchObject([{ amountMinor: '50000000' }]);
+    expect(steps(`refund 40% of ${P}, 2 items missing`)).toMatchObject([{ reason: '2 items missing' }]);
+    expect(asks(`refund ${P}, 2 items missing`)).toMatch(/"2"/);
+    // After a payout's amount and recipient, a comma and what it is for is its memo; courtesy
+    // before a refund's comma still ends the request, and the story after it is the reason.
+    expect(steps(`pay ${A} 200 usdc, first instalment of the rent`)).toMatchObject([
+      { amountMinor: '200000000', memo: 'first instalment of the rent' },
+    ]);
+    expect(asks(`pay 200 usdc to ${A}, if he delivers`)).toMatch(/"if"/);
+    // A story there is context, never the memo; a day gone by may be in it.
+    expect(steps(`pay 50 usdc to ${A}, it was agreed last week`)).toEqual([
+      { kind: 'payout', amountMinor: '50000000', toAddress: A },
+    ]);
+    expect(steps(`Can you refund ${P} please, the customer was charged twice by mistake. Thanks`)).toMatchObject([
+      { reason: 'the customer was charged twice by mistake' },
+    ]);
+    // Beside the part said, every bare count in the story told after the request is story.
+    expect(steps(`refund 1,000 naira of ${P}, customer ordered 5 but only 3 arrived`)).toMatchObject([
+      { amount: { number: { text: '1000' } } },
+    ]);
+    expect(asks(`refund ${P}, customer ordered 5 but only 3 arrived`)).toMatch(/"5"/);
+    expect(asks(`refund 1,000 naira of ${P}, customer paid 3 as agreed`)).toMatch(/"3"/);
+    // "charged 2x" after a verb in the past tells how often it happened; "refund pay_… 2x" multiplies.
+    expect(steps(`customer was charged 2x, refund ${P}`)).toMatchObject([{ kind: 'refund', amount: { type: 'full' } }]);
+    expect(steps(`customer was charged x2, refund ${P}`)).toMatchObject([{ kind: 'refund', amount: { type: 'full' } }]);
+    expect(asks(`refund ${P} 2x`)).toMatch(/2x/);
+    // "only" after the recipient or the id is that one, as written; "only if …" stays a condition.
+    expect(steps(`pay 30 usdc to ${A} only, nothing else`)).toMatchObject([{ amountMinor: '30000000' }]);
+    expect(steps(`refund ${P} only`)).toMatchObject([{ kind: 'refund', amount: { type: 'full' } }]);
+    expect(asks(`refund ${P} only if delivered`)).toMatch(/"if"/);
+    // A filler before a correction is no reason.
+    expect(steps(`refund 5,000 naira on ${P}, eh no, 4,500`)).toEqual([
+      {
+        kind: 'refund',
+        paymentId: P,
+        amount: { type: 'exact', number: { type: 'exact', text: '4500' }, text: '4,500' },
+      },
+    ]);
+    // "never arrived" tells what happened; a bare "not sent" may cancel, and is asked.
+    expect(steps(`Hi, refund ${P} please. The shoes never arrived.`)).toMatchObject([
+      { kind: 'refund', amount: { type: 'full' } },
+    ]);
+    expect(asks(`pay 40 usdc to ${A}. not sent`)).toMatch(/"not"/);
+    // A count of recipients on a payout must match the addresses written.
+    expect(steps(`pay my 3 workers 20 usdc each: ${A}, ${B}, ${C}`)).toHaveLength(3);
+    expect(asks(`pay 3 riders 15 usdc each: ${A} and ${B}`)).toMatch(/3 recipients counted but 2/);
+    // "not the full 5,000" rules the whole out and says no part (it refunded 5,000); beside the
+    // amount meant it is set aside like "not 40".
+    expect(asks(`refund ${P}, not the full 5,000`)).toMatch(/"not"/);
+    expect(steps(`send only 25 usdc to ${A}, not the full 50`)).toMatchObject([{ amountMinor: '25000000' }]);
+    // A money word the reader has no currency for is asked, never read as the default currency
+    // ("send 50 kobo" paid 50 USDC; "5 quid" refunded 5 in the payment's currency).
+    expect(asks(`send 50 kobo to ${A}`)).toMatch(/"50 kobo"/);
+    expect(asks(`send 1 cent to ${A}`)).toMatch(/"1 cent"/);
+    expect(asks(`refund 5 quid on ${P}`)).toMatch(/"5 quid"/);
+    // "one of them" counts payments, it is no amount (it refunded 1).
+    expect(asks(`customer paid twice, refund one of them: ${P}`)).toMatch(/"one"/);
+    // "once" at the end is one time, as everything runs; "once it arrives" waits.
+    expect(steps(`pay 20 usdc to ${A} once`)).toMatchObject([{ kind: 'payout', amountMinor: '20000000' }]);
+    expect(asks(`pay 20 usdc to ${A} once it arrives`)).toMatch(/once/);
   });
 
   it('names a payment by its order reference or description, to be found with list_payments', () => {
@@ -515,11 +638,65 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
         amount: { type: 'full' },
       },
     ]);
+    // "Please refund in full." under the sentence that names the order refunds that order; a part of
+    // today after a verb in the past is gone by.
+    expect(
+      steps(
+        'Hi team,\n\nThe customer for order GH-AC-118 returned the items this morning. Please refund in full.\n\nThanks,\nEfua',
+      ),
+    ).toMatchObject([{ kind: 'refund', lookup: { reference: 'GH-AC-118' }, amount: { type: 'full' } }]);
+    expect(asks('Orders GH-AC-118 and GH-AC-119 came back this morning. Please refund in full.')).toMatch(
+      /which payment/,
+    );
+    expect(asks(`The customer will return the items this morning. Please refund ${P} in full.`)).toMatch(
+      /this morning/,
+    );
+    // A transcript's label and a closing "that is all, thank you" change nothing.
+    expect(
+      steps(`[voice note] eh hello, um, please pay fifty USDC to ${A} for the tailor, that is all, thank you`),
+    ).toMatchObject([{ kind: 'payout', amountMinor: '50000000', memo: 'the tailor' }]);
+    expect(asks(`pay fifty USDC to ${A}, that is all of it`)).toMatch(/all/);
+    // The story told just before a refund is its reason.
+    expect(steps(`customer was charged twice for the same jollof order, refund the duplicate ${Q}`)).toEqual([
+      {
+        kind: 'refund',
+        paymentId: Q,
+        amount: { type: 'full' },
+        reason: 'customer was charged twice for the same jollof order',
+      },
+    ]);
+    // A sentence about someone is a story, never a revenue question; after the refund it is the reason.
+    expect(
+      steps(`Good afternoon, please refund ${P}. The customer received a damaged item yesterday. Regards, Ama`),
+    ).toEqual([
+      {
+        kind: 'refund',
+        paymentId: P,
+        amount: { type: 'full' },
+        reason: 'The customer received a damaged item yesterday',
+      },
+    ]);
+    // An action no tool performs is refused, never answered by a read of the balance.
+    expect(asks('convert my USDC balance to naira')).toMatch(/I cannot convert/);
+    expect(steps('what is my USDC balance?')).toEqual([{ kind: 'balance' }]);
+    // "order no. 4471" is the order's number, not a description ("number").
+    expect(steps('refund order no. 4471')).toMatchObject([{ kind: 'refund', lookup: { reference: '4471' } }]);
+    // A question that opens on an order's reference asks its status.
+    expect(steps('is ORD-2210 paid?')).toEqual([
+      { kind: 'payment_status', paymentId: '', lookup: { reference: 'ORD-2210' } },
+    ]);
+    expect(steps('has the customer who bought the shea butter paid?')).toEqual([
+      { kind: 'payment_status', paymentId: '', lookup: { words: ['shea', 'butter'] } },
+    ]);
+    // What the buyer says after what they bought describes nothing.
+    expect(steps('the customer wey buy the 2 crates of Malta Guinness say make we refund am')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['2', 'crates', 'malta', 'guinness'] } },
+    ]);
     expect(steps(`rudisha pesa ya order ya 'Kitenge dress' tafadhali`)).toMatchObject([
       { kind: 'refund', lookup: { words: ['kitenge', 'dress'] } },
     ]);
     // A story that mentions an order is no status question.
-    expect(steps(`customer paid twice on 14 March for order 7 of 10; refund ${Q}`)).toEqual([
+    expect(steps(`customer paid twice on 14 March for order 7 of 10; refund ${Q}`)).toMatchObject([
       { kind: 'refund', paymentId: Q, amount: { type: 'full' } },
     ]);
   });

@@ -354,6 +354,24 @@ const SOFT_CONTROL_WORDS: readonly string[] = [
   'sol',
 ];
 
+/** Verbs of actions no tool performs: asked for, they are refused, never answered by a read. */
+export const UNSUPPORTED_ACTIONS: ReadonlySet<string> = new Set([
+  'convert',
+  'swap',
+  'exchange',
+  'withdraw',
+  'drain',
+  'sweep',
+  'lend',
+  'loan',
+  'borrow',
+  'delete',
+  'void',
+  'deduct',
+  'withhold',
+  'cancel',
+]);
+
 /**
  * Every word that changes meaning. Each must be consumed by a construction the grammar knows (a
  * correction, "each", a refund's "only half"), or nothing runs (checks.ts).
@@ -538,6 +556,8 @@ export function tokenize(message: string, now: Date): Token[] {
   const normalised = textingShorthand(withoutQuotedHistory(message.normalize('NFC')))
     // "N2,500.00": Nigerian merchants write the naira sign as the letter N before the figure.
     .replace(NAIRA_LETTER, '₦')
+    // "[voice note] eh hello, um, please pay …": a transcript's label says how the merchant spoke.
+    .replace(/^\s*\[(?:voice (?:note|message|memo)|audio(?: message)?|transcript|transcribed)\]\s*/i, '')
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
@@ -732,7 +752,143 @@ export function tokenize(message: string, now: Date): Token[] {
   markPhoneNumbers(tokens);
   markListNumbers(tokens);
   markCounts(tokens);
+  markPronounOne(tokens);
+  markUnreadMoney(tokens);
+  markToldRepeats(tokens);
   return tokens.map((token, index) => ({ ...token, index }));
+}
+
+/**
+ * Money words the reader does not turn into a currency it can move: a currency's hundredth part
+ * ("50 kobo" is ₦0.50, and paid 50 USDC), and currencies no payment here is in ("5 quid", "100
+ * rupees"). The figure before one is asked back, quoted, on every model's path.
+ */
+const UNREAD_MONEY_WORDS = new Set([
+  'kobo',
+  'pesewa',
+  'pesewas',
+  'cent',
+  'cents',
+  'centavo',
+  'centavos',
+  'centime',
+  'centimes',
+  'penny',
+  'pence',
+  'senti',
+  'quid',
+  'sterling',
+  'pound',
+  'rands',
+  'cfa',
+  'fcfa',
+  'franc',
+  'francs',
+  'birr',
+  'dirham',
+  'dirhams',
+  'rupee',
+  'rupees',
+  'yen',
+  'yuan',
+  'rmb',
+  'leone',
+  'leones',
+  'kwacha',
+  'dalasi',
+  'tether',
+  'sats',
+  'satoshi',
+  'satoshis',
+  'gwei',
+  'wei',
+  'tsh',
+  'tshs',
+  'ush',
+]);
+
+function markUnreadMoney(tokens: Token[]): void {
+  for (let i = 0; i + 1 < tokens.length; i++) {
+    const token = tokens[i]!;
+    const next = tokens[i + 1]!;
+    if (
+      token.kind === 'amount' &&
+      token.currency === undefined &&
+      next.kind === 'word' &&
+      UNREAD_MONEY_WORDS.has(next.lower)
+    )
+      token.number = {
+        type: 'unreadable',
+        reason: `"${token.text} ${next.text}": I read amounts in whole units of naira, cedis, shillings, rand, dollars, euros, pounds or USDC; say it in one of them`,
+      };
+  }
+}
+
+/**
+ * "customer was charged 2x": a multiplier right after a verb in the past tells how often it
+ * happened, as "twice" does; anywhere else ("pay … 2x") it multiplies and stays unreadable.
+ */
+function markToldRepeats(tokens: Token[]): void {
+  for (let i = 1; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const previous = tokens[i - 1]!;
+    const times =
+      token.kind === 'amount' || token.kind === 'word' ? /^([23])\s*[x×]$|^[x×]\s*([23])$/i.exec(token.text) : null;
+    if (times === null || previous.kind !== 'word' || !PAST.has(previous.lower)) continue;
+    tokens[i] = {
+      kind: 'word',
+      text: token.text,
+      lower: (times[1] ?? times[2]) === '2' ? 'twice' : 'thrice',
+      index: i,
+    };
+  }
+}
+
+/** Words before "one" that make it a pronoun: "the extra one", "that one", "the wrong one". */
+const ONE_POINTERS = new Set([
+  'the',
+  'that',
+  'this',
+  'which',
+  'other',
+  'another',
+  'extra',
+  'duplicate',
+  'wrong',
+  'right',
+  'correct',
+  'second',
+  'first',
+  'last',
+  'same',
+  'new',
+  'old',
+  'earlier',
+  'later',
+  'latest',
+  'previous',
+  'original',
+]);
+
+/**
+ * "pay_… na the extra one", "not that one": "one" standing for a payment is a word, not the
+ * number 1. A currency or a counted thing after it ("the one item") keeps it a number.
+ */
+function markPronounOne(tokens: Token[]): void {
+  for (let i = 1; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const previous = tokens[i - 1]!;
+    if (
+      token.kind === 'amount' &&
+      token.text.toLowerCase() === 'one' &&
+      token.currency === undefined &&
+      previous.kind === 'word' &&
+      ONE_POINTERS.has(previous.lower) &&
+      tokens[i + 1]?.kind !== 'currency' &&
+      !isCountNoun(tokens[i + 1])
+    )
+      tokens[i] = { kind: 'word', text: token.text, lower: 'one', index: i };
+  }
 }
 
 /**
@@ -1132,7 +1288,10 @@ function markCounts(tokens: Token[]): void {
   for (let i = 0; i + 2 < tokens.length; i++) {
     const after = tokens[i + 3];
     if (after?.kind === 'currency' || (after?.kind === 'word' && ['each', 'apiece'].includes(after.lower))) continue;
-    if (count(tokens[i]) && isOf(tokens[i + 1]) && count(tokens[i + 2])) {
+    // "order 7 of 10": the document's number was set apart already (markDocumentNumbers).
+    const first = tokens[i];
+    const counted = count(first) || (first?.kind === 'code' && /^\d{1,4}$/.test(first.text));
+    if (counted && isOf(tokens[i + 1]) && count(tokens[i + 2])) {
       asCode(i);
       asCode(i + 2);
     } else if (
@@ -1328,6 +1487,10 @@ const NOT_A_NOUN = new Set([
   'less',
   'times',
   'percent',
+  // "…, 3 as was agreed": how many, of nothing named.
+  'as',
+  'like',
+  'so',
 ]);
 
 /**
@@ -1338,6 +1501,82 @@ export function isQuantity(token: Token, next: Token | undefined, maxDigits = 4)
   if (token.kind !== 'amount' || token.currency !== undefined || token.number.type !== 'exact') return false;
   if (!new RegExp(`^\\d{1,${maxDigits}}$`).test(token.number.text) || /[.,]/.test(token.text)) return false;
   return next?.kind === 'word' && !CONTROL_WORDS.has(next.lower) && !NOT_A_NOUN.has(next.lower);
+}
+
+/**
+ * Nouns that count things, not money, in the singular or with an irregular plural: "one item",
+ * "3 people", "in two instalments". Regular plurals ("crates", "plates") need no entry (isCountNoun).
+ */
+const COUNT_NOUNS = new Set([
+  'item',
+  'piece',
+  'part',
+  'instalment',
+  'installment',
+  'tranche',
+  'time',
+  'crate',
+  'bag',
+  'box',
+  'carton',
+  'bottle',
+  'pack',
+  'pair',
+  'unit',
+  'plate',
+  'ticket',
+  'day',
+  'night',
+  'week',
+  'month',
+  'year',
+  'hour',
+  'person',
+  'people',
+  'staff',
+  'child',
+  'children',
+  'men',
+  'women',
+  // Units things are counted or measured in: "1 ltr of oil", "2 kg of rice".
+  'kg',
+  'g',
+  'lb',
+  'ltr',
+  'litre',
+  'liter',
+  'metre',
+  'meter',
+  'yard',
+  'dozen',
+]);
+
+/** Words ending in "s" that are no plural noun after a number ("500 this time", "50 thanks"). */
+const NOT_PLURAL = new Set([
+  'this',
+  'thus',
+  'plus',
+  'less',
+  'unless',
+  'yes',
+  'was',
+  'has',
+  'is',
+  'as',
+  'us',
+  'its',
+  'his',
+]);
+
+/**
+ * "two instalments", "2 crates", "3 people", "one item": a word that counts things. A number
+ * before it, with no currency, is a count and never an amount.
+ */
+export function isCountNoun(token: Token | undefined): boolean {
+  if (token?.kind !== 'word' || CONTROL_WORDS.has(token.lower) || NOT_A_NOUN.has(token.lower)) return false;
+  const word = token.lower;
+  if (COUNT_NOUNS.has(word)) return true;
+  return /^\p{L}{3,}s$/u.test(word) && !/(?:ss|us)$/.test(word) && !NOT_PLURAL.has(word);
 }
 
 /** "3 of 4", "out of 3": a count the lexer set apart as a code (markCounts). */
@@ -1360,21 +1599,86 @@ const MONEY_NOUNS = new Set(['payment', 'amount', 'money', 'total', 'refund', 'b
 /** "2 of the plates", "one of our riders" at `i`: a bare whole number counting some of the things. */
 export function isCountOf(tokens: readonly Token[], i: number): boolean {
   const token = tokens[i];
+  // "refund one of them", "two of those": some of the things just named.
+  const some =
+    tokens[i + 1]?.kind === 'word' &&
+    (tokens[i + 1] as { lower: string }).lower === 'of' &&
+    tokens[i + 2]?.kind === 'word' &&
+    ['them', 'those', 'these'].includes((tokens[i + 2] as { lower: string }).lower);
   const determiner = tokens[i + 2];
-  const noun = tokens[i + 3];
+  // "one of the two items": the whole may be counted too.
+  const counted = tokens[i + 3]?.kind === 'amount' && isCountNoun(tokens[i + 4]);
+  const noun = tokens[counted ? i + 4 : i + 3];
   return (
     token?.kind === 'amount' &&
     token.currency === undefined &&
     token.number.type === 'exact' &&
     /^\d{1,4}$/.test(token.number.text) &&
-    tokens[i + 1]?.kind === 'word' &&
-    (tokens[i + 1] as { lower: string }).lower === 'of' &&
-    determiner?.kind === 'word' &&
-    DETERMINERS.has(determiner.lower) &&
-    noun?.kind === 'word' &&
-    !MONEY_NOUNS.has(noun.lower) &&
-    !CONTROL_WORDS.has(noun.lower)
+    (some ||
+      (tokens[i + 1]?.kind === 'word' &&
+        (tokens[i + 1] as { lower: string }).lower === 'of' &&
+        determiner?.kind === 'word' &&
+        DETERMINERS.has(determiner.lower) &&
+        noun?.kind === 'word' &&
+        !MONEY_NOUNS.has(noun.lower) &&
+        !CONTROL_WORDS.has(noun.lower)))
   );
+}
+
+/** Words that repeat or multiply an action: placed only when they tell what already happened. */
+export const REPETITION = new Set(['twice', 'thrice', 'double', 'again']);
+
+/** Words that put a sentence in the past: "was charged twice", "last time it went twice". */
+export const PAST = new Set([
+  'was',
+  'were',
+  'been',
+  'got',
+  'had',
+  'charged',
+  'paid',
+  'billed',
+  'debited',
+  'deducted',
+  'went',
+  'happened',
+  'came',
+  'did',
+  'sent',
+  'took',
+  'returned',
+  'arrived',
+  'bought',
+  'ordered',
+  'broke',
+  'checked',
+  'cancelled',
+  'canceled',
+  'received',
+]);
+
+/** A small whole number with no currency: a count, when a sentence tells the past. */
+export function isCount(token: Token): boolean {
+  return (
+    token.kind === 'amount' &&
+    token.currency === undefined &&
+    token.number.type === 'exact' &&
+    /^\d{1,4}$/.test(token.number.text) &&
+    !token.negative
+  );
+}
+
+/**
+ * "the customer was charged twice", "(last time it went twice)": a repetition word after a verb in
+ * the past tells a story; "refund pay_… twice" or "pay him double" would multiply the action.
+ */
+export function tellsThePast(tokens: readonly Token[], at: number): boolean {
+  const token = tokens[at];
+  // "was charged 2 times": a count of times, as "twice".
+  const times =
+    token?.kind === 'word' && token.lower === 'times' && tokens[at - 1] !== undefined && isCount(tokens[at - 1]!);
+  if (token?.kind !== 'word' || !(REPETITION.has(token.lower) || times)) return false;
+  return tokens.slice(Math.max(0, at - 4), at).some((t) => t.kind === 'word' && PAST.has(t.lower));
 }
 
 /** Tokens that carry meaning: each must be consumed by the plan (checks.ts). */
