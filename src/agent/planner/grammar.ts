@@ -989,6 +989,13 @@ const FREE_TEXT_STOP = new Set([
   'returning',
 ]);
 
+/**
+ * Words with which the merchant says the message itself is wrong ("…, sorry typo", "…, oops wrong
+ * amount", "…, my bad"): no memo or reason holds them, so the grammar leaves them unplaced and the
+ * run asks what was meant instead of paying the figure written.
+ */
+const SELF_CORRECTION = new Set(['typo', 'typos', 'oops', 'meant', 'scratch', 'correction', 'mistyped']);
+
 /** Words that open a memo, a description or a reason: "for rent", "memo: …", "description: …". */
 const MEMO_LABELS = new Set(['for', 'memo', 'note', 'description', 'desc', 're', 'narration']);
 
@@ -1034,6 +1041,7 @@ function freeText(
     }
     if (token.kind === 'word') {
       if (FREE_TEXT_STOP.has(token.lower)) break;
+      if (SELF_CORRECTION.has(token.lower) || (isWord(token, 'my') && isWord(next, 'bad'))) break;
       // "refund the customer for order NB-4410": the order named is the payment, not the reason.
       // Beside a payment id it is the story ("refund pay_…, customer cancelled order #4471").
       if (kind === 'reason' && referenceAt(tokens, i + 1) !== undefined && !tokens.some((t) => t.kind === 'payment_id'))

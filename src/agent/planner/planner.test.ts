@@ -130,6 +130,12 @@ describe('the examples of issue 13', () => {
     // An N inside a reference stays the reference's.
     expect(steps(`refund ${P}, invoice INV-N12`)).toMatchObject([{ amount: { type: 'full' } }]);
   });
+  it('asks when the merchant says the message itself is wrong, after a comma too (never a memo or a reason)', () => {
+    expect(asks(`send 80 usdc to ${A}, sorry typo`)).toMatch(/"typo"/);
+    expect(asks(`send 80 usdc to ${A}, oops wrong amount`)).toMatch(/"oops"/);
+    expect(asks(`refund ${P}, sorry typo`)).toMatch(/"typo"/);
+    expect(steps(`send 80 usdc to ${A}, for rent`)).toMatchObject([{ kind: 'payout', memo: 'rent' }]);
+  });
   it('understands the plain requests it used to refuse', () => {
     expect(steps(`Can you pay ${A} 40 USDC?`)).toEqual([{ kind: 'payout', amountMinor: '40000000', toAddress: A }]);
     expect(steps(`payout 10 usdc -> ${A}`)).toEqual([{ kind: 'payout', amountMinor: '10000000', toAddress: A }]);
