@@ -85,7 +85,8 @@ export interface DateRange {
  * may never hold: conditions, waits, negations, corrections, sequencing, repetition, dry runs,
  * and the words of injected authority.
  */
-export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
+/** Conditions and waits: "if", "after delivery", "wait until Friday", "kesho", "every month". */
+const CONDITION_AND_WAIT_WORDS = [
   'if',
   'unless',
   'until',
@@ -120,22 +121,33 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'weekly',
   'monthly',
   'recurring',
+];
+
+/** Repetitions: "twice", Swahili "mara" (times: "mara mbili", twice), "double". */
+const REPETITION_WORDS = ['twice', 'thrice', 'mara', 'double', 'triple'];
+
+/** Negations and stops: "don't send", "never", "cancel". */
+const NEGATION_WORDS = ['not', "don't", 'dont', "doesn't", "didn't", "isn't", "won't", 'never', 'no', 'cancel', 'stop'];
+
+/** Tests and pretence: "dry run", "just testing", "hypothetically". */
+const TEST_WORDS = [
+  'testing',
+  'dry',
+  'dry-run',
+  'dryrun',
+  'preview',
+  'simulation',
+  'hypothetically',
+  'hypothetical',
+  'pretend',
+  'simulate',
+];
+
+export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
+  ...CONDITION_AND_WAIT_WORDS,
+  ...REPETITION_WORDS,
   'again',
-  'twice',
-  'thrice',
-  // Swahili "mara": times ("mara mbili", twice).
-  'mara',
-  'not',
-  "don't",
-  'dont',
-  "doesn't",
-  "didn't",
-  "isn't",
-  "won't",
-  'never',
-  'no',
-  'cancel',
-  'stop',
+  ...NEGATION_WORDS,
   // "refund pay_…, keep 500 naira for delivery": what to hold back changes the amount.
   'keep',
   'without',
@@ -154,18 +166,7 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
   'either',
   'plus',
   'minus',
-  'double',
-  'triple',
-  'testing',
-  'dry',
-  'dry-run',
-  'dryrun',
-  'preview',
-  'simulation',
-  'hypothetically',
-  'hypothetical',
-  'pretend',
-  'simulate',
+  ...TEST_WORDS,
   'whoever',
   'address',
   'system',
@@ -199,66 +200,11 @@ export const HARD_CONTROL_WORDS: ReadonlySet<string> = new Set([
  * through ("… but only after delivery", "don't actually send …", "… wait until Friday", "twice").
  */
 export const HOLD_WORDS: ReadonlySet<string> = new Set([
-  'if',
-  'unless',
-  'until',
-  'till',
-  'after',
-  'before',
-  'when',
-  'whenever',
-  'once',
-  'only',
-  'provided',
-  'assuming',
-  'otherwise',
-  'wait',
-  'hold',
-  'later',
-  'tomorrow',
-  'tonight',
-  'kesho',
-  'baadaye',
-  'ijayo',
-  'ɔkyena',
-  'okyena',
-  'gobe',
-  'echi',
-  'etsɔ',
-  'schedule',
-  'scheduled',
-  'every',
-  'daily',
-  'weekly',
-  'monthly',
-  'recurring',
-  'twice',
-  'thrice',
-  'mara',
-  'double',
-  'triple',
+  ...CONDITION_AND_WAIT_WORDS,
+  ...REPETITION_WORDS,
   'times',
-  'not',
-  "don't",
-  'dont',
-  "doesn't",
-  "didn't",
-  "isn't",
-  "won't",
-  'never',
-  'no',
-  'cancel',
-  'stop',
-  'testing',
-  'dry',
-  'dry-run',
-  'dryrun',
-  'preview',
-  'simulation',
-  'hypothetically',
-  'hypothetical',
-  'pretend',
-  'simulate',
+  ...NEGATION_WORDS,
+  ...TEST_WORDS,
 ]);
 
 /**
