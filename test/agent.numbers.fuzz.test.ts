@@ -208,6 +208,15 @@ const askedNotation: fc.Arbitrary<Notation> = fc.oneof(
       naive: [String(three), String(whole), `${whole}${String(three).padStart(3, '0')}`],
       kind: 'glued letters',
     })),
+  // Letters glued to an exponent ("N1e4", "AB2e3"): neither a reference nor its mantissa.
+  fc
+    .tuple(fc.constantFrom('N', 'n', 'X', 'AB'), fc.integer({ min: 1, max: 99 }), fc.integer({ min: 1, max: 6 }))
+    .map(([letters, mantissa, exponent]) => ({
+      text: `${letters}${mantissa}e${exponent}`,
+      value: undefined,
+      naive: [String(mantissa), String(mantissa * 10 ** exponent)],
+      kind: 'glued letters',
+    })),
 );
 
 /**

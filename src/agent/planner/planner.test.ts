@@ -127,6 +127,8 @@ describe('the examples of issue 13', () => {
     // Letters glued to a grouped figure that are no currency: asked, never cut at the comma.
     expect(asks(`refund X1,005 from ${P}`)).toMatch(/"X1,005" is not an amount I can read/);
     expect(asks(`refund AB12,500 on ${P}`)).toMatch(/"AB12,500" is not an amount I can read/);
+    expect(asks(`abeg refund N1e4 on ${P}`)).toMatch(/"N1e4" is not an amount I can read/);
+    expect(asks(`refund N5k2 on ${P}`)).toMatch(/"N5k2" is not an amount I can read/);
     // An N inside a reference stays the reference's.
     expect(steps(`refund ${P}, invoice INV-N12`)).toMatchObject([{ amount: { type: 'full' } }]);
   });

@@ -568,9 +568,15 @@ export function tokenize(message: string, now: Date): Token[] {
       push({ kind: 'amount', text, number: lookAlike(text), currency: undefined, negative: false });
       continue;
     }
-    if (/^\p{L}+\d{1,3}(?:,\d{3})+(?:\.\d+)?$/u.test(text)) {
+    if (
+      /^\p{L}+\d{1,3}(?:,\d{3})+(?:\.\d+)?$/u.test(text) ||
+      /^\p{L}+\d+(?:\.\d+)?e[-+]?\d+$/iu.test(text) ||
+      /^n\d/i.test(text)
+    ) {
       // "X1,005", "AB12,500": letters glued to a grouped figure stand where an amount would; read
-      // as a reference, the figure would be lost, and cut at its comma, a part of it paid.
+      // as a reference, the figure would be lost, and cut at its comma, a part of it paid. So do
+      // letters before an exponent ("N1e4") and an N before a figure with anything glued to it
+      // (an N before a clean figure is the naira sign, NAIRA_LETTER): never an order's reference.
       push({
         kind: 'amount',
         text,
