@@ -724,3 +724,20 @@ describe('issue 32: plain requests it used to refuse, and what stays refused', (
     expect(matchLookup({ words: ['red', 'kente'] }, all)).toEqual([]);
   });
 });
+
+describe('forms found by the seventh held-out set', () => {
+  it('reads "no." after an order word as "number", never as a negation', () => {
+    expect(steps(`Pay 100 USDC to ${A}. Order no. O-17 from Ojo market`)).toMatchObject([
+      { kind: 'payout', amountMinor: 100000000n.toString(), toAddress: A },
+    ]);
+    expect(steps('refund order no. A-17')).toMatchObject([{ kind: 'refund', lookup: { reference: 'A-17' } }]);
+    // Elsewhere "no" is still a word that changes what runs.
+    expect(asks(`No. Pay 100 USDC to ${A}`)).toContain('"No"');
+  });
+
+  it('drops a transcript label however it is worded', () => {
+    expect(steps(`[voice note transcription] okay eh... send eighty bucks to ${A}`)).toMatchObject([
+      { kind: 'payout', amountMinor: '80000000', toAddress: A },
+    ]);
+  });
+});
