@@ -648,6 +648,26 @@ const RECIPIENT_NOUNS = new Set([
   'of',
 ]);
 
+/**
+ * Where the words naming a count of recipients end ("among our 6 stall keepers:" → the colon's
+ * index), if the count at `i` follows "among"/"between" (with "our", "my", "the", "these" or "all"
+ * between) and one to three plain words lead to a colon.
+ */
+function recipientsNamed(
+  tokens: readonly Token[],
+  i: number,
+  significant: (t: Token) => boolean,
+): number | undefined {
+  const token = tokens[i];
+  if (token?.kind !== 'amount' || token.number.type !== 'exact' || !/^\d{1,2}$/.test(token.number.text))
+    return undefined;
+  const before = isWord(tokens[i - 1], 'our', 'my', 'the', 'these', 'those', 'all') ? i - 2 : i - 1;
+  if (!isWord(tokens[before], 'among', 'amongst', 'between')) return undefined;
+  let j = i + 1;
+  while (j <= i + 3 && tokens[j]?.kind === 'word' && !significant(tokens[j]!)) j++;
+  return j > i + 1 && tokens[j]?.text === ':' ? j : undefined;
+}
+
 /** Verbs in the past that start a story before a request ("Guest checked out 2 nights early"). */
 const STORY_VERBS = new Set([
   'checked',
@@ -1378,6 +1398,15 @@ export function fillSlots(
             use(next);
             i++;
           }
+          break;
+        }
+        // "evenly among our 6 stall keepers:": a count after "among", named by any plain words up
+        // to the colon before the list, counts the recipients too (the addresses must match it).
+        const named = recipientsNamed(tokens, i, significant);
+        if (intent === 'split' && token.currency === undefined && named !== undefined) {
+          slots.recipients = Number(token.number.text);
+          use(token, ...tokens.slice(i + 1, named));
+          i = named - 1;
           break;
         }
         // "three ways", "3 ways": the number of equal shares.

@@ -741,3 +741,14 @@ describe('forms found by the seventh held-out set', () => {
     ]);
   });
 });
+
+describe('recipients counted by any name before the list', () => {
+  it('counts "among our 6 stall keepers:" against the addresses written', () => {
+    expect(steps(`split 250 usdc evenly among our 2 stall keepers:\n1. ${A}\n2. ${B}`)).toMatchObject([
+      { kind: 'split', splits: [{ toAddress: A, shareParts: 1 }, { toAddress: B, shareParts: 1 }] },
+    ]);
+    expect(asks(`split 250 usdc evenly among our 3 stall keepers:\n1. ${A}\n2. ${B}`)).toContain(
+      '3 recipients counted but 2 addresses given',
+    );
+  });
+});
