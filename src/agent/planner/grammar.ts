@@ -456,6 +456,17 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     ['has', 'is', 'did', 'was', 'have'].includes(lead ?? '')
   )
     return 'payment_status';
+  // "did the payment for the 2 crates of Malta Guinness go through?": a payment described by what
+  // it was for; a count there describes the order, an amount with a currency would be another ask.
+  if (
+    !hasId &&
+    !hasAddress &&
+    tokens.every((token) => token.kind !== 'amount' || token.currency === undefined) &&
+    tokens.some((token, i) => isWord(token, 'payment', 'order') && isWord(tokens[i + 1], 'for')) &&
+    words.some((word) => STATUS_WORDS.has(word) && word !== 'check') &&
+    ['has', 'is', 'did', 'was', 'have'].includes(lead ?? '')
+  )
+    return 'payment_status';
   if (
     !hasId &&
     !hasAddress &&
@@ -2093,17 +2104,31 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   // A quoted description is the description; else the words up to a comma or a dash after them
   // (", the batch was spoilt" tells why, it describes nothing).
   const quoted = tokens.filter((t) => t.kind === 'quoted' && !t.carries);
+  const asks = ['has', 'is', 'did', 'was', 'have'].includes(leadingWord(tokens) ?? '');
   // "the lady who bought the red agbada": what was bought describes the payment, not who bought it.
   let bought = tokens.findIndex((t) => t.kind === 'word' && BOUGHT.has(t.lower));
   // "customer wants a refund for the jollof party pack": what the refund is for describes it.
   if (bought < 0 && !hasNoun)
     bought = tokens.findIndex(
-      (t, i) => isWord(t, 'for', 'on') && isWord(tokens[i + 1], 'the') && tokens[i + 2]?.kind === 'word',
+      (t, i) =>
+        isWord(t, 'for', 'on') &&
+        isWord(tokens[i + 1], 'the') &&
+        // "for the blue kente cloth", "for the 2 crates of Malta": a count may open what was bought.
+        (tokens[i + 2]?.kind === 'word' || isQuantity(tokens[i + 2]!, tokens[i + 3])),
     );
   if (bought < 0 && !hasNoun) return undefined;
   for (const [i, token] of tokens.entries()) {
     if (i < bought) continue;
     if (token.kind === 'punct' && /^[,;—–]$/.test(token.text) && words.length > 0) break;
+    // "did the payment for the blue kente cloth go through?": the question's own verb ends what
+    // describes the payment.
+    if (
+      asks &&
+      words.length > 0 &&
+      ((token.kind === 'word' && STATUS_WORDS.has(token.lower)) ||
+        (isWord(token, 'go', 'gone', 'went', 'come', 'came') && isWord(tokens[i + 1], 'through', 'in')))
+    )
+      break;
     // "… wey buy the 2 crates of Malta Guinness say make we refund am": what the buyer says or asks
     // comes after what was bought, and describes nothing.
     if (

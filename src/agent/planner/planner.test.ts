@@ -752,3 +752,16 @@ describe('recipients counted by any name before the list', () => {
     );
   });
 });
+
+describe('a status question about a payment described by what it was for', () => {
+  it('looks the payment up by the words before the question verb, counts included', () => {
+    expect(steps('did the payment for the 2 crates of Malta Guinness go through?')).toMatchObject([
+      { kind: 'payment_status', lookup: { words: ['2', 'crates', 'malta', 'guinness'] } },
+    ]);
+    expect(steps('did the payment for the blue kente cloth go through?')).toMatchObject([
+      { kind: 'payment_status', lookup: { words: ['blue', 'kente', 'cloth'] } },
+    ]);
+    // An amount with its currency is no description.
+    expect(asks('did the payment for 2000 naira go through?')).toContain('2000 naira');
+  });
+});
