@@ -325,8 +325,11 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     if (has('refunded') && !words.some((word) => REFUND_VERBS.has(word))) return 'payment_status';
     return 'refund';
   }
+  // "money back for order #A-7731": an order named by its reference stands for the payment; "the
+  // customer wants money back for order #A-7731" tells what someone wants, which a request may follow.
+  const aboutSomeone = STATEMENT_SUBJECTS.includes(words[0] === 'the' ? (words[1] ?? '') : (first ?? ''));
   if (
-    hasId &&
+    (hasId || (hasReference && !aboutSomeone)) &&
     has('back') &&
     has('money', 'give', 'pay', 'send', 'return', 'cash', 'funds', 'customer', 'client', 'buyer')
   )
@@ -343,8 +346,7 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   if (createVerb && (paymentNoun || has('charge', 'bill')) && !hasAddress) return 'create_payment';
   if (hasUrl && (paymentNoun || has('charge', 'bill')) && !hasAddress && !hasId) return 'create_payment';
   // "The customer received a damaged item yesterday": a sentence about someone tells a story; what
-  // they received or took is no revenue question.
-  const aboutSomeone = STATEMENT_SUBJECTS.includes(words[0] === 'the' ? (words[1] ?? '') : (first ?? ''));
+  // they received or took is no revenue question (aboutSomeone).
   if (
     hasDate &&
     !hasAddress &&
@@ -436,6 +438,13 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
       ))
   )
     return 'payment_status';
+  // "can you confirm it came through?", "pls check whether order KSM-2291 was paid": a request to
+  // check is a question too.
+  const asksToCheck = words.findIndex((word) => ['confirm', 'check', 'verify'].includes(word));
+  const checks =
+    asksToCheck > 0 &&
+    words.slice(0, asksToCheck).every((word) => ['can', 'could', 'would', 'you', 'please', 'pls', 'kindly'].includes(word)) &&
+    words.slice(asksToCheck + 1).some((word) => STATUS_WORDS.has(word) && word !== 'check');
   // "has order INV-330 been paid?": a question about an order named by its reference.
   if (
     hasReference &&
@@ -443,7 +452,7 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     !hasAddress &&
     !hasAmount &&
     statusWord &&
-    (['has', 'is', 'did', 'was', 'status'].includes(lead ?? '') || tokens.at(-1)?.text === '?')
+    (['has', 'is', 'did', 'was', 'status'].includes(lead ?? '') || tokens.at(-1)?.text === '?' || checks)
   )
     return 'payment_status';
   // "has the customer who bought the shea butter paid?": a payment described by what was bought.
@@ -473,7 +482,7 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     pronoun &&
     words.some((word) => STATUS_WORDS.has(word) && word !== 'check') &&
     // A question ("has it cleared?"), not a statement ("they insist they paid").
-    ['has', 'is', 'did', 'was', 'does', 'have', "hasn't", "isn't", "didn't"].includes(lead ?? '')
+    (['has', 'is', 'did', 'was', 'does', 'have', "hasn't", "isn't", "didn't"].includes(lead ?? '') || checks)
   )
     return 'payment_status';
   return undefined;

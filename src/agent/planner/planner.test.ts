@@ -765,3 +765,24 @@ describe('a status question about a payment described by what it was for', () =>
     expect(asks('did the payment for 2000 naira go through?')).toContain('2000 naira');
   });
 });
+
+describe('orders named by reference in requests and checks', () => {
+  it('reads "money back for order #…" as a refund of the order looked up', () => {
+    expect(steps('money back for order #A-7731 pls')).toMatchObject([
+      { kind: 'refund', lookup: { reference: 'A-7731' }, amount: { type: 'full' } },
+    ]);
+    // What the customer wants is the story a request may follow.
+    expect(steps('customer wants money back for order #A-7731, refund it')).toMatchObject([
+      { kind: 'refund', lookup: { reference: 'A-7731' } },
+    ]);
+  });
+
+  it('reads "can you confirm it came through?" as a status question, the order named before', () => {
+    expect(
+      steps('A customer says she paid for order KSM-2291 yesterday. Can you confirm it came through?'),
+    ).toMatchObject([{ kind: 'payment_status', lookup: { reference: 'KSM-2291' } }]);
+    expect(steps('pls confirm whether order KSM-2291 was paid')).toMatchObject([
+      { kind: 'payment_status', lookup: { reference: 'KSM-2291' } },
+    ]);
+  });
+});
