@@ -1118,7 +1118,9 @@ function freeText(
               (token.lower === 'but' && isWord(next, 'never', "wasn't", "didn't", 'nothing', 'still')) ||
               !HARD_CONTROL_WORDS.has(token.lower) ||
               // "she called yesterday to cancel": what the customer wanted, not an instruction.
-              (token.lower === 'cancel' && isWord(tokens[i - 1], 'to'))
+              (token.lower === 'cancel' && isWord(tokens[i - 1], 'to')) ||
+              // "…, customer only got part of the order": what happened, not a condition.
+              (token.lower === 'only' && next?.kind === 'word' && PAST.has(next.lower))
             : !HARD_CONTROL_WORDS.has(token.lower);
         if (!allowed) break;
         consumed.push(token.index);
