@@ -625,21 +625,34 @@ function isStoryValue(token: Token): boolean {
  * words (a verb in the past, no money, address or id in it; a day gone by) is taken; it moves nothing.
  */
 function storiesAsReasons(clauses: Clause[], now: Date): void {
-  const isStory = (clause: Clause | undefined): clause is Clause =>
-    clause !== undefined &&
-    clause.intent === undefined &&
-    clause.tokens.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
-    clause.tokens.every(
+  const tellsStory = (tokens: readonly Token[]): boolean =>
+    tokens.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
+    tokens.every(
       (t) =>
         t.kind === 'word' ||
         t.kind === 'punct' ||
         t.kind === 'code' ||
+        // "customer returned 2 crates", "Guest in room 204 checked out 2 nights early": counts and
+        // numbers naming things, never money (no currency), are words of the story.
+        (t.kind === 'amount' && t.currency === undefined && t.number.type === 'exact' && /^\d{1,4}$/.test(t.number.text)) ||
         (t.kind === 'date' && t.range !== undefined && t.range.to.getTime() <= now.getTime()),
     );
+  const isStory = (clause: Clause | undefined): clause is Clause =>
+    clause !== undefined && clause.intent === undefined && tellsStory(clause.tokens);
   for (const [i, clause] of clauses.entries()) {
     if (clause.intent !== 'refund' || clause.slots.reason !== undefined) continue;
     const story = [clauses[i - 1], clauses[i + 1]].find(isStory);
-    if (story !== undefined) clause.slots.reason = truncate(text(story.tokens), 200);
+    if (story !== undefined) {
+      clause.slots.reason = truncate(text(story.tokens), 200);
+      continue;
+    }
+    // "paid double by mistake, pls refund pay_… in full": the story told before the verb, in the
+    // same sentence, up to its comma or dash.
+    const verb = clause.tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
+    const before = clause.tokens.slice(0, Math.max(verb, 0));
+    const comma = before.findLastIndex((t) => t.kind === 'punct' && /^[,;—–-]$/.test(t.text));
+    if (comma > 0 && tellsStory(before.slice(0, comma)))
+      clause.slots.reason = truncate(text(before.slice(0, comma)), 200);
   }
 }
 

@@ -786,3 +786,17 @@ describe('orders named by reference in requests and checks', () => {
     ]);
   });
 });
+
+describe('a story with counts, or before the verb, is the refund reason', () => {
+  it('takes counts of things into the reason and never money', () => {
+    expect(steps(`Guest in room 204 checked out 2 nights early. Refund KSh 6,000 of ${P}`)).toMatchObject([
+      { kind: 'refund', paymentId: P, reason: 'Guest in room 204 checked out 2 nights early' },
+    ]);
+    expect(steps(`paid double by mistake, pls refund ${P} in full`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' }, reason: 'paid double by mistake' },
+    ]);
+    expect(steps(`customer returned 2 crates of Malta, refund ₦4,800 of ${P}`)).toMatchObject([
+      { kind: 'refund', reason: 'customer returned 2 crates of Malta' },
+    ]);
+  });
+});
