@@ -651,8 +651,14 @@ function storiesAsReasons(clauses: Clause[], now: Date): void {
     const verb = clause.tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
     const before = clause.tokens.slice(0, Math.max(verb, 0));
     const comma = before.findLastIndex((t) => t.kind === 'punct' && /^[,;—–-]$/.test(t.text));
-    if (comma > 0 && tellsStory(before.slice(0, comma)))
+    if (comma > 0 && tellsStory(before.slice(0, comma))) {
       clause.slots.reason = truncate(text(before.slice(0, comma)), 200);
+      continue;
+    }
+    // "refund the blue kente cloth order, it came torn": the story told after the request's last comma.
+    const last = clause.tokens.findLastIndex((t) => t.kind === 'punct' && /^[,;—–-]$/.test(t.text));
+    const after = clause.tokens.slice(last + 1);
+    if (verb >= 0 && last > verb && tellsStory(after)) clause.slots.reason = truncate(text(after), 200);
   }
 }
 

@@ -799,4 +799,13 @@ describe('a story with counts, or before the verb, is the refund reason', () => 
       { kind: 'refund', reason: 'customer returned 2 crates of Malta' },
     ]);
   });
+
+  it('takes the story after the request when the request gives no reason', () => {
+    expect(steps('refund the blue kente cloth order, it came torn')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['blue', 'kente', 'cloth'] }, reason: 'it came torn' },
+    ]);
+    expect(steps('refund all payments from yesterday, the POS was misconfigured')).toMatchObject([
+      { kind: 'refund_period', reason: 'the POS was misconfigured' },
+    ]);
+  });
 });
