@@ -1604,7 +1604,9 @@ export function fillSlots(
             (intent === 'create_payment' && token.text === ':' && isWord(tokens[i - 1], ...PAYMENT_NOUNS))) &&
           next !== undefined &&
           (isQuantity(next, tokens[i + 2]) ||
-            (next.kind === 'word' && !FREE_TEXT_STOP.has(next.lower) && !MEMO_LABELS.has(next.lower))) &&
+            (next.kind === 'word' && !FREE_TEXT_STOP.has(next.lower) && !MEMO_LABELS.has(next.lower)) ||
+            // "…: GH₵ 85.50, 'Waakye, family bowl', redirect …": a quoted name of what is sold.
+            (intent === 'create_payment' && next.kind === 'quoted' && !next.carries)) &&
           slots.memo === undefined
         ) {
           // "payment for 5 thousand cedis, 2 crates of Club beer", "pay 0x… 200 usdc, first instalment

@@ -809,3 +809,11 @@ describe('a story with counts, or before the verb, is the refund reason', () => 
     ]);
   });
 });
+
+describe('a quoted name of what is sold', () => {
+  it('is the description of a payment to create', () => {
+    expect(
+      steps("Make a payment link: GH₵ 85.50, 'Waakye, family bowl', redirect https://auntiemuni.gh/ok"),
+    ).toMatchObject([{ kind: 'create_payment', amountMinor: '8550', description: 'Waakye, family bowl' }]);
+  });
+});
