@@ -786,6 +786,15 @@ function dropCourtesy(tokens: Token[]): Token[] {
       if (isWord(tokens[i + 1], 'but')) i++;
       continue;
     }
+    // "(…, pls just once)", "…, only once.": the message asks for one run, as it does anyway.
+    if (
+      isWord(t, 'just', 'only') &&
+      isWord(tokens[i + 1], 'once') &&
+      (tokens[i + 2] === undefined || /^[.;!?,)]$/.test(tokens[i + 2]!.text))
+    ) {
+      i += 1;
+      continue;
+    }
     // "…, just one payment", "only one transfer": the message asks for one, as it says.
     if (
       isWord(t, 'just', 'only') &&

@@ -817,3 +817,13 @@ describe('a quoted name of what is sold', () => {
     ).toMatchObject([{ kind: 'create_payment', amountMinor: '8550', description: 'Waakye, family bowl' }]);
   });
 });
+
+describe('"just once" as emphasis', () => {
+  it('runs once, as the message does anyway, beside a story of what went twice', () => {
+    expect(
+      steps(`pay 75 usdc to ${A} for the cleaning (last time it went twice, pls just once)`),
+    ).toMatchObject([{ kind: 'payout', amountMinor: '75000000', toAddress: A, memo: 'the cleaning' }]);
+    // "once" that may be a condition still asks.
+    expect(asks(`pay 75 usdc to ${A} just once delivered`)).toContain('"once"');
+  });
+});
