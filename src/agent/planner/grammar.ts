@@ -411,7 +411,25 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     ) ||
     (has('payment', 'payout', 'transfer') && hasAmount && hasAddress && !has('refund', 'split')) ||
     tokens.some((token, i) => token.kind === 'amount' && tokens.slice(i + 1, i + 4).some((t) => isWord(t, 'to')));
-  const payoutVerb = words.some((word) => PAYOUT_VERBS.has(word)) || (arrow && hasAddress && hasAmount);
+  // "Amount: 275 USDC / Wallet: 0x… / Ref: MSA-0318 / Approved by: Achieng": a payout ticket's
+  // labelled lines. One that tells what already happened ("Status: sent", "Paid: …") is a receipt.
+  const labelled = (...labels: string[]): boolean =>
+    tokens.some((token, i) => isWord(token, ...labels) && tokens[i + 1]?.text === ':');
+  const ticket =
+    labelled('amount') &&
+    tokens.some(
+      (token, i) =>
+        isWord(token, 'wallet', 'address', 'recipient', 'beneficiary') &&
+        tokens[i + 1]?.text === ':' &&
+        tokens[i + 2]?.kind === 'address',
+    ) &&
+    !words.some(
+      (word, k) =>
+        STATUS_WORDS.has(word) ||
+        (PAST.has(word) && !(['approved', 'authorised', 'authorized'].includes(word) && words[k + 1] === 'by')),
+    );
+  const payoutVerb =
+    words.some((word) => PAYOUT_VERBS.has(word)) || ((arrow || ticket) && hasAddress && hasAmount);
   if (payoutVerb && (hasAddress || !hasId)) {
     if (has('paid', 'settled') && !hasAddress && hasId) return 'payment_status';
     return 'payout';

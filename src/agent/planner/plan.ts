@@ -547,12 +547,19 @@ function joinAddressLines(clauses: readonly Token[][]): Token[][] {
       );
     // A ticket's labelled lines ("Amount: 850 USDC", "Wallet: 0x…", "Ref: CLN-0326") are one request.
     const first = clause.find((token) => token.kind !== 'punct');
-    const labelledLine =
-      first?.kind === 'word' &&
-      FORM_LABELS.has(first.lower) &&
-      clause[clause.indexOf(first) + 1]?.text === ':' &&
-      out.length > 0;
-    if ((onlyAddresses || labelledLine) && out.length > 0) out[out.length - 1] = [...out[out.length - 1]!, ...clause];
+    const label = first?.kind === 'word' && clause[clause.indexOf(first) + 1]?.text === ':';
+    const labelledLine = label && FORM_LABELS.has(first.lower) && out.length > 0;
+    // Under a form, a line of any other label ("Status: sent") or one telling what was done ("Paid
+    // on 12 March") belongs to it too, so its words are placed or asked about with the form's values:
+    // a record of a payout made is no request to make it again.
+    const previous = out.at(-1)?.find((token) => token.kind !== 'punct');
+    const underForm =
+      previous?.kind === 'word' &&
+      FORM_LABELS.has(previous.lower) &&
+      out.at(-1)![out.at(-1)!.indexOf(previous) + 1]?.text === ':' &&
+      (label || (first?.kind === 'word' && PAST.has(first.lower) && clause[clause.indexOf(first) + 1]?.text.toLowerCase() !== 'by'));
+    if ((onlyAddresses || labelledLine || underForm) && out.length > 0)
+      out[out.length - 1] = [...out[out.length - 1]!, ...clause];
     else out.push(clause);
   }
   return out;

@@ -827,3 +827,17 @@ describe('"just once" as emphasis', () => {
     expect(asks(`pay 75 usdc to ${A} just once delivered`)).toContain('"once"');
   });
 });
+
+describe('a payout ticket of labelled lines', () => {
+  it('pays the amount to the wallet labelled, with its reference', () => {
+    expect(steps(`Amount: 275 USDC\nWallet: ${A}\nRef: MSA-0318\nApproved by: Achieng (Finance)`)).toMatchObject([
+      { kind: 'payout', amountMinor: '275000000', toAddress: A, reference: 'MSA-0318' },
+    ]);
+  });
+  it('asks when the form may record a payout already made', () => {
+    expect(asks(`Amount: 275 USDC\nTo: ${A}\nStatus: sent`)).toContain('"Status"');
+    expect(asks(`Amount: 275 USDC\nWallet: ${A}\nStatus: sent`)).toContain('275 USDC');
+    expect(asks(`pay 275 USDC to ${A}. Status: sent`)).toContain('"Status"');
+    expect(asks(`Amount: 275 USDC\nTo: ${A}\nPaid on 12 March`)).toContain('12 March');
+  });
+});
