@@ -692,6 +692,47 @@ function isVerbLike(word: string): boolean {
   return ['pay', 'send', 'transfer', 'payout', 'remit', 'wire', 'refund', 'reimburse', 'give'].includes(word);
 }
 
+/** Words that say a wallet named is no longer the one to pay. */
+const STALE = new Set(['old', 'previous', 'former', 'earlier', 'last', 'used', 'wrong', 'not', 'no', 'never']);
+
+/**
+ * "Olu's wallet: 0x…. Pay him 100 USDC for the Lekki delivery": a sentence that gives one wallet
+ * and nothing else, then a single payout to "him"/"her"/"them" that names no address, pays that
+ * wallet. Any other shape (two wallets, two payouts, an address in the payout) is left to be asked.
+ */
+function borrowNamedWallet(clauses: readonly Clause[], borrowed: Set<number>): void {
+  const payouts = clauses.filter((clause) => clause.intent !== undefined);
+  if (payouts.length !== 1) return;
+  const payout = payouts[0]!;
+  const verb = payout.tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
+  const pronoun = payout.tokens[verb + 1];
+  if (
+    payout.intent !== 'payout' ||
+    payout.slots.addresses.length > 0 ||
+    payout.tokens.some((t) => t.kind === 'address' || t.kind === 'bad_address') ||
+    pronoun?.kind !== 'word' ||
+    !['him', 'her', 'them'].includes(pronoun.lower)
+  )
+    return;
+  const wallets = clauses
+    .filter((clause) => clause.intent === undefined)
+    .flatMap((clause) => {
+      const address = clause.tokens.filter((t) => t.kind === 'address' || t.kind === 'bad_address');
+      const names = clause.tokens.some((t) => t.kind === 'word' && ['wallet', 'address'].includes(t.lower));
+      // "Olu's old wallet was 0x…" names one no longer to be paid.
+      const plain = clause.tokens.every(
+        (t) =>
+          (t.kind === 'word' && !PAST.has(t.lower) && !STALE.has(t.lower)) || t.kind === 'punct' || t.kind === 'address',
+      );
+      return address.length === 1 && names && plain ? [{ clause, address: address[0]! }] : [];
+    });
+  const wallet = wallets[0];
+  if (wallets.length !== 1 || wallet?.address.kind !== 'address') return;
+  payout.slots.addresses.push(wallet.address);
+  payout.consumed.add(pronoun.index);
+  borrowed.add(wallet.address.index);
+}
+
 /**
  * "Refund it" uses the one payment the clause before named ("check pay_… then refund it"), or the
  * one payment id of the message's context sentences; a payment's redirect link written in its own
@@ -720,6 +761,7 @@ function borrowContextIds(clauses: Clause[]): Set<number> {
     creating[0]!.slots.url = urls[0]!.value;
     borrowed.add(urls[0]!.index);
   }
+  borrowNamedWallet(clauses, borrowed);
   const wanting = clauses.filter((clause) => clause.intent !== undefined && clause.wantsPaymentFromContext);
   if (wanting.length !== 1) return borrowed;
   const contextIds = clauses

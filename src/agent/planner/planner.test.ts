@@ -841,3 +841,16 @@ describe('a payout ticket of labelled lines', () => {
     expect(asks(`Amount: 275 USDC\nTo: ${A}\nPaid on 12 March`)).toContain('12 March');
   });
 });
+
+describe('a wallet named in its own sentence', () => {
+  it('is paid by a single payout to "him"/"her" that names no address', () => {
+    expect(steps(`Olu's wallet: ${A}. Pay him 100 USDC for the Lekki delivery`)).toMatchObject([
+      { kind: 'payout', amountMinor: '100000000', toAddress: A, memo: 'the Lekki delivery' },
+    ]);
+  });
+  it('is not paid when it is old, one of two, or the payout names its own', () => {
+    expect(asks(`Olu's old wallet was ${A}. Pay him 100 USDC`)).toContain('I only pay an address');
+    expect(asks(`Olu's wallet: ${A}. Ada's wallet: ${B}. Pay him 100 USDC`)).toContain('I only pay an address');
+    expect(asks(`Olu's wallet: ${A}. Pay him 100 USDC. Pay her 50 USDC`)).toContain('I only pay an address');
+  });
+});
