@@ -1233,6 +1233,10 @@ function freeText(
     )
   )
     return { value, end: i, consumed, runsInto: stop };
+  // "refund pay_B, skip pay_A", "…, exclude pay_A": words of a reason that lead straight into another
+  // payment say something about it (often to leave it alone); it is never a second refund unasked.
+  if (kind === 'reason' && stop?.kind === 'payment_id' && last?.kind === 'word')
+    return { value, end: i, consumed, runsInto: stop };
   return { value, end: i, consumed };
 }
 

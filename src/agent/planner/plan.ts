@@ -252,16 +252,26 @@ function excludedAlternatives(tokens: readonly Token[], dropped: Set<number>): v
     )
       at++;
     const value = tokens[at];
+    // "refund pay_B (the duplicate), keep pay_A", "…, leave pay_A alone": a payment kept is ruled
+    // out as "not pay_A" is. ("keep 500 naira" changes the amount and stays to be asked.)
+    const keeps =
+      not.kind === 'word' && ['keep', 'leave'].includes(not.lower) && at === i + 1 && value?.kind === 'payment_id';
     if (
       value === undefined ||
       not.kind !== 'word' ||
-      not.lower !== 'not' ||
+      (not.lower !== 'not' && !keeps) ||
       !VALUE_KINDS.includes(value.kind) ||
       dropped.has(not.index)
     )
       continue;
     const others = tokens.filter((t, k) => k !== at && t.kind === value.kind && !dropped.has(t.index));
     if (others.every((t) => sameValue(t, value))) continue;
+    // "leave pay_A alone", "keep pay_A untouched": the word after says the same.
+    const after = tokens[at + 1];
+    if (keeps && after?.kind === 'word' && ['alone', 'untouched'].includes(after.lower)) {
+      for (const word of tokens.slice(i, at + 2)) dropped.add(word.index);
+      continue;
+    }
     const following = tokens[at + 1];
     // "not 300 but 30" is read by the rule for "not … but …".
     if (following?.kind === 'word' && following.lower === 'but') continue;

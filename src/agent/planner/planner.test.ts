@@ -854,3 +854,16 @@ describe('a wallet named in its own sentence', () => {
     expect(asks(`Olu's wallet: ${A}. Pay him 100 USDC. Pay her 50 USDC`)).toContain('I only pay an address');
   });
 });
+
+describe('a payment the merchant keeps out of a refund', () => {
+  it('is ruled out by "keep" or "leave … alone", as by "not"', () => {
+    expect(steps(`Customer was charged twice for the same bag of rice. Refund ${Q} (the duplicate), keep ${P}.`)).toEqual([
+      { kind: 'refund', paymentId: Q, amount: { type: 'full' }, reason: 'the duplicate' },
+    ]);
+    expect(steps(`Refund ${Q}, leave ${P} alone`)).toEqual([{ kind: 'refund', paymentId: Q, amount: { type: 'full' } }]);
+  });
+  it('is never refunded by words that lead into it ("skip", "spare", "exclude")', () => {
+    for (const word of ['skip', 'spare', 'exclude', 'forget', 'do nothing on'])
+      expect(asks(`refund ${Q}, ${word} ${P}`)).toContain('runs into');
+  });
+});
