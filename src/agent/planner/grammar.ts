@@ -428,8 +428,7 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
         STATUS_WORDS.has(word) ||
         (PAST.has(word) && !(['approved', 'authorised', 'authorized'].includes(word) && words[k + 1] === 'by')),
     );
-  const payoutVerb =
-    words.some((word) => PAYOUT_VERBS.has(word)) || ((arrow || ticket) && hasAddress && hasAmount);
+  const payoutVerb = words.some((word) => PAYOUT_VERBS.has(word)) || ((arrow || ticket) && hasAddress && hasAmount);
   if (payoutVerb && (hasAddress || !hasId)) {
     if (has('paid', 'settled') && !hasAddress && hasId) return 'payment_status';
     return 'payout';
@@ -461,7 +460,9 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   const asksToCheck = words.findIndex((word) => ['confirm', 'check', 'verify'].includes(word));
   const checks =
     asksToCheck > 0 &&
-    words.slice(0, asksToCheck).every((word) => ['can', 'could', 'would', 'you', 'please', 'pls', 'kindly'].includes(word)) &&
+    words
+      .slice(0, asksToCheck)
+      .every((word) => ['can', 'could', 'would', 'you', 'please', 'pls', 'kindly'].includes(word)) &&
     words.slice(asksToCheck + 1).some((word) => STATUS_WORDS.has(word) && word !== 'check');
   // "has order INV-330 been paid?": a question about an order named by its reference.
   if (
@@ -691,11 +692,7 @@ const RECIPIENT_NOUNS = new Set([
  * index), if the count at `i` follows "among"/"between" (with "our", "my", "the", "these" or "all"
  * between) and one to three plain words lead to a colon.
  */
-function recipientsNamed(
-  tokens: readonly Token[],
-  i: number,
-  significant: (t: Token) => boolean,
-): number | undefined {
+function recipientsNamed(tokens: readonly Token[], i: number, significant: (t: Token) => boolean): number | undefined {
   const token = tokens[i];
   if (token?.kind !== 'amount' || token.number.type !== 'exact' || !/^\d{1,2}$/.test(token.number.text))
     return undefined;
@@ -1456,7 +1453,12 @@ export function fillSlots(
         // "evenly among our 6 stall keepers:": a count after "among", named by any plain words up
         // to the colon before the list, counts the recipients too (the addresses must match it).
         const named = recipientsNamed(tokens, i, significant);
-        if (intent === 'split' && token.currency === undefined && named !== undefined) {
+        if (
+          intent === 'split' &&
+          token.currency === undefined &&
+          token.number.type === 'exact' &&
+          named !== undefined
+        ) {
           slots.recipients = Number(token.number.text);
           use(token, ...tokens.slice(i + 1, named));
           i = named - 1;

@@ -567,7 +567,10 @@ function joinAddressLines(clauses: readonly Token[][]): Token[][] {
       previous?.kind === 'word' &&
       FORM_LABELS.has(previous.lower) &&
       out.at(-1)![out.at(-1)!.indexOf(previous) + 1]?.text === ':' &&
-      (label || (first?.kind === 'word' && PAST.has(first.lower) && clause[clause.indexOf(first) + 1]?.text.toLowerCase() !== 'by'));
+      (label ||
+        (first?.kind === 'word' &&
+          PAST.has(first.lower) &&
+          clause[clause.indexOf(first) + 1]?.text.toLowerCase() !== 'by'));
     if ((onlyAddresses || labelledLine || underForm) && out.length > 0)
       out[out.length - 1] = [...out[out.length - 1]!, ...clause];
     else out.push(clause);
@@ -651,7 +654,10 @@ function storiesAsReasons(clauses: Clause[], now: Date): void {
         t.kind === 'code' ||
         // "customer returned 2 crates", "Guest in room 204 checked out 2 nights early": counts and
         // numbers naming things, never money (no currency), are words of the story.
-        (t.kind === 'amount' && t.currency === undefined && t.number.type === 'exact' && /^\d{1,4}$/.test(t.number.text)) ||
+        (t.kind === 'amount' &&
+          t.currency === undefined &&
+          t.number.type === 'exact' &&
+          /^\d{1,4}$/.test(t.number.text)) ||
         (t.kind === 'date' && t.range !== undefined && t.range.to.getTime() <= now.getTime()),
     );
   const isStory = (clause: Clause | undefined): clause is Clause =>
@@ -732,7 +738,9 @@ function borrowNamedWallet(clauses: readonly Clause[], borrowed: Set<number>): v
       // "Olu's old wallet was 0x…" names one no longer to be paid.
       const plain = clause.tokens.every(
         (t) =>
-          (t.kind === 'word' && !PAST.has(t.lower) && !STALE.has(t.lower)) || t.kind === 'punct' || t.kind === 'address',
+          (t.kind === 'word' && !PAST.has(t.lower) && !STALE.has(t.lower)) ||
+          t.kind === 'punct' ||
+          t.kind === 'address',
       );
       return address.length === 1 && names && plain ? [{ clause, address: address[0]! }] : [];
     });

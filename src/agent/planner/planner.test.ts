@@ -745,7 +745,13 @@ describe('forms found by the seventh held-out set', () => {
 describe('recipients counted by any name before the list', () => {
   it('counts "among our 6 stall keepers:" against the addresses written', () => {
     expect(steps(`split 250 usdc evenly among our 2 stall keepers:\n1. ${A}\n2. ${B}`)).toMatchObject([
-      { kind: 'split', splits: [{ toAddress: A, shareParts: 1 }, { toAddress: B, shareParts: 1 }] },
+      {
+        kind: 'split',
+        splits: [
+          { toAddress: A, shareParts: 1 },
+          { toAddress: B, shareParts: 1 },
+        ],
+      },
     ]);
     expect(asks(`split 250 usdc evenly among our 3 stall keepers:\n1. ${A}\n2. ${B}`)).toContain(
       '3 recipients counted but 2 addresses given',
@@ -820,9 +826,9 @@ describe('a quoted name of what is sold', () => {
 
 describe('"just once" as emphasis', () => {
   it('runs once, as the message does anyway, beside a story of what went twice', () => {
-    expect(
-      steps(`pay 75 usdc to ${A} for the cleaning (last time it went twice, pls just once)`),
-    ).toMatchObject([{ kind: 'payout', amountMinor: '75000000', toAddress: A, memo: 'the cleaning' }]);
+    expect(steps(`pay 75 usdc to ${A} for the cleaning (last time it went twice, pls just once)`)).toMatchObject([
+      { kind: 'payout', amountMinor: '75000000', toAddress: A, memo: 'the cleaning' },
+    ]);
     // "once" that may be a condition still asks.
     expect(asks(`pay 75 usdc to ${A} just once delivered`)).toContain('"once"');
   });
@@ -857,10 +863,12 @@ describe('a wallet named in its own sentence', () => {
 
 describe('a payment the merchant keeps out of a refund', () => {
   it('is ruled out by "keep" or "leave … alone", as by "not"', () => {
-    expect(steps(`Customer was charged twice for the same bag of rice. Refund ${Q} (the duplicate), keep ${P}.`)).toEqual([
-      { kind: 'refund', paymentId: Q, amount: { type: 'full' }, reason: 'the duplicate' },
+    expect(
+      steps(`Customer was charged twice for the same bag of rice. Refund ${Q} (the duplicate), keep ${P}.`),
+    ).toEqual([{ kind: 'refund', paymentId: Q, amount: { type: 'full' }, reason: 'the duplicate' }]);
+    expect(steps(`Refund ${Q}, leave ${P} alone`)).toEqual([
+      { kind: 'refund', paymentId: Q, amount: { type: 'full' } },
     ]);
-    expect(steps(`Refund ${Q}, leave ${P} alone`)).toEqual([{ kind: 'refund', paymentId: Q, amount: { type: 'full' } }]);
   });
   it('is never refunded by words that lead into it ("skip", "spare", "exclude")', () => {
     for (const word of ['skip', 'spare', 'exclude', 'forget', 'do nothing on'])
