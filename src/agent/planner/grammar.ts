@@ -1103,6 +1103,20 @@ function freeText(
       taken.push(token);
       continue;
     }
+    // "refund half of pay_…, the other half (of the order) was delivered": the rest of a share the
+    // request already took, named in its story, is no second share.
+    if (
+      kind === 'reason' &&
+      isWord(token, 'other') &&
+      isWord(tokens[i - 1], 'the') &&
+      next?.kind === 'fraction' &&
+      tokens.slice(0, start).some((t) => t.kind === 'fraction' && t.text.toLowerCase() === next.text.toLowerCase())
+    ) {
+      consumed.push(token.index, next.index);
+      taken.push(token, next);
+      i++;
+      continue;
+    }
     if (token.kind === 'word') {
       if (FREE_TEXT_STOP.has(token.lower)) break;
       if (SELF_CORRECTION.has(token.lower) || (isWord(token, 'my') && isWord(next, 'bad'))) break;

@@ -875,3 +875,17 @@ describe('a payment the merchant keeps out of a refund', () => {
       expect(asks(`refund ${Q}, ${word} ${P}`)).toContain('runs into');
   });
 });
+
+describe('the rest of a share, named in the story', () => {
+  it('is the reason of the share refunded, and asked when the refund took no such share', () => {
+    expect(steps(`abeg refund half of ${P}, the other half of the order don reach am`)).toMatchObject([
+      {
+        kind: 'refund',
+        amount: { type: 'share', label: 'half' },
+        reason: 'the other half of the order don reach am',
+      },
+    ]);
+    expect(asks(`refund ${P}, the other half was delivered`)).toContain('"other"');
+    expect(asks(`refund a quarter of ${P}, the other half was delivered`)).toContain('"other"');
+  });
+});
