@@ -491,7 +491,8 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     !hasAddress &&
     tokens.every((token) => token.kind !== 'amount' || token.currency === undefined) &&
     tokens.some((token, i) => isWord(token, 'payment', 'order') && isWord(tokens[i + 1], 'for')) &&
-    words.some((word) => STATUS_WORDS.has(word) && word !== 'check') &&
+    (words.some((word) => STATUS_WORDS.has(word) && word !== 'check') ||
+      tokens.some((token, i) => isWord(token, 'come', 'came') && isWord(tokens[i + 1], 'in'))) &&
     ['has', 'is', 'did', 'was', 'have'].includes(lead ?? '')
   )
     return 'payment_status';
@@ -802,12 +803,19 @@ function dropCourtesy(tokens: Token[]): Token[] {
       continue;
     }
     // "(…, pls just once)", "…, only once.": the message asks for one run, as it does anyway.
+    // "…, just once this time", "so only once please".
+    const onceEnd =
+      isWord(tokens[i + 2], 'this') && isWord(tokens[i + 3], 'time')
+        ? i + 3
+        : isWord(tokens[i + 2], 'please', 'pls', 'abeg')
+          ? i + 2
+          : i + 1;
     if (
       isWord(t, 'just', 'only') &&
       isWord(tokens[i + 1], 'once') &&
-      (tokens[i + 2] === undefined || /^[.;!?,)]$/.test(tokens[i + 2]!.text))
+      (tokens[onceEnd + 1] === undefined || /^[.;!?,)]$/.test(tokens[onceEnd + 1]!.text))
     ) {
-      i += 1;
+      i = onceEnd;
       continue;
     }
     // "…, just one payment", "only one transfer": the message asks for one, as it says.

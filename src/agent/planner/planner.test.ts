@@ -889,3 +889,19 @@ describe('the rest of a share, named in the story', () => {
     expect(asks(`refund a quarter of ${P}, the other half was delivered`)).toContain('"other"');
   });
 });
+
+describe('more wordings of the same forms', () => {
+  it('reads "(voice note)", "just once this time", "so only once please" and "come in"', () => {
+    expect(steps(`(voice note) send 20 usdc to ${A}`)).toMatchObject([{ kind: 'payout', amountMinor: '20000000' }]);
+    expect(steps(`pay 75 usdc to ${A} (it went twice last month, just once this time)`)).toMatchObject([
+      { kind: 'payout', amountMinor: '75000000', toAddress: A },
+    ]);
+    expect(steps(`pay 75 usdc to ${A}. last time it went out twice, so only once please`)).toMatchObject([
+      { kind: 'payout', amountMinor: '75000000', toAddress: A },
+    ]);
+    expect(steps('Hello, has the payment for the red agbada come in?')).toMatchObject([
+      { kind: 'payment_status', lookup: { words: ['red', 'agbada'] } },
+    ]);
+    expect(asks(`pay 75 usdc to ${A} just once this time delivered`)).toContain('"once"');
+  });
+});

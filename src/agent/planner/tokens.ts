@@ -504,7 +504,7 @@ export function tokenize(message: string, now: Date): Token[] {
     .replace(NAIRA_LETTER, '₦')
     // "[voice note] eh hello, um, please pay …": a transcript's label says how the merchant spoke.
     .replace(
-      /^\s*\[(?:(?:voice (?:note|message|memo)|audio(?: message)?)(?: transcri(?:pt|ption|bed))?|transcri(?:pt|ption|bed))\]\s*/i,
+      /^\s*[[(](?:(?:voice (?:note|message|memo)|audio(?: message)?)(?: transcri(?:pt|ption|bed))?|transcri(?:pt|ption|bed))[\])]\s*/i,
       '',
     )
     // "Order no. O-17", "ref no. 4471": the abbreviation of "number", whose dot ends no sentence.
