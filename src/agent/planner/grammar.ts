@@ -1988,12 +1988,18 @@ export function fillSlots(
           (w === 'as' && isWord(next, 'per', 'requested'))
         ) {
           const start = w === 'due' || (w === 'reason' && next?.kind === 'punct') ? i + 2 : i + 1;
-          const { value, end, consumed: inText, runsInto } = freeText(tokens, start, 'reason');
+          // "pay 50 usdc to 0x… because he fixed the roof", a ticket's "Reason: March commission":
+          // why a payout is made is what it is for, its memo (one only: a second text is asked).
+          const memo = intent === 'payout' && slots.memo === undefined;
+          const { value, end, consumed: inText, runsInto } = freeText(tokens, start, memo ? 'memo' : 'reason');
           if (runsInto)
             problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
           if (value !== '') {
             for (const index of inText) consumed.add(index);
-            slots.reason ??= value;
+            if (memo) {
+              slots.memos.push(value);
+              slots.memo = value;
+            } else slots.reason ??= value;
             i = end - 1;
           }
         } else if (w === 'ref' || w === 'reference' || w === 'ref.') {

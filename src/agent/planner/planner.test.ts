@@ -905,3 +905,16 @@ describe('more wordings of the same forms', () => {
     expect(asks(`pay 75 usdc to ${A} just once this time delivered`)).toContain('"once"');
   });
 });
+
+describe('why a payout is made', () => {
+  it('is its memo, said with "because" or a "Reason:" label', () => {
+    expect(steps(`pay 50 usdc to ${A} because he fixed the roof`)).toMatchObject([
+      { kind: 'payout', amountMinor: '50000000', toAddress: A, memo: 'he fixed the roof' },
+    ]);
+    expect(
+      steps(`Ticket #4471\nRequest: payout\nAmount: 120 USDC\nRecipient: ${A}\nReason: March commission`),
+    ).toMatchObject([{ kind: 'payout', amountMinor: '120000000', toAddress: A, memo: 'March commission' }]);
+    // Beside a memo already said, a second text is asked.
+    expect(asks(`pay 50 usdc to ${A} for rent because it is late`)).toContain('a reason');
+  });
+});
