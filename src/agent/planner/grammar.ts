@@ -1659,7 +1659,11 @@ export function fillSlots(
             (intent === 'create_payment' && token.text === ':' && isWord(tokens[i - 1], ...PAYMENT_NOUNS))) &&
           next !== undefined &&
           (isQuantity(next, tokens[i + 2]) ||
-            (next.kind === 'word' && !FREE_TEXT_STOP.has(next.lower) && !MEMO_LABELS.has(next.lower)) ||
+            (next.kind === 'word' &&
+              !FREE_TEXT_STOP.has(next.lower) &&
+              !MEMO_LABELS.has(next.lower) &&
+              // "… - Amount: 120 USDC - Wallet: 0x…": the next field's label is no memo.
+              tokens[i + 2]?.text !== ':') ||
             // "…: GH₵ 85.50, 'Waakye, family bowl', redirect …": a quoted name of what is sold.
             (intent === 'create_payment' && next.kind === 'quoted' && !next.carries)) &&
           slots.memo === undefined

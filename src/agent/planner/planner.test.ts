@@ -914,6 +914,10 @@ describe('why a payout is made', () => {
     expect(
       steps(`Ticket #4471\nRequest: payout\nAmount: 120 USDC\nRecipient: ${A}\nReason: March commission`),
     ).toMatchObject([{ kind: 'payout', amountMinor: '120000000', toAddress: A, memo: 'March commission' }]);
+    // The next field's label is no memo.
+    expect(steps(`Payout request - Amount: 120 USDC - Wallet: ${A}`)).toEqual([
+      { kind: 'payout', amountMinor: '120000000', toAddress: A },
+    ]);
     // Beside a memo already said, a second text is asked.
     expect(asks(`pay 50 usdc to ${A} for rent because it is late`)).toContain('a reason');
   });
