@@ -691,7 +691,7 @@ const RECIPIENT_NOUNS = new Set([
 /**
  * Where the words naming a count of recipients end ("among our 6 stall keepers:" → the colon's
  * index), if the count at `i` follows "among"/"between" (with "our", "my", "the", "these" or "all"
- * between) and one to three plain words lead to a colon.
+ * between) and up to three plain words lead to a colon ("between these 3:").
  */
 function recipientsNamed(tokens: readonly Token[], i: number, significant: (t: Token) => boolean): number | undefined {
   const token = tokens[i];
@@ -701,7 +701,7 @@ function recipientsNamed(tokens: readonly Token[], i: number, significant: (t: T
   if (!isWord(tokens[before], 'among', 'amongst', 'between')) return undefined;
   let j = i + 1;
   while (j <= i + 3 && tokens[j]?.kind === 'word' && !significant(tokens[j]!)) j++;
-  return j > i + 1 && tokens[j]?.text === ':' ? j : undefined;
+  return tokens[j]?.text === ':' ? j : undefined;
 }
 
 /** Verbs in the past that start a story before a request ("Guest checked out 2 nights early"). */

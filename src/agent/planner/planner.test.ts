@@ -756,6 +756,9 @@ describe('recipients counted by any name before the list', () => {
     expect(asks(`split 250 usdc evenly among our 3 stall keepers:\n1. ${A}\n2. ${B}`)).toContain(
       '3 recipients counted but 2 addresses given',
     );
+    expect(steps(`split 600 usdc equally between these 2: ${A}, ${B}`)).toMatchObject([
+      { kind: 'split', splits: [{ toAddress: A }, { toAddress: B }] },
+    ]);
   });
 });
 
