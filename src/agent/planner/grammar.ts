@@ -195,6 +195,12 @@ const STATUS_WORDS = new Set([
   'imefika',
   'status',
   'settled',
+  // "did pay_… settle?", "did it clear?": the verb after "did".
+  'settle',
+  'clear',
+  'arrive',
+  'succeed',
+  'fail',
   'paid',
   'through',
   'complete',

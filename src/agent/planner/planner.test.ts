@@ -906,6 +906,7 @@ describe('more wordings of the same forms', () => {
       { kind: 'payment_status', lookup: { words: ['red', 'agbada'] } },
     ]);
     expect(asks(`pay 75 usdc to ${A} just once this time delivered`)).toContain('"once"');
+    expect(steps(`Ama from Adum here. Did ${P} settle?`)).toEqual([{ kind: 'payment_status', paymentId: P }]);
   });
 });
 
