@@ -163,6 +163,25 @@ export function unplacedTokens(
       )
         continue;
       if (tellsThePast(clause.tokens, clause.tokens.indexOf(token))) continue;
+      // "Double charge on pay_…. Refund it", "refund the double charge on pay_…": naming a charge
+      // made twice tells what happened; "double" before anything else, or on a payout, could
+      // multiply what runs.
+      const at = clause.tokens.indexOf(token);
+      const namesTheCharge =
+        clause.intent === 'refund' &&
+        ['the', 'a'].includes(clause.tokens[at - 1]?.text.toLowerCase() ?? '') &&
+        clause.tokens[at - 2]?.kind === 'word' &&
+        MONEY_VERBS.has((clause.tokens[at - 2] as { lower: string }).lower);
+      if (
+        (context || namesTheCharge) &&
+        token.kind === 'word' &&
+        token.lower === 'double' &&
+        next?.kind === 'word' &&
+        ['charge', 'charged', 'charging', 'payment', 'debit', 'debited', 'billing', 'billed', 'deduction'].includes(
+          next.lower,
+        )
+      )
+        continue;
       // "Approved by: Ngozi" under a ticket: who signed it off (a held action is approved only by a person).
       if (
         context &&

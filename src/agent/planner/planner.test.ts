@@ -926,3 +926,19 @@ describe('why a payout is made', () => {
     expect(asks(`pay 50 usdc to ${A} for rent because it is late`)).toContain('a reason');
   });
 });
+
+describe('a charge made twice, named', () => {
+  it('tells what happened in its own sentence or as the charge refunded, and multiplies nowhere', () => {
+    expect(steps(`Double charge on ${P}. Refund it`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    expect(steps(`refund the double charge on ${P}`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    expect(asks(`double charge on ${P}, double refund it`)).toContain('"double"');
+    expect(asks(`pay 50 usdc double payment to ${A}`)).toContain('"double"');
+  });
+  it('asks when a reason leads into a second payment ("it duplicated pay_…")', () => {
+    expect(asks(`refund ${Q}, it duplicated ${P}`)).toContain('runs into');
+  });
+});
