@@ -211,6 +211,7 @@ const STATUS_WORDS = new Set([
   'expired',
   'happened',
   'update',
+  'news',
   'check',
   'track',
   'state',
@@ -477,7 +478,12 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     !hasAddress &&
     !hasAmount &&
     statusWord &&
-    (['has', 'is', 'did', 'was', 'status'].includes(lead ?? '') || tokens.at(-1)?.text === '?' || checks)
+    // "where is the payment for order A-77?", "any update on order A-77?": a question word leads too.
+    (['has', 'is', 'did', 'was', 'status', 'where', "where's", 'any', 'what', "what's", 'whats', 'how'].includes(
+      lead ?? '',
+    ) ||
+      tokens.at(-1)?.text === '?' ||
+      checks)
   )
     return 'payment_status';
   // "has the customer who bought the shea butter paid?": a payment described by what was bought.
@@ -653,6 +659,8 @@ export function referenceAt(tokens: readonly Token[], i: number): string | undef
   // "is ORD-2210 paid?", "has KE-88 settled?": so does one a question opens with.
   const shaped = /^[a-z]{1,6}-[a-z0-9-]*\d[a-z0-9-]*$/i.test(value);
   if (isWord(previous, 'on', 'for', 'of') && shaped) return value;
+  // "status A-77", "status of A-77": what a status is asked of.
+  if (shaped && isWord(previous, 'status') && tokens.slice(0, i - 1).every((t) => t.kind === 'punct')) return value;
   if (shaped && isWord(previous, 'is', 'has', 'was', 'did') && tokens.slice(0, i - 1).every((t) => t.kind === 'punct'))
     return value;
   return undefined;

@@ -790,6 +790,13 @@ describe('orders named by reference in requests and checks', () => {
     expect(
       steps('A customer says she paid for order KSM-2291 yesterday. Can you confirm it came through?'),
     ).toMatchObject([{ kind: 'payment_status', lookup: { reference: 'KSM-2291' } }]);
+    for (const question of [
+      'where is the payment for order A-77?',
+      'any news on order A-77?',
+      'what happened to order A-77?',
+      'status A-77',
+    ])
+      expect(steps(question)).toMatchObject([{ kind: 'payment_status', lookup: { reference: 'A-77' } }]);
     expect(steps('pls confirm whether order KSM-2291 was paid')).toMatchObject([
       { kind: 'payment_status', lookup: { reference: 'KSM-2291' } },
     ]);
