@@ -120,11 +120,23 @@ export function unplacedTokens(
 ): Unplaced[] {
   const consumedBySequencing = new Set(sequencers.map((token) => token.index));
   const out: Unplaced[] = [];
+  const movesMoney = clauses.some((c) => c.intent === 'payout' || c.intent === 'refund' || c.intent === 'split');
   for (const clause of clauses) {
     const context = clause.intent === undefined;
     const story = storyNotes(clause.tokens);
     const pastTense = clause.tokens.some((t) => t.kind === 'word' && PAST.has(t.lower));
     for (const token of clause.tokens) {
+      // "Amount: 275 USDC / To: 0x… / Status: sent": a form with a status line may be the record of
+      // a payout already made; making it again could pay twice, so it is asked about.
+      if (
+        movesMoney &&
+        token.kind === 'word' &&
+        token.lower === 'status' &&
+        clause.tokens[clause.tokens.indexOf(token) + 1]?.text === ':'
+      ) {
+        out.push({ token, clause: text(clause.tokens) });
+        continue;
+      }
       if (!isSignificant(token) || story.has(token.index)) continue;
       if (clause.consumed.has(token.index) || consumedBySequencing.has(token.index) || borrowed.has(token.index))
         continue;
@@ -151,6 +163,25 @@ export function unplacedTokens(
       )
         continue;
       if (tellsThePast(clause.tokens, clause.tokens.indexOf(token))) continue;
+      // "Double charge on pay_…. Refund it", "refund the double charge on pay_…": naming a charge
+      // made twice tells what happened; "double" before anything else, or on a payout, could
+      // multiply what runs.
+      const at = clause.tokens.indexOf(token);
+      const namesTheCharge =
+        clause.intent === 'refund' &&
+        ['the', 'a'].includes(clause.tokens[at - 1]?.text.toLowerCase() ?? '') &&
+        clause.tokens[at - 2]?.kind === 'word' &&
+        MONEY_VERBS.has((clause.tokens[at - 2] as { lower: string }).lower);
+      if (
+        (context || namesTheCharge) &&
+        token.kind === 'word' &&
+        token.lower === 'double' &&
+        next?.kind === 'word' &&
+        ['charge', 'charged', 'charging', 'payment', 'debit', 'debited', 'billing', 'billed', 'deduction'].includes(
+          next.lower,
+        )
+      )
+        continue;
       // "Approved by: Ngozi" under a ticket: who signed it off (a held action is approved only by a person).
       if (
         context &&

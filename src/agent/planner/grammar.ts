@@ -195,6 +195,12 @@ const STATUS_WORDS = new Set([
   'imefika',
   'status',
   'settled',
+  // "did pay_… settle?", "did it clear?": the verb after "did".
+  'settle',
+  'clear',
+  'arrive',
+  'succeed',
+  'fail',
   'paid',
   'through',
   'complete',
@@ -205,6 +211,7 @@ const STATUS_WORDS = new Set([
   'expired',
   'happened',
   'update',
+  'news',
   'check',
   'track',
   'state',
@@ -325,8 +332,11 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     if (has('refunded') && !words.some((word) => REFUND_VERBS.has(word))) return 'payment_status';
     return 'refund';
   }
+  // "money back for order #A-7731": an order named by its reference stands for the payment; "the
+  // customer wants money back for order #A-7731" tells what someone wants, which a request may follow.
+  const aboutSomeone = STATEMENT_SUBJECTS.includes(words[0] === 'the' ? (words[1] ?? '') : (first ?? ''));
   if (
-    hasId &&
+    (hasId || (hasReference && !aboutSomeone)) &&
     has('back') &&
     has('money', 'give', 'pay', 'send', 'return', 'cash', 'funds', 'customer', 'client', 'buyer')
   )
@@ -343,8 +353,7 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   if (createVerb && (paymentNoun || has('charge', 'bill')) && !hasAddress) return 'create_payment';
   if (hasUrl && (paymentNoun || has('charge', 'bill')) && !hasAddress && !hasId) return 'create_payment';
   // "The customer received a damaged item yesterday": a sentence about someone tells a story; what
-  // they received or took is no revenue question.
-  const aboutSomeone = STATEMENT_SUBJECTS.includes(words[0] === 'the' ? (words[1] ?? '') : (first ?? ''));
+  // they received or took is no revenue question (aboutSomeone).
   if (
     hasDate &&
     !hasAddress &&
@@ -409,7 +418,24 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     ) ||
     (has('payment', 'payout', 'transfer') && hasAmount && hasAddress && !has('refund', 'split')) ||
     tokens.some((token, i) => token.kind === 'amount' && tokens.slice(i + 1, i + 4).some((t) => isWord(t, 'to')));
-  const payoutVerb = words.some((word) => PAYOUT_VERBS.has(word)) || (arrow && hasAddress && hasAmount);
+  // "Amount: 275 USDC / Wallet: 0x… / Ref: MSA-0318 / Approved by: Achieng": a payout ticket's
+  // labelled lines. One that tells what already happened ("Status: sent", "Paid: …") is a receipt.
+  const labelled = (...labels: string[]): boolean =>
+    tokens.some((token, i) => isWord(token, ...labels) && tokens[i + 1]?.text === ':');
+  const ticket =
+    labelled('amount') &&
+    tokens.some(
+      (token, i) =>
+        isWord(token, 'wallet', 'address', 'recipient', 'beneficiary') &&
+        tokens[i + 1]?.text === ':' &&
+        tokens[i + 2]?.kind === 'address',
+    ) &&
+    !words.some(
+      (word, k) =>
+        STATUS_WORDS.has(word) ||
+        (PAST.has(word) && !(['approved', 'authorised', 'authorized'].includes(word) && words[k + 1] === 'by')),
+    );
+  const payoutVerb = words.some((word) => PAYOUT_VERBS.has(word)) || ((arrow || ticket) && hasAddress && hasAmount);
   if (payoutVerb && (hasAddress || !hasId)) {
     if (has('paid', 'settled') && !hasAddress && hasId) return 'payment_status';
     return 'payout';
@@ -436,6 +462,15 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
       ))
   )
     return 'payment_status';
+  // "can you confirm it came through?", "pls check whether order KSM-2291 was paid": a request to
+  // check is a question too.
+  const asksToCheck = words.findIndex((word) => ['confirm', 'check', 'verify'].includes(word));
+  const checks =
+    asksToCheck > 0 &&
+    words
+      .slice(0, asksToCheck)
+      .every((word) => ['can', 'could', 'would', 'you', 'please', 'pls', 'kindly'].includes(word)) &&
+    words.slice(asksToCheck + 1).some((word) => STATUS_WORDS.has(word) && word !== 'check');
   // "has order INV-330 been paid?": a question about an order named by its reference.
   if (
     hasReference &&
@@ -443,7 +478,12 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     !hasAddress &&
     !hasAmount &&
     statusWord &&
-    (['has', 'is', 'did', 'was', 'status'].includes(lead ?? '') || tokens.at(-1)?.text === '?')
+    // "where is the payment for order A-77?", "any update on order A-77?": a question word leads too.
+    (['has', 'is', 'did', 'was', 'status', 'where', "where's", 'any', 'what', "what's", 'whats', 'how'].includes(
+      lead ?? '',
+    ) ||
+      tokens.at(-1)?.text === '?' ||
+      checks)
   )
     return 'payment_status';
   // "has the customer who bought the shea butter paid?": a payment described by what was bought.
@@ -456,13 +496,25 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     ['has', 'is', 'did', 'was', 'have'].includes(lead ?? '')
   )
     return 'payment_status';
+  // "did the payment for the 2 crates of Malta Guinness go through?": a payment described by what
+  // it was for; a count there describes the order, an amount with a currency would be another ask.
+  if (
+    !hasId &&
+    !hasAddress &&
+    tokens.every((token) => token.kind !== 'amount' || token.currency === undefined) &&
+    tokens.some((token, i) => isWord(token, 'payment', 'order') && isWord(tokens[i + 1], 'for')) &&
+    (words.some((word) => STATUS_WORDS.has(word) && word !== 'check') ||
+      tokens.some((token, i) => isWord(token, 'come', 'came') && isWord(tokens[i + 1], 'in'))) &&
+    ['has', 'is', 'did', 'was', 'have'].includes(lead ?? '')
+  )
+    return 'payment_status';
   if (
     !hasId &&
     !hasAddress &&
     pronoun &&
     words.some((word) => STATUS_WORDS.has(word) && word !== 'check') &&
     // A question ("has it cleared?"), not a statement ("they insist they paid").
-    ['has', 'is', 'did', 'was', 'does', 'have', "hasn't", "isn't", "didn't"].includes(lead ?? '')
+    (['has', 'is', 'did', 'was', 'does', 'have', "hasn't", "isn't", "didn't"].includes(lead ?? '') || checks)
   )
     return 'payment_status';
   return undefined;
@@ -607,6 +659,8 @@ export function referenceAt(tokens: readonly Token[], i: number): string | undef
   // "is ORD-2210 paid?", "has KE-88 settled?": so does one a question opens with.
   const shaped = /^[a-z]{1,6}-[a-z0-9-]*\d[a-z0-9-]*$/i.test(value);
   if (isWord(previous, 'on', 'for', 'of') && shaped) return value;
+  // "status A-77", "status of A-77": what a status is asked of.
+  if (shaped && isWord(previous, 'status') && tokens.slice(0, i - 1).every((t) => t.kind === 'punct')) return value;
   if (shaped && isWord(previous, 'is', 'has', 'was', 'did') && tokens.slice(0, i - 1).every((t) => t.kind === 'punct'))
     return value;
   return undefined;
@@ -647,6 +701,22 @@ const RECIPIENT_NOUNS = new Set([
   'addresses',
   'of',
 ]);
+
+/**
+ * Where the words naming a count of recipients end ("among our 6 stall keepers:" → the colon's
+ * index), if the count at `i` follows "among"/"between" (with "our", "my", "the", "these" or "all"
+ * between) and up to three plain words lead to a colon ("between these 3:").
+ */
+function recipientsNamed(tokens: readonly Token[], i: number, significant: (t: Token) => boolean): number | undefined {
+  const token = tokens[i];
+  if (token?.kind !== 'amount' || token.number.type !== 'exact' || !/^\d{1,2}$/.test(token.number.text))
+    return undefined;
+  const before = isWord(tokens[i - 1], 'our', 'my', 'the', 'these', 'those', 'all') ? i - 2 : i - 1;
+  if (!isWord(tokens[before], 'among', 'amongst', 'between')) return undefined;
+  let j = i + 1;
+  while (j <= i + 3 && tokens[j]?.kind === 'word' && !significant(tokens[j]!)) j++;
+  return tokens[j]?.text === ':' ? j : undefined;
+}
 
 /** Verbs in the past that start a story before a request ("Guest checked out 2 nights early"). */
 const STORY_VERBS = new Set([
@@ -744,6 +814,22 @@ function dropCourtesy(tokens: Token[]): Token[] {
       i += 1;
       while (tokens[i + 1]?.text === ',') i++;
       if (isWord(tokens[i + 1], 'but')) i++;
+      continue;
+    }
+    // "(…, pls just once)", "…, only once.": the message asks for one run, as it does anyway.
+    // "…, just once this time", "so only once please".
+    const onceEnd =
+      isWord(tokens[i + 2], 'this') && isWord(tokens[i + 3], 'time')
+        ? i + 3
+        : isWord(tokens[i + 2], 'please', 'pls', 'abeg')
+          ? i + 2
+          : i + 1;
+    if (
+      isWord(t, 'just', 'only') &&
+      isWord(tokens[i + 1], 'once') &&
+      (tokens[onceEnd + 1] === undefined || /^[.;!?,)]$/.test(tokens[onceEnd + 1]!.text))
+    ) {
+      i = onceEnd;
       continue;
     }
     // "…, just one payment", "only one transfer": the message asks for one, as it says.
@@ -1039,6 +1125,20 @@ function freeText(
       taken.push(token);
       continue;
     }
+    // "refund half of pay_…, the other half (of the order) was delivered": the rest of a share the
+    // request already took, named in its story, is no second share.
+    if (
+      kind === 'reason' &&
+      isWord(token, 'other') &&
+      isWord(tokens[i - 1], 'the') &&
+      next?.kind === 'fraction' &&
+      tokens.slice(0, start).some((t) => t.kind === 'fraction' && t.text.toLowerCase() === next.text.toLowerCase())
+    ) {
+      consumed.push(token.index, next.index);
+      taken.push(token, next);
+      i++;
+      continue;
+    }
     if (token.kind === 'word') {
       if (FREE_TEXT_STOP.has(token.lower)) break;
       if (SELF_CORRECTION.has(token.lower) || (isWord(token, 'my') && isWord(next, 'bad'))) break;
@@ -1078,7 +1178,9 @@ function freeText(
               (token.lower === 'but' && isWord(next, 'never', "wasn't", "didn't", 'nothing', 'still')) ||
               !HARD_CONTROL_WORDS.has(token.lower) ||
               // "she called yesterday to cancel": what the customer wanted, not an instruction.
-              (token.lower === 'cancel' && isWord(tokens[i - 1], 'to'))
+              (token.lower === 'cancel' && isWord(tokens[i - 1], 'to')) ||
+              // "…, customer only got part of the order": what happened, not a condition.
+              (token.lower === 'only' && next?.kind === 'word' && PAST.has(next.lower))
             : !HARD_CONTROL_WORDS.has(token.lower);
         if (!allowed) break;
         consumed.push(token.index);
@@ -1163,6 +1265,10 @@ function freeText(
       'to',
     )
   )
+    return { value, end: i, consumed, runsInto: stop };
+  // "refund pay_B, skip pay_A", "…, exclude pay_A": words of a reason that lead straight into another
+  // payment say something about it (often to leave it alone); it is never a second refund unasked.
+  if (kind === 'reason' && stop?.kind === 'payment_id' && last?.kind === 'word')
     return { value, end: i, consumed, runsInto: stop };
   return { value, end: i, consumed };
 }
@@ -1380,6 +1486,20 @@ export function fillSlots(
           }
           break;
         }
+        // "evenly among our 6 stall keepers:": a count after "among", named by any plain words up
+        // to the colon before the list, counts the recipients too (the addresses must match it).
+        const named = recipientsNamed(tokens, i, significant);
+        if (
+          intent === 'split' &&
+          token.currency === undefined &&
+          token.number.type === 'exact' &&
+          named !== undefined
+        ) {
+          slots.recipients = Number(token.number.text);
+          use(token, ...tokens.slice(i + 1, named));
+          i = named - 1;
+          break;
+        }
         // "three ways", "3 ways": the number of equal shares.
         if (isWord(next, 'ways', 'way') && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
           slots.equal = { ways: Number(token.number.text) };
@@ -1553,7 +1673,13 @@ export function fillSlots(
             (intent === 'create_payment' && token.text === ':' && isWord(tokens[i - 1], ...PAYMENT_NOUNS))) &&
           next !== undefined &&
           (isQuantity(next, tokens[i + 2]) ||
-            (next.kind === 'word' && !FREE_TEXT_STOP.has(next.lower) && !MEMO_LABELS.has(next.lower))) &&
+            (next.kind === 'word' &&
+              !FREE_TEXT_STOP.has(next.lower) &&
+              !MEMO_LABELS.has(next.lower) &&
+              // "… - Amount: 120 USDC - Wallet: 0x…": the next field's label is no memo.
+              tokens[i + 2]?.text !== ':') ||
+            // "…: GH₵ 85.50, 'Waakye, family bowl', redirect …": a quoted name of what is sold.
+            (intent === 'create_payment' && next.kind === 'quoted' && !next.carries)) &&
           slots.memo === undefined
         ) {
           // "payment for 5 thousand cedis, 2 crates of Club beer", "pay 0x… 200 usdc, first instalment
@@ -1880,12 +2006,18 @@ export function fillSlots(
           (w === 'as' && isWord(next, 'per', 'requested'))
         ) {
           const start = w === 'due' || (w === 'reason' && next?.kind === 'punct') ? i + 2 : i + 1;
-          const { value, end, consumed: inText, runsInto } = freeText(tokens, start, 'reason');
+          // "pay 50 usdc to 0x… because he fixed the roof", a ticket's "Reason: March commission":
+          // why a payout is made is what it is for, its memo (one only: a second text is asked).
+          const memo = intent === 'payout' && slots.memo === undefined;
+          const { value, end, consumed: inText, runsInto } = freeText(tokens, start, memo ? 'memo' : 'reason');
           if (runsInto)
             problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
           if (value !== '') {
             for (const index of inText) consumed.add(index);
-            slots.reason ??= value;
+            if (memo) {
+              slots.memos.push(value);
+              slots.memo = value;
+            } else slots.reason ??= value;
             i = end - 1;
           }
         } else if (w === 'ref' || w === 'reference' || w === 'ref.') {
@@ -2064,17 +2196,31 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   // A quoted description is the description; else the words up to a comma or a dash after them
   // (", the batch was spoilt" tells why, it describes nothing).
   const quoted = tokens.filter((t) => t.kind === 'quoted' && !t.carries);
+  const asks = ['has', 'is', 'did', 'was', 'have'].includes(leadingWord(tokens) ?? '');
   // "the lady who bought the red agbada": what was bought describes the payment, not who bought it.
   let bought = tokens.findIndex((t) => t.kind === 'word' && BOUGHT.has(t.lower));
   // "customer wants a refund for the jollof party pack": what the refund is for describes it.
   if (bought < 0 && !hasNoun)
     bought = tokens.findIndex(
-      (t, i) => isWord(t, 'for', 'on') && isWord(tokens[i + 1], 'the') && tokens[i + 2]?.kind === 'word',
+      (t, i) =>
+        isWord(t, 'for', 'on') &&
+        isWord(tokens[i + 1], 'the') &&
+        // "for the blue kente cloth", "for the 2 crates of Malta": a count may open what was bought.
+        (tokens[i + 2]?.kind === 'word' || isQuantity(tokens[i + 2]!, tokens[i + 3])),
     );
   if (bought < 0 && !hasNoun) return undefined;
   for (const [i, token] of tokens.entries()) {
     if (i < bought) continue;
     if (token.kind === 'punct' && /^[,;—–]$/.test(token.text) && words.length > 0) break;
+    // "did the payment for the blue kente cloth go through?": the question's own verb ends what
+    // describes the payment.
+    if (
+      asks &&
+      words.length > 0 &&
+      ((token.kind === 'word' && STATUS_WORDS.has(token.lower)) ||
+        (isWord(token, 'go', 'gone', 'went', 'come', 'came') && isWord(tokens[i + 1], 'through', 'in')))
+    )
+      break;
     // "… wey buy the 2 crates of Malta Guinness say make we refund am": what the buyer says or asks
     // comes after what was bought, and describes nothing.
     if (

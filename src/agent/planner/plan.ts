@@ -252,16 +252,26 @@ function excludedAlternatives(tokens: readonly Token[], dropped: Set<number>): v
     )
       at++;
     const value = tokens[at];
+    // "refund pay_B (the duplicate), keep pay_A", "…, leave pay_A alone": a payment kept is ruled
+    // out as "not pay_A" is. ("keep 500 naira" changes the amount and stays to be asked.)
+    const keeps =
+      not.kind === 'word' && ['keep', 'leave'].includes(not.lower) && at === i + 1 && value?.kind === 'payment_id';
     if (
       value === undefined ||
       not.kind !== 'word' ||
-      not.lower !== 'not' ||
+      (not.lower !== 'not' && !keeps) ||
       !VALUE_KINDS.includes(value.kind) ||
       dropped.has(not.index)
     )
       continue;
     const others = tokens.filter((t, k) => k !== at && t.kind === value.kind && !dropped.has(t.index));
     if (others.every((t) => sameValue(t, value))) continue;
+    // "leave pay_A alone", "keep pay_A untouched": the word after says the same.
+    const after = tokens[at + 1];
+    if (keeps && after?.kind === 'word' && ['alone', 'untouched'].includes(after.lower)) {
+      for (const word of tokens.slice(i, at + 2)) dropped.add(word.index);
+      continue;
+    }
     const following = tokens[at + 1];
     // "not 300 but 30" is read by the rule for "not … but …".
     if (following?.kind === 'word' && following.lower === 'but') continue;
@@ -547,12 +557,22 @@ function joinAddressLines(clauses: readonly Token[][]): Token[][] {
       );
     // A ticket's labelled lines ("Amount: 850 USDC", "Wallet: 0x…", "Ref: CLN-0326") are one request.
     const first = clause.find((token) => token.kind !== 'punct');
-    const labelledLine =
-      first?.kind === 'word' &&
-      FORM_LABELS.has(first.lower) &&
-      clause[clause.indexOf(first) + 1]?.text === ':' &&
-      out.length > 0;
-    if ((onlyAddresses || labelledLine) && out.length > 0) out[out.length - 1] = [...out[out.length - 1]!, ...clause];
+    const label = first?.kind === 'word' && clause[clause.indexOf(first) + 1]?.text === ':';
+    const labelledLine = label && FORM_LABELS.has(first.lower) && out.length > 0;
+    // Under a form, a line of any other label ("Status: sent") or one telling what was done ("Paid
+    // on 12 March") belongs to it too, so its words are placed or asked about with the form's values:
+    // a record of a payout made is no request to make it again.
+    const previous = out.at(-1)?.find((token) => token.kind !== 'punct');
+    const underForm =
+      previous?.kind === 'word' &&
+      FORM_LABELS.has(previous.lower) &&
+      out.at(-1)![out.at(-1)!.indexOf(previous) + 1]?.text === ':' &&
+      (label ||
+        (first?.kind === 'word' &&
+          PAST.has(first.lower) &&
+          clause[clause.indexOf(first) + 1]?.text.toLowerCase() !== 'by'));
+    if ((onlyAddresses || labelledLine || underForm) && out.length > 0)
+      out[out.length - 1] = [...out[out.length - 1]!, ...clause];
     else out.push(clause);
   }
   return out;
@@ -625,21 +645,43 @@ function isStoryValue(token: Token): boolean {
  * words (a verb in the past, no money, address or id in it; a day gone by) is taken; it moves nothing.
  */
 function storiesAsReasons(clauses: Clause[], now: Date): void {
-  const isStory = (clause: Clause | undefined): clause is Clause =>
-    clause !== undefined &&
-    clause.intent === undefined &&
-    clause.tokens.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
-    clause.tokens.every(
+  const tellsStory = (tokens: readonly Token[]): boolean =>
+    tokens.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
+    tokens.every(
       (t) =>
         t.kind === 'word' ||
         t.kind === 'punct' ||
         t.kind === 'code' ||
+        // "customer returned 2 crates", "Guest in room 204 checked out 2 nights early": counts and
+        // numbers naming things, never money (no currency), are words of the story.
+        (t.kind === 'amount' &&
+          t.currency === undefined &&
+          t.number.type === 'exact' &&
+          /^\d{1,4}$/.test(t.number.text)) ||
         (t.kind === 'date' && t.range !== undefined && t.range.to.getTime() <= now.getTime()),
     );
+  const isStory = (clause: Clause | undefined): clause is Clause =>
+    clause !== undefined && clause.intent === undefined && tellsStory(clause.tokens);
   for (const [i, clause] of clauses.entries()) {
     if (clause.intent !== 'refund' || clause.slots.reason !== undefined) continue;
     const story = [clauses[i - 1], clauses[i + 1]].find(isStory);
-    if (story !== undefined) clause.slots.reason = truncate(text(story.tokens), 200);
+    if (story !== undefined) {
+      clause.slots.reason = truncate(text(story.tokens), 200);
+      continue;
+    }
+    // "paid double by mistake, pls refund pay_… in full": the story told before the verb, in the
+    // same sentence, up to its comma or dash.
+    const verb = clause.tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
+    const before = clause.tokens.slice(0, Math.max(verb, 0));
+    const comma = before.findLastIndex((t) => t.kind === 'punct' && /^[,;—–-]$/.test(t.text));
+    if (comma > 0 && tellsStory(before.slice(0, comma))) {
+      clause.slots.reason = truncate(text(before.slice(0, comma)), 200);
+      continue;
+    }
+    // "refund the blue kente cloth order, it came torn": the story told after the request's last comma.
+    const last = clause.tokens.findLastIndex((t) => t.kind === 'punct' && /^[,;—–-]$/.test(t.text));
+    const after = clause.tokens.slice(last + 1);
+    if (verb >= 0 && last > verb && tellsStory(after)) clause.slots.reason = truncate(text(after), 200);
   }
 }
 
@@ -664,6 +706,49 @@ function inheritIntents(clauses: Clause[], sequencers: readonly Token[]): void {
 
 function isVerbLike(word: string): boolean {
   return ['pay', 'send', 'transfer', 'payout', 'remit', 'wire', 'refund', 'reimburse', 'give'].includes(word);
+}
+
+/** Words that say a wallet named is no longer the one to pay. */
+const STALE = new Set(['old', 'previous', 'former', 'earlier', 'last', 'used', 'wrong', 'not', 'no', 'never']);
+
+/**
+ * "Olu's wallet: 0x…. Pay him 100 USDC for the Lekki delivery": a sentence that gives one wallet
+ * and nothing else, then a single payout to "him"/"her"/"them" that names no address, pays that
+ * wallet. Any other shape (two wallets, two payouts, an address in the payout) is left to be asked.
+ */
+function borrowNamedWallet(clauses: readonly Clause[], borrowed: Set<number>): void {
+  const payouts = clauses.filter((clause) => clause.intent !== undefined);
+  if (payouts.length !== 1) return;
+  const payout = payouts[0]!;
+  const verb = payout.tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
+  const pronoun = payout.tokens[verb + 1];
+  if (
+    payout.intent !== 'payout' ||
+    payout.slots.addresses.length > 0 ||
+    payout.tokens.some((t) => t.kind === 'address' || t.kind === 'bad_address') ||
+    pronoun?.kind !== 'word' ||
+    !['him', 'her', 'them'].includes(pronoun.lower)
+  )
+    return;
+  const wallets = clauses
+    .filter((clause) => clause.intent === undefined)
+    .flatMap((clause) => {
+      const address = clause.tokens.filter((t) => t.kind === 'address' || t.kind === 'bad_address');
+      const names = clause.tokens.some((t) => t.kind === 'word' && ['wallet', 'address'].includes(t.lower));
+      // "Olu's old wallet was 0x…" names one no longer to be paid.
+      const plain = clause.tokens.every(
+        (t) =>
+          (t.kind === 'word' && !PAST.has(t.lower) && !STALE.has(t.lower)) ||
+          t.kind === 'punct' ||
+          t.kind === 'address',
+      );
+      return address.length === 1 && names && plain ? [{ clause, address: address[0]! }] : [];
+    });
+  const wallet = wallets[0];
+  if (wallets.length !== 1 || wallet?.address.kind !== 'address') return;
+  payout.slots.addresses.push(wallet.address);
+  payout.consumed.add(pronoun.index);
+  borrowed.add(wallet.address.index);
 }
 
 /**
@@ -694,6 +779,7 @@ function borrowContextIds(clauses: Clause[]): Set<number> {
     creating[0]!.slots.url = urls[0]!.value;
     borrowed.add(urls[0]!.index);
   }
+  borrowNamedWallet(clauses, borrowed);
   const wanting = clauses.filter((clause) => clause.intent !== undefined && clause.wantsPaymentFromContext);
   if (wanting.length !== 1) return borrowed;
   const contextIds = clauses

@@ -503,7 +503,12 @@ export function tokenize(message: string, now: Date): Token[] {
     // "N2,500.00": Nigerian merchants write the naira sign as the letter N before the figure.
     .replace(NAIRA_LETTER, '₦')
     // "[voice note] eh hello, um, please pay …": a transcript's label says how the merchant spoke.
-    .replace(/^\s*\[(?:voice (?:note|message|memo)|audio(?: message)?|transcript|transcribed)\]\s*/i, '')
+    .replace(
+      /^\s*[[(](?:(?:voice (?:note|message|memo)|audio(?: message)?)(?: transcri(?:pt|ption|bed))?|transcri(?:pt|ption|bed))[\])]\s*/i,
+      '',
+    )
+    // "Order no. O-17", "ref no. 4471": the abbreviation of "number", whose dot ends no sentence.
+    .replace(/\b(order|invoice|receipt|transaction|booking|ref|reference)\s+no\.\s*(?=[#\w])/gi, '$1 number ')
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
