@@ -55,6 +55,15 @@ describe('withNewAmount', () => {
     ).toBeUndefined();
     expect(withNewAmount([payout], { kind: 'amount', amount: '20', currency: 'NGN' })).toBeUndefined();
   });
+
+  it('takes a figure only when its double holds it exactly, trailing zeros aside', () => {
+    expect(withNewAmount([payout], { kind: 'amount', amount: '2000.50', currency: undefined })).toEqual([
+      { tool: 'create_payout', input: { amount: 2000.5, to_address: ADDRESS } },
+    ]);
+    expect(
+      withNewAmount([payout], { kind: 'amount', amount: '100.00000000000000001', currency: undefined }),
+    ).toBeUndefined();
+  });
 });
 
 describe('conversationInstruction', () => {

@@ -1,3 +1,4 @@
+import { JsonNumber } from '../core/json-text.ts';
 import { understand } from './planner/plan.ts';
 import { tokenize } from './planner/tokens.ts';
 
@@ -172,18 +173,12 @@ export function withNewAmount(
   ) {
     return undefined;
   }
-  const amount = Number(reading.amount);
-  // Decimal text the reader produced; a JSON number is how tools take amounts (major units).
-  if (!Number.isFinite(amount) || String(amount) !== normalizedDecimal(reading.amount)) return undefined;
+  // Decimal text the reader produced; a JSON number is how tools take amounts (major units), so
+  // only a figure its double holds exactly, judged as the API judges a body's amount (JsonNumber).
+  const written = new JsonNumber(reading.amount, Number(reading.amount));
+  if (!written.exact) return undefined;
+  const amount = written.value;
   return proposed.map((call) => (call === target ? { tool: call.tool, input: { ...call.input, amount } } : call));
-}
-
-/** "2000.50" → "2000.5", "007" → "7": how a JS number prints the same value. */
-function normalizedDecimal(text: string): string {
-  const [whole = '0', fraction = ''] = text.split('.');
-  const int = whole.replace(/^0+(?=\d)/, '');
-  const frac = fraction.replace(/0+$/, '');
-  return frac === '' ? int : `${int}.${frac}`;
 }
 
 /**
