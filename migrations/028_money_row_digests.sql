@@ -66,23 +66,6 @@ begin
   return null;
 end $$;
 
-create trigger payments_recorded after insert or update or delete on payments
-  for each row execute function money_row_recorded();
-create trigger payouts_recorded after insert or update or delete on payouts
-  for each row execute function money_row_recorded();
-create trigger refunds_recorded after insert or update or delete on refunds
-  for each row execute function money_row_recorded();
-create trigger revenue_shares_recorded after insert or update or delete on revenue_shares
-  for each row execute function money_row_recorded();
-create trigger ledger_entries_recorded after insert or update or delete on ledger_entries
-  for each row execute function money_row_recorded();
-create trigger settlement_batches_recorded after insert or update or delete on settlement_batches
-  for each row execute function money_row_recorded();
--- The transfer queue too: a queued transfer's recipient or amount edited in place would be paid by
--- plainpay's own batch, every row above unchanged.
-create trigger transfers_recorded after insert or update or delete on transfers
-  for each row execute function money_row_recorded();
-
 -- TRUNCATE fires no row trigger: refused on the digests and on every table they cover, so that
 -- emptying a table (or the digests, to record new ones for edited rows) is never silent.
 create function money_rows_are_not_truncated() returns trigger language plpgsql as $$
@@ -92,20 +75,23 @@ begin
 end $$;
 create trigger money_row_digests_not_truncated before truncate on money_row_digests
   for each statement execute function money_rows_are_not_truncated();
-create trigger payments_not_truncated before truncate on payments
-  for each statement execute function money_rows_are_not_truncated();
-create trigger payouts_not_truncated before truncate on payouts
-  for each statement execute function money_rows_are_not_truncated();
-create trigger refunds_not_truncated before truncate on refunds
-  for each statement execute function money_rows_are_not_truncated();
-create trigger revenue_shares_not_truncated before truncate on revenue_shares
-  for each statement execute function money_rows_are_not_truncated();
-create trigger ledger_entries_not_truncated before truncate on ledger_entries
-  for each statement execute function money_rows_are_not_truncated();
-create trigger settlement_batches_not_truncated before truncate on settlement_batches
-  for each statement execute function money_rows_are_not_truncated();
-create trigger transfers_not_truncated before truncate on transfers
-  for each statement execute function money_rows_are_not_truncated();
+
+-- The money tables (MONEY_TABLES in src/audit/money-rows.ts), each with both triggers. The transfer
+-- queue is one: a queued transfer's recipient or amount edited in place would be paid by plainpay's
+-- own batch, every other row unchanged.
+do $$
+declare
+  money_table text;
+begin
+  foreach money_table in array array['payments', 'payouts', 'refunds', 'revenue_shares', 'ledger_entries',
+                                     'transfers', 'settlement_batches'] loop
+    execute format('create trigger %I after insert or update or delete on %I '
+                   'for each row execute function money_row_recorded()', money_table || '_recorded', money_table);
+    execute format('create trigger %I before truncate on %I '
+                   'for each statement execute function money_rows_are_not_truncated()',
+                   money_table || '_not_truncated', money_table);
+  end loop;
+end $$;
 
 -- The rows already there, as plainpay wrote them.
 insert into money_row_digests (table_name, row_id, account_id, livemode, digest, by_service)

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { appendActionLog, type AuditReport, lockAccountActions, verifyActionLog } from '../src/audit/action-log.ts';
+import { MONEY_TABLES } from '../src/audit/money-rows.ts';
 import { auditVerificationJob } from '../src/audit/verification-job.ts';
 import { auditCheckpoint, auditVerify } from '../src/cli/audit.ts';
 import { createLogger } from '../src/core/logger.ts';
@@ -172,6 +173,20 @@ describe('audit verify covers the money rows', () => {
       .executeTakeFirstOrThrow();
     await outside([`update transfers set recipient = '${ADDRESS_B}' where id = '${transfer.id}'`]);
     await expectNamed(apiKey, actor.accountId, 'transfers', transfer.id, /session that is not plainpay's/);
+  });
+
+  it('every table verify reads has both triggers, and no other table has them', async () => {
+    const triggers = await sql<{ table_name: string; trigger_name: string }>`
+      select c.relname as table_name, t.tgname as trigger_name
+        from pg_trigger t join pg_class c on c.oid = t.tgrelid
+       where t.tgname like '%\_recorded' or t.tgname like '%\_not\_truncated'`.execute(runtime.db);
+    const tablesWith = (suffix: string) =>
+      triggers.rows
+        .filter((row) => row.trigger_name === `${row.table_name}${suffix}`)
+        .map((row) => row.table_name)
+        .sort();
+    expect(tablesWith('_recorded')).toEqual([...MONEY_TABLES].sort());
+    expect(tablesWith('_not_truncated')).toEqual([...MONEY_TABLES, 'money_row_digests'].sort());
   });
 
   it('TRUNCATE of a money table or of the digests is refused, even with the row triggers disabled', async () => {
