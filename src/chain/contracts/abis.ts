@@ -9,6 +9,60 @@ export const plainUsdAbi = [
   {
     inputs: [
       {
+        internalType: 'uint256',
+        name: 'validBefore',
+        type: 'uint256',
+      },
+    ],
+    name: 'AuthorizationExpired',
+    type: 'error',
+  },
+  {
+    inputs: [
+      {
+        internalType: 'uint256',
+        name: 'validAfter',
+        type: 'uint256',
+      },
+    ],
+    name: 'AuthorizationNotYetValid',
+    type: 'error',
+  },
+  {
+    inputs: [
+      {
+        internalType: 'address',
+        name: 'authorizer',
+        type: 'address',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'nonce',
+        type: 'bytes32',
+      },
+    ],
+    name: 'AuthorizationUsedOrCanceled',
+    type: 'error',
+  },
+  {
+    inputs: [
+      {
+        internalType: 'address',
+        name: 'caller',
+        type: 'address',
+      },
+      {
+        internalType: 'address',
+        name: 'payee',
+        type: 'address',
+      },
+    ],
+    name: 'CallerMustBePayee',
+    type: 'error',
+  },
+  {
+    inputs: [
+      {
         internalType: 'address',
         name: 'spender',
         type: 'address',
@@ -93,6 +147,11 @@ export const plainUsdAbi = [
     type: 'error',
   },
   {
+    inputs: [],
+    name: 'InvalidSignature',
+    type: 'error',
+  },
+  {
     inputs: [
       {
         internalType: 'address',
@@ -126,6 +185,44 @@ export const plainUsdAbi = [
       },
     ],
     name: 'Approval',
+    type: 'event',
+  },
+  {
+    anonymous: false,
+    inputs: [
+      {
+        indexed: true,
+        internalType: 'address',
+        name: 'authorizer',
+        type: 'address',
+      },
+      {
+        indexed: true,
+        internalType: 'bytes32',
+        name: 'nonce',
+        type: 'bytes32',
+      },
+    ],
+    name: 'AuthorizationCanceled',
+    type: 'event',
+  },
+  {
+    anonymous: false,
+    inputs: [
+      {
+        indexed: true,
+        internalType: 'address',
+        name: 'authorizer',
+        type: 'address',
+      },
+      {
+        indexed: true,
+        internalType: 'bytes32',
+        name: 'nonce',
+        type: 'bytes32',
+      },
+    ],
+    name: 'AuthorizationUsed',
     type: 'event',
   },
   {
@@ -171,6 +268,58 @@ export const plainUsdAbi = [
     ],
     name: 'Transfer',
     type: 'event',
+  },
+  {
+    inputs: [],
+    name: 'CANCEL_AUTHORIZATION_TYPEHASH',
+    outputs: [
+      {
+        internalType: 'bytes32',
+        name: '',
+        type: 'bytes32',
+      },
+    ],
+    stateMutability: 'view',
+    type: 'function',
+  },
+  {
+    inputs: [],
+    name: 'DOMAIN_SEPARATOR',
+    outputs: [
+      {
+        internalType: 'bytes32',
+        name: '',
+        type: 'bytes32',
+      },
+    ],
+    stateMutability: 'view',
+    type: 'function',
+  },
+  {
+    inputs: [],
+    name: 'RECEIVE_WITH_AUTHORIZATION_TYPEHASH',
+    outputs: [
+      {
+        internalType: 'bytes32',
+        name: '',
+        type: 'bytes32',
+      },
+    ],
+    stateMutability: 'view',
+    type: 'function',
+  },
+  {
+    inputs: [],
+    name: 'TRANSFER_WITH_AUTHORIZATION_TYPEHASH',
+    outputs: [
+      {
+        internalType: 'bytes32',
+        name: '',
+        type: 'bytes32',
+      },
+    ],
+    stateMutability: 'view',
+    type: 'function',
   },
   {
     inputs: [
@@ -224,6 +373,30 @@ export const plainUsdAbi = [
     inputs: [
       {
         internalType: 'address',
+        name: 'authorizer',
+        type: 'address',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'nonce',
+        type: 'bytes32',
+      },
+    ],
+    name: 'authorizationState',
+    outputs: [
+      {
+        internalType: 'bool',
+        name: '',
+        type: 'bool',
+      },
+    ],
+    stateMutability: 'view',
+    type: 'function',
+  },
+  {
+    inputs: [
+      {
+        internalType: 'address',
         name: 'account',
         type: 'address',
       },
@@ -237,6 +410,62 @@ export const plainUsdAbi = [
       },
     ],
     stateMutability: 'view',
+    type: 'function',
+  },
+  {
+    inputs: [
+      {
+        internalType: 'address',
+        name: 'authorizer',
+        type: 'address',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'nonce',
+        type: 'bytes32',
+      },
+      {
+        internalType: 'uint8',
+        name: 'v',
+        type: 'uint8',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'r',
+        type: 'bytes32',
+      },
+      {
+        internalType: 'bytes32',
+        name: 's',
+        type: 'bytes32',
+      },
+    ],
+    name: 'cancelAuthorization',
+    outputs: [],
+    stateMutability: 'nonpayable',
+    type: 'function',
+  },
+  {
+    inputs: [
+      {
+        internalType: 'address',
+        name: 'authorizer',
+        type: 'address',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'nonce',
+        type: 'bytes32',
+      },
+      {
+        internalType: 'bytes',
+        name: 'signature',
+        type: 'bytes',
+      },
+    ],
+    name: 'cancelAuthorization',
+    outputs: [],
+    stateMutability: 'nonpayable',
     type: 'function',
   },
   {
@@ -294,6 +523,102 @@ export const plainUsdAbi = [
       },
     ],
     stateMutability: 'view',
+    type: 'function',
+  },
+  {
+    inputs: [
+      {
+        internalType: 'address',
+        name: 'from',
+        type: 'address',
+      },
+      {
+        internalType: 'address',
+        name: 'to',
+        type: 'address',
+      },
+      {
+        internalType: 'uint256',
+        name: 'value',
+        type: 'uint256',
+      },
+      {
+        internalType: 'uint256',
+        name: 'validAfter',
+        type: 'uint256',
+      },
+      {
+        internalType: 'uint256',
+        name: 'validBefore',
+        type: 'uint256',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'nonce',
+        type: 'bytes32',
+      },
+      {
+        internalType: 'bytes',
+        name: 'signature',
+        type: 'bytes',
+      },
+    ],
+    name: 'receiveWithAuthorization',
+    outputs: [],
+    stateMutability: 'nonpayable',
+    type: 'function',
+  },
+  {
+    inputs: [
+      {
+        internalType: 'address',
+        name: 'from',
+        type: 'address',
+      },
+      {
+        internalType: 'address',
+        name: 'to',
+        type: 'address',
+      },
+      {
+        internalType: 'uint256',
+        name: 'value',
+        type: 'uint256',
+      },
+      {
+        internalType: 'uint256',
+        name: 'validAfter',
+        type: 'uint256',
+      },
+      {
+        internalType: 'uint256',
+        name: 'validBefore',
+        type: 'uint256',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'nonce',
+        type: 'bytes32',
+      },
+      {
+        internalType: 'uint8',
+        name: 'v',
+        type: 'uint8',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'r',
+        type: 'bytes32',
+      },
+      {
+        internalType: 'bytes32',
+        name: 's',
+        type: 'bytes32',
+      },
+    ],
+    name: 'receiveWithAuthorization',
+    outputs: [],
+    stateMutability: 'nonpayable',
     type: 'function',
   },
   {
@@ -386,6 +711,115 @@ export const plainUsdAbi = [
     name: 'transferOwnership',
     outputs: [],
     stateMutability: 'nonpayable',
+    type: 'function',
+  },
+  {
+    inputs: [
+      {
+        internalType: 'address',
+        name: 'from',
+        type: 'address',
+      },
+      {
+        internalType: 'address',
+        name: 'to',
+        type: 'address',
+      },
+      {
+        internalType: 'uint256',
+        name: 'value',
+        type: 'uint256',
+      },
+      {
+        internalType: 'uint256',
+        name: 'validAfter',
+        type: 'uint256',
+      },
+      {
+        internalType: 'uint256',
+        name: 'validBefore',
+        type: 'uint256',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'nonce',
+        type: 'bytes32',
+      },
+      {
+        internalType: 'bytes',
+        name: 'signature',
+        type: 'bytes',
+      },
+    ],
+    name: 'transferWithAuthorization',
+    outputs: [],
+    stateMutability: 'nonpayable',
+    type: 'function',
+  },
+  {
+    inputs: [
+      {
+        internalType: 'address',
+        name: 'from',
+        type: 'address',
+      },
+      {
+        internalType: 'address',
+        name: 'to',
+        type: 'address',
+      },
+      {
+        internalType: 'uint256',
+        name: 'value',
+        type: 'uint256',
+      },
+      {
+        internalType: 'uint256',
+        name: 'validAfter',
+        type: 'uint256',
+      },
+      {
+        internalType: 'uint256',
+        name: 'validBefore',
+        type: 'uint256',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'nonce',
+        type: 'bytes32',
+      },
+      {
+        internalType: 'uint8',
+        name: 'v',
+        type: 'uint8',
+      },
+      {
+        internalType: 'bytes32',
+        name: 'r',
+        type: 'bytes32',
+      },
+      {
+        internalType: 'bytes32',
+        name: 's',
+        type: 'bytes32',
+      },
+    ],
+    name: 'transferWithAuthorization',
+    outputs: [],
+    stateMutability: 'nonpayable',
+    type: 'function',
+  },
+  {
+    inputs: [],
+    name: 'version',
+    outputs: [
+      {
+        internalType: 'string',
+        name: '',
+        type: 'string',
+      },
+    ],
+    stateMutability: 'view',
     type: 'function',
   },
 ] as const;

@@ -27,7 +27,12 @@ describe('committed contract artifacts', () => {
     const names = (abi: readonly { type: string; name?: string }[]): string[] =>
       abi.filter((x) => x.type === 'function' || x.type === 'event').map((x) => x.name ?? '');
     expect(names(plainUsdAbi)).toEqual(
-      expect.arrayContaining(['transfer', 'transferFrom', 'approve', 'balanceOf', 'decimals', 'mint', 'Transfer']),
+      expect.arrayContaining([
+        ...['transfer', 'transferFrom', 'approve', 'balanceOf', 'decimals', 'mint', 'Transfer'],
+        // EIP-3009 as USDC has it: x402's `exact` scheme and the checkout's "Pay with USDC" use these.
+        ...['transferWithAuthorization', 'receiveWithAuthorization', 'cancelAuthorization', 'authorizationState'],
+        ...['version', 'DOMAIN_SEPARATOR', 'AuthorizationUsed', 'AuthorizationCanceled'],
+      ]),
     );
     expect(names(batchPayoutAbi)).toEqual(
       expect.arrayContaining(['payout', 'paid', 'relayer', 'setRelayer', 'BatchPaid']),
