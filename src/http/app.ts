@@ -38,6 +38,7 @@ import { mcpRoutes } from '../mcp/http.ts';
 import { dashboardRoutes } from '../dashboard/plugin.ts';
 import { metricsPlugin } from '../metrics/plugin.ts';
 import { reconciliationRoutes } from '../reconciliation/routes.ts';
+import { x402Operations, x402Routes } from '../x402/routes.ts';
 
 /**
  * The API host as a fastify instance, without listening (STYLE.md 8): tests drive it with
@@ -201,6 +202,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   await app.register(mcpRoutes(runtime));
   await app.register(dashboardRoutes(runtime, TOOLS));
   await app.register(reconciliationRoutes(runtime));
+  await app.register(x402Routes(runtime));
 
   // Built at the first request for it, not at start: about 40 ms of every start's CPU (zod's
   // JSON Schema of every operation), for a document most processes are never asked for.
@@ -221,6 +223,7 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
         ...webhookEndpointOperations,
         ...paymentRailOperations,
         ...healthOperations,
+        ...x402Operations,
       ],
       config.publicBaseUrl,
     );
