@@ -10,6 +10,14 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLI, childEnv, freePort } from './support/server.ts';
 
+/** The banner README.md shows, from its first line to its last. */
+function readmeBanner(): string[] {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const lines = readme.split('\n');
+  const first = lines.indexOf('plainpay is running (role: all, database: pglite)');
+  return lines.slice(first, lines.indexOf('Press Ctrl-C to stop.', first) + 1);
+}
+
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -19,6 +27,8 @@ interface Run {
   stdout: string;
   stderr: string;
   code: number | null;
+  /** What varies from one start to the next, as README.md writes it. */
+  placeholders: (text: string) => string;
 }
 
 /** Starts serve with stdout and stderr piped, pings it once, stops it with SIGINT. */
@@ -26,10 +36,11 @@ async function serveOnce(extra: Record<string, string>): Promise<Run> {
   const dataDir = mkdtempSync(join(tmpdir(), 'plainpay-terminal-'));
   dirs.push(dataDir);
   const port = await freePort();
+  const checkoutPort = await freePort();
   const child: ChildProcess = spawn(process.execPath, [CLI, 'serve'], {
     env: childEnv(dataDir, {
       PORT: String(port),
-      CHECKOUT_PORT: String(await freePort()),
+      CHECKOUT_PORT: String(checkoutPort),
       LOG_LEVEL: 'info',
       ...extra,
     }),
@@ -66,7 +77,14 @@ async function serveOnce(extra: Record<string, string>): Promise<Run> {
   expect(ping.status).toBe(200);
   child.kill('SIGINT');
   const code = await exited;
-  return { stdout, stderr, code };
+  const placeholders = (text: string): string =>
+    text
+      .replaceAll(dataDir, '…/.plainpay')
+      .replaceAll(`localhost:${port}`, 'localhost:3000')
+      .replaceAll(`localhost:${checkoutPort}`, 'localhost:3001')
+      .replace(/acct_\w+/g, 'acct_…')
+      .replace(/sk_test_\w+/g, 'sk_test_…');
+  return { stdout, stderr, code, placeholders };
 }
 
 describe('plainpay serve into a pipe', () => {
@@ -92,5 +110,10 @@ describe('plainpay serve into a pipe', () => {
     expect(run.stdout).toMatch(/^plainpay is running \(role: all, database: pglite\)$/m);
     expect(run.stdout).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: request: GET \/v1\/ping 200 \d+ ms$/m);
     expect(run.stdout.trimEnd().split('\n').at(-1)).toBe('stopped');
+    // README.md shows the banner exactly as it appears.
+    const banner = run.placeholders(run.stdout).split('\n');
+    const first = banner.indexOf(readmeBanner()[0]!);
+    expect(first).toBeGreaterThanOrEqual(0);
+    expect(banner.slice(first, first + readmeBanner().length)).toEqual(readmeBanner());
   }, 90_000);
 });
