@@ -270,6 +270,7 @@ async function admit<I extends z.ZodType, O extends z.ZodType>(
     return input;
   } catch (error) {
     if (call.logsFailures) await recordFailure(call, { ...call.attempt, input: rawInput ?? null }, error);
+    if (!options.dryRun) recordMoneyRequest(tool.name, 'failed');
     throw error;
   }
 }
