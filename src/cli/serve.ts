@@ -139,7 +139,7 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
   await runtime.close();
   clearTimeout(deadline);
   stopRequested.dispose();
-  terminal.stopped(role);
+  await terminal.stopped(role);
   // A request answered 503 at the drain deadline may still be waiting on something that hangs (a
   // provider, a model): its answer is sent, so nothing is left to wait for.
   setTimeout(() => process.exit(EXIT.ok), 1000).unref();
@@ -218,7 +218,7 @@ interface ServeTerminal {
   /** The banner, once every role is up. */
   running(runtime: Runtime, details: BannerDetails): Promise<void>;
   stopping(role: Role, shutdownTimeoutMs: number): void;
-  stopped(role: Role): void;
+  stopped(role: Role): Promise<void>;
 }
 
 interface BannerDetails {
@@ -248,10 +248,9 @@ function serveTerminal(config: Config, out: CliOutput): ServeTerminal {
       for (const address of addressesOf(app)) logger.info({ server, address }, `Server listening at ${address}`);
     },
     async running(runtime, details) {
-      if (pretty) {
-        // The transport writes from a worker thread: lines logged during the start come before the banner.
-        await new Promise<void>((resolve) => logger.flush(() => resolve()));
-      } else {
+      // The transport writes from a worker thread: lines logged during the start come before the banner.
+      if (pretty) await flushed(logger);
+      else {
         logger.info(
           {
             role: details.role,
@@ -270,11 +269,17 @@ function serveTerminal(config: Config, out: CliOutput): ServeTerminal {
       if (pretty) say(`stopping (in-flight work gets up to ${Math.round(shutdownTimeoutMs / 1000)} s)…`);
       else logger.info({ role, shutdownTimeoutMs }, 'stopping');
     },
-    stopped(role) {
-      if (pretty) say('stopped');
-      else logger.info({ role }, 'stopped');
+    async stopped(role) {
+      if (!pretty) return logger.info({ role }, 'stopped');
+      // Last: after every line the stop logged.
+      await flushed(logger);
+      say('stopped');
     },
   };
+}
+
+function flushed(logger: Logger): Promise<void> {
+  return new Promise<void>((resolve) => logger.flush(() => resolve()));
 }
 
 const hasApi = (role: Role): boolean => role === 'all' || role === 'api';
