@@ -11,9 +11,10 @@ let main;
 if (distIsFresh()) {
   main = new URL('../dist/bundle/main.js', import.meta.url);
 } else {
-  // Said only where someone waits for a start: other commands' output is read by scripts.
+  // Said only where someone waits for a start: other commands' output is read by scripts. On
+  // stderr: serve's stdout may be JSON log lines only (LOG_FORMAT, docs/configuration.md).
   if (argv[0] === 'serve') {
-    process.stdout.write(
+    process.stderr.write(
       'Running from the TypeScript sources (dist/ is missing or older than them; `npm run build`)…\n',
     );
   }

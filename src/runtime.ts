@@ -57,7 +57,9 @@ export async function createRuntime(config: Config, overrides: RuntimeOverrides 
   try {
     if (overrides.migrate !== false) {
       const applied = await migrateToLatest(database.db, undefined, { progress: overrides.progress });
-      if (applied.length > 0) logger.info({ applied }, 'database migrations applied');
+      // The count and the newest: the list of names is in the database (and in the progress line).
+      if (applied.length > 0)
+        logger.info({ count: applied.length, latest: applied.at(-1) }, 'database migrations applied');
     }
     const rates = loadRates(config);
     const secretBox = createSecretBox(loadMasterKey(config));

@@ -61,6 +61,7 @@ const HELP_REQUESTS: readonly (readonly string[])[] = [
   ['keys', 'revoke', '--help'],
   ['audit', '-h'],
   ['audit', 'verify', '--help'],
+  ['listen', '--help'],
   ['mcp', '--help'],
 ];
 

@@ -42,12 +42,15 @@ describe('metrics of a worker process', () => {
         clearTimeout(timer);
         reject(new Error(`worker exited with ${code}:\n${output}`));
       });
-      child!.stdout!.on('data', () => {
-        if (output.includes('Metrics:')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
+      // The banner goes to stderr when stdout carries JSON logs (LOG_FORMAT).
+      for (const stream of [child!.stdout!, child!.stderr!]) {
+        stream.on('data', () => {
+          if (output.includes('Metrics:')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+      }
     });
     const url = `http://127.0.0.1:${port}/metrics`;
     const refused = await fetch(url);

@@ -43,10 +43,11 @@ function spawnWorker(env: Record<string, string>): WorkerProcess {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stderr: string[] = [];
-  createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const running = new Promise<void>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    // The banner goes to stderr when stdout carries JSON logs (LOG_FORMAT).
+    createInterface({ input: child.stderr! }).on('line', (line) => {
+      stderr.push(line);
       if (line.startsWith('plainpay is running')) resolve();
     });
     void exited.then(() => reject(new Error(`worker exited before running:\n${stderr.join('\n')}`)));

@@ -100,6 +100,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./chain.ts')).chainAdopt,
   },
   {
+    path: ['listen'],
+    synopsis: 'listen --forward-to URL [--api-url URL] [--events TYPES]',
+    summary: "Forward the account's new events, signed, to a local receiver (key: PLAINPAY_API_KEY).",
+    load: async () => (await import('./listen.ts')).listen,
+  },
+  {
     path: ['mcp'],
     synopsis: 'mcp [--url URL]',
     summary: 'MCP over stdio for desktop assistants (key: PLAINPAY_API_KEY).',

@@ -4,6 +4,8 @@ import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { type CreatedAccount, createAccount } from '../accounts/create-account.ts';
 import type { Config } from '../config/config.ts';
+import { chooseLogFormat, type LogFormat } from '../core/log-format.ts';
+import { createLogger, type Logger } from '../core/logger.ts';
 import { countAccounts } from '../db/repositories/accounts.ts';
 import { gracefulStopOf } from '../http/graceful-stop.ts';
 import { createRuntime, type Runtime } from '../runtime.ts';
@@ -42,10 +44,11 @@ SHUTDOWN_TIMEOUT_MS (docs/operations.md, "Rolling deploys / shutdown").`,
 };
 
 async function serveRole(config: Config, role: Role, out: CliOutput): Promise<number> {
+  const terminal = serveTerminal(config, out);
   const stopRequested = stopSignal(out);
   let runtime: Runtime;
   try {
-    runtime = await createRuntime(config, { progress: (line) => out.stdout(line) });
+    runtime = await createRuntime(config, { logger: terminal.logger, progress: terminal.say });
   } catch (error) {
     stopRequested.dispose();
     throw error;
@@ -83,37 +86,27 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
       const { buildApp } = await import('../http/app.ts');
       const api = await buildApp(runtime);
       await api.listen({ port: config.port, host: config.host });
-      listening(runtime, 'api', api);
+      terminal.listening('api', api);
       servers.push(api);
     }
     if (role === 'all' || role === 'checkout') {
       const { buildCheckoutApp } = await import('../checkout/app.ts');
       const checkout = await buildCheckoutApp(runtime);
       await checkout.listen({ port: config.checkoutPort, host: config.host });
-      listening(runtime, 'checkout', checkout);
+      terminal.listening('checkout', checkout);
       servers.push(checkout);
     }
     if (role === 'worker' && config.metricsToken !== undefined) {
       const { buildWorkerMetricsApp } = await import('../metrics/worker-app.ts');
       const metrics = await buildWorkerMetricsApp(runtime);
       await metrics.listen({ port: config.port, host: config.host });
-      listening(runtime, 'metrics', metrics);
+      terminal.listening('metrics', metrics);
       servers.push(metrics);
     }
     // Last: a failure above must not leave workers running that nothing stops.
     if (role === 'all' || role === 'worker') stopWorkers = startWorkers(runtime);
 
-    out.stdout(`plainpay is running (role: ${role}, database: ${runtime.dbKind})`);
-    if (role === 'all' || role === 'api') out.stdout(`  API:      ${config.publicBaseUrl}`);
-    if (role === 'all' || role === 'checkout') out.stdout(`  Checkout: ${config.checkoutBaseUrl}`);
-    if (role === 'worker' && config.metricsToken !== undefined)
-      out.stdout(`  Metrics:  http://${config.host}:${config.port}/metrics (METRICS_TOKEN)`);
-    if (adminSocket) out.stdout(`  CLI:      ${adminSocket.path} (plainpay commands run here while this runs)`);
-    if (demo) {
-      out.stdout(`  Demo account: ${demo.account} (test mode)`);
-      out.stdout(`  Demo key:     ${demo.api_key}`);
-      out.stdout(`  Try: curl -H "Authorization: Bearer ${demo.api_key}" ${config.publicBaseUrl}/v1/ping`);
-    }
+    await terminal.running(runtime, { role, adminSocket: adminSocket?.path, demo });
   } catch (error) {
     await Promise.allSettled([...servers.map((s) => s.close()), adminSocket?.close()]);
     await runtime.close();
@@ -123,7 +116,7 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
 
   await stopRequested.promise;
   const { shutdownTimeoutMs } = config;
-  runtime.logger.info({ role, shutdownTimeoutMs }, 'stopping');
+  terminal.stopping(role, shutdownTimeoutMs);
   // Bounded: a hung request, job or database must not keep a deploy waiting past the orchestrator's
   // grace period. Exiting here is as safe as a crash (kill -9 at any point loses nothing): the
   // leases this process holds lapse and another worker takes them up.
@@ -146,7 +139,7 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
   await runtime.close();
   clearTimeout(deadline);
   stopRequested.dispose();
-  runtime.logger.info({ role }, 'stopped');
+  await terminal.stopped(role);
   // A request answered 503 at the drain deadline may still be waiting on something that hangs (a
   // provider, a model): its answer is sent, so nothing is left to wait for.
   setTimeout(() => process.exit(EXIT.ok), 1000).unref();
@@ -159,6 +152,9 @@ async function stopServer(server: FastifyInstance, drainMs: number, forceMs: num
   await (graceful ? graceful.stop({ drainMs, forceMs }) : server.close());
 }
 
+/** Two signals closer than this are one keypress seen twice. */
+const SAME_SIGNAL_MS = 50;
+
 /**
  * SIGINT/SIGTERM ask for a graceful stop, from the very start (a signal during startup stops the
  * process once it is up, instead of killing it mid-migration). The handlers stay installed until
@@ -166,17 +162,21 @@ async function stopServer(server: FastifyInstance, drainMs: number, forceMs: num
  * must not fall back to the default action and cut in-flight work, leaving PGlite unclosed.
  */
 function stopSignal(out: CliOutput): { promise: Promise<void>; dispose(): void } {
-  let requested = false;
+  let requestedAt: number | undefined;
   let resolve!: () => void;
   const promise = new Promise<void>((r) => {
     resolve = r;
   });
   const onSignal = (signal: NodeJS.Signals): void => {
-    if (requested) {
-      out.stderr(`${signal}: already stopping, letting in-flight work finish.`);
+    if (requestedAt !== undefined) {
+      // One Ctrl-C under `npm start` arrives twice at once (from the terminal and from npm): said
+      // only for a second signal someone sent.
+      if (performance.now() - requestedAt > SAME_SIGNAL_MS) {
+        out.stderr(`${signal}: already stopping, letting in-flight work finish.`);
+      }
       return;
     }
-    requested = true;
+    requestedAt = performance.now();
     resolve();
   };
   process.on('SIGINT', onSignal);
@@ -209,16 +209,105 @@ async function ensureDemoAccount(runtime: Runtime): Promise<CreatedAccount | und
   }
 }
 
+interface ServeTerminal {
+  logger: Logger;
+  /** A line for the person who started serve: stdout on a terminal, stderr beside JSON logs. */
+  say(line: string): void;
+  /** A host is listening. */
+  listening(server: string, app: FastifyInstance): void;
+  /** The banner, once every role is up. */
+  running(runtime: Runtime, details: BannerDetails): Promise<void>;
+  stopping(role: Role, shutdownTimeoutMs: number): void;
+  stopped(role: Role): Promise<void>;
+}
+
+interface BannerDetails {
+  role: Role;
+  adminSocket: string | undefined;
+  demo: CreatedAccount | undefined;
+}
+
 /**
- * The lines fastify wrote at each listen (an address each) when it had a logger (the hosts give it
- * none: request-log.ts), for whoever reads the structured logs rather than the banner.
+ * What serve shows, by log format (core/log-format.ts). Pretty (a terminal): pino-pretty lines
+ * and, on stdout, a plain banner and plain "stopping…"/"stopped" lines. JSON (a pipe, a file):
+ * stdout carries pino's JSON lines only, each step a log line; the banner, for a person watching,
+ * goes to stderr, where a pipe into jq or a log shipper does not read it.
  */
-function listening(runtime: Runtime, server: string, app: FastifyInstance): void {
-  for (const bound of app.addresses()) {
-    const url =
+function serveTerminal(config: Config, out: CliOutput): ServeTerminal {
+  const onTerminal = process.stdout.isTTY === true;
+  const format: LogFormat = chooseLogFormat(config.logFormat, onTerminal);
+  const logger = createLogger(config.logLevel, undefined, { format, colorize: onTerminal });
+  const pretty = format === 'pretty';
+  const say = pretty ? out.stdout : out.stderr;
+  return {
+    logger,
+    say,
+    listening(server, app) {
+      // The banner says it to a person; the structured line is for whoever reads the logs.
+      if (pretty) return;
+      for (const address of addressesOf(app)) logger.info({ server, address }, `Server listening at ${address}`);
+    },
+    async running(runtime, details) {
+      // The transport writes from a worker thread: lines logged during the start come before the banner.
+      if (pretty) await flushed(logger);
+      else {
+        logger.info(
+          {
+            role: details.role,
+            database: runtime.dbKind,
+            ...(hasApi(details.role) ? { api: config.publicBaseUrl } : {}),
+            ...(hasCheckout(details.role) ? { checkout: config.checkoutBaseUrl } : {}),
+            ...(details.demo ? { demo_account: details.demo.account } : {}),
+          },
+          'plainpay is running',
+        );
+      }
+      for (const line of bannerLines(config, runtime, details)) say(line);
+      if (pretty) say('Press Ctrl-C to stop.');
+    },
+    stopping(role, shutdownTimeoutMs) {
+      if (pretty) say(`stopping (in-flight work gets up to ${Math.round(shutdownTimeoutMs / 1000)} s)…`);
+      else logger.info({ role, shutdownTimeoutMs }, 'stopping');
+    },
+    async stopped(role) {
+      if (!pretty) return logger.info({ role }, 'stopped');
+      // Last: after every line the stop logged.
+      await flushed(logger);
+      say('stopped');
+    },
+  };
+}
+
+function flushed(logger: Logger): Promise<void> {
+  return new Promise<void>((resolve) => logger.flush(() => resolve()));
+}
+
+const hasApi = (role: Role): boolean => role === 'all' || role === 'api';
+const hasCheckout = (role: Role): boolean => role === 'all' || role === 'checkout';
+
+/** The banner README.md shows: where each host answers, the admin socket, the demo key. */
+function bannerLines(config: Config, runtime: Runtime, { role, adminSocket, demo }: BannerDetails): string[] {
+  const lines = [`plainpay is running (role: ${role}, database: ${runtime.dbKind})`];
+  if (hasApi(role)) lines.push(`  API:      ${config.publicBaseUrl}`);
+  if (hasCheckout(role)) lines.push(`  Checkout: ${config.checkoutBaseUrl}`);
+  if (role === 'worker' && config.metricsToken !== undefined)
+    lines.push(`  Metrics:  http://${config.host}:${config.port}/metrics (METRICS_TOKEN)`);
+  if (adminSocket) lines.push(`  CLI:      ${adminSocket} (plainpay commands run here while this runs)`);
+  if (demo) {
+    lines.push(`  Demo account: ${demo.account} (test mode)`);
+    lines.push(`  Demo key:     ${demo.api_key}`);
+    lines.push(`  Try: curl -H "Authorization: Bearer ${demo.api_key}" ${config.publicBaseUrl}/v1/ping`);
+  }
+  return lines;
+}
+
+/** The addresses a host is bound to, as URLs. */
+function addressesOf(app: FastifyInstance): string[] {
+  return app
+    .addresses()
+    .map((bound) =>
       typeof bound === 'string'
         ? bound
-        : `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
-    runtime.logger.info({ server, address: url }, `Server listening at ${url}`);
-  }
+        : `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`,
+    );
 }

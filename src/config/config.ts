@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_AGENT_MODEL, DEFAULT_MAX_TOKENS } from '../agent/models/claude-models.ts';
+import { LOG_FORMAT_SETTINGS, type LogFormatSetting } from '../core/log-format.ts';
 
 /**
  * The only reader of process.env (STYLE.md 7). Every variable is parsed once, with a
@@ -35,6 +36,7 @@ const envSchema = z.object({
   DATABASE_PREPARED_STATEMENTS: flag.default(true),
   PLAINPAY_DATA_DIR: z.string().min(1).default('./.plainpay'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(LOG_FORMAT_SETTINGS).default('auto'),
   RATE_LIMIT_PER_SECOND: z.coerce.number().int().min(1).max(1_000_000).default(100),
   REDIS_URL: optionalString.pipe(z.url({ protocol: /^rediss?$/ }).optional()),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10_485_760).default(1_048_576),
@@ -93,6 +95,8 @@ export type Config = Readonly<{
   >;
   dataDir: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  /** `plainpay serve`'s log lines: auto (pretty on a terminal, else JSON), json or pretty (core/log-format.ts). */
+  logFormat: LogFormatSetting;
   rateLimit: Readonly<{ perSecond: number; redisUrl: string | undefined }>;
   bodyLimitBytes: number;
   /** Create a demo account with a test key on first start of an empty database. */
@@ -191,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : { kind: 'pglite', dataDir: `${stripSlash(e.PLAINPAY_DATA_DIR)}/pgdata` },
     dataDir: stripSlash(e.PLAINPAY_DATA_DIR),
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     rateLimit: { perSecond: e.RATE_LIMIT_PER_SECOND, redisUrl: e.REDIS_URL },
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     demoAccount: e.DEMO_ACCOUNT,

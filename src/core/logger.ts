@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { type LogFormat, prettyOptions } from './log-format.ts';
 
 /**
  * pino with redaction: an API key or secret must never reach a log line, whatever the
@@ -29,10 +30,24 @@ export function maskSecrets(text: string): string {
   );
 }
 
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+export interface LoggerOptions {
+  /**
+   * pretty: through pino-pretty as a pino transport (a worker thread) to stdout, coloured when
+   * `colorize`; json (the default): pino's JSON lines to `destination` (stdout by default).
+   */
+  format?: LogFormat;
+  colorize?: boolean;
+}
+
+export function createLogger(level: string, destination?: pino.DestinationStream, options: LoggerOptions = {}): Logger {
+  const transport =
+    options.format === 'pretty' && destination === undefined
+      ? { transport: { target: 'pino-pretty', options: prettyOptions(options.colorize ?? false) } }
+      : {};
   return pino(
     {
       level,
+      ...transport,
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       hooks: {
         // Masks secrets that slipped into a message string (e.g. an error quoting input).

@@ -1,3 +1,4 @@
+import compress from '@fastify/compress';
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
@@ -80,6 +81,12 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
   // Tagged JSON (a caller's metadata) is written back as the caller wrote it.
   app.setReplySerializer((payload) => stringifyJson(payload));
   registerErrorHandling(app);
+  // Before any route: the plugin adds its hook to each route as it is made. Answers of 1 KB or
+  // more in a text or JSON type (/metrics and /openapi.json are over 100 KB) are sent br or gzip
+  // when the client asks (Accept-Encoding); event streams are never compressed, and the MCP
+  // stream is hijacked, out of its reach. Request bodies are not decompressed: BODY_LIMIT_BYTES
+  // and the body rules (json-body.ts) apply to the bytes as sent.
+  await app.register(compress, { global: true, globalDecompression: false, threshold: 1024 });
 
   // JSON only. fastify would also accept text/plain; the seed says writes are JSON, so any
   // other media type is a 415 error object. An empty body counts as no body. The bytes, not a

@@ -15,6 +15,7 @@ import type { AgentRunStatus } from '../db/tables/money.ts';
 import type { TransferStatus } from '../db/tables/settlement.ts';
 import { countRunLines, latestCompletedRun } from '../db/repositories/reconciliation-runs.ts';
 import { LINE_KIND_NAMES } from '../reconciliation/lines.ts';
+import { DELIVERY_ERROR_CODES } from '../webhooks/deliver.ts';
 
 /** An API's latencies, 5 ms to 10 s. */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -150,6 +151,121 @@ export function recordRailRefundNeedsAttention(rail: string): void {
   railRefundsNeedingAttention.inc({ rail });
 }
 
+// Webhook deliveries (src/webhooks/delivery-worker.ts): each attempt this process's worker made.
+// The outcome is `delivered` (a 2xx) or why it failed, from the closed set of delivery error codes.
+
+/** Latency edges for calls that leave the process (a receiver, a provider): 25 ms to the 15 s timeouts. */
+const OUTBOUND_BUCKETS = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30];
+
+export const WEBHOOK_DELIVERY_OUTCOMES = ['delivered', ...DELIVERY_ERROR_CODES] as const;
+export type WebhookDeliveryOutcome = (typeof WEBHOOK_DELIVERY_OUTCOMES)[number];
+
+const webhookDeliveriesTotal = new Counter({
+  name: 'plainpay_webhook_deliveries_total',
+  help: 'Webhook delivery attempts this process made, by outcome: delivered (the receiver answered 2xx) or why it failed: http_status (any other answer), timeout, network, redirect, dns_failed, refused_target, invalid_target, signing_failed.',
+  labelNames: ['outcome'] as const,
+  registers: [],
+});
+for (const outcome of WEBHOOK_DELIVERY_OUTCOMES) webhookDeliveriesTotal.inc({ outcome }, 0);
+
+const webhookDeliverySeconds = new Histogram({
+  name: 'plainpay_webhook_delivery_duration_seconds',
+  help: "Webhook delivery attempts that were sent, from the start of the attempt (DNS included) to the receiver's response headers or the failure.",
+  buckets: OUTBOUND_BUCKETS,
+  registers: [],
+});
+
+/** One delivery attempt ended; `seconds` is undefined when nothing was sent (it could not be signed). */
+export function recordWebhookDelivery(outcome: WebhookDeliveryOutcome, seconds: number | undefined): void {
+  webhookDeliveriesTotal.inc({ outcome });
+  if (seconds !== undefined) webhookDeliverySeconds.observe(seconds);
+}
+
+// Payer-rail providers (src/payments/rails/rail.ts providerCall): every HTTP call to Paystack or
+// Daraja, by what it was for. Operations are a closed list per rail, so the label set stays bounded.
+
+export const PROVIDER_OPERATIONS = {
+  paystack: [
+    'initialize_transaction',
+    'verify_transaction',
+    'list_transactions',
+    'create_refund',
+    'list_refunds',
+    'fetch_refund',
+  ],
+  mpesa: ['oauth_token', 'stk_push', 'stk_query', 'pull_transactions'],
+} as const;
+export type ProviderOperation<R extends keyof typeof PROVIDER_OPERATIONS = keyof typeof PROVIDER_OPERATIONS> =
+  (typeof PROVIDER_OPERATIONS)[R][number];
+
+/** ok: a 2xx; http_4xx / http_5xx / http_other: the provider answered otherwise; timeout, network: no answer. */
+export const PROVIDER_CALL_OUTCOMES = ['ok', 'http_4xx', 'http_5xx', 'http_other', 'timeout', 'network'] as const;
+export type ProviderCallOutcome = (typeof PROVIDER_CALL_OUTCOMES)[number];
+
+const providerCallsTotal = new Counter({
+  name: 'plainpay_provider_calls_total',
+  help: "HTTP calls this process made to a payer rail's provider (Paystack, M-Pesa's Daraja), by rail, operation and outcome: ok (2xx), http_4xx, http_5xx, http_other (the provider answered with that status), timeout (no answer within RAIL_TIMEOUT_MS) or network (no connection, TLS, a redirect).",
+  labelNames: ['rail', 'operation', 'outcome'] as const,
+  registers: [],
+});
+const providerCallSeconds = new Histogram({
+  name: 'plainpay_provider_call_duration_seconds',
+  help: "HTTP calls to a payer rail's provider, by rail and operation: seconds from the request to the whole answer read (or the failure).",
+  labelNames: ['rail', 'operation'] as const,
+  buckets: OUTBOUND_BUCKETS,
+  registers: [],
+});
+for (const [rail, operations] of Object.entries(PROVIDER_OPERATIONS)) {
+  for (const operation of operations) {
+    providerCallSeconds.zero({ rail, operation });
+    for (const outcome of PROVIDER_CALL_OUTCOMES) providerCallsTotal.inc({ rail, operation, outcome }, 0);
+  }
+}
+
+export function recordProviderCall(
+  rail: keyof typeof PROVIDER_OPERATIONS,
+  operation: ProviderOperation,
+  outcome: ProviderCallOutcome,
+  seconds: number,
+): void {
+  providerCallsTotal.inc({ rail, operation, outcome });
+  providerCallSeconds.observe({ rail, operation }, seconds);
+}
+
+// Payouts and refunds asked for (src/pipeline/execute-tool.ts, src/pipeline/approvals.ts), by what
+// became of the request: the action log's own words (docs/dashboard.md).
+
+export const MONEY_REQUEST_OUTCOMES = ['executed', 'held', 'denied', 'rejected', 'failed'] as const;
+export type MoneyRequestOutcome = (typeof MONEY_REQUEST_OUTCOMES)[number];
+
+const payoutsTotal = new Counter({
+  name: 'plainpay_payouts_total',
+  help: 'Payout requests (create_payout, from the API, the agent or MCP, and approvals of held ones), by outcome: executed (the payout was created and queued), held (for a human to approve), denied (by the policy), rejected (a human said no to a held one) or failed (refused with an error, e.g. insufficient balance).',
+  labelNames: ['outcome'] as const,
+  registers: [],
+});
+const refundsTotal = new Counter({
+  name: 'plainpay_refunds_total',
+  help: 'Refund requests (refund_payment), by outcome: executed (the refund was created), held, denied, rejected or failed, as for payouts.',
+  labelNames: ['outcome'] as const,
+  registers: [],
+});
+for (const outcome of MONEY_REQUEST_OUTCOMES) {
+  payoutsTotal.inc({ outcome }, 0);
+  refundsTotal.inc({ outcome }, 0);
+}
+
+/** The counter of a tool whose requests are counted, by tool name; other tools are not counted here. */
+const MONEY_REQUEST_COUNTERS: Readonly<Record<string, Counter<'outcome'>>> = {
+  create_payout: payoutsTotal,
+  refund_payment: refundsTotal,
+};
+
+/** What became of one request for a tool: counted when the tool is a payout or a refund. */
+export function recordMoneyRequest(tool: string, outcome: MoneyRequestOutcome): void {
+  MONEY_REQUEST_COUNTERS[tool]?.inc({ outcome });
+}
+
 let processRegistry: Registry | undefined;
 
 /** Made on first use: the default metrics start an event-loop monitor and a GC observer, once. */
@@ -165,6 +281,12 @@ function processMetrics(): Registry {
     processRegistry.registerMetric(railAlertsTotal);
     processRegistry.registerMetric(railCurrencyRefusals);
     processRegistry.registerMetric(railRefundsNeedingAttention);
+    processRegistry.registerMetric(webhookDeliveriesTotal);
+    processRegistry.registerMetric(webhookDeliverySeconds);
+    processRegistry.registerMetric(providerCallsTotal);
+    processRegistry.registerMetric(providerCallSeconds);
+    processRegistry.registerMetric(payoutsTotal);
+    processRegistry.registerMetric(refundsTotal);
     processRegistry.registerMetric(rateLimitDegraded);
     processRegistry.registerMetric(rateLimitFallbackDecisions);
     processRegistry.registerMetric(rateLimitRedisWaits);

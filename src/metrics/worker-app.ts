@@ -1,3 +1,4 @@
+import compress from '@fastify/compress';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { installGracefulStop } from '../http/graceful-stop.ts';
 import { noSchemaCompilers } from '../http/schema-compilers.ts';
@@ -19,6 +20,8 @@ export async function buildWorkerMetricsApp(runtime: Runtime): Promise<FastifyIn
   });
   installGracefulStop(app, { logger: runtime.logger, refuse: (_request, reply, error) => sendError(reply, error) });
   registerErrorHandling(app);
+  // As on the API host (http/app.ts): a scrape that asks for gzip gets it.
+  await app.register(compress, { global: true, globalDecompression: false, threshold: 1024 });
   await app.register(metricsPlugin(runtime));
   return app;
 }

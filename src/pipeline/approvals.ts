@@ -7,6 +7,7 @@ import type { AnyTool, Channel, ToolEnvironment } from '../core/tool.ts';
 import type { Db } from '../db/database.ts';
 import type { ConfirmationRow } from '../db/tables/money.ts';
 import { isSamePrincipal } from '../keys/lineage.ts';
+import { recordMoneyRequest } from '../metrics/metrics.ts';
 import { announceConfirmation, effectiveStatus } from '../policy/confirmations.ts';
 import { findConfirmation } from '../db/repositories/confirmations.ts';
 import { findApiKey } from '../db/repositories/api-keys.ts';
@@ -110,7 +111,7 @@ export async function approveConfirmation(
 }
 
 export async function rejectConfirmation(runtime: ToolEnvironment, approver: Approver, id: string): Promise<void> {
-  await loadForDecision(runtime, approver, id);
+  const row = await loadForDecision(runtime, approver, id);
   const now = runtime.clock.now();
   await runtime.db.transaction().execute(async (trx) => {
     await lockAccountActions(trx, approver.accountId);
@@ -132,4 +133,5 @@ export async function rejectConfirmation(runtime: ToolEnvironment, approver: App
       at: now,
     });
   });
+  recordMoneyRequest(row.tool, 'rejected');
 }

@@ -7,6 +7,7 @@ import { stringifyJson } from '../core/json-text.ts';
 import type { Actor, PolicySubject, SingleInsert, ToolContext, ToolDefinition, ToolEnvironment } from '../core/tool.ts';
 import { parseInput } from '../core/validation.ts';
 import { isDatabaseUnreachable } from '../db/connect.ts';
+import { recordMoneyRequest } from '../metrics/metrics.ts';
 import type { Db, ModeScope } from '../db/database.ts';
 import {
   findIdempotencyRecord,
@@ -185,9 +186,18 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
   } catch (error) {
     // The transaction rolled back: nothing moved. Logged channels still record the failed attempt.
     if (call.logsFailures) await recordFailure(call, { ...call.attempt, input }, error);
+    if (!options.dryRun && toAppError(error).code !== 'idempotency_conflict') recordMoneyRequest(tool.name, 'failed');
     throw error;
   }
+  countOutcome(tool.name, outcome);
   return resultOf(outcome);
+}
+
+/** A payout's or refund's request in /metrics, once: a replay or a dry run is no new request. */
+function countOutcome(toolName: string, outcome: Outcome<unknown>): void {
+  if (outcome.kind !== 'stored' || outcome.replayed) return;
+  const { kind } = outcome.result;
+  recordMoneyRequest(toolName, kind === 'executed' ? 'executed' : kind === 'denied' ? 'denied' : 'held');
 }
 
 function describeCall<I extends z.ZodType, O extends z.ZodType>(
@@ -260,6 +270,7 @@ async function admit<I extends z.ZodType, O extends z.ZodType>(
     return input;
   } catch (error) {
     if (call.logsFailures) await recordFailure(call, { ...call.attempt, input: rawInput ?? null }, error);
+    if (!options.dryRun) recordMoneyRequest(tool.name, 'failed');
     throw error;
   }
 }

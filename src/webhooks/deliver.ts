@@ -12,21 +12,24 @@ export const WEBHOOK_TIMEOUT_MS = 15_000;
 export const RESPONSE_EXCERPT_BYTES = 1024;
 export const WEBHOOK_USER_AGENT = 'plainpay-webhooks/1';
 
-export type DeliveryErrorCode =
+/** Why an attempt failed, as recorded with it and counted in plainpay_webhook_deliveries_total. */
+export const DELIVERY_ERROR_CODES = [
   /** The stored URL no longer passes the URL check. */
-  | 'invalid_target'
+  'invalid_target',
   /** The host is, or resolves to, an address delivery may not connect to. */
-  | 'refused_target'
-  | 'dns_failed'
-  | 'timeout'
+  'refused_target',
+  'dns_failed',
+  'timeout',
   /** Connection refused or reset, TLS failure, … */
-  | 'network'
+  'network',
   /** A 3xx: redirects are never followed. */
-  | 'redirect'
+  'redirect',
   /** Any other non-2xx answer. */
-  | 'http_status'
+  'http_status',
   /** The worker could not sign the event (no or unreadable secret): nothing was sent. */
-  | 'signing_failed';
+  'signing_failed',
+] as const;
+export type DeliveryErrorCode = (typeof DELIVERY_ERROR_CODES)[number];
 
 export interface WebhookRequest {
   url: string;

@@ -12,6 +12,7 @@ import {
 } from '../db/repositories/webhook-deliveries.ts';
 import type { Runtime } from '../runtime.ts';
 import { NOTIFICATION_CHANNELS } from '../db/notifications.ts';
+import { recordWebhookDelivery } from '../metrics/metrics.ts';
 import { passFailures, SAFETY_POLL_MS, untilDue, wakeOnNotifications, wakeup } from '../worker-job.ts';
 import { type DeliveryResult, postWebhook, WEBHOOK_TIMEOUT_MS } from './deliver.ts';
 import { serializeEventBody } from './events.ts';
@@ -174,6 +175,10 @@ async function attempt(runtime: Runtime, s: Settings, job: ClaimedDelivery): Pro
     };
   }
 
+  recordWebhookDelivery(
+    result.ok ? 'delivered' : (result.errorCode ?? 'http_status'),
+    result.errorCode === 'signing_failed' ? undefined : result.latencyMs / 1000,
+  );
   const finishedAt = runtime.clock.now();
   const delay = result.ok
     ? null

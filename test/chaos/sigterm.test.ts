@@ -77,12 +77,15 @@ async function spawnApi(env: Record<string, string>): Promise<ApiProcess> {
   });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 60_000);
-    child.stdout!.on('data', () => {
-      if (output.includes('plainpay is running')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
+    // The banner goes to stderr when stdout carries JSON logs (LOG_FORMAT).
+    for (const stream of [child.stdout!, child.stderr!]) {
+      stream.on('data', () => {
+        if (output.includes('plainpay is running')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    }
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`serve exited with ${code} before running:\n${output}`));

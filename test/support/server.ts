@@ -89,7 +89,9 @@ async function spawnServe(
         resolve();
       }
     };
+    // The banner is on stdout on a terminal, on stderr beside JSON logs (LOG_FORMAT).
     child.stdout!.on('data', check);
+    child.stderr!.on('data', check);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new ServeExited(`serve exited with ${code}:\n${output}`));

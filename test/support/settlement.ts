@@ -105,9 +105,12 @@ export function spawnWorker(
     }),
   );
   const running = new Promise<void>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      if (line.startsWith('plainpay is running')) resolve();
-    });
+    // The banner goes to stderr when stdout carries JSON logs (LOG_FORMAT).
+    for (const stream of [child.stdout!, child.stderr!]) {
+      createInterface({ input: stream }).on('line', (line) => {
+        if (line.startsWith('plainpay is running')) resolve();
+      });
+    }
     void exited.then(() => reject(new Error(`worker exited before running:\n${output.join('\n')}`)));
   });
   running.catch(() => {});

@@ -1,6 +1,7 @@
 import { AppError } from '../../core/errors.ts';
 import type { Db, PaymentRow } from '../../db/database.ts';
 import type { Runtime } from '../../runtime.ts';
+import type { ProviderOperation } from '../../metrics/metrics.ts';
 import { listCollections, type MpesaCredentials } from './collections.ts';
 import { checkWebhookUrl } from '../../webhooks/ssrf-guard.ts';
 import {
@@ -162,21 +163,27 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
       );
     }
     const timestamp = darajaTimestamp(runtime.clock.now());
-    const { status, body } = await authorizedCall(runtime, credentials, '/mpesa/stkpush/v1/processrequest', {
-      BusinessShortCode: credentials.shortcode,
-      Password: stkPassword(credentials.shortcode, credentials.passkey, timestamp),
-      Timestamp: timestamp,
-      TransactionType: credentials.transaction_type,
-      Amount: Number((attempt.amount_minor ?? 0n) / 100n),
-      PartyA: payer.phone,
-      PartyB: credentials.party_b ?? credentials.shortcode,
-      PhoneNumber: payer.phone,
-      CallBackURL: callbackUrl,
-      // Shown on the payer's phone: the merchant's reference where there is one (12 characters at most).
-      AccountReference:
-        (payment.reference ?? payment.id.slice(4)).replace(/[^A-Za-z0-9-]/g, '').slice(0, 12) || 'plainpay',
-      TransactionDesc: 'Payment',
-    });
+    const { status, body } = await authorizedCall(
+      runtime,
+      credentials,
+      'stk_push',
+      '/mpesa/stkpush/v1/processrequest',
+      {
+        BusinessShortCode: credentials.shortcode,
+        Password: stkPassword(credentials.shortcode, credentials.passkey, timestamp),
+        Timestamp: timestamp,
+        TransactionType: credentials.transaction_type,
+        Amount: Number((attempt.amount_minor ?? 0n) / 100n),
+        PartyA: payer.phone,
+        PartyB: credentials.party_b ?? credentials.shortcode,
+        PhoneNumber: payer.phone,
+        CallBackURL: callbackUrl,
+        // Shown on the payer's phone: the merchant's reference where there is one (12 characters at most).
+        AccountReference:
+          (payment.reference ?? payment.id.slice(4)).replace(/[^A-Za-z0-9-]/g, '').slice(0, 12) || 'plainpay',
+        TransactionDesc: 'Payment',
+      },
+    );
     if (status === 200 && body?.ResponseCode === '0' && typeof body.CheckoutRequestID === 'string') {
       return { providerReference: body.CheckoutRequestID };
     }
@@ -204,7 +211,7 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
     // The push's answer was lost: only its callback can name it; until then (and the give-up) it is open.
     if (!attempt.provider_reference) return { outcome: 'pending', detail: 'M-Pesa: the push was not acknowledged yet' };
     const timestamp = darajaTimestamp(runtime.clock.now());
-    const { status, body } = await authorizedCall(runtime, credentials, '/mpesa/stkpushquery/v1/query', {
+    const { status, body } = await authorizedCall(runtime, credentials, 'stk_query', '/mpesa/stkpushquery/v1/query', {
       BusinessShortCode: credentials.shortcode,
       Password: stkPassword(credentials.shortcode, credentials.passkey, timestamp),
       Timestamp: timestamp,
@@ -432,6 +439,7 @@ const TOKEN_REFUSALS = new Set(['404.001.03', '401.002.01', '400.003.01']);
 async function authorizedCall(
   runtime: Runtime,
   credentials: MpesaCredentials,
+  operation: ProviderOperation<'mpesa'>,
   path: string,
   body: Record<string, unknown>,
 ): Promise<{ status: number; body: Record<string, unknown> | null }> {
@@ -451,6 +459,7 @@ async function authorizedCall(
     }
     const answer = await providerCall(
       'mpesa',
+      operation,
       `${baseUrl(runtime, credentials)}${path}`,
       { method: 'POST', headers: { authorization: `Bearer ${token}` }, body },
       runtime.config.rails.timeoutMs,
@@ -527,6 +536,7 @@ async function fetchToken(
   const basic = Buffer.from(`${credentials.consumer_key}:${credentials.consumer_secret}`).toString('base64');
   const { status, body } = await providerCall(
     'mpesa',
+    'oauth_token',
     `${baseUrl(runtime, credentials)}/oauth/v1/generate?grant_type=client_credentials`,
     { method: 'GET', headers: { authorization: `Basic ${basic}` } },
     runtime.config.rails.timeoutMs,
@@ -610,13 +620,19 @@ mpesaRail.listCollected = async ({ runtime, credentials, from, to }) => {
   const collected: ProviderCollectedPayment[] = [];
   let offset = 0;
   for (let page = 0; page < PULL_MAX_PAGES; page++) {
-    const { status, body } = await authorizedCall(runtime, credentials, '/pulltransactions/v1/query', {
-      // "your paybill number/till number, which you expect to receive payments notifications about".
-      ShortCode: credentials.party_b ?? credentials.shortcode,
-      StartDate: pullDate(from),
-      EndDate: pullDate(to),
-      OffSetValue: String(offset),
-    });
+    const { status, body } = await authorizedCall(
+      runtime,
+      credentials,
+      'pull_transactions',
+      '/pulltransactions/v1/query',
+      {
+        // "your paybill number/till number, which you expect to receive payments notifications about".
+        ShortCode: credentials.party_b ?? credentials.shortcode,
+        StartDate: pullDate(from),
+        EndDate: pullDate(to),
+        OffSetValue: String(offset),
+      },
+    );
     // 1001: "No transactions available for the selected time period" (here: past the last page).
     if (status === 200 && body?.ResponseCode === '1001') return collected;
     if (status !== 200 || body?.ResponseCode !== '1000' || !Array.isArray(body.Response)) {

@@ -62,6 +62,7 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     const reference = requireReference(attempt.provider_reference);
     const { status, body } = await providerCall(
       'paystack',
+      'initialize_transaction',
       `${runtime.config.rails.paystackBaseUrl}/transaction/initialize`,
       {
         method: 'POST',
@@ -118,6 +119,7 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     const reference = requireReference(attempt.provider_reference);
     const { status, body } = await providerCall(
       'paystack',
+      'verify_transaction',
       `${runtime.config.rails.paystackBaseUrl}/transaction/verify/${encodeURIComponent(reference)}`,
       { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
       runtime.config.rails.timeoutMs,
@@ -140,6 +142,7 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
   async refund({ runtime, credentials, attempt, amountMinor, note }) {
     const { status, body } = await providerCall(
       'paystack',
+      'create_refund',
       `${runtime.config.rails.paystackBaseUrl}/refund`,
       {
         method: 'POST',
@@ -179,6 +182,7 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     for (let page = 1; page <= REFUND_PAGES; page += 1) {
       const { status, body } = await providerCall(
         'paystack',
+        'list_refunds',
         `${runtime.config.rails.paystackBaseUrl}/refund?perPage=${REFUND_PAGE_SIZE}&page=${page}&from=${from}&to=${to}`,
         { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
         runtime.config.rails.timeoutMs,
@@ -202,6 +206,7 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
   async refundStatus({ runtime, credentials, refundId }) {
     const { status, body } = await providerCall(
       'paystack',
+      'fetch_refund',
       `${runtime.config.rails.paystackBaseUrl}/refund/${encodeURIComponent(refundId)}`,
       { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
       runtime.config.rails.timeoutMs,
@@ -359,6 +364,7 @@ paystackRail.listCollected = async ({ runtime, credentials, from, to }) => {
     });
     const { status, body } = await providerCall(
       'paystack',
+      'list_transactions',
       `${runtime.config.rails.paystackBaseUrl}/transaction?${query}`,
       { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
       runtime.config.rails.timeoutMs,

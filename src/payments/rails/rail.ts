@@ -3,7 +3,13 @@ import type { PaymentRow } from '../../db/database.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
 import type { RailCredentials } from './collections.ts';
-import { type RailAlertReason, recordRailAlert } from '../../metrics/metrics.ts';
+import {
+  type ProviderCallOutcome,
+  type ProviderOperation,
+  type RailAlertReason,
+  recordProviderCall,
+  recordRailAlert,
+} from '../../metrics/metrics.ts';
 
 /**
  * A payer rail (docs/rails.md): how a payer pays a checkout in local currency. Small on purpose:
@@ -175,15 +181,21 @@ export class CurrencyRefusedError extends RailUnavailableError {
 
 /**
  * One JSON call to a provider with a deadline. Returns the status and the parsed body (or null);
- * a network failure or timeout is a RailUnavailableError.
+ * a network failure or timeout is a RailUnavailableError. Every call the rails make to a provider
+ * passes here, so here it is counted and timed (plainpay_provider_calls_total, by `operation`).
  */
-export async function providerCall(
-  rail: ProviderRail,
+export async function providerCall<R extends ProviderRail>(
+  rail: R,
+  operation: ProviderOperation<R>,
   url: string,
   init: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: unknown },
   timeoutMs: number,
 ): Promise<{ status: number; body: Record<string, unknown> | null }> {
+  const started = performance.now();
+  const record = (outcome: ProviderCallOutcome): void =>
+    recordProviderCall(rail, operation, outcome, (performance.now() - started) / 1000);
   let response: Response;
+  let text: string;
   try {
     response = await fetch(url, {
       method: init.method,
@@ -196,10 +208,12 @@ export async function providerCall(
       signal: AbortSignal.timeout(timeoutMs),
       redirect: 'error',
     });
+    text = await response.text();
   } catch (error) {
+    record((error as Error).name === 'TimeoutError' ? 'timeout' : 'network');
     throw new RailUnavailableError(rail, `${rail} did not answer: ${(error as Error).message}`);
   }
-  const text = await response.text();
+  record(statusOutcome(response.status));
   let body: Record<string, unknown> | null = null;
   try {
     const parsed: unknown = JSON.parse(text);
@@ -208,6 +222,13 @@ export async function providerCall(
     body = null;
   }
   return { status: response.status, body };
+}
+
+function statusOutcome(status: number): ProviderCallOutcome {
+  if (status >= 200 && status < 300) return 'ok';
+  if (status >= 400 && status < 500) return 'http_4xx';
+  if (status >= 500 && status < 600) return 'http_5xx';
+  return 'http_other';
 }
 
 /**

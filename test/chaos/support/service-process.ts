@@ -64,7 +64,11 @@ export function spawnService(role: 'api' | 'worker' | 'all', env: Record<string,
       }
     }
   });
-  createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    stderr.push(line);
+    // The banner goes to stderr when stdout carries JSON logs (LOG_FORMAT).
+    if (line.startsWith('plainpay is running')) signalRunning();
+  });
   return {
     role,
     child,
