@@ -57,7 +57,7 @@ export function findTool(name: string): AnyTool | undefined {
 /**
  * The service's own money steps (tools/system/, ToolDefinition.system): run on the `system` channel
  * by the workers, the payer's page and the test helpers; not offered to REST, MCP or the agent. With
- * TOOLS they are every way money moves (docs/architecture.md; `npm run check:money-path`).
+ * TOOLS they are every way money moves (docs/architecture.md; test/architecture.test.ts holds it).
  */
 export const SYSTEM_TOOLS: readonly AnyTool[] = [
   startPaymentAttempt,
