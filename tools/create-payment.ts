@@ -15,7 +15,7 @@ import {
 import { quoteFromTable } from '../src/domain/fx.ts';
 import { newId } from '../src/domain/ids.ts';
 import { getCurrency, parseMajorAmount, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
-import { presentPayment } from '../src/payments/present.ts';
+import { presentPayment } from '../src/domain/present-payment.ts';
 import { validateWebhookUrl } from '../src/webhooks/webhook-url.ts';
 import { paymentOutput } from './payment-output.ts';
 import {

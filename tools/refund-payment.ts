@@ -8,7 +8,7 @@ import { findPayment, transitionPayment } from '../src/db/repositories/payments.
 import { newId } from '../src/domain/ids.ts';
 import { formatDisplay, parseMajorAmount } from '../src/domain/money.ts';
 import { postLedger } from '../src/ledger/ledger.ts';
-import { currencyOf, presentPayment } from '../src/payments/present.ts';
+import { currencyOf, presentPayment } from '../src/domain/present-payment.ts';
 import { moneyError } from '../src/payouts/payouts.ts';
 import { presentRefund, refundOutput, refundPosting, refundShares } from '../src/refunds/refunds.ts';
 import { optionalText, paymentId, tooManyDecimalsForAnyCurrency, writtenAmount } from './schemas.ts';

@@ -22,7 +22,7 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../core/validation.ts';
 import type { Actor, AnyTool, ToolEffect } from '../core/tool.ts';
 import { findPayment, listPayments } from '../db/repositories/payments.ts';
 import type { AuthContext } from '../http/plugins/auth.ts';
-import { presentPayment } from '../payments/present.ts';
+import { presentPayment } from '../domain/present-payment.ts';
 import type { ConfirmationRequired } from '../policy/confirmations.ts';
 import type { Runtime } from '../runtime.ts';
 import { TOOLS } from '../../tools/registry.ts';

@@ -17,7 +17,7 @@ import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
 import { isServiceContract } from '../domain/recipients.ts';
 import { type BatchLine, netTransfers } from './transfers.ts';
-import { type BatchFailure, type BatchReceipt, receiptInput } from './batch-rows.ts';
+import { type BatchFailure, type BatchReceipt, receiptInput } from '../domain/batch-receipts.ts';
 import {
   type BatchChainFacts,
   confirmSettlementBatch,

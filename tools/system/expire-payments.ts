@@ -4,7 +4,7 @@ import type { Db, ModeScope } from '../../src/db/database.ts';
 import { inScope, inScopes, uniqueScopes } from './scopes.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
 import { transitionPayment } from '../../src/db/repositories/payments.ts';
-import { presentPayment } from '../../src/payments/present.ts';
+import { presentPayment } from '../../src/domain/present-payment.ts';
 
 /** Most sessions one run may be offered. */
 export const MAX_OFFERED_SESSIONS = 1000;

@@ -7,8 +7,8 @@ import type { Db, PaymentRow } from '../../src/db/database.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
 import { findPaymentById, transitionPayment } from '../../src/db/repositories/payments.ts';
 import { recordPaymentSettled } from '../../src/metrics/metrics.ts';
-import { presentPayment } from '../../src/payments/present.ts';
-import type { RevertedTransfer, TransferHandler, TransferOutcomeContext } from './transfer-outcomes.ts';
+import { presentPayment } from '../../src/domain/present-payment.ts';
+import type { RevertedTransfer, TransferHandler, TransferOutcomeContext } from './transfer-handler.ts';
 
 /** A payment settled into the merchant's custodial balance: no address, no transaction, no gas. */
 export function settledIntoBalance(at: Date) {

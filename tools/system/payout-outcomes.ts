@@ -4,7 +4,7 @@ import { insertEvent } from '../../src/db/repositories/events.ts';
 import type { PayoutsTable } from '../../src/db/tables/money.ts';
 import { presentPayout } from '../../src/payouts/present.ts';
 import type { EventType } from '../../src/webhooks/event-types.ts';
-import type { TransferHandler } from './transfer-outcomes.ts';
+import type { TransferHandler } from './transfer-handler.ts';
 
 /**
  * Finishes payouts (and revenue-share legs, which are payouts) when their transfer ends: settled

@@ -5,7 +5,7 @@ import { type AttemptOutcome, isOpenAttempt, type PaymentRow } from '../../src/d
 import { insertEvent } from '../../src/db/repositories/events.ts';
 import { transitionPayment } from '../../src/db/repositories/payments.ts';
 import { newId } from '../../src/domain/ids.ts';
-import { presentPayment } from '../../src/payments/present.ts';
+import { presentPayment } from '../../src/domain/present-payment.ts';
 import type { EventType } from '../../src/webhooks/event-types.ts';
 import { paymentOutput } from '../payment-output.ts';
 import { RAIL_NAMES } from '../../src/db/tables/rails.ts';

@@ -4,7 +4,7 @@ import { defineTool } from '../../src/core/tool.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
 import { transitionPayment } from '../../src/db/repositories/payments.ts';
 import { credit, debit, ledgerAccount, postLedger } from '../../src/ledger/ledger.ts';
-import { presentPayment } from '../../src/payments/present.ts';
+import { presentPayment } from '../../src/domain/present-payment.ts';
 import { presentRefund } from '../../src/refunds/refunds.ts';
 
 /**

@@ -19,20 +19,16 @@ import {
   ledgerAccount,
   postLedger,
 } from '../../src/ledger/ledger.ts';
-import {
-  type BatchReceipt,
-  recordBatchFailed,
-  recordBatchPaid,
-  recordBatchUnpaid,
-} from '../../src/settlement/batch-rows.ts';
-import { holdsLease } from '../../src/settlement/relayer-lease.ts';
-import {
-  type ConfirmedTransfer,
-  type FailedTransfer,
-  type RevertedTransfer,
-  TRANSFER_HANDLERS,
-  type TransferOutcomeContext,
-} from './transfer-outcomes.ts';
+import type { BatchReceipt } from '../../src/domain/batch-receipts.ts';
+import { recordBatchFailed, recordBatchPaid, recordBatchUnpaid } from '../../src/db/money-writes/settlement-batches.ts';
+import { holdsLease } from '../../src/db/repositories/relayer-leases.ts';
+import type {
+  ConfirmedTransfer,
+  FailedTransfer,
+  RevertedTransfer,
+  TransferOutcomeContext,
+} from './transfer-handler.ts';
+import { TRANSFER_HANDLERS } from './transfer-outcomes.ts';
 import { inScope, uniqueScopes } from './scopes.ts';
 
 const hex = z.string().regex(/^0x[0-9a-fA-F]*$/);

@@ -3,7 +3,7 @@ import { AppError } from '../../src/core/errors.ts';
 import { defineTool } from '../../src/core/tool.ts';
 import { transitionPayment } from '../../src/db/repositories/payments.ts';
 import { newId } from '../../src/domain/ids.ts';
-import { paystackReference } from '../../src/payments/rails/paystack.ts';
+import { paystackReference } from '../../src/domain/provider-references.ts';
 import { RAIL_NAMES } from '../../src/db/tables/rails.ts';
 import { lockOwnedPayment, notPayable } from './attempt-rules.ts';
 

@@ -5,7 +5,7 @@ import type { Db, ModeScope, PaymentRow } from '../../src/db/database.ts';
 import { transitionPayment } from '../../src/db/repositories/payments.ts';
 import { canTransition } from '../../src/domain/payment-status.ts';
 import { credit, debit, type LedgerPosting, ledgerAccount } from '../../src/ledger/ledger.ts';
-import { windowEnd } from '../../src/settlement/schedules.ts';
+import { windowEnd } from '../../src/domain/settlement-windows.ts';
 import { checkRecipient, TransferRefusedError } from '../../src/domain/recipients.ts';
 import { type EnqueueTransferInput, enqueueTransfers, releaseReachedThresholds } from '../transfer-queue.ts';
 import { insertPaymentSettledEvent, settledIntoBalance } from './payment-settlement-outcomes.ts';
