@@ -31,7 +31,6 @@ const NOT_YET_MOVED = [
   "money write: src/ledger/ledger.ts: insertInto('ledger_entries')",
   "money write: src/ledger/ledger.ts: insertInto('ledger_postings')",
   "money write: src/ledger/ledger.ts: updateTable('ledger_accounts')",
-  "money write: src/payments/rails/reconcile.ts: updateTable('payment_attempts')",
   "money write: src/settlement/batches.ts: insertInto('settlement_batch_transfers')",
   "money write: src/settlement/batches.ts: insertInto('settlement_batches')",
   'money write: src/settlement/batches.ts: sql`…`: update settlement_batches',

@@ -17,6 +17,7 @@ import { expirePayments } from './system/expire-payments.ts';
 import { fundTestBalance } from './system/fund-test-balance.ts';
 import { recordPaymentAttempt } from './system/record-payment-attempt.ts';
 import { recordRefundOutcome } from './system/record-refund-outcome.ts';
+import { recordLateSuccessRefund } from './system/record-late-success-refund.ts';
 import { recordRefundSubmission } from './system/record-refund-submission.ts';
 import { recordTreasuryOpening } from './system/record-treasury-opening.ts';
 import {
@@ -69,6 +70,7 @@ export const SYSTEM_TOOLS: readonly AnyTool[] = [
   failQueuedTransfers,
   recordRefundSubmission,
   recordRefundOutcome,
+  recordLateSuccessRefund,
   expirePayments,
   fundTestBalance,
   recordTreasuryOpening,
