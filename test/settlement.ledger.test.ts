@@ -15,8 +15,8 @@ import {
   InsufficientBalanceError,
   LedgerError,
   ledgerAccount,
-  postLedger,
 } from '../src/ledger/ledger.ts';
+import { postLedger } from '../src/db/money-writes/ledger.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { openChainSession } from '../src/settlement/chain-session.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';

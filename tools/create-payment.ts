@@ -9,9 +9,8 @@ import {
   type CreationSettings,
   findCreationSettings,
   findPaymentByReference,
-  insertPayment,
-  insertPaymentWithSettings,
 } from '../src/db/repositories/payments.ts';
+import { insertPayment, insertPaymentWithSettings } from '../src/db/money-writes/payments.ts';
 import { quoteFromTable } from '../src/domain/fx.ts';
 import { newId } from '../src/domain/ids.ts';
 import { getCurrency, parseMajorAmount, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';

@@ -9,14 +9,8 @@ import type { Db } from '../src/db/database.ts';
 import type { TransferKind, TransferRow, TransfersTable } from '../src/db/tables/settlement.ts';
 import { newId } from '../src/domain/ids.ts';
 import { SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
-import {
-  credit,
-  debit,
-  type LedgerAccountRef,
-  type LedgerPosting,
-  ledgerAccount,
-  postLedger,
-} from '../src/ledger/ledger.ts';
+import { credit, debit, type LedgerAccountRef, type LedgerPosting, ledgerAccount } from '../src/ledger/ledger.ts';
+import { postLedger } from '../src/db/money-writes/ledger.ts';
 import { checkRecipient, TransferRefusedError } from '../src/domain/recipients.ts';
 
 export interface EnqueueTransferInput {

@@ -53,6 +53,9 @@ const KYSELY_WRITES = new Set(['insertInto', 'updateTable', 'deleteFrom', 'merge
 /** A write statement in SQL text, and the table it writes (quoted, schema-qualified or not). */
 const SQL_WRITE =
   /\b(update|insert\s+into|delete\s+from|merge\s+into)\s+(?:only\s+)?(?:"?public"?\s*\.\s*)?"?(\w+|⁇)"?/gi;
+/** Text that is itself a write statement, from its first word. */
+const STATEMENT_WRITE =
+  /^\s*(update|insert\s+into|delete\s+from|merge\s+into)\s+(?:only\s+)?(?:"?public"?\s*\.\s*)?"?(\w+)"?(?:\s|\(|$)/i;
 /** Stands for a table name the checker could not read (a variable of type string). */
 const UNKNOWN = '⁇';
 
@@ -314,14 +317,38 @@ function moneyWrites(node: ts.Node, checker: ts.TypeChecker): string[] {
         }
       }
     }
-    if (method === 'raw' && first && isSqlTag(node.expression.expression, checker)) {
+    const receiver = node.expression.expression;
+    const compiled = ts.isIdentifier(receiver) && receiver.text === 'CompiledQuery';
+    if (method === 'raw' && first && (compiled || isSqlTag(receiver, checker))) {
       found.push(...sqlTextWrites(sqlText(first, checker), 'sql.raw'));
     }
   }
   if (ts.isTaggedTemplateExpression(node) && isSqlTag(node.tag, checker)) {
     found.push(...sqlTextWrites(sqlText(node.template, checker), 'sql`…`'));
   }
+  // Any other text that starts as a write statement to a money table: SQL built by hand, handed to
+  // a driver's query() or concatenated into one (a log message does not start with a verb and table).
+  const isTemplatePart =
+    ts.isTemplateHead(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isStringLiteral(node);
+  if (isTemplatePart && !insideSql(node, checker)) {
+    const statement = STATEMENT_WRITE.exec(node.text);
+    if (statement && isMoneyTable(statement[2]!.toLowerCase())) {
+      found.push(`SQL text: ${statement[1]!.toLowerCase().replace(/\s+/g, ' ')} ${statement[2]!.toLowerCase()}`);
+    }
+  }
   return found;
+}
+
+/** Text a `sql` template or sql.raw/CompiledQuery.raw call already reads (not counted twice). */
+function insideSql(node: ts.Node, checker: ts.TypeChecker): boolean {
+  for (let up = node.parent; up; up = up.parent) {
+    if (ts.isTaggedTemplateExpression(up) && isSqlTag(up.tag, checker)) return true;
+    if (ts.isCallExpression(up) && ts.isPropertyAccessExpression(up.expression) && up.expression.name.text === 'raw') {
+      return true;
+    }
+    if (ts.isBlock(up) || ts.isSourceFile(up)) return false;
+  }
+  return false;
 }
 
 function isMoneyTable(name: string): boolean {

@@ -5,7 +5,8 @@
 import type { Config } from '../../src/config/config.ts';
 import type { Db, PaymentRow } from '../../src/db/database.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
-import { findPaymentById, transitionPayment } from '../../src/db/repositories/payments.ts';
+import { findPaymentById } from '../../src/db/repositories/payments.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
 import { recordPaymentSettled } from '../../src/metrics/metrics.ts';
 import { presentPayment } from '../../src/domain/present-payment.ts';
 import type { RevertedTransfer, TransferHandler, TransferOutcomeContext } from './transfer-handler.ts';

@@ -3,7 +3,7 @@ import { AppError } from '../../src/core/errors.ts';
 import { defineTool, type ToolContext } from '../../src/core/tool.ts';
 import { type AttemptOutcome, isOpenAttempt, type PaymentRow } from '../../src/db/database.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
-import { transitionPayment } from '../../src/db/repositories/payments.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
 import { newId } from '../../src/domain/ids.ts';
 import { presentPayment } from '../../src/domain/present-payment.ts';
 import type { EventType } from '../../src/webhooks/event-types.ts';

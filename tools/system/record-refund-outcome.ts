@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { AppError } from '../../src/core/errors.ts';
 import { defineTool } from '../../src/core/tool.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
-import { transitionPayment } from '../../src/db/repositories/payments.ts';
-import { credit, debit, ledgerAccount, postLedger } from '../../src/ledger/ledger.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
+import { credit, debit, ledgerAccount } from '../../src/ledger/ledger.ts';
+import { postLedger } from '../../src/db/money-writes/ledger.ts';
 import { presentPayment } from '../../src/domain/present-payment.ts';
 import { presentRefund } from '../../src/refunds/refunds.ts';
 

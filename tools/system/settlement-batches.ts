@@ -11,14 +11,8 @@ import { z } from 'zod';
 import { defineTool, type SystemToolSpec, type ToolContext } from '../../src/core/tool.ts';
 import type { Db, ModeScope } from '../../src/db/database.ts';
 import type { TransferKind, TransferRow } from '../../src/db/tables/settlement.ts';
-import {
-  credit,
-  debit,
-  type LedgerAccountRef,
-  type LedgerPosting,
-  ledgerAccount,
-  postLedger,
-} from '../../src/ledger/ledger.ts';
+import { credit, debit, type LedgerAccountRef, type LedgerPosting, ledgerAccount } from '../../src/ledger/ledger.ts';
+import { postLedger } from '../../src/db/money-writes/ledger.ts';
 import type { BatchReceipt } from '../../src/domain/batch-receipts.ts';
 import { recordBatchFailed, recordBatchPaid, recordBatchUnpaid } from '../../src/db/money-writes/settlement-batches.ts';
 import { holdsLease } from '../../src/db/repositories/relayer-leases.ts';

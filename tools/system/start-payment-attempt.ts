@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../../src/core/errors.ts';
 import { defineTool } from '../../src/core/tool.ts';
-import { transitionPayment } from '../../src/db/repositories/payments.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
 import { newId } from '../../src/domain/ids.ts';
 import { paystackReference } from '../../src/domain/provider-references.ts';
 import { RAIL_NAMES } from '../../src/db/tables/rails.ts';

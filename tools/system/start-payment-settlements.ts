@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineTool } from '../../src/core/tool.ts';
 import { inScope, inScopes, uniqueScopes } from './scopes.ts';
 import type { Db, ModeScope, PaymentRow } from '../../src/db/database.ts';
-import { transitionPayment } from '../../src/db/repositories/payments.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
 import { canTransition } from '../../src/domain/payment-status.ts';
 import { credit, debit, type LedgerPosting, ledgerAccount } from '../../src/ledger/ledger.ts';
 import { windowEnd } from '../../src/domain/settlement-windows.ts';
