@@ -22,7 +22,7 @@ import { openChainSession } from '../src/settlement/chain-session.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import { TransferRefusedError } from '../src/domain/recipients.ts';
 import { netTransfers } from '../src/settlement/transfers.ts';
-import { DuplicateTransferError, enqueueTransfer } from '../tools/transfer-queue.ts';
+import { DuplicateTransferError, enqueueTransfer } from '../src/db/money-writes/transfers.ts';
 import { testAccount } from './support/harness.ts';
 import { payoutAddresses, settlementRuntime } from './support/settlement.ts';
 import { createPaidPayments } from './support/settlement-fixtures.ts';

@@ -10,7 +10,7 @@ import { type ChainConnection, connectChain, readTokenBalance } from '../src/cha
 import { DEV_ACCOUNTS, type DevnetRpcServer, startDevnetRpcServer } from '../src/chain/devnet.ts';
 import { credit, debit, getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
 import { postLedger } from '../src/db/money-writes/ledger.ts';
-import { createPayoutRecord } from '../tools/payout-record.ts';
+import { createPayoutRecord } from '../src/db/money-writes/payouts.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { type SettlementWorker, startSettlementWorker } from '../src/settlement/worker.ts';
 import { bearer, type TestAccount, testAccount, testApp } from './support/harness.ts';

@@ -2,7 +2,8 @@
 // system tool's run. Only tools/ imports this (test/architecture.test.ts). The fields that move no
 // money (a lease, a provider's reference) the rails set themselves.
 
-import type { Db, ModeScope } from '../database.ts';
+import type { Insertable, Updateable } from 'kysely';
+import type { Db, ModeScope, PaymentAttemptsTable } from '../database.ts';
 
 /**
  * A late success's refund, sent to its provider, recorded: `due` → `refunded`, a compare-and-set,
@@ -24,4 +25,18 @@ export async function markLateSuccessRefunded(db: Db, attemptId: string, scope: 
     )
     .executeTakeFirst();
   return done.numUpdatedRows > 0n;
+}
+
+/** A new attempt (start_payment_attempt; the sandbox's, record_payment_attempt). */
+export async function insertPaymentAttempt(db: Db, attempt: Insertable<PaymentAttemptsTable>): Promise<void> {
+  await db.insertInto('payment_attempts').values(attempt).execute();
+}
+
+/** An attempt's outcome and what the provider confirmed with it (record_payment_attempt). */
+export async function updatePaymentAttempt(
+  db: Db,
+  id: string,
+  changes: Updateable<PaymentAttemptsTable>,
+): Promise<void> {
+  await db.updateTable('payment_attempts').set(changes).where('id', '=', id).execute();
 }

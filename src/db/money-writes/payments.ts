@@ -1,7 +1,7 @@
 // A payment's writes: its creation and its status changes, made only in a tool's run. Only tools/
 // imports this (test/architecture.test.ts); reads of payments are src/db/repositories/payments.ts.
 
-import { CompiledQuery, type Updateable } from 'kysely';
+import { CompiledQuery, type Updateable, type UpdateResult } from 'kysely';
 import { canTransition, type PaymentStatus } from '../../domain/payment-status.ts';
 import type { Db, NewPayment, PaymentRow, PaymentsTable } from '../database.ts';
 import type { CreationSettings } from '../repositories/payments.ts';
@@ -69,6 +69,66 @@ export async function transitionPayment(
     .set({ ...changes, status: to, updated_at: at })
     .where('id', '=', id)
     .where('status', '=', from)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Paid payments whose transfers were just queued (start_payment_settlements): paid → settling, due
+ * when their transfer is (the window's end, or now). Only those still paid: the caller compares
+ * the count with what it locked.
+ */
+export async function startSettling(db: Db, paymentIds: readonly string[], now: Date): Promise<UpdateResult> {
+  return db
+    .updateTable('payments')
+    .set((eb) => ({
+      status: 'settling',
+      updated_at: now,
+      // When its transfer is due: the window's end, or now for instant (and a reached threshold).
+      settlement_due_at: eb.fn.coalesce(
+        eb
+          .selectFrom('transfers')
+          .select('transfers.due_at')
+          .where('transfers.kind', '=', 'payment_settlement')
+          .whereRef('transfers.source_id', '=', 'payments.id'),
+        eb.val(now),
+      ),
+    }))
+    .where('id', 'in', paymentIds)
+    .where('status', '=', 'paid')
+    .executeTakeFirst();
+}
+
+/** A payment's chain facts recorded again, its status kept (a settlement a reorg undid landed again). */
+export async function updatePaymentRow(
+  db: Db,
+  id: string,
+  changes: Omit<Updateable<PaymentsTable>, 'status' | 'id'>,
+): Promise<PaymentRow | undefined> {
+  return db.updateTable('payments').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
+}
+
+/**
+ * A payment that moved on since it settled keeps its status, but no longer names a settlement
+ * transaction a reorg took off the chain (revert_settlement_batch). Undefined when it names another.
+ */
+export async function forgetSettlementTransaction(
+  db: Db,
+  id: string,
+  txHash: string,
+  at: Date,
+): Promise<PaymentRow | undefined> {
+  return db
+    .updateTable('payments')
+    .set({
+      settlement_tx_hash: null,
+      settlement_gas_used: null,
+      settlement_gas_cost_wei: null,
+      settled_at: null,
+      updated_at: at,
+    })
+    .where('id', '=', id)
+    .where('settlement_tx_hash', '=', txHash)
     .returningAll()
     .executeTakeFirst();
 }
