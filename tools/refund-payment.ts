@@ -10,7 +10,7 @@ import { newId } from '../src/domain/ids.ts';
 import { formatDisplay, parseMajorAmount } from '../src/domain/money.ts';
 import { postLedger } from '../src/db/money-writes/ledger.ts';
 import { currencyOf, presentPayment } from '../src/domain/present-payment.ts';
-import { moneyError } from '../src/payouts/payouts.ts';
+import { moneyError } from '../src/ledger/ledger.ts';
 import { presentRefund, refundOutput, refundPosting, refundShares } from '../src/refunds/refunds.ts';
 import { optionalText, paymentId, tooManyDecimalsForAnyCurrency, writtenAmount } from './schemas.ts';
 import { scopedRow } from '../src/db/repositories/scoped.ts';

@@ -13,6 +13,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import type { LedgerAccountKind, LedgerNormalSide } from '../db/tables/settlement.ts';
+import { AppError } from '../core/errors.ts';
+import { TransferRefusedError } from '../domain/recipients.ts';
 
 /** A ledger account by name. Created on first use; its kind fixes its normal side. */
 export interface LedgerAccountRef {
@@ -217,4 +219,24 @@ export function isConstraintViolation(error: unknown, name: string): boolean {
     e = candidate.cause;
   }
   return false;
+}
+
+/** Maps ledger and transfer refusals to the API's errors; anything else passes through. */
+export function moneyError(error: unknown, recipientParam: string): unknown {
+  if (error instanceof InsufficientBalanceError) {
+    return new AppError(
+      'insufficient_funds',
+      'The balance is too low for this amount. Check it with GET /v1/balance.',
+      {
+        cause: error,
+      },
+    );
+  }
+  if (error instanceof TransferRefusedError) {
+    return new AppError('invalid_request', `${recipientParam}: ${error.message}`, {
+      param: recipientParam,
+      cause: error,
+    });
+  }
+  return error;
 }

@@ -23,7 +23,7 @@ export async function insertPayment(db: Db, payment: NewPayment): Promise<Paymen
 const insertWithSettingsTexts = new Map<string, string>();
 
 /**
- * insertPayment as a statement to compose (the one-statement create, pipeline.ts), which writes the
+ * insertPayment as a statement to compose (the one-statement create, src/pipeline/execute-tool.ts), which writes the
  * row only while its account's settings are still `settings`, the ones it was made from: changed
  * settings, like a taken reference, write no row. On the hottest write path, so its text is built
  * once per column list (the query builder took a tenth of a request's CPU building and compiling

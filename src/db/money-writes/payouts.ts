@@ -7,7 +7,7 @@ import type { Updateable } from 'kysely';
 import type { PayoutRow, PayoutsTable } from '../tables/money.ts';
 import { newId } from '../../domain/ids.ts';
 import { SETTLEMENT_CURRENCY } from '../../domain/money.ts';
-import { moneyError } from '../../payouts/payouts.ts';
+import { moneyError } from '../../ledger/ledger.ts';
 import { enqueueTransfer } from './transfers.ts';
 
 export interface NewPayout {
