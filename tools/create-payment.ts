@@ -134,7 +134,7 @@ export const createPayment = defineTool({
       { param: 'reference' },
     );
   },
-  // One statement where the handler takes a transaction of four (pipeline.ts): the account's
+  // One statement where the handler takes a transaction of four (src/pipeline/execute-tool.ts): the account's
   // settings as last read, and the insert writes only while they are still the account's.
   async singleInsert(value, ctx) {
     const { config, actor } = ctx;

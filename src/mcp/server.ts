@@ -31,7 +31,7 @@ import { agentModelFor } from '../agent/select-model.ts';
 import { agentMcpTools } from './agent-tools.ts';
 
 /**
- * The MCP server (DESIGN.md §10): the tool catalogue for AI assistants, one McpServer per
+ * The MCP server (docs/mcp.md): the tool catalogue for AI assistants, one McpServer per
  * connection, bound to one API key. See docs/mcp.md.
  *
  * Tools are served with the low-level request handlers rather than McpServer.registerTool, on

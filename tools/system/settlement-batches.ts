@@ -1,7 +1,7 @@
 // How a settlement batch ends, as system tools run by the settlement worker (src/settlement/): paid
 // on chain (confirm_settlement_batch), never payable (fail_settlement_batch), or its confirmation
 // undone by a reorg (revert_settlement_batch). Each run is one transaction: the batch's rows
-// (src/settlement/batches.ts), the ledger, the transfers, and each transfer's object (a payment
+// (src/db/money-writes/settlement-batches.ts), the ledger, the transfers, and each transfer's object (a payment
 // settled, a payout paid: transfer-outcomes.ts) with its event, together or not at all; and in the
 // action log of every merchant whose money the batch carried.
 
