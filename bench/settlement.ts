@@ -30,7 +30,7 @@ import type { BenchResult } from './run.ts';
 const PAYMENTS = 500;
 /** Single payments timed paid → settled after the backlog, one at a time. */
 const LATENCY_SAMPLES = 20;
-/** DESIGN.md §7: paid → settled p95 ≤ 2 s on the instant schedule. */
+/** docs/settlement.md: paid → settled p95 ≤ 2 s on the instant schedule. */
 const LATENCY_P95_MS = 2_000;
 const ADDRESSES = 20;
 /** Acceptance 2: total gas per settled payment below 15% of one plain ERC-20 transfer. */
@@ -119,7 +119,7 @@ export async function settlementBench(): Promise<BenchResult> {
     for (const [address, sum] of expectedByAddress(payments)) {
       if ((await readTokenBalance(chain, address as `0x${string}`)) !== sum) balancesOk = false;
     }
-    // Latency at rest (DESIGN.md §7, "instant": paid → settled p95 ≤ 2 s): one payment at a time,
+    // Latency at rest (docs/settlement.md, "instant": paid → settled p95 ≤ 2 s): one payment at a time,
     // timed from the moment it is paid to the moment its status reads settled. Measured here, in
     // the benchmark, not asserted in a test: a loaded machine makes any millisecond bound in a test
     // fail for no fault of the code.

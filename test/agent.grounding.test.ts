@@ -1,4 +1,4 @@
-// Grounding (issue 13 point 4, DESIGN.md §9) through the real route: POST /agent/settle with the
+// Grounding (issue 13 point 4, docs/agent.md) through the real route: POST /agent/settle with the
 // Claude adapter against the local fake Messages API. A money call runs only if its recipient,
 // amount and payment id come from the instruction or a typed field of a result read in the run;
 // an address found only in a payment's description is refused like an invented one, with its own

@@ -1,85 +1,87 @@
-// The shape docs/architecture.md promises, checked: no module imports itself in a circle, core
-// imports neither the runtime nor the policy nor the pipeline, policy never runs a tool, and no
-// tool reaches for the runtime.
+// The shape docs/architecture.md promises, checked over the real import graph
+// (test/support/architecture.ts): the money writes are imported only by tools/; no raw write to a
+// money table anywhere else; tools/ imports nothing from the workers and hosts above it; no module
+// imports itself in a circle; core imports neither the runtime nor the policy nor the pipeline;
+// policy never runs a tool; no tool reaches for the runtime. Each way past the money rules that a
+// line-by-line search missed is kept as a small tree in test/fixtures/architecture/, and the check
+// must find it.
 
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  analyseTree,
+  checkArchitecture,
+  cycles,
+  describe as line,
+  type Finding,
+  type Graph,
+} from './support/architecture.ts';
 
 const ROOT = join(import.meta.dirname, '..');
+const FIXTURES = join(import.meta.dirname, 'fixtures', 'architecture');
 
-function sources(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return sources(path);
-    return name.endsWith('.ts') && !name.endsWith('.test.ts') ? [path] : [];
-  });
-}
+/**
+ * What the tree does not keep yet, to be moved (issue 34). The list only shrinks: a finding not in
+ * it fails the test, and so does an entry no longer found. Left: the settlement worker's own
+ * batch lifecycle (a batch planned, signed, sent, replaced, finalized; its transfers batched or
+ * queued again), which moves no ledger money but is written outside a tool's run; the move is a
+ * system tool for each step, logged for no merchant as fail_settlement_batch's requeue is.
+ */
+const NOT_YET_MOVED = [
+  "money write: src/settlement/batches.ts: insertInto('settlement_batch_transfers')",
+  "money write: src/settlement/batches.ts: insertInto('settlement_batches')",
+  'money write: src/settlement/batches.ts: sql`…`: update settlement_batches',
+  "money write: src/settlement/batches.ts: updateTable('settlement_batches')",
+  "money write: src/settlement/batches.ts: updateTable('transfers')",
+  "money write: src/settlement/batches.ts: updateTable('transfers')",
+  "money write: src/settlement/chain-health.ts: updateTable('settlement_batches')",
+  "money write: src/settlement/chain-health.ts: updateTable('settlement_batches')",
+  "money write: src/settlement/chain-health.ts: updateTable('transfers')",
+  "money write: src/settlement/relayer.ts: updateTable('settlement_batches')",
+  "money write: src/settlement/relayer.ts: updateTable('settlement_batches')",
+  "money write: src/settlement/relayer.ts: updateTable('transfers')",
+  "money write: src/settlement/reorgs.ts: updateTable('settlement_batches')",
+  "money write: src/settlement/reorgs.ts: updateTable('settlement_batches')",
+];
 
-/** Each module's imports of our own modules: values only (`import type` vanishes when compiled). */
-function importGraph(): Map<string, string[]> {
-  const graph = new Map<string, string[]>();
-  for (const file of [...sources(join(ROOT, 'src')), ...sources(join(ROOT, 'tools'))]) {
-    const text = readFileSync(file, 'utf8');
-    const targets: string[] = [];
-    for (const m of text.matchAll(/^(?:import|export)\s+(?!type\b)[^'"]*?from\s+'(\.[^']+)'/gm)) {
-      const target = resolve(dirname(file), m[1]!);
-      if (existsSync(target)) targets.push(target);
-    }
-    graph.set(file, targets);
-  }
-  return graph;
-}
+let findings: Finding[] = [];
+let graph: Graph = { edges: new Map() };
+beforeAll(() => {
+  ({ findings, graph } = analyseTree(ROOT));
+}, 120_000);
 
-/** The cycles of a graph (its strongly connected components of more than one module). */
-function cycles(graph: Map<string, string[]>): string[][] {
-  let next = 0;
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const found: string[][] = [];
-  const visit = (v: string): void => {
-    index.set(v, next);
-    low.set(v, next++);
-    stack.push(v);
-    onStack.add(v);
-    for (const w of graph.get(v) ?? []) {
-      if (!index.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v)!, low.get(w)!));
-      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
-    }
-    if (low.get(v) === index.get(v)) {
-      const component: string[] = [];
-      let w: string;
-      do {
-        w = stack.pop()!;
-        onStack.delete(w);
-        component.push(relative(ROOT, w));
-      } while (w !== v);
-      if (component.length > 1) found.push(component.sort());
-    }
-  };
-  for (const v of graph.keys()) if (!index.has(v)) visit(v);
-  return found;
-}
+const found = (rule: Finding['rule']): string[] =>
+  findings
+    .filter((f) => f.rule === rule)
+    .map(line)
+    .sort();
+const known = (rule: Finding['rule']): string[] => NOT_YET_MOVED.filter((l) => l.startsWith(`${rule}: `)).sort();
 
 /** Every import (types too) from files under `from` of files under `to`, as "file → target". */
 function importsBetween(from: string, to: string): string[] {
-  const found: string[] = [];
-  for (const file of sources(join(ROOT, from))) {
-    for (const m of readFileSync(file, 'utf8').matchAll(/from\s+'(\.[^']+)'/g)) {
-      const target = relative(ROOT, resolve(dirname(file), m[1]!));
-      if (target.startsWith(`${to}/`) || target === to) found.push(`${relative(ROOT, file)} → ${target}`);
-    }
+  const out: string[] = [];
+  for (const [file, edges] of graph.edges) {
+    if (!file.startsWith(`${from}/`) || file.endsWith('.test.ts')) continue;
+    for (const { target } of edges) if (target.startsWith(`${to}/`) || target === to) out.push(`${file} → ${target}`);
   }
-  return found;
+  return out;
 }
 
 describe('the architecture', () => {
+  it('reaches the money writes only from tools/ (aliases, namespaces and re-exports followed)', () => {
+    expect(found('money import')).toEqual(known('money import'));
+  });
+
+  it('writes a money table nowhere but in the money writes', () => {
+    expect(found('money write')).toEqual(known('money write'));
+  });
+
+  it('has tools/ import nothing from src/settlement, src/payments or src/checkout', () => {
+    expect(found('tools above')).toEqual(known('tools above'));
+  });
+
   it('has no import cycles', () => {
-    expect(cycles(importGraph())).toEqual([]);
+    expect(found('cycle')).toEqual(known('cycle'));
   });
 
   it('finds a cycle when there is one (the check itself)', () => {
@@ -102,5 +104,42 @@ describe('the architecture', () => {
     expect(importsBetween('src/policy', 'src/pipeline')).toEqual([]);
     expect(importsBetween('tools', 'src/runtime.ts')).toEqual([]);
     expect(importsBetween('tools', 'src/pipeline')).toEqual([]);
+  });
+});
+
+describe('the check finds each way past it (test/fixtures/architecture/)', () => {
+  const fixture = (name: string): string[] => checkArchitecture(join(FIXTURES, name)).map(line);
+
+  it.each([
+    ['aliased-import', 'money import: src/settlement/worker.ts: imports src/db/money-writes/ledger.ts'],
+    ['namespace-import', 'money import: src/payments/expiry.ts: imports src/db/money-writes/ledger.ts'],
+    ['dynamic-import', 'money import: src/payments/expiry.ts: imports src/db/money-writes/ledger.ts'],
+    ['table-in-variable', "money write: src/payments/expiry.ts: updateTable('payments')"],
+    ['split-call', "money write: src/settlement/worker.ts: updateTable('payouts')"],
+    ['sql-table', 'money write: src/payments/rails/refunds.ts: sql`…`: update refunds'],
+    [
+      'sql-raw',
+      'money write: src/settlement/worker.ts: SQL text: insert into ledger_entries',
+      'money write: src/settlement/worker.ts: sql.raw: insert into ledger_entries',
+    ],
+    [
+      're-export',
+      'money import: src/http/routes/treasury.ts: imports postLedger from tools/helpers.ts, which is not a tool',
+      'money import: src/http/routes/treasury.ts: imports tools/helpers.ts, which re-exports recordMoney, postLedger',
+    ],
+    ['payment-attempts', "money write: src/checkout/attempts.ts: updateTable('payment_attempts')"],
+    ['settlement-batches', "money write: src/settlement/batch-rows.ts: updateTable('settlement_batches')"],
+    ['late-success-refund', "money write: src/payments/rails/reconcile.ts: updateTable('payment_attempts')"],
+    ['tools-above', 'tools above: tools/system/settle.ts: imports src/settlement/schedules.ts'],
+    [
+      'cycle',
+      'cycle: tools/system/payout-outcomes.ts: circle of imports: tools/system/payout-outcomes.ts → tools/system/transfer-outcomes.ts',
+    ],
+  ])('%s', (name, ...expected) => {
+    expect(fixture(name).sort()).toEqual(expected);
+  });
+
+  it('passes what the rules allow: a tool posting, a route running it, a lease, a read, a log message', () => {
+    expect(fixture('clean')).toEqual([]);
   });
 });

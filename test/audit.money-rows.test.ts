@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { appendActionLog, type AuditReport, lockAccountActions, verifyActionLog } from '../src/audit/action-log.ts';
-import { MONEY_TABLES } from '../src/audit/money-rows.ts';
+import { MONEY_TABLES } from '../src/audit/money-tables.ts';
 import { auditVerificationJob } from '../src/audit/verification-job.ts';
 import { auditCheckpoint, auditVerify } from '../src/cli/audit.ts';
 import { createLogger } from '../src/core/logger.ts';

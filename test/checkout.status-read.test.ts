@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { stringifyJson } from '../src/core/json-text.ts';
 import { findPaymentById } from '../src/db/repositories/payments.ts';
-import { presentPublicPayment } from '../src/payments/present.ts';
+import { presentPublicPayment } from '../src/domain/present-payment.ts';
 import { bearer, testAccount, testApp, testRuntime, type TestRuntime } from './support/harness.ts';
 
 /**

@@ -1,5 +1,5 @@
 // The money actions of one agent run count together against the confirmation threshold
-// (DESIGN.md §8, issue 13 point 5): four 900 USDC payouts asked for in one message are one
+// (docs/policy.md, issue 13 point 5): four 900 USDC payouts asked for in one message are one
 // 3,600 USDC decision. Driven through executeTool with a real database, as the agent runtime calls it.
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -15,14 +15,14 @@ import {
   InsufficientBalanceError,
   LedgerError,
   ledgerAccount,
-  postLedger,
 } from '../src/ledger/ledger.ts';
+import { postLedger } from '../src/db/money-writes/ledger.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { openChainSession } from '../src/settlement/chain-session.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import { TransferRefusedError } from '../src/domain/recipients.ts';
 import { netTransfers } from '../src/settlement/transfers.ts';
-import { DuplicateTransferError, enqueueTransfer } from '../tools/transfer-queue.ts';
+import { DuplicateTransferError, enqueueTransfer } from '../src/db/money-writes/transfers.ts';
 import { testAccount } from './support/harness.ts';
 import { payoutAddresses, settlementRuntime } from './support/settlement.ts';
 import { createPaidPayments } from './support/settlement-fixtures.ts';

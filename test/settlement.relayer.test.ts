@@ -12,7 +12,7 @@ import { DEV_ACCOUNTS } from '../src/chain/devnet.ts';
 import { findPaymentById } from '../src/db/repositories/payments.ts';
 import { getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
 import type { Runtime } from '../src/runtime.ts';
-import { enqueueTransfer } from '../tools/transfer-queue.ts';
+import { enqueueTransfer } from '../src/db/money-writes/transfers.ts';
 import {
   type SettlementWorker,
   type SettlementWorkerOptions,

@@ -10,7 +10,8 @@ import { type ChainConnection, connectChain } from '../src/chain/chain.ts';
 import { DEV_ACCOUNTS, type DevnetRpcServer, startDevnetRpcServer } from '../src/chain/devnet.ts';
 import type { PaymentRow } from '../src/db/database.ts';
 import type { Runtime } from '../src/runtime.ts';
-import { saveSettlementSchedule, windowEnd } from '../src/settlement/schedules.ts';
+import { windowEnd } from '../src/domain/settlement-windows.ts';
+import { saveSettlementSchedule } from '../src/settlement/schedules.ts';
 import { fileDatabaseUrl, isPostgres, testAccount } from './support/harness.ts';
 import {
   expectSettledExactlyOnce,

@@ -10,7 +10,7 @@ import { type ChainConnection, connectChain, readTokenBalance } from '../src/cha
 import type { ManualClock } from '../src/core/clock.ts';
 import { listEventsForObject } from '../src/db/repositories/events.ts';
 import type { Runtime } from '../src/runtime.ts';
-import { windowEnd } from '../src/settlement/schedules.ts';
+import { windowEnd } from '../src/domain/settlement-windows.ts';
 import { type SettlementWorker, startSettlementWorker } from '../src/settlement/worker.ts';
 import { bearer, testAccount, testApp } from './support/harness.ts';
 import { createPayment, payPayment } from './support/payments.ts';

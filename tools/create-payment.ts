@@ -9,13 +9,12 @@ import {
   type CreationSettings,
   findCreationSettings,
   findPaymentByReference,
-  insertPayment,
-  insertPaymentWithSettings,
 } from '../src/db/repositories/payments.ts';
+import { insertPayment, insertPaymentWithSettings } from '../src/db/money-writes/payments.ts';
 import { quoteFromTable } from '../src/domain/fx.ts';
 import { newId } from '../src/domain/ids.ts';
 import { getCurrency, parseMajorAmount, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
-import { presentPayment } from '../src/payments/present.ts';
+import { presentPayment } from '../src/domain/present-payment.ts';
 import { validateWebhookUrl } from '../src/webhooks/webhook-url.ts';
 import { paymentOutput } from './payment-output.ts';
 import {
@@ -135,7 +134,7 @@ export const createPayment = defineTool({
       { param: 'reference' },
     );
   },
-  // One statement where the handler takes a transaction of four (pipeline.ts): the account's
+  // One statement where the handler takes a transaction of four (src/pipeline/execute-tool.ts): the account's
   // settings as last read, and the insert writes only while they are still the account's.
   async singleInsert(value, ctx) {
     const { config, actor } = ctx;

@@ -3,7 +3,7 @@ import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
 import { formatDisplay, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { assertModeMayPayOut, assertSafeRecipient } from '../src/payouts/payouts.ts';
-import { createPayoutRecord } from './payout-record.ts';
+import { createPayoutRecord } from '../src/db/money-writes/payouts.ts';
 import { payoutOutput, presentPayout } from '../src/payouts/present.ts';
 import { evmAddress, optionalText, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
 import { findPayment } from '../src/db/repositories/payments.ts';
-import { presentPayment } from '../src/payments/present.ts';
+import { presentPayment } from '../src/domain/present-payment.ts';
 import { paymentOutput } from './payment-output.ts';
 import { paymentId } from './schemas.ts';
 

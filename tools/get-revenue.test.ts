@@ -7,7 +7,7 @@ import type { Actor } from '../src/core/tool.ts';
 import { minorToNumber, parseMajorAmount, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { expireDuePayments } from '../src/payments/expiry.ts';
 import { paySandbox } from '../src/payments/sandbox-rail.ts';
-import { paystackReference } from '../src/payments/rails/paystack.ts';
+import { paystackReference } from '../src/domain/provider-references.ts';
 import { runSystemTool } from '../src/pipeline/system-runs.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import { bearer, testAccount, testApp, testRuntime, type TestRuntime } from '../test/support/harness.ts';

@@ -4,7 +4,7 @@ import { defineTool } from '../src/core/tool.ts';
 import type { Db, ModeScope } from '../src/db/database.ts';
 import { minorToNumber, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { isPaidStatus, PAYMENT_STATUSES } from '../src/domain/payment-status.ts';
-import { currencyOf } from '../src/payments/present.ts';
+import { currencyOf } from '../src/domain/present-payment.ts';
 import { isoTime } from '../src/core/validation.ts';
 import { currencyCode } from './schemas.ts';
 

@@ -3,7 +3,7 @@ import { defineTool } from '../src/core/tool.ts';
 import { createdRange, pageParams } from '../src/db/pagination.ts';
 import { listPaymentsPage } from '../src/db/repositories/payments.ts';
 import { PAYMENT_STATUSES } from '../src/domain/payment-status.ts';
-import { presentPayment } from '../src/payments/present.ts';
+import { presentPayment } from '../src/domain/present-payment.ts';
 import { paymentOutput } from './payment-output.ts';
 
 export const listPayments = defineTool({

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { PAYMENT_STATUSES } from '../src/domain/payment-status.ts';
-import { SETTLEMENT_SCHEDULES } from '../src/settlement/schedules.ts';
+import { SETTLEMENT_SCHEDULES } from '../src/domain/settlement-windows.ts';
 
-/** The payment record as tools and GET /v1/payments/:id return it (see src/payments/present.ts). */
+/** The payment record as tools and GET /v1/payments/:id return it (see src/domain/present-payment.ts). */
 export const paymentOutput = z
   .object({
     id: z.string().describe('Payment id (pay_…), unguessable.'),

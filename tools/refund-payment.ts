@@ -4,15 +4,17 @@ import { AppError } from '../src/core/errors.ts';
 import { defineTool, type ToolContext } from '../src/core/tool.ts';
 import type { PaymentRow } from '../src/db/database.ts';
 import { insertEvent } from '../src/db/repositories/events.ts';
-import { findPayment, transitionPayment } from '../src/db/repositories/payments.ts';
+import { findPayment } from '../src/db/repositories/payments.ts';
+import { transitionPayment } from '../src/db/money-writes/payments.ts';
 import { newId } from '../src/domain/ids.ts';
 import { formatDisplay, parseMajorAmount } from '../src/domain/money.ts';
-import { postLedger } from '../src/ledger/ledger.ts';
-import { currencyOf, presentPayment } from '../src/payments/present.ts';
-import { moneyError } from '../src/payouts/payouts.ts';
+import { postLedger } from '../src/db/money-writes/ledger.ts';
+import { currencyOf, presentPayment } from '../src/domain/present-payment.ts';
+import { moneyError } from '../src/ledger/ledger.ts';
 import { presentRefund, refundOutput, refundPosting, refundShares } from '../src/refunds/refunds.ts';
 import { optionalText, paymentId, tooManyDecimalsForAnyCurrency, writtenAmount } from './schemas.ts';
 import { scopedRow } from '../src/db/repositories/scoped.ts';
+import { insertRefund } from '../src/db/money-writes/refunds.ts';
 
 const input = z.strictObject({
   payment_id: paymentId,
@@ -148,27 +150,23 @@ export const refundPayment = defineTool({
     } catch (error) {
       throw moneyError(error, 'payment_id');
     }
-    const refund = await db
-      .insertInto('refunds')
-      .values({
-        id,
-        account_id: actor.accountId,
-        livemode: actor.livemode,
-        payment_id: payment.id,
-        amount_minor: amount,
-        currency: payment.currency,
-        merchant_debit_minor: shares.merchantDebit,
-        fee_return_minor: shares.feeReturn,
-        reason: value.reason ?? null,
-        // The sandbox refunds at once; Paystack is asked after this commits (src/payments/rails/refunds.ts).
-        rail,
-        status: rail === 'sandbox' ? 'succeeded' : 'pending',
-        completed_at: rail === 'sandbox' ? now : null,
-        channel: actor.channel,
-        created_at: now,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const refund = await insertRefund(db, {
+      id,
+      account_id: actor.accountId,
+      livemode: actor.livemode,
+      payment_id: payment.id,
+      amount_minor: amount,
+      currency: payment.currency,
+      merchant_debit_minor: shares.merchantDebit,
+      fee_return_minor: shares.feeReturn,
+      reason: value.reason ?? null,
+      // The sandbox refunds at once; Paystack is asked after this commits (src/payments/rails/refunds.ts).
+      rail,
+      status: rail === 'sandbox' ? 'succeeded' : 'pending',
+      completed_at: rail === 'sandbox' ? now : null,
+      channel: actor.channel,
+      created_at: now,
+    });
     const refundedAfter = payment.refunded_minor + amount;
     const updated = await transitionPayment(
       db,

@@ -17,6 +17,7 @@ import { expirePayments } from './system/expire-payments.ts';
 import { fundTestBalance } from './system/fund-test-balance.ts';
 import { recordPaymentAttempt } from './system/record-payment-attempt.ts';
 import { recordRefundOutcome } from './system/record-refund-outcome.ts';
+import { recordLateSuccessRefund } from './system/record-late-success-refund.ts';
 import { recordRefundSubmission } from './system/record-refund-submission.ts';
 import { recordTreasuryOpening } from './system/record-treasury-opening.ts';
 import {
@@ -57,7 +58,7 @@ export function findTool(name: string): AnyTool | undefined {
 /**
  * The service's own money steps (tools/system/, ToolDefinition.system): run on the `system` channel
  * by the workers, the payer's page and the test helpers; not offered to REST, MCP or the agent. With
- * TOOLS they are every way money moves (docs/architecture.md; `npm run check:money-path`).
+ * TOOLS they are every way money moves (docs/architecture.md; test/architecture.test.ts holds it).
  */
 export const SYSTEM_TOOLS: readonly AnyTool[] = [
   startPaymentAttempt,
@@ -69,6 +70,7 @@ export const SYSTEM_TOOLS: readonly AnyTool[] = [
   failQueuedTransfers,
   recordRefundSubmission,
   recordRefundOutcome,
+  recordLateSuccessRefund,
   expirePayments,
   fundTestBalance,
   recordTreasuryOpening,

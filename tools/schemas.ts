@@ -1,7 +1,7 @@
 import { isAddress } from 'viem';
 import { z } from 'zod';
 import { JsonNumber, nestsDeeperThan, stringifyJson } from '../src/core/json-text.ts';
-import { PAYMENT_SETTLEMENT_SCHEDULES } from '../src/settlement/schedules.ts';
+import { PAYMENT_SETTLEMENT_SCHEDULES } from '../src/domain/settlement-windows.ts';
 import { isBurnAddress } from '../src/domain/recipients.ts';
 import {
   CURRENCIES,

@@ -7,9 +7,10 @@ import type { RevenueShareRow } from '../src/db/tables/money.ts';
 import { newId } from '../src/domain/ids.ts';
 import { formatDisplay, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { assertModeMayPayOut, assertSafeRecipient } from '../src/payouts/payouts.ts';
-import { createPayoutRecord } from './payout-record.ts';
+import { createPayoutRecord } from '../src/db/money-writes/payouts.ts';
 import { presentRevenueShare, revenueShareOutput } from '../src/payouts/present.ts';
 import { evmAddress, optionalText, paymentId, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
+import { insertRevenueShare } from '../src/db/money-writes/revenue-shares.ts';
 
 const MAX_LEGS = 20;
 /** Parts per leg: enough for any ratio a person writes, small enough that total × parts stays exact. */
@@ -217,21 +218,17 @@ export const splitRevenue = defineTool({
     const id = newId('split');
     let share: RevenueShareRow;
     try {
-      share = await db
-        .insertInto('revenue_shares')
-        .values({
-          id,
-          account_id: actor.accountId,
-          livemode: actor.livemode,
-          payment_id: sharedPayment,
-          amount_minor: total,
-          asset: SETTLEMENT_CURRENCY.code,
-          reference: value.reference ?? null,
-          channel: actor.channel,
-          created_at: now,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      share = await insertRevenueShare(db, {
+        id,
+        account_id: actor.accountId,
+        livemode: actor.livemode,
+        payment_id: sharedPayment,
+        amount_minor: total,
+        asset: SETTLEMENT_CURRENCY.code,
+        reference: value.reference ?? null,
+        channel: actor.channel,
+        created_at: now,
+      });
     } catch (error) {
       if (String((error as Error).message).includes('revenue_shares_payment')) {
         throw new AppError('conflict', `The proceeds of ${sharedPayment} were already shared.`, {

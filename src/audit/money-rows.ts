@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { MONEY_TABLES, type MoneyTable } from './money-tables.ts';
 import type { BrokenRow } from './view-check.ts';
 
 /**
@@ -15,18 +16,6 @@ import type { BrokenRow } from './view-check.ts';
  * rewrite a row and its digests alike, which a checkpoint kept outside the database and the
  * recorded verifications of the chain do not see: docs/operations.md says what verify covers.
  */
-export const MONEY_TABLES = [
-  'payments',
-  'payouts',
-  'refunds',
-  'revenue_shares',
-  'ledger_entries',
-  'transfers',
-  'settlement_batches',
-] as const;
-
-export type MoneyTable = (typeof MONEY_TABLES)[number];
-
 interface Finding {
   row_id: string;
   current: string | null;

@@ -9,7 +9,7 @@ import {
   snapshotHash,
 } from './action-snapshot.ts';
 import { type ChainPoint, GENESIS, readHead, walkSegment } from './chain.ts';
-import type { MoneyTable } from './money-rows.ts';
+import type { MoneyTable } from './money-tables.ts';
 import { loadSettlementHashes } from './settlement-hashes.ts';
 
 /** A row found edited, added or missing, named by its table and id. */

@@ -8,7 +8,7 @@ import { AppError } from '../core/errors.ts';
 import { parseStoredJson, stringifyJson } from '../core/json-text.ts';
 import type { PaymentRow } from '../db/database.ts';
 import { PREPARED } from '../db/prepared-statements.ts';
-import { PUBLIC_PAYMENT_COLUMNS, type PublicPaymentColumn, presentPublicPayment } from '../payments/present.ts';
+import { PUBLIC_PAYMENT_COLUMNS, type PublicPaymentColumn, presentPublicPayment } from '../domain/present-payment.ts';
 import type { Runtime } from '../runtime.ts';
 
 export const checkoutStatusOperations: ApiOperation[] = [

@@ -2,7 +2,7 @@ import type { AttemptOutcome, PaymentRow } from '../db/database.ts';
 import type { ProviderRail } from '../db/tables/rails.ts';
 import { formatDisplay } from '../domain/money.ts';
 import type { PaymentStatus } from '../domain/payment-status.ts';
-import { currencyOf } from '../payments/present.ts';
+import { currencyOf } from '../domain/present-payment.ts';
 import { returnUrl } from './return-url.ts';
 
 /**

@@ -65,10 +65,16 @@ export interface DatabaseCommand extends CommandHelp {
   parse(args: string[]): DatabaseWork;
 }
 
+/**
+ * Runs a command line another CLI forwarded (main.ts's runForwardedCommand), handed to serve by
+ * the CLI that starts it: serve is itself one of the commands, so it does not import their table.
+ */
+export type ForwardedCommands = (argv: string[], context: AdminContext, out: CliOutput) => Promise<number>;
+
 /** `serve`: runs the service from the configuration; never forwarded. */
 export interface ServiceCommand extends CommandHelp {
   kind: 'service';
-  parse(args: string[]): (config: Config, out: CliOutput) => Promise<number>;
+  parse(args: string[]): (config: Config, out: CliOutput, forwarded: ForwardedCommands) => Promise<number>;
 }
 
 /** `mcp`: a client of a running service over HTTP; needs no configuration or database. */

@@ -1,6 +1,5 @@
 import { ConfigError } from '../config/config.ts';
 import { AppError, isAppError } from '../core/errors.ts';
-import type { CliOutput } from './command.ts';
 
 /**
  * The CLI's exit codes, sysexits(3) where one fits. docs/operations.md ("## CLI") lists the same
@@ -31,7 +30,13 @@ export class UsageError extends AppError {
  * the HTTP API (core/errors.ts) under `--json`, its message otherwise, with the usage after a
  * usage error.
  */
-export function reportFailure(error: unknown, options: { json: boolean; usage: string }, out: CliOutput): number {
+/** Where a failure is written: a CliOutput (command.ts, which imports this module for UsageError). */
+interface FailureOutput {
+  stdout(line: string): void;
+  stderr(line: string): void;
+}
+
+export function reportFailure(error: unknown, options: { json: boolean; usage: string }, out: FailureOutput): number {
   const { failure, exitCode } = classify(error);
   if (options.json) out.stderr(JSON.stringify(failure.toBody()));
   else out.stderr(error instanceof UsageError ? `${failure.message}\n\n${options.usage}` : failure.message);

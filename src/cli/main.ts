@@ -19,7 +19,7 @@ export async function runCli(argv: string[], out: CliOutput = processOutput): Pr
         return command.parse(args)(process.env, out);
       case 'service': {
         const work = command.parse(args);
-        return work(loadConfig(), out);
+        return work(loadConfig(), out, runForwardedCommand);
       }
       case 'database': {
         const work = command.parse(args);

@@ -13,9 +13,8 @@ import { refuseMerchantCollection } from '../payments/rails/collections.ts';
 import { collectionsWithRefusedCallbacks } from '../payments/rails/mpesa.ts';
 import { startWorkers } from '../workers.ts';
 import { type AdminSocket, startAdminSocket } from './admin-socket.ts';
-import { type CliOutput, parseStrict, type ServiceCommand } from './command.ts';
+import { type CliOutput, type ForwardedCommands, parseStrict, type ServiceCommand } from './command.ts';
 import { EXIT, UsageError } from './failures.ts';
-import { runForwardedCommand } from './main.ts';
 
 const ROLES = ['all', 'api', 'checkout', 'worker'] as const;
 type Role = (typeof ROLES)[number];
@@ -39,11 +38,11 @@ SHUTDOWN_TIMEOUT_MS (docs/operations.md, "Rolling deploys / shutdown").`,
     if (!(ROLES as readonly string[]).includes(values.role)) {
       throw new UsageError(`--role must be one of ${ROLES.join(', ')}.`, { param: 'role' });
     }
-    return (config, out) => serveRole(config, values.role as Role, out);
+    return (config, out, forwarded) => serveRole(config, values.role as Role, out, forwarded);
   },
 };
 
-async function serveRole(config: Config, role: Role, out: CliOutput): Promise<number> {
+async function serveRole(config: Config, role: Role, out: CliOutput, forwarded: ForwardedCommands): Promise<number> {
   const terminal = serveTerminal(config, out);
   const stopRequested = stopSignal(out);
   let runtime: Runtime;
@@ -67,7 +66,7 @@ async function serveRole(config: Config, role: Role, out: CliOutput): Promise<nu
       adminSocket = await startAdminSocket(
         config.database.dataDir,
         (argv, forwardedOut) =>
-          runForwardedCommand(
+          forwarded(
             argv,
             {
               db: runtime.db,

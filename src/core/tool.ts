@@ -10,8 +10,8 @@ import type { ErrorCode } from './errors.ts';
 import type { Logger } from './logger.ts';
 
 /**
- * A tool is the one definition of an operation (DESIGN.md §4). The REST routes, the agent, the MCP
- * server, the payer's page and the workers all run it through executeTool (pipeline.ts): every
+ * A tool is the one definition of an operation (docs/architecture.md). The REST routes, the agent, the MCP
+ * server, the payer's page and the workers all run it through executeTool (src/pipeline/execute-tool.ts): every
  * ledger posting and every money status change is made by a tool (docs/architecture.md).
  */
 export type ToolEffect = 'read' | 'write' | 'money';
@@ -113,7 +113,7 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
   /**
    * A create that is one row, known in full before it is written: the pipeline then writes the
    * row, claims the idempotency key and stores the response in one statement instead of a
-   * transaction (pipeline.ts). Used only where nothing else would run in that transaction (a call
+   * transaction (src/pipeline/execute-tool.ts). Used only where nothing else would run in that transaction (a call
    * neither judged nor logged); ctx.db is the database, not a transaction. An insert that writes
    * no row (a guard or conflict in it stopped it) falls back to the handler, which must give the
    * same result for the same row; so does undefined.

@@ -3,7 +3,7 @@ import type { Db } from '../db/database.ts';
 import { listPaymentSummaries } from '../db/repositories/payments.ts';
 import { listPayoutSummaries } from '../db/repositories/payouts.ts';
 import { isId } from '../domain/ids.ts';
-import { currencyOf } from '../payments/present.ts';
+import { currencyOf } from '../domain/present-payment.ts';
 import { formatDisplay } from '../domain/money.ts';
 import { badge, usdc } from './view.ts';
 

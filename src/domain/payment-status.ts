@@ -1,5 +1,5 @@
 /**
- * The payment state machine, in one table (DESIGN.md §6). Every status change in the code asks
+ * The payment state machine, in one table (docs/api.md). Every status change in the code asks
  * this table and then writes with compare-and-set (`… where status = from`), so two workers can
  * never both move one payment.
  *

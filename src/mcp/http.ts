@@ -54,7 +54,7 @@ function loadMcp(): Promise<McpModules> {
 }
 
 /**
- * Streamable HTTP at /mcp on the API host (DESIGN.md §10, docs/mcp.md).
+ * Streamable HTTP at /mcp on the API host (docs/mcp.md).
  *
  * - Every request carries the bearer API key: the app's auth hook checks it (401 with
  *   WWW-Authenticate when missing or invalid) and applies the per-key rate limit, exactly as for

@@ -1,5 +1,5 @@
 /**
- * The JSON-RPC request ids in flight in one MCP session (DESIGN.md §10, docs/mcp.md "Request ids").
+ * The JSON-RPC request ids in flight in one MCP session (docs/mcp.md, "Request ids").
  *
  * The SDK's transport matches each answer to the HTTP response that carries it by request id
  * alone: a second request with an id already in flight took over the first one's stream, so the

@@ -22,7 +22,7 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../core/validation.ts';
 import type { Actor, AnyTool, ToolEffect } from '../core/tool.ts';
 import { findPayment, listPayments } from '../db/repositories/payments.ts';
 import type { AuthContext } from '../http/plugins/auth.ts';
-import { presentPayment } from '../payments/present.ts';
+import { presentPayment } from '../domain/present-payment.ts';
 import type { ConfirmationRequired } from '../policy/confirmations.ts';
 import type { Runtime } from '../runtime.ts';
 import { TOOLS } from '../../tools/registry.ts';
@@ -31,7 +31,7 @@ import { agentModelFor } from '../agent/select-model.ts';
 import { agentMcpTools } from './agent-tools.ts';
 
 /**
- * The MCP server (DESIGN.md §10): the tool catalogue for AI assistants, one McpServer per
+ * The MCP server (docs/mcp.md): the tool catalogue for AI assistants, one McpServer per
  * connection, bound to one API key. See docs/mcp.md.
  *
  * Tools are served with the low-level request handlers rather than McpServer.registerTool, on

@@ -19,7 +19,7 @@ import { DELIVERY_ERROR_CODES } from '../webhooks/deliver.ts';
 
 /** An API's latencies, 5 ms to 10 s. */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-/** 2 s is the instant schedule's p95 target (DESIGN.md 7): a bucket edge there keeps that quantile exact. */
+/** 2 s is the instant schedule's p95 target (docs/settlement.md): a bucket edge there keeps that quantile exact. */
 const SETTLEMENT_BUCKETS = [0.5, 1, 2, 3, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
 
 export type AgentRunOutcome = Exclude<AgentRunStatus, 'running'>;

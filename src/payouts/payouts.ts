@@ -2,9 +2,9 @@ import { testMoneyMayMoveOn, testMoneyRefusal } from '../chain/test-networks.ts'
 import { AppError } from '../core/errors.ts';
 import type { ToolServices } from '../core/tool.ts';
 import type { Db, ModeScope } from '../db/database.ts';
-import { getLedgerBalance, InsufficientBalanceError, ledgerAccount } from '../ledger/ledger.ts';
+import { getLedgerBalance, ledgerAccount } from '../ledger/ledger.ts';
 import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
-import { isServiceContract, TransferRefusedError } from '../domain/recipients.ts';
+import { isServiceContract } from '../domain/recipients.ts';
 
 /**
  * A guardrail next to the side effect: tokens sent to the token contract or to our own batch
@@ -40,26 +40,6 @@ export async function assertModeMayPayOut(runtime: Pick<ToolServices, 'chain'>, 
       `This is a test-mode key, and ${testMoneyRefusal(chain)}. Pay out with a live key, or point CHAIN_RPC_URL at a test network.`,
     );
   }
-}
-
-/** Maps ledger and transfer refusals to the API's errors; anything else passes through. */
-export function moneyError(error: unknown, recipientParam: string): unknown {
-  if (error instanceof InsufficientBalanceError) {
-    return new AppError(
-      'insufficient_funds',
-      'The balance is too low for this amount. Check it with GET /v1/balance.',
-      {
-        cause: error,
-      },
-    );
-  }
-  if (error instanceof TransferRefusedError) {
-    return new AppError('invalid_request', `${recipientParam}: ${error.message}`, {
-      param: recipientParam,
-      cause: error,
-    });
-  }
-  return error;
 }
 
 /**

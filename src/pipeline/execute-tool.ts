@@ -47,7 +47,7 @@ export interface ExecuteOptions {
   /**
    * The agent run this call belongs to: the action log groups the run's calls by it, and the
    * policy judges the run's money actions together against the confirmation threshold
-   * (DESIGN.md §8, docs/policy.md "Agent runs").
+   * (docs/policy.md, "Agent runs").
    */
   runId?: string | null;
   /**
@@ -59,7 +59,7 @@ export interface ExecuteOptions {
   runPlan?: readonly DeclaredCall[];
   /**
    * The caller's check of the validated input, run after the scope check and before the precheck
-   * and the policy: the agent runtime's grounding check (DESIGN.md §9). A throw refuses the call
+   * and the policy: the agent runtime's grounding check (docs/agent.md). A throw refuses the call
    * like a validation error: nothing runs, and on logged channels (not in a dry run) the attempt is
    * recorded as a failed action with the error, e.g. code `ungrounded_argument`.
    */
@@ -134,7 +134,7 @@ interface Call<I extends z.ZodType, O extends z.ZodType> {
 }
 
 /**
- * The one path every operation takes (DESIGN.md §4), step by step:
+ * The one path every operation takes (docs/architecture.md), step by step:
  *
  *   1. validate   the input against the tool's schema
  *   2. authorize  the channel (system tools), the key's scope, the caller's grounding check and the

@@ -36,7 +36,7 @@ export interface PolicyContext {
   readonly knownRecipients: ReadonlySet<string>;
   /**
    * The agent run this action belongs to, when it belongs to one: its money actions count together
-   * against the confirmation threshold (DESIGN.md §8). null outside a run.
+   * against the confirmation threshold (docs/policy.md). null outside a run.
    */
   readonly run: RunSpend | null;
 }

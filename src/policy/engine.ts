@@ -1,4 +1,4 @@
-// The policy engine (DESIGN.md §8): runs the pure rules over one action and keeps the strictest
+// The policy engine (docs/policy.md): runs the pure rules over one action and keeps the strictest
 // verdict with every reason. It is called by the tool pipeline, outside the model, so nothing a
 // model is told can change the outcome. No I/O: the pipeline loads the policy and the context.
 
@@ -137,7 +137,7 @@ function decide(verdicts: readonly RuleVerdict[]): PolicyDecision {
 export const ASSISTANT_CHANNEL: PolicyChannel = 'mcp';
 
 /**
- * The channels whose limits judge a call (DESIGN.md §8: limits follow the principal): the one it
+ * The channels whose limits judge a call (docs/policy.md: limits follow the principal): the one it
  * arrived on and, for an assistant's key, the assistant channel too, whatever transport carried
  * it. So a key held at its MCP limits is held the same way when it calls REST, the agent or
  * anything else; the strictest of the two decisions applies (strictestDecision).

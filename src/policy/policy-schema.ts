@@ -1,4 +1,4 @@
-// The account's policy as data (DESIGN.md §8). This schema is the one definition: it validates
+// The account's policy as data (docs/policy.md). This schema is the one definition: it validates
 // PUT /v1/policy, documents the fields (every one is described, and the same text reaches OpenAPI),
 // and types what the rules read. The stored form and the JSON form are the same shape, so a policy
 // read with GET can be edited and sent back with PUT unchanged.

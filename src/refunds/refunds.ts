@@ -3,7 +3,7 @@ import type { RefundRow } from '../db/tables/money.ts';
 import type { PaymentRow } from '../db/database.ts';
 import { minorToNumber, SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { credit, debit, type LedgerPosting, ledgerAccount } from '../ledger/ledger.ts';
-import { currencyOf } from '../payments/present.ts';
+import { currencyOf } from '../domain/present-payment.ts';
 
 /**
  * A refund reverses its share of the payment at the payment's locked quote: refunding a fraction

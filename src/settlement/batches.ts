@@ -2,8 +2,8 @@
 // batch ends, each one run of a system tool (tools/system/settlement-batches.ts), which makes the
 // money moves: confirmed (transfers confirmed, ledger in-flight → treasury, per-kind outcomes:
 // payment settled + event), failed (transfers released for a new attempt, or failed for good with
-// their money returned) or undone by a reorg. This file keeps the batch rows and their chain
-// transactions.
+// their money returned) or undone by a reorg. This file plans the batches and writes the new batch
+// rows; how an ended batch's rows are written is src/db/money-writes/settlement-batches.ts.
 
 import { sql } from 'kysely';
 import { getAddress, type Hex } from 'viem';
@@ -17,7 +17,7 @@ import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
 import { isServiceContract } from '../domain/recipients.ts';
 import { type BatchLine, netTransfers } from './transfers.ts';
-import { type BatchFailure, type BatchReceipt, receiptInput } from './batch-rows.ts';
+import { type BatchFailure, type BatchReceipt, receiptInput } from '../domain/batch-receipts.ts';
 import {
   type BatchChainFacts,
   confirmSettlementBatch,

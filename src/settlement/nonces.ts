@@ -19,7 +19,7 @@ import { recordNonceRepair } from '../metrics/metrics.ts';
 import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
 import { broadcastStored } from './relayer.ts';
-import { holdsLease } from './relayer-lease.ts';
+import { holdsLease } from '../db/repositories/relayer-leases.ts';
 
 /** Most nonces repaired in one turn (each one is one broadcast). */
 const MAX_REPAIRS_PER_TURN = 16;

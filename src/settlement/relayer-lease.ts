@@ -3,9 +3,9 @@
 // (fencing: a holder whose lease lapsed changes nothing on that chain).
 
 import { sql } from 'kysely';
-import type { Db } from '../db/database.ts';
 import type { ChainSession } from './chain-session.ts';
 import { isDeadHolderOnThisHost, type SettlementContext } from './context.ts';
+import { holdsLease } from '../db/repositories/relayer-leases.ts';
 
 /**
  * Takes or renews the relayer lease for this chain. True when this worker holds it now. A lease is
@@ -50,20 +50,6 @@ export async function acquireRelayerLease(ctx: SettlementContext, session: Chain
     ctx.logger.info({ chain: session.key, previous: current.holder, dead }, 'relayer lease taken over');
   }
   return Number(taken.numUpdatedRows) === 1;
-}
-
-export async function holdsLease(
-  db: Db,
-  ctx: Pick<SettlementContext, 'holder'>,
-  session: Pick<ChainSession, 'key' | 'relayer'>,
-): Promise<boolean> {
-  const row = await db
-    .selectFrom('relayer_leases')
-    .select(sql<boolean>`holder = ${ctx.holder} and expires_at > now()`.as('held'))
-    .where('chain_key', '=', session.key)
-    .where('relayer_address', '=', session.relayer)
-    .executeTakeFirst();
-  return row?.held === true;
 }
 
 /** Gives the lease up (graceful stop) so another worker can take over without waiting. */

@@ -36,11 +36,11 @@ import {
 import { batchPayoutAbi } from '../chain/contracts/abis.ts';
 import type { Db } from '../db/database.ts';
 import type { ChainTransactionRow, SettlementBatchRow } from '../db/tables/settlement.ts';
-import type { BatchReceipt } from './batch-rows.ts';
+import type { BatchReceipt } from '../domain/batch-receipts.ts';
 import { batchCalldata, confirmBatch, failBatch } from './batches.ts';
 import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
-import { holdsLease } from './relayer-lease.ts';
+import { holdsLease } from '../db/repositories/relayer-leases.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Nonces

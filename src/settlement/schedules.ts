@@ -6,50 +6,12 @@
 // daily boundary, so money is never held longer than a day.
 
 import { z } from 'zod';
-import type { Config } from '../config/config.ts';
 import { AppError } from '../core/errors.ts';
 import { zodIssueToAppError } from '../core/validation.ts';
-import type { Db, ModeScope, PaymentRow, SettlementSchedule } from '../db/database.ts';
+import type { Db, ModeScope, SettlementSchedule } from '../db/database.ts';
 import { formatMinor, SETTLEMENT_CURRENCY } from '../domain/money.ts';
+import { SETTLEMENT_SCHEDULES } from '../domain/settlement-windows.ts';
 import { POLICY_AMOUNT_PATTERN, POLICY_AMOUNT_RULE, policyAmountToMinor } from '../policy/amounts.ts';
-
-export const SETTLEMENT_SCHEDULES = [
-  'instant',
-  'hourly',
-  'daily',
-  'threshold',
-] as const satisfies readonly SettlementSchedule[];
-
-/** What a payment may ask for itself; `threshold` is about many payments, so it is the account's. */
-export const PAYMENT_SETTLEMENT_SCHEDULES = ['instant', 'hourly', 'daily'] as const;
-
-const HOURS_PER_DAY = 24;
-
-/**
- * The end of the window a payment paid at `paidAt` waits for: the next boundary strictly after it
- * (hourly: a multiple of hourMs since the epoch, i.e. the next UTC hour; daily and threshold's cap:
- * the next UTC midnight). null for instant: no window.
- */
-export function windowEnd(schedule: SettlementSchedule, paidAt: Date, hourMs: number): Date | null {
-  if (schedule === 'instant') return null;
-  const length = schedule === 'hourly' ? hourMs : hourMs * HOURS_PER_DAY;
-  return new Date((Math.floor(paidAt.getTime() / length) + 1) * length);
-}
-
-/**
- * When a payment's settlement is due, as reads show it (`settlement_due_at`): what the worker
- * recorded when it took the payment; before that, for a paid payment, the end of its window (for
- * instant: when it was paid, i.e. at once). A threshold payment shows its daily cap until the
- * threshold is reached. null while unpaid.
- */
-export function paymentSettlementDueAt(
-  config: Config,
-  row: Pick<PaymentRow, 'settlement_due_at' | 'settlement_schedule' | 'paid_at' | 'status'>,
-): Date | null {
-  if (row.settlement_due_at) return row.settlement_due_at;
-  if (row.status !== 'paid' || !row.paid_at) return null;
-  return windowEnd(row.settlement_schedule, row.paid_at, config.settlement.hourMs) ?? row.paid_at;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The account's schedule per mode: GET/PUT /v1/settlement_schedule.

@@ -1,4 +1,4 @@
-// Netting for the settlement batches (tools/transfer-queue.ts queues transfers; the settlement
+// Netting for the settlement batches (src/db/money-writes/transfers.ts queues transfers; the settlement
 // worker batches, signs, broadcasts and follows them: docs/settlement.md).
 
 import { type Address, getAddress } from 'viem';

@@ -7,7 +7,7 @@ import type { ModeScope } from '../../src/db/database.ts';
 import type { ProviderRail } from '../../src/db/tables/rails.ts';
 import { API_KEY_SCOPES } from '../../src/domain/api-key-secret.ts';
 import { collectionFor, parseRailCredentials, setOperatorCollection } from '../../src/payments/rails/collections.ts';
-import { paystackReference } from '../../src/payments/rails/paystack.ts';
+import { paystackReference } from '../../src/domain/provider-references.ts';
 import { executedOutput, executeTool } from '../../src/pipeline/execute-tool.ts';
 import { runSystemTool, systemActor } from '../../src/pipeline/system-runs.ts';
 import type { Runtime } from '../../src/runtime.ts';

@@ -3,8 +3,8 @@ import { defineTool } from '../../src/core/tool.ts';
 import type { Db, ModeScope } from '../../src/db/database.ts';
 import { inScope, inScopes, uniqueScopes } from './scopes.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
-import { transitionPayment } from '../../src/db/repositories/payments.ts';
-import { presentPayment } from '../../src/payments/present.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
+import { presentPayment } from '../../src/domain/present-payment.ts';
 
 /** Most sessions one run may be offered. */
 export const MAX_OFFERED_SESSIONS = 1000;

@@ -3,14 +3,8 @@ import { AppError } from '../../src/core/errors.ts';
 import { defineTool } from '../../src/core/tool.ts';
 import { newId } from '../../src/domain/ids.ts';
 import { SETTLEMENT_CURRENCY } from '../../src/domain/money.ts';
-import {
-  credit,
-  debit,
-  getLedgerBalance,
-  InsufficientBalanceError,
-  ledgerAccount,
-  postLedger,
-} from '../../src/ledger/ledger.ts';
+import { credit, debit, getLedgerBalance, InsufficientBalanceError, ledgerAccount } from '../../src/ledger/ledger.ts';
+import { postLedger } from '../../src/db/money-writes/ledger.ts';
 
 /**
  * Adds test USDC to a test-mode custodial balance (POST /v1/test_helpers/balance/fund). The money

@@ -5,10 +5,12 @@
 import type { Config } from '../../src/config/config.ts';
 import type { Db, PaymentRow } from '../../src/db/database.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
-import { findPaymentById, transitionPayment } from '../../src/db/repositories/payments.ts';
+import { findPaymentById } from '../../src/db/repositories/payments.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
 import { recordPaymentSettled } from '../../src/metrics/metrics.ts';
-import { presentPayment } from '../../src/payments/present.ts';
-import type { RevertedTransfer, TransferHandler, TransferOutcomeContext } from './transfer-outcomes.ts';
+import { presentPayment } from '../../src/domain/present-payment.ts';
+import type { RevertedTransfer, TransferHandler, TransferOutcomeContext } from './transfer-handler.ts';
+import { forgetSettlementTransaction, updatePaymentRow } from '../../src/db/money-writes/payments.ts';
 
 /** A payment settled into the merchant's custodial balance: no address, no transaction, no gas. */
 export function settledIntoBalance(at: Date) {
@@ -81,12 +83,7 @@ export const paymentSettlementHandler: TransferHandler = {
         // settling again): its status stays; the chain facts are recorded, and payment.settled goes
         // out again with them (the object shows the status as it is), closing the
         // payment.settlement_reverted that was sent.
-        const corrected = await db
-          .updateTable('payments')
-          .set({ ...chainFacts, updated_at: ctx.now })
-          .where('id', '=', item.transfer.source_id)
-          .returningAll()
-          .executeTakeFirst();
+        const corrected = await updatePaymentRow(db, item.transfer.source_id, { ...chainFacts, updated_at: ctx.now });
         if (corrected) {
           ctx.logger.warn(
             { payment: corrected.id, status: corrected.status, tx: item.txHash },
@@ -196,19 +193,7 @@ async function revertPaymentSettlements(
       // Refunded (or otherwise moved on) since it settled: the status stays, but the chain facts
       // must not name a transaction that is no longer on the chain. They are recorded again when
       // the batch is confirmed again (onConfirmed).
-      payment = await db
-        .updateTable('payments')
-        .set({
-          settlement_tx_hash: null,
-          settlement_gas_used: null,
-          settlement_gas_cost_wei: null,
-          settled_at: null,
-          updated_at: ctx.now,
-        })
-        .where('id', '=', item.transfer.source_id)
-        .where('settlement_tx_hash', '=', item.txHash)
-        .returningAll()
-        .executeTakeFirst();
+      payment = await forgetSettlementTransaction(db, item.transfer.source_id, item.txHash, ctx.now);
       payment ??= await findPaymentById(db, item.transfer.source_id);
       if (!payment) continue;
       ctx.logger.error(

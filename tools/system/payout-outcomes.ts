@@ -4,7 +4,8 @@ import { insertEvent } from '../../src/db/repositories/events.ts';
 import type { PayoutsTable } from '../../src/db/tables/money.ts';
 import { presentPayout } from '../../src/payouts/present.ts';
 import type { EventType } from '../../src/webhooks/event-types.ts';
-import type { TransferHandler } from './transfer-outcomes.ts';
+import type { TransferHandler } from './transfer-handler.ts';
+import { movePayoutFrom } from '../../src/db/money-writes/payouts.ts';
 
 /**
  * Finishes payouts (and revenue-share legs, which are payouts) when their transfer ends: settled
@@ -75,13 +76,7 @@ async function movePayout(
   from: 'queued' | 'settled',
   change: { set: Updateable<PayoutsTable>; event: EventType; data?: Record<string, unknown>; now: Date },
 ): Promise<void> {
-  const row = await db
-    .updateTable('payouts')
-    .set(change.set)
-    .where('id', '=', payoutId)
-    .where('status', '=', from)
-    .returningAll()
-    .executeTakeFirst();
+  const row = await movePayoutFrom(db, payoutId, from, change.set);
   if (!row) return;
   await insertEvent(db, {
     accountId: row.account_id,

@@ -3,13 +3,14 @@ import { AppError } from '../../src/core/errors.ts';
 import { defineTool, type ToolContext } from '../../src/core/tool.ts';
 import { type AttemptOutcome, isOpenAttempt, type PaymentRow } from '../../src/db/database.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
-import { transitionPayment } from '../../src/db/repositories/payments.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
 import { newId } from '../../src/domain/ids.ts';
-import { presentPayment } from '../../src/payments/present.ts';
+import { presentPayment } from '../../src/domain/present-payment.ts';
 import type { EventType } from '../../src/webhooks/event-types.ts';
 import { paymentOutput } from '../payment-output.ts';
 import { RAIL_NAMES } from '../../src/db/tables/rails.ts';
 import { lockOwnedPayment, notPayable } from './attempt-rules.ts';
+import { insertPaymentAttempt, updatePaymentAttempt } from '../../src/db/money-writes/payment-attempts.ts';
 
 const OUTCOMES = ['succeeded', 'declined', 'abandoned', 'cancelled', 'timed_out', 'failed', 'unknown'] as const;
 
@@ -119,11 +120,7 @@ export const recordPaymentAttempt = defineTool({
     }
     if (input.outcome === 'unknown') {
       if (attempt.outcome !== 'pending') return answer('duplicate', payment, attempt.outcome);
-      await db
-        .updateTable('payment_attempts')
-        .set({ outcome: 'unknown', failure_reason: input.reason ?? null })
-        .where('id', '=', attempt.id)
-        .execute();
+      await updatePaymentAttempt(db, attempt.id, { outcome: 'unknown', failure_reason: input.reason ?? null });
       return answer('unknown', payment, 'unknown');
     }
     if (input.outcome !== 'succeeded') {
@@ -139,34 +136,26 @@ export const recordPaymentAttempt = defineTool({
     if (mismatch) {
       await endAttempt(ctx, attempt.id, 'flagged', mismatch);
       // The provider took money plainpay did not credit: it goes back to the payer like a late success.
-      await db
-        .updateTable('payment_attempts')
-        .set({
-          refund_status: input.rail === 'paystack' ? 'due' : 'manual',
-          provider_receipt: input.confirmed?.receipt ?? null,
-          payer_fee_minor: payerFee,
-          unconfirmed_event_at: null,
-          checked_at: null,
-        })
-        .where('id', '=', attempt.id)
-        .execute();
+      await updatePaymentAttempt(db, attempt.id, {
+        refund_status: input.rail === 'paystack' ? 'due' : 'manual',
+        provider_receipt: input.confirmed?.receipt ?? null,
+        payer_fee_minor: payerFee,
+        unconfirmed_event_at: null,
+        checked_at: null,
+      });
       ctx.logger.warn({ attemptId: attempt.id, paymentId: payment.id, mismatch }, 'payment attempt flagged');
       return answer('flagged', ended ? payment : await reopen(), 'flagged');
     }
 
     const receipt = input.confirmed?.receipt ?? null;
     if (!ended && payment.status === 'processing') {
-      await db
-        .updateTable('payment_attempts')
-        .set({
-          outcome: 'succeeded',
-          provider_receipt: receipt,
-          payer_fee_minor: payerFee,
-          unconfirmed_event_at: null,
-          completed_at: now,
-        })
-        .where('id', '=', attempt.id)
-        .execute();
+      await updatePaymentAttempt(db, attempt.id, {
+        outcome: 'succeeded',
+        provider_receipt: receipt,
+        payer_fee_minor: payerFee,
+        unconfirmed_event_at: null,
+        completed_at: now,
+      });
       const paid = await transitionPayment(db, payment.id, 'processing', 'paid', { paid_at: now }, now);
       if (!paid) throw notPayable('changed');
       await announce(ctx, paid, 'payment.paid');
@@ -174,21 +163,17 @@ export const recordPaymentAttempt = defineTool({
     }
 
     // The provider took the payer's money after plainpay had given the attempt up: never dropped.
-    await db
-      .updateTable('payment_attempts')
-      .set({
-        outcome: 'succeeded',
-        late: true,
-        provider_receipt: receipt,
-        payer_fee_minor: payerFee,
-        unconfirmed_event_at: null,
-        refund_status: input.rail === 'paystack' ? 'due' : 'manual',
-        // Due at the reconciler's next pass, not a recheck interval after the last verification.
-        checked_at: null,
-        completed_at: now,
-      })
-      .where('id', '=', attempt.id)
-      .execute();
+    await updatePaymentAttempt(db, attempt.id, {
+      outcome: 'succeeded',
+      late: true,
+      provider_receipt: receipt,
+      payer_fee_minor: payerFee,
+      unconfirmed_event_at: null,
+      refund_status: input.rail === 'paystack' ? 'due' : 'manual',
+      // Due at the reconciler's next pass, not a recheck interval after the last verification.
+      checked_at: null,
+      completed_at: now,
+    });
     await announce(ctx, payment, 'payment.late_success', {
       attempt: {
         id: attempt.id,
@@ -211,20 +196,17 @@ async function recordSynchronous(input: RecordInput, payment: PaymentRow, ctx: T
   if (payment.expires_at <= now) throw notPayable('expired');
   const succeeded = input.outcome === 'succeeded';
   const attemptId = newId('att');
-  await db
-    .insertInto('payment_attempts')
-    .values({
-      id: attemptId,
-      payment_id: payment.id,
-      rail: 'sandbox',
-      outcome: succeeded ? 'succeeded' : 'declined',
-      failure_reason: succeeded ? null : (input.reason ?? 'sandbox_declined'),
-      amount_minor: payment.amount_minor,
-      currency: payment.currency,
-      completed_at: now,
-      created_at: now,
-    })
-    .execute();
+  await insertPaymentAttempt(db, {
+    id: attemptId,
+    payment_id: payment.id,
+    rail: 'sandbox',
+    outcome: succeeded ? 'succeeded' : 'declined',
+    failure_reason: succeeded ? null : (input.reason ?? 'sandbox_declined'),
+    amount_minor: payment.amount_minor,
+    currency: payment.currency,
+    completed_at: now,
+    created_at: now,
+  });
   let row = payment;
   if (succeeded) {
     const paid = await transitionPayment(db, payment.id, 'pending', 'paid', { paid_at: now }, now);
@@ -241,11 +223,7 @@ async function recordSynchronous(input: RecordInput, payment: PaymentRow, ctx: T
 }
 
 async function endAttempt(ctx: ToolContext, id: string, outcome: AttemptOutcome, reason: string | null) {
-  await ctx.db
-    .updateTable('payment_attempts')
-    .set({ outcome, failure_reason: reason, completed_at: ctx.now })
-    .where('id', '=', id)
-    .execute();
+  await updatePaymentAttempt(ctx.db, id, { outcome, failure_reason: reason, completed_at: ctx.now });
 }
 
 /** What the provider confirmed must be exactly what the attempt asked; else why not, in words. */

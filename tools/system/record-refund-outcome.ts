@@ -2,10 +2,12 @@ import { z } from 'zod';
 import { AppError } from '../../src/core/errors.ts';
 import { defineTool } from '../../src/core/tool.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
-import { transitionPayment } from '../../src/db/repositories/payments.ts';
-import { credit, debit, ledgerAccount, postLedger } from '../../src/ledger/ledger.ts';
-import { presentPayment } from '../../src/payments/present.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
+import { credit, debit, ledgerAccount } from '../../src/ledger/ledger.ts';
+import { postLedger } from '../../src/db/money-writes/ledger.ts';
+import { presentPayment } from '../../src/domain/present-payment.ts';
 import { presentRefund } from '../../src/refunds/refunds.ts';
+import { updateRefund, updateRefundRow } from '../../src/db/money-writes/refunds.ts';
 
 /**
  * How a provider rail's refund ended (docs/rails.md, "Refunds"): the one place a pending refund
@@ -43,15 +45,11 @@ export const recordRefundOutcome = defineTool({
       return { result: 'duplicate' as const, refund_id: refund.id, status: refund.status };
 
     if (input.outcome === 'succeeded') {
-      await db
-        .updateTable('refunds')
-        .set({
-          status: 'succeeded',
-          provider_reference: input.provider_reference ?? refund.provider_reference,
-          completed_at: now,
-        })
-        .where('id', '=', refund.id)
-        .execute();
+      await updateRefund(db, refund.id, {
+        status: 'succeeded',
+        provider_reference: input.provider_reference ?? refund.provider_reference,
+        completed_at: now,
+      });
       return { result: 'recorded' as const, refund_id: refund.id, status: 'succeeded' };
     }
 
@@ -85,17 +83,12 @@ export const recordRefundOutcome = defineTool({
       now,
     );
     if (!undone) throw new AppError('conflict', `Payment ${payment.id} changed while undoing a refund; retry.`);
-    const failed = await db
-      .updateTable('refunds')
-      .set({
-        status: 'failed',
-        failure_reason: input.reason ?? 'the provider refused the refund',
-        provider_reference: input.provider_reference ?? refund.provider_reference,
-        completed_at: now,
-      })
-      .where('id', '=', refund.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const failed = await updateRefundRow(db, refund.id, {
+      status: 'failed',
+      failure_reason: input.reason ?? 'the provider refused the refund',
+      provider_reference: input.provider_reference ?? refund.provider_reference,
+      completed_at: now,
+    });
     const view = presentPayment(ctx.config, undone);
     await insertEvent(db, {
       accountId: undone.account_id,

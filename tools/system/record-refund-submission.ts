@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../../src/core/errors.ts';
 import { defineTool } from '../../src/core/tool.ts';
+import { recordRefundStep } from '../../src/db/money-writes/refunds.ts';
 
 /**
  * The steps of sending a pending rail refund to its provider (docs/rails.md, "Refunds"), before its
@@ -32,19 +33,16 @@ export const recordRefundSubmission = defineTool({
   scope: 'refunds:write',
   system: {},
   async handler(input, { db, actor, now }) {
-    const mine = db
-      .updateTable('refunds')
-      .where('id', '=', input.refund_id)
-      .where('account_id', '=', actor.accountId)
-      .where('livemode', '=', actor.livemode);
     if (input.step === 'accepted') {
       if (input.provider_reference === undefined) {
         throw new AppError('invalid_request', 'An accepted refund needs its provider_reference.', {
           param: 'provider_reference',
         });
       }
-      const updated = await mine.set({ provider_reference: input.provider_reference }).executeTakeFirst();
-      return { refund_id: input.refund_id, recorded: updated.numUpdatedRows > 0n };
+      const recorded = await recordRefundStep(db, actor, input.refund_id, {
+        provider_reference: input.provider_reference,
+      });
+      return { refund_id: input.refund_id, recorded };
     }
     if (input.step === 'provider_status') {
       if (input.provider_status === undefined) {
@@ -52,18 +50,23 @@ export const recordRefundSubmission = defineTool({
           param: 'provider_status',
         });
       }
-      const updated = await mine
-        .set({ provider_status: input.provider_status })
-        .where('status', '=', 'pending')
-        .executeTakeFirst();
-      return { refund_id: input.refund_id, recorded: updated.numUpdatedRows > 0n };
+      const recorded = await recordRefundStep(
+        db,
+        actor,
+        input.refund_id,
+        { provider_status: input.provider_status },
+        { pending: true },
+      );
+      return { refund_id: input.refund_id, recorded };
     }
     const lastSent = input.last_sent_at ?? null;
-    const marked = await mine
-      .set({ submitted_at: now })
-      .where('status', '=', 'pending')
-      .where((eb) => (lastSent === null ? eb('submitted_at', 'is', null) : eb('submitted_at', '=', new Date(lastSent))))
-      .executeTakeFirst();
-    return { refund_id: input.refund_id, recorded: marked.numUpdatedRows > 0n };
+    const recorded = await recordRefundStep(
+      db,
+      actor,
+      input.refund_id,
+      { submitted_at: now },
+      { pending: true, lastSent: lastSent === null ? null : new Date(lastSent) },
+    );
+    return { refund_id: input.refund_id, recorded };
   },
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineTool } from '../../src/core/tool.ts';
-import { credit, debit, ledgerAccount, postLedger } from '../../src/ledger/ledger.ts';
+import { credit, debit, ledgerAccount } from '../../src/ledger/ledger.ts';
+import { postLedger } from '../../src/db/money-writes/ledger.ts';
 
 /**
  * The first sight of a treasury (a settlement contract on a chain): its token balance then is what

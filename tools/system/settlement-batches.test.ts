@@ -13,7 +13,7 @@ import { findPaymentById } from '../../src/db/repositories/payments.ts';
 import { getLedgerBalance, ledgerAccount } from '../../src/ledger/ledger.ts';
 import { runSystemTool } from '../../src/pipeline/system-runs.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { type BatchReceiptFacts, receiptInput } from '../../src/settlement/batch-rows.ts';
+import { type BatchReceiptFacts, receiptInput } from '../../src/domain/batch-receipts.ts';
 import { chainFacts, planBatches } from '../../src/settlement/batches.ts';
 import { type ChainSession, openChainSession } from '../../src/settlement/chain-session.ts';
 import { defaultSettlementOptions, newHolderId, type SettlementContext } from '../../src/settlement/context.ts';

@@ -1,39 +1,33 @@
 // How a settlement batch ends, as system tools run by the settlement worker (src/settlement/): paid
 // on chain (confirm_settlement_batch), never payable (fail_settlement_batch), or its confirmation
 // undone by a reorg (revert_settlement_batch). Each run is one transaction: the batch's rows
-// (src/settlement/batches.ts), the ledger, the transfers, and each transfer's object (a payment
+// (src/db/money-writes/settlement-batches.ts), the ledger, the transfers, and each transfer's object (a payment
 // settled, a payout paid: transfer-outcomes.ts) with its event, together or not at all; and in the
 // action log of every merchant whose money the batch carried.
 
-import { sql } from 'kysely';
 import type { Hex } from 'viem';
 import { z } from 'zod';
 import { defineTool, type SystemToolSpec, type ToolContext } from '../../src/core/tool.ts';
 import type { Db, ModeScope } from '../../src/db/database.ts';
 import type { TransferKind, TransferRow } from '../../src/db/tables/settlement.ts';
-import {
-  credit,
-  debit,
-  type LedgerAccountRef,
-  type LedgerPosting,
-  ledgerAccount,
-  postLedger,
-} from '../../src/ledger/ledger.ts';
-import {
-  type BatchReceipt,
-  recordBatchFailed,
-  recordBatchPaid,
-  recordBatchUnpaid,
-} from '../../src/settlement/batch-rows.ts';
-import { holdsLease } from '../../src/settlement/relayer-lease.ts';
-import {
-  type ConfirmedTransfer,
-  type FailedTransfer,
-  type RevertedTransfer,
-  TRANSFER_HANDLERS,
-  type TransferOutcomeContext,
-} from './transfer-outcomes.ts';
+import { credit, debit, type LedgerAccountRef, type LedgerPosting, ledgerAccount } from '../../src/ledger/ledger.ts';
+import { postLedger } from '../../src/db/money-writes/ledger.ts';
+import type { BatchReceipt } from '../../src/domain/batch-receipts.ts';
+import { recordBatchFailed, recordBatchPaid, recordBatchUnpaid } from '../../src/db/money-writes/settlement-batches.ts';
+import { holdsLease } from '../../src/db/repositories/relayer-leases.ts';
+import type {
+  ConfirmedTransfer,
+  FailedTransfer,
+  RevertedTransfer,
+  TransferOutcomeContext,
+} from './transfer-handler.ts';
+import { TRANSFER_HANDLERS } from './transfer-outcomes.ts';
 import { inScope, uniqueScopes } from './scopes.ts';
+import {
+  confirmBatchTransfers,
+  endTransferAttempt,
+  unconfirmBatchTransfers,
+} from '../../src/db/money-writes/transfers.ts';
 
 const hex = z.string().regex(/^0x[0-9a-fA-F]*$/);
 const uint = z.string().regex(/^\d{1,78}$/);
@@ -186,12 +180,7 @@ export const confirmSettlementBatch = defineTool({
         entries: [debit(ledgerAccount.inFlight(t.asset), t.amount_minor), credit(treasury, t.amount_minor)],
       })),
     );
-    await db
-      .updateTable('transfers')
-      .set({ status: 'confirmed', confirmed_at: sql`now()`, updated_at: sql`now()` })
-      .where('batch_id', '=', batchId)
-      .where('status', '=', 'sent')
-      .execute();
+    await confirmBatchTransfers(db, batchId);
 
     // Each transfer's share of the gas: an even split, the remainder to the first ones, so that the
     // shares add up to exactly what the transaction used.
@@ -286,18 +275,7 @@ export const revertSettlementBatch = defineTool({
         entries: [debit(treasury, t.amount_minor), credit(ledgerAccount.inFlight(t.asset), t.amount_minor)],
       })),
     );
-    await db
-      .updateTable('transfers')
-      .set((eb) => ({
-        status: 'sent',
-        confirmed_at: null,
-        reversals: eb('reversals', '+', 1),
-        last_error: reason.slice(0, 500),
-        updated_at: sql`now()`,
-      }))
-      .where('batch_id', '=', batchId)
-      .where('status', '=', 'confirmed')
-      .execute();
+    await unconfirmBatchTransfers(db, batchId, reason);
     const live = await recordBatchUnpaid(db, batchId, chain.key, reason);
     const items: RevertedTransfer[] = transfers.map((t) => ({
       transfer: { ...t, status: 'sent' },
@@ -371,7 +349,7 @@ export const failSettlementBatch = defineTool({
     const transfers = await lockBatchTransfers(db, batchId, ['batched', 'sent']);
     const exhausted = transfers.filter((t) => t.attempts + 1 >= input.max_transfer_attempts);
     const retry = transfers.filter((t) => t.attempts + 1 < input.max_transfer_attempts);
-    if (retry.length > 0) await endAttempt(db, retry, 'queued', reason);
+    if (retry.length > 0) await endTransferAttempt(db, retry, 'queued', reason);
     if (exhausted.length > 0) await failTransfersForGood(db, ctx, exhausted, reason);
     return {
       batch_id: batchId,
@@ -474,39 +452,12 @@ async function failTransfersForGood(
     };
   });
   await postLedger(db, postings);
-  await endAttempt(db, transfers, 'failed', reason);
+  await endTransferAttempt(db, transfers, 'failed', reason);
   const failed: FailedTransfer[] = transfers.map((t) => ({ transfer: { ...t, status: 'failed' }, reason }));
   const outcome = outcomeContext(ctx);
   for (const [kind, items] of groupByKind(failed, (f) => f.transfer.kind)) {
     await TRANSFER_HANDLERS[kind].onFailed(db, items, outcome);
   }
-}
-
-/**
- * A failed attempt of these transfers ends: out of their batch, one attempt more, the reason kept;
- * `queued` for a new batch, or `failed` for good (its money already posted back).
- */
-async function endAttempt(
-  db: Db,
-  transfers: readonly TransferRow[],
-  status: 'queued' | 'failed',
-  reason: string,
-): Promise<void> {
-  await db
-    .updateTable('transfers')
-    .set((eb) => ({
-      status,
-      batch_id: null,
-      attempts: eb('attempts', '+', 1),
-      last_error: reason,
-      updated_at: sql`now()`,
-    }))
-    .where(
-      'id',
-      'in',
-      transfers.map((t) => t.id),
-    )
-    .execute();
 }
 
 function groupByKind<T>(items: readonly T[], kindOf: (item: T) => TransferKind): Map<TransferKind, T[]> {

@@ -5,7 +5,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { findPaymentById } from '../../src/db/repositories/payments.ts';
-import { paystackReference } from '../../src/payments/rails/paystack.ts';
+import { paystackReference } from '../../src/domain/provider-references.ts';
 import { runSystemTool } from '../../src/pipeline/system-runs.ts';
 import { testAccount, testRuntime, type TestRuntime } from '../../test/support/harness.ts';
 import { retireCollection } from '../../src/payments/rails/collections.ts';

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { AppError } from '../../src/core/errors.ts';
 import { defineTool } from '../../src/core/tool.ts';
-import { transitionPayment } from '../../src/db/repositories/payments.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
 import { newId } from '../../src/domain/ids.ts';
-import { paystackReference } from '../../src/payments/rails/paystack.ts';
+import { paystackReference } from '../../src/domain/provider-references.ts';
 import { RAIL_NAMES } from '../../src/db/tables/rails.ts';
 import { lockOwnedPayment, notPayable } from './attempt-rules.ts';
+import { insertPaymentAttempt } from '../../src/db/money-writes/payment-attempts.ts';
 
 /**
  * A payer starts paying on a provider rail (Paystack, M-Pesa): the attempt is recorded `pending`
@@ -64,24 +65,21 @@ export const startPaymentAttempt = defineTool({
       });
     }
     const attemptId = newId('att');
-    await db
-      .insertInto('payment_attempts')
-      .values({
-        id: attemptId,
-        payment_id: payment.id,
-        rail: input.rail,
-        outcome: 'pending',
-        failure_reason: null,
-        amount_minor: payment.amount_minor,
-        currency: payment.currency,
-        payer_hint: input.payer_hint ?? null,
-        callback_token_hash: input.callback_token_sha256 ?? null,
-        collection_id: collection.id,
-        // Paystack takes the reference from us; M-Pesa's CheckoutRequestID comes back from the push.
-        provider_reference: input.rail === 'paystack' ? paystackReference(attemptId) : null,
-        created_at: now,
-      })
-      .execute();
+    await insertPaymentAttempt(db, {
+      id: attemptId,
+      payment_id: payment.id,
+      rail: input.rail,
+      outcome: 'pending',
+      failure_reason: null,
+      amount_minor: payment.amount_minor,
+      currency: payment.currency,
+      payer_hint: input.payer_hint ?? null,
+      callback_token_hash: input.callback_token_sha256 ?? null,
+      collection_id: collection.id,
+      // Paystack takes the reference from us; M-Pesa's CheckoutRequestID comes back from the push.
+      provider_reference: input.rail === 'paystack' ? paystackReference(attemptId) : null,
+      created_at: now,
+    });
     const moved = await transitionPayment(db, payment.id, 'pending', 'processing', {}, now);
     if (!moved) throw new AppError('conflict', 'The payment changed while starting the attempt; reload it.');
     return {

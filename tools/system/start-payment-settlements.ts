@@ -2,13 +2,18 @@ import { z } from 'zod';
 import { defineTool } from '../../src/core/tool.ts';
 import { inScope, inScopes, uniqueScopes } from './scopes.ts';
 import type { Db, ModeScope, PaymentRow } from '../../src/db/database.ts';
-import { transitionPayment } from '../../src/db/repositories/payments.ts';
+import { transitionPayment } from '../../src/db/money-writes/payments.ts';
 import { canTransition } from '../../src/domain/payment-status.ts';
 import { credit, debit, type LedgerPosting, ledgerAccount } from '../../src/ledger/ledger.ts';
-import { windowEnd } from '../../src/settlement/schedules.ts';
+import { windowEnd } from '../../src/domain/settlement-windows.ts';
 import { checkRecipient, TransferRefusedError } from '../../src/domain/recipients.ts';
-import { type EnqueueTransferInput, enqueueTransfers, releaseReachedThresholds } from '../transfer-queue.ts';
+import {
+  type EnqueueTransferInput,
+  enqueueTransfers,
+  releaseReachedThresholds,
+} from '../../src/db/money-writes/transfers.ts';
 import { insertPaymentSettledEvent, settledIntoBalance } from './payment-settlement-outcomes.ts';
+import { startSettling } from '../../src/db/money-writes/payments.ts';
 
 /** Most payments one run may be offered (the worker offers a few chunks, so a second worker finds work). */
 export const MAX_OFFERED_PAYMENTS = 1000;
@@ -139,28 +144,11 @@ export const startPaymentSettlements = defineTool({
 
     if (transfers.length > 0) {
       if (!canTransition('paid', 'settling')) throw new Error('payment state machine lost paid → settling');
-      const moved = await db
-        .updateTable('payments')
-        .set((eb) => ({
-          status: 'settling',
-          updated_at: now,
-          // When its transfer is due: the window's end, or now for instant (and a reached threshold).
-          settlement_due_at: eb.fn.coalesce(
-            eb
-              .selectFrom('transfers')
-              .select('transfers.due_at')
-              .where('transfers.kind', '=', 'payment_settlement')
-              .whereRef('transfers.source_id', '=', 'payments.id'),
-            eb.val(now),
-          ),
-        }))
-        .where(
-          'id',
-          'in',
-          transfers.map((t) => t.sourceId),
-        )
-        .where('status', '=', 'paid')
-        .executeTakeFirst();
+      const moved = await startSettling(
+        db,
+        transfers.map((t) => t.sourceId),
+        now,
+      );
       if (Number(moved.numUpdatedRows) !== transfers.length) {
         throw new Error('a locked paid payment changed status under its row lock');
       }

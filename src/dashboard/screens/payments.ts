@@ -7,7 +7,7 @@ import { listPaymentRefunds } from '../../db/repositories/refunds.ts';
 import { refundActionRequired } from '../../refunds/refunds.ts';
 import { formatDisplay } from '../../domain/money.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../../domain/payment-status.ts';
-import { checkoutUrl, currencyOf, presentPayment } from '../../payments/present.ts';
+import { checkoutUrl, currencyOf, presentPayment } from '../../domain/present-payment.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
 import { badge, json, maybe, pager, param, renderPage, screen, select, table, time, usdc } from '../view.ts';
 

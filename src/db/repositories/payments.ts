@@ -1,6 +1,5 @@
-import { canTransition, type PaymentStatus } from '../../domain/payment-status.ts';
-import type { Db, NewPayment, PaymentRow, PaymentsTable, SettlementSchedule } from '../database.ts';
-import { CompiledQuery, type Updateable } from 'kysely';
+import type { PaymentStatus } from '../../domain/payment-status.ts';
+import type { Db, PaymentRow, SettlementSchedule } from '../database.ts';
 import {
   type CreatedRange,
   FIRST_PAGE,
@@ -12,19 +11,6 @@ import {
   readPage,
 } from '../pagination.ts';
 import { findScoped } from './scoped.ts';
-
-export async function insertPayment(db: Db, payment: NewPayment): Promise<PaymentRow | undefined> {
-  // A repeated reference on the same account and mode is not an error here: the caller
-  // compares the existing payment (see create_payment).
-  return db
-    .insertInto('payments')
-    .values(payment)
-    .onConflict((oc) =>
-      oc.columns(['account_id', 'livemode', 'reference']).where('reference', 'is not', null).doNothing(),
-    )
-    .returningAll()
-    .executeTakeFirst();
-}
 
 /**
  * What a new payment takes from its account at creation: the fee for its quote and the settlement
@@ -51,37 +37,6 @@ export async function findCreationSettings(
   return row && { feeBps: row.fee_bps, schedule: row.schedule, thresholdMinor: row.threshold_minor };
 }
 
-/**
- * insertPayment as a statement to compose (the one-statement create, pipeline.ts), which writes the
- * row only while its account's settings are still `settings`, the ones it was made from: changed
- * settings, like a taken reference, write no row. On the hottest write path, so its text is built
- * once per column list (the query builder took a tenth of a request's CPU building and compiling
- * it each time), and it is the same text every time, so it is prepared once per connection.
- */
-export function insertPaymentWithSettings(payment: NewPayment, settings: CreationSettings): CompiledQuery<PaymentRow> {
-  const columns = Object.keys(payment) as Array<keyof NewPayment & string>;
-  const shape = columns.join(',');
-  let text = insertWithSettingsTexts.get(shape);
-  if (text === undefined) {
-    const n = columns.length;
-    text =
-      `insert into payments (${columns.map((column) => `"${column}"`).join(', ')}) ` +
-      `select ${columns.map((column, i) => `$${i + 1} as "${column}"`).join(', ')} ` +
-      'from accounts as a left join settlement_schedules as s ' +
-      `on s.account_id = a.id and s.livemode = $${n + 1} ` +
-      `where a.id = $${n + 2} and a.fee_bps = $${n + 3} ` +
-      `and s.schedule is not distinct from $${n + 4} and s.threshold_minor is not distinct from $${n + 5} ` +
-      'on conflict (account_id, livemode, reference) where reference is not null do nothing returning *';
-    insertWithSettingsTexts.set(shape, text);
-  }
-  const parameters: unknown[] = columns.map((column) => payment[column]);
-  parameters.push(payment.livemode, payment.account_id, settings.feeBps, settings.schedule, settings.thresholdMinor);
-  return CompiledQuery.raw(text, parameters) as CompiledQuery<PaymentRow>;
-}
-
-/** The insert's text per column list (one in practice: newPayment always writes every column). */
-const insertWithSettingsTexts = new Map<string, string>();
-
 /** A payment as its owner sees it: account and mode must match, else it does not exist. */
 export async function findPayment(
   db: Db,
@@ -107,29 +62,6 @@ export async function findPaymentByReference(
     .where('account_id', '=', scope.accountId)
     .where('livemode', '=', scope.livemode)
     .where('reference', '=', reference)
-    .executeTakeFirst();
-}
-
-/**
- * Compare-and-set status change: succeeds only if the payment is still in `from`. Returns the
- * updated row, or undefined when another writer moved it first. Refuses transitions the
- * state machine does not allow (a programming error, not a race).
- */
-export async function transitionPayment(
-  db: Db,
-  id: string,
-  from: PaymentStatus,
-  to: PaymentStatus,
-  changes: Omit<Updateable<PaymentsTable>, 'status' | 'id'> = {},
-  at: Date = new Date(),
-): Promise<PaymentRow | undefined> {
-  if (!canTransition(from, to)) throw new Error(`Illegal payment transition ${from} → ${to}`);
-  return db
-    .updateTable('payments')
-    .set({ ...changes, status: to, updated_at: at })
-    .where('id', '=', id)
-    .where('status', '=', from)
-    .returningAll()
     .executeTakeFirst();
 }
 

@@ -3,8 +3,8 @@ import { type CreatedRange, keysetIn, type Page, type PageRequest, readPage } fr
 import type { PayoutRow } from '../tables/money.ts';
 import { findScoped } from './scoped.ts';
 
-// Reads of payouts. Payouts are written by the paying tools only (tools/payout-record.ts and the
-// system tools): nothing here changes one.
+// Reads of payouts. Payouts are written in the paying tools' runs only (src/db/money-writes/payouts.ts,
+// which only tools/ imports): nothing here changes one.
 
 /** A payout as its owner sees it: another account's or the other mode's payout does not exist. */
 export function findPayout(db: Db, scope: ModeScope, id: string): Promise<PayoutRow | undefined> {

@@ -7,10 +7,10 @@ import {
   loadSettlementSchedule,
   parseSettlementSchedule,
   presentSettlementSchedule,
-  SETTLEMENT_SCHEDULES,
   SettlementScheduleSchema,
   saveSettlementSchedule,
 } from '../../settlement/schedules.ts';
+import { SETTLEMENT_SCHEDULES } from '../../domain/settlement-windows.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';

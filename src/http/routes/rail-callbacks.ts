@@ -2,12 +2,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.ts';
 import type { Runtime } from '../../runtime.ts';
-import {
-  checkAttempt,
-  collectionOfAttempt,
-  keepSignedSuccess,
-  recordRailEvent,
-} from '../../payments/rails/attempts.ts';
+import { recordRailEvent } from '../../db/repositories/rail-events.ts';
+import { checkAttempt, collectionOfAttempt, keepSignedSuccess } from '../../payments/rails/attempts.ts';
 import { sha256Hex } from '../../core/sha256.ts';
 import { paystackSignatureValid } from '../../payments/rails/paystack.ts';
 import type { ProviderVerdict } from '../../payments/rails/rail.ts';

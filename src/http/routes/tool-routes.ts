@@ -32,7 +32,7 @@ export const heldToolCall = z
 
 /**
  * The operations of the tool routes below, from the tools themselves. Only money tools are judged
- * by the policy on the api channel (pipeline.ts), so only they can be held (202) or denied by it
+ * by the policy on the api channel (src/pipeline/execute-tool.ts), so only they can be held (202) or denied by it
  * (403 policy_denied); and each money tool takes its amount from the custodial balance, which the
  * ledger never lets go negative (402 insufficient_funds).
  */

@@ -3,8 +3,8 @@ import { sha256Hex } from '../../core/sha256.ts';
 import { AppError } from '../../core/errors.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
 import type { Db, ModeScope, PaymentRow } from '../../db/database.ts';
-import type { ProviderRail, RailEventKind, RailName } from '../../db/tables/rails.ts';
-import { newId } from '../../domain/ids.ts';
+import type { ProviderRail } from '../../db/tables/rails.ts';
+import { recordRailEvent } from '../../db/repositories/rail-events.ts';
 import type { Runtime } from '../../runtime.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
@@ -331,29 +331,4 @@ export async function findAttempt(db: Db, id: string): Promise<PaymentAttemptRow
 
 async function paymentOf(db: Db, attempt: PaymentAttemptRow): Promise<PaymentRow> {
   return db.selectFrom('payments').selectAll().where('id', '=', attempt.payment_id).executeTakeFirstOrThrow();
-}
-
-/** One line of what happened at the edge, for finance (the payment's page) and forensics. */
-export async function recordRailEvent(
-  db: Db,
-  rail: RailName,
-  attempt: Pick<PaymentAttemptRow, 'id' | 'payment_id'> | null,
-  kind: RailEventKind,
-  verdict: string,
-  detail: string,
-  at: Date,
-): Promise<void> {
-  await db
-    .insertInto('rail_events')
-    .values({
-      id: newId('rev'),
-      rail,
-      attempt_id: attempt?.id ?? null,
-      payment_id: attempt?.payment_id ?? null,
-      kind,
-      verdict,
-      detail: detail.slice(0, 1000),
-      created_at: at,
-    })
-    .execute();
 }

@@ -8,7 +8,8 @@ import type { Runtime } from '../../runtime.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import type { PaymentRow } from '../../db/database.ts';
 import { CurrencyRefusedError, RailUnavailableError } from './rail.ts';
-import { paystackAmounts, paystackReference, paystackRail, paystackSignatureValid } from './paystack.ts';
+import { paystackReference } from '../../domain/provider-references.ts';
+import { paystackAmounts, paystackRail, paystackSignatureValid } from './paystack.ts';
 
 const KEY = 'sk_test_0123456789abcdef';
 const sign = (body: string, key = KEY) => createHmac('sha512', key).update(body).digest('hex');

@@ -309,11 +309,6 @@ function wholeMinor(value: unknown): bigint | undefined {
   return undefined;
 }
 
-/** A Paystack reference allows letters, digits, '-', '.' and '=': the attempt id with its '_' swapped. */
-export function paystackReference(attemptId: string): string {
-  return attemptId.replace('_', '-');
-}
-
 function requireReference(reference: string | null): string {
   if (!reference) throw new Error('a Paystack attempt always has its reference');
   return reference;

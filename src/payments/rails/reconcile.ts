@@ -3,8 +3,10 @@ import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../../db/tables/rails.ts
 import type { Runtime } from '../../runtime.ts';
 import { pollingJob, type WorkerJob } from '../../worker-job.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
+import { recordLateSuccessRefund } from '../../../tools/system/record-late-success-refund.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
-import { checkAttempt, collectionOfAttempt, findAttempt, PROVIDER_RAILS, recordRailEvent } from './attempts.ts';
+import { recordRailEvent } from '../../db/repositories/rail-events.ts';
+import { checkAttempt, collectionOfAttempt, findAttempt, PROVIDER_RAILS } from './attempts.ts';
 import { unconfirmedPushReason } from './mpesa.ts';
 import { type ProviderVerdict, RailUnavailableError } from './rail.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
@@ -210,17 +212,19 @@ async function refundLateSuccesses(runtime: Runtime, stopping: () => boolean): P
           // Due since the success was recorded: never sent before then.
           since: attempt.completed_at ?? attempt.created_at,
         })) ?? (await refund({ runtime, credentials, attempt, note: attempt.id }));
-      const detail = `Paystack refund ${refundId} of the whole amount`;
-      await runtime.db.transaction().execute(async (trx) => {
-        // Compare-and-set: two workers cannot both record (or both ask for) the refund.
-        const done = await trx
-          .updateTable('payment_attempts')
-          .set({ refund_status: 'refunded' })
-          .where('id', '=', attempt.id)
-          .where('refund_status', '=', 'due')
-          .executeTakeFirst();
-        if (done.numUpdatedRows > 0n) await recordRailEvent(trx, rail, attempt, 'refund', 'refunded', detail, now);
-      });
+      // A money status change, so a system tool's: in the payment's action log, a compare-and-set
+      // there so that two workers cannot both record (or both ask for) the refund.
+      const payment = await runtime.db
+        .selectFrom('payments')
+        .select(['account_id', 'livemode'])
+        .where('id', '=', attempt.payment_id)
+        .executeTakeFirstOrThrow();
+      await runSystemTool(
+        runtime,
+        recordLateSuccessRefund,
+        { payment_id: attempt.payment_id, attempt_id: attempt.id, rail, refund_reference: refundId },
+        { accountId: payment.account_id, livemode: payment.livemode },
+      );
     } catch (error) {
       const message = error instanceof RailUnavailableError ? error.message : String(error);
       await recordRailEvent(runtime.db, rail, attempt, 'refund', 'failed', message, now);

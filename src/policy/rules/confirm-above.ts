@@ -6,7 +6,7 @@ import { limitsFor, type Policy } from '../policy-schema.ts';
  * Holds a money action above the channel's `confirm_above` for a human. "Above" is strict: exactly
  * the threshold runs. Without a known amount the threshold cannot be checked, so it denies.
  *
- * Inside an agent run the threshold judges the run's total, not the action alone (DESIGN.md §8):
+ * Inside an agent run the threshold judges the run's total, not the action alone (docs/policy.md):
  * splitting 3,600 USDC into four payouts of 900 must not slip under a 1,000 threshold. The policy
  * has no per-recipient threshold, and what a run pays one recipient is never more than its total,
  * so the total is what the per-recipient count comes to.

@@ -3,21 +3,16 @@
 // in-flight in the ledger and the transfer row is written together; the settlement worker batches,
 // signs, broadcasts and follows it (docs/settlement.md), and its outcome is recorded by the system
 // tools in tools/system/. Refunds do not come through here: they go back over the payer's rail.
+// Only tools/ imports this (test/architecture.test.ts): a transfer is queued in a tool's run.
 
 import { type Insertable, sql } from 'kysely';
-import type { Db } from '../src/db/database.ts';
-import type { TransferKind, TransferRow, TransfersTable } from '../src/db/tables/settlement.ts';
-import { newId } from '../src/domain/ids.ts';
-import { SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
-import {
-  credit,
-  debit,
-  type LedgerAccountRef,
-  type LedgerPosting,
-  ledgerAccount,
-  postLedger,
-} from '../src/ledger/ledger.ts';
-import { checkRecipient, TransferRefusedError } from '../src/domain/recipients.ts';
+import type { Db } from '../database.ts';
+import type { TransferKind, TransferRow, TransfersTable } from '../tables/settlement.ts';
+import { newId } from '../../domain/ids.ts';
+import { SETTLEMENT_CURRENCY } from '../../domain/money.ts';
+import { credit, debit, type LedgerAccountRef, type LedgerPosting, ledgerAccount } from '../../ledger/ledger.ts';
+import { postLedger } from './ledger.ts';
+import { checkRecipient, TransferRefusedError } from '../../domain/recipients.ts';
 
 export interface EnqueueTransferInput {
   kind: TransferKind;
@@ -165,4 +160,57 @@ export async function releaseReachedThresholds(db: Db, queued: readonly Transfer
         .execute();
     }
   }
+}
+
+/** A mined batch's transfers confirmed (confirm_settlement_batch): their money reached the recipients. */
+export async function confirmBatchTransfers(db: Db, batchId: string): Promise<void> {
+  await db
+    .updateTable('transfers')
+    .set({ status: 'confirmed', confirmed_at: sql`now()`, updated_at: sql`now()` })
+    .where('batch_id', '=', batchId)
+    .where('status', '=', 'sent')
+    .execute();
+}
+
+/** A batch's confirmation a reorg undid (revert_settlement_batch): its transfers are `sent` again. */
+export async function unconfirmBatchTransfers(db: Db, batchId: string, reason: string): Promise<void> {
+  await db
+    .updateTable('transfers')
+    .set((eb) => ({
+      status: 'sent',
+      confirmed_at: null,
+      reversals: eb('reversals', '+', 1),
+      last_error: reason.slice(0, 500),
+      updated_at: sql`now()`,
+    }))
+    .where('batch_id', '=', batchId)
+    .where('status', '=', 'confirmed')
+    .execute();
+}
+
+/**
+ * A failed attempt of these transfers ends: out of their batch, one attempt more, the reason kept;
+ * `queued` for a new batch, or `failed` for good (its money already posted back).
+ */
+export async function endTransferAttempt(
+  db: Db,
+  transfers: readonly TransferRow[],
+  status: 'queued' | 'failed',
+  reason: string,
+): Promise<void> {
+  await db
+    .updateTable('transfers')
+    .set((eb) => ({
+      status,
+      batch_id: null,
+      attempts: eb('attempts', '+', 1),
+      last_error: reason,
+      updated_at: sql`now()`,
+    }))
+    .where(
+      'id',
+      'in',
+      transfers.map((t) => t.id),
+    )
+    .execute();
 }

@@ -1,7 +1,7 @@
 import type { Config } from '../config/config.ts';
 import type { PaymentRow } from '../db/database.ts';
-import { type Currency, getCurrency, minorToNumber, SETTLEMENT_CURRENCY } from '../domain/money.ts';
-import { paymentSettlementDueAt } from '../settlement/schedules.ts';
+import { type Currency, getCurrency, minorToNumber, SETTLEMENT_CURRENCY } from './money.ts';
+import { paymentSettlementDueAt } from './settlement-windows.ts';
 
 /**
  * The API shapes of a payment. Amounts leave as JSON numbers in major units (the seed's form),

@@ -1,10 +1,14 @@
-import type { Channel } from '../src/core/tool.ts';
-import type { Db } from '../src/db/database.ts';
-import type { PayoutRow } from '../src/db/tables/money.ts';
-import { newId } from '../src/domain/ids.ts';
-import { SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
-import { moneyError } from '../src/payouts/payouts.ts';
-import { enqueueTransfer } from './transfer-queue.ts';
+// A payout's row, written in the paying tools' runs (create_payout, split_revenue's legs) with its
+// queued transfer. Only tools/ imports this (test/architecture.test.ts).
+
+import type { Channel } from '../../core/tool.ts';
+import type { Db } from '../database.ts';
+import type { Updateable } from 'kysely';
+import type { PayoutRow, PayoutsTable } from '../tables/money.ts';
+import { newId } from '../../domain/ids.ts';
+import { SETTLEMENT_CURRENCY } from '../../domain/money.ts';
+import { moneyError } from '../../ledger/ledger.ts';
+import { enqueueTransfer } from './transfers.ts';
 
 export interface NewPayout {
   accountId: string;
@@ -64,4 +68,23 @@ export async function createPayoutRecord(db: Db, payout: NewPayout): Promise<Pay
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow();
+}
+
+/**
+ * A payout's status moved on by its transfer's outcome (payout-outcomes.ts): a compare-and-set from
+ * `from`, so a repeated outcome changes nothing. The payout as it is now, or undefined.
+ */
+export async function movePayoutFrom(
+  db: Db,
+  id: string,
+  from: 'queued' | 'settled',
+  changes: Updateable<PayoutsTable>,
+): Promise<PayoutRow | undefined> {
+  return db
+    .updateTable('payouts')
+    .set(changes)
+    .where('id', '=', id)
+    .where('status', '=', from)
+    .returningAll()
+    .executeTakeFirst();
 }

@@ -1,43 +1,10 @@
 // A settlement batch's own rows once it ends: the batch and its signed transactions, as the system
 // tools that record the outcome write them in their run (tools/system/settlement-batches.ts), next
-// to the money they move.
+// to the money they move. Only tools/ imports this (test/architecture.test.ts).
 
 import { sql } from 'kysely';
-import type { Hex } from 'viem';
-import type { Db } from '../db/database.ts';
-
-export interface BatchReceipt {
-  /** The chain it was mined on: a hash alone names a transaction on one chain only. */
-  chainKey: string;
-  hash: Hex;
-  blockNumber: bigint;
-  /** The block's hash: a settlement is final only while this is still the chain's block at blockNumber. */
-  blockHash: Hex;
-  gasUsed: bigint;
-  effectiveGasPrice: bigint;
-}
-
-/** A BatchReceipt as JSON. */
-export interface BatchReceiptFacts {
-  chain_key: string;
-  hash: string;
-  block_number: string;
-  block_hash: string;
-  gas_used: string;
-  effective_gas_price: string;
-}
-
-/** A receipt as the outcome tools take it (JSON: big numbers as decimal strings). */
-export function receiptInput(receipt: BatchReceipt): BatchReceiptFacts {
-  return {
-    chain_key: receipt.chainKey,
-    hash: receipt.hash,
-    block_number: receipt.blockNumber.toString(),
-    block_hash: receipt.blockHash,
-    gas_used: receipt.gasUsed.toString(),
-    effective_gas_price: receipt.effectiveGasPrice.toString(),
-  };
-}
+import type { BatchFailure, BatchReceipt } from '../../domain/batch-receipts.ts';
+import type { Db } from '../database.ts';
 
 /** What a receipt says about the mined transaction, as the batch row records it. */
 function batchReceiptColumns(receipt: BatchReceipt) {
@@ -65,12 +32,6 @@ async function recordMinedTransaction(trx: Db, receipt: BatchReceipt, status: 'm
     .where('chain_key', '=', receipt.chainKey)
     .where('hash', '=', receipt.hash)
     .execute();
-}
-
-export interface BatchFailure {
-  reason: string;
-  /** The transaction whose receipt shows the revert, if one was mined. */
-  reverted?: BatchReceipt;
 }
 
 /**
