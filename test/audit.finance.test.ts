@@ -129,6 +129,12 @@ const CSV_COLUMNS = [
   'object_id',
   'tx_hash',
   'error',
+  'leg',
+  'leg_id',
+  'reference',
+  'provider_reference',
+  'counterparty',
+  'batch_id',
 ];
 
 function getJson(url: string, key = merchant.apiKey) {

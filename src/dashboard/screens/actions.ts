@@ -249,7 +249,7 @@ ${action.result !== null && html`<details><summary>Output</summary>${json(action
     return reply
       .header('Content-Type', 'text/csv; charset=utf-8')
       .header('Content-Disposition', `attachment; filename="agent-actions-${mode}-${stamp}.csv"`)
-      .send(actionsCsv(rows));
+      .send(await actionsCsv(runtime.db, rows));
   });
 }
 
