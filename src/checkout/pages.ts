@@ -162,7 +162,7 @@ ${back(`Return to ${view.merchantName}`)}`;
 function receipt(view: CheckoutView): SafeHtml {
   const paid = view.paidAt;
   return html`<section class="receipt" id="receipt" aria-labelledby="receipt-heading">
-<h3 id="receipt-heading">Receipt</h3>
+<h2 id="receipt-heading">Receipt</h2>
 <dl>
 <dt>Paid to</dt><dd>${view.merchantName}</dd>
 <dt>Amount</dt><dd>${view.amount} ${view.currencyCode}</dd>
@@ -201,7 +201,7 @@ function railForm(view: CheckoutView, rail: string, formError: CheckoutPageOptio
 <input type="hidden" name="rail" value="${rail}">
 <fieldset>
 <legend>${legend}</legend>
-${error && html`<p class="notice ${invalid ? 'bad' : 'warn'}" id="${errorId}" role="alert">${error}</p>`}
+${error && html`<p class="notice${invalid ? ' bad' : ''}" id="${errorId}" role="alert">${error}</p>`}
 ${field}
 <button type="submit" class="primary">${button}</button>
 </fieldset>

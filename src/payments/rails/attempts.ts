@@ -147,7 +147,7 @@ export async function beginAttempt(
     );
     throw new AppError(
       'unavailable',
-      attemptNotice({ rail, outcome: 'failed', failure_reason: reason }) ?? (refused ? START_REFUSED : UNREACHABLE),
+      attemptNotice({ rail, outcome: 'failed', failure_reason: reason }) ?? startFailedNotice(error, refused),
       { cause: error },
     );
   }
@@ -179,8 +179,15 @@ export async function beginAttempt(
  */
 export const UNREACHABLE =
   "We couldn't reach the payment provider. Nothing was charged — try again in a minute or choose another method.";
+export const PROVIDER_ERROR =
+  'The payment provider had a problem starting this payment. Nothing was charged — try again in a minute or choose another method.';
 export const START_REFUSED =
-  'The payment provider could not start this payment. Nothing was charged — try again in a minute or choose another method.';
+  'The payment provider could not start this payment. Nothing was charged — choose another method, or try again later.';
+
+function startFailedNotice(error: unknown, refused: boolean): string {
+  if (refused) return START_REFUSED;
+  return error instanceof RailUnavailableError && error.providerStatus !== undefined ? PROVIDER_ERROR : UNREACHABLE;
+}
 
 /**
  * The provider does not take the payment's currency on this collection account, so nothing was
