@@ -5,7 +5,7 @@ import { ACTION_STATUSES, type ActionRow, loadActionRows } from '../audit/action
 import { parseInput } from '../core/validation.ts';
 import type { Db } from '../db/database.ts';
 import { createdRange, pageParams } from '../db/pagination.ts';
-import { listActionsPage } from '../db/repositories/agent-actions.ts';
+import { type ActionFilter, listActionsPage } from '../db/repositories/agent-actions.ts';
 
 /**
  * The action log as a list: the filters of GET /agent/actions and its CSV form. The API and the
@@ -40,9 +40,15 @@ export interface ActionPage {
 }
 
 /** One page of the account's actions, newest first, filtered by `raw` (validated by actionsQuery). */
-export async function listActions(db: Db, scope: ActionScope, raw: unknown, now: Date): Promise<ActionPage> {
+export async function listActions(
+  db: Db,
+  scope: ActionScope,
+  raw: unknown,
+  now: Date,
+  extra: Pick<ActionFilter, 'excludeChannels'> = {},
+): Promise<ActionPage> {
   const query = parseInput(actionsQuery, raw);
-  const page = await listActionsPage(db, scope, query, query, now);
+  const page = await listActionsPage(db, scope, { ...query, ...extra }, query, now);
   return {
     rows: await loadActionRows(
       db,
