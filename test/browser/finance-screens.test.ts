@@ -197,6 +197,29 @@ describe.skipIf(skip)('finance screens at 1280 × 800', () => {
     expect(text).toContain('treasury-move');
     expect(text).toContain(',held,500.000000,USDC,');
   });
+
+  it('a run approved reads as it is now, not "confirmation required"', async () => {
+    const merchant = await testAccount(runtime, { name: 'Kofi Electronics' });
+    const agent = await extraKey(runtime, merchant.accountId, { scopes: ['agent', 'payouts:write', 'payments:read'] });
+    const finance = await extraKey(runtime, merchant.accountId, { scopes: ['approvals', 'agent', 'payments:read'] });
+    await fund(app, merchant.apiKey, 10_000);
+    const run = await post(app, agent, '/agent/settle', { instruction: `pay out 5000 USDC to ${ADDRESS_B}` });
+    expect(run.statusCode, run.body).toBe(200);
+    expect(run.json().status).toBe('confirmation_required');
+    const runId: string = run.json().run_id ?? run.json().id;
+    const approved = await post(app, finance, `/v1/confirmations/${run.json().confirmations[0].id}/approve`);
+    expect(approved.statusCode, approved.body).toBe(200);
+
+    financeKey = finance;
+    const page = await signedIn('/dashboard/runs');
+    expect(await page.locator(`tr[data-run-id="${runId}"] .badge`).first().textContent()).toBe('completed');
+    await page.goto(`${url}/dashboard/runs/${runId}`);
+    expect(await page.locator('#run-status .badge').first().textContent()).toBe('completed');
+    await page.goto(`${url}/dashboard/actions`);
+    const row = page.locator('#actions tr[data-tool="create_payout"]').first();
+    expect(await row.locator('td.status').textContent()).toBe('Done');
+    expect(await row.locator('td.decision').textContent()).toContain('Approved by');
+  });
 });
 
 async function expect_(locator: Locator): Promise<void> {
