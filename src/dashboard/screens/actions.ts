@@ -87,11 +87,14 @@ function toApiQuery(filters: ActionFilters, extra: { limit: number; starting_aft
 
 /**
  * The service's own steps (channel system: a payment paid, a batch settled) are hidden unless the
- * page asks for them (the toggle) or filters on that channel: finance reads people's and the
- * agent's actions first.
+ * page asks for them (the toggle), or an action, decision or channel is chosen, which says itself
+ * which rows to show (a system tool, or `not_checked`, is a choice of system steps; the others have
+ * none). Finance reads people's and the agent's actions first. The plain list reads an index of
+ * exactly those rows (migration 030).
  */
 function hidden(filters: ActionFilters): { excludeChannels: 'system'[] } | undefined {
-  return filters.system === '1' || filters.channel === 'system' ? undefined : { excludeChannels: ['system'] };
+  const chosen = filters.system === '1' || filters.channel || filters.tool || filters.decision;
+  return chosen ? undefined : { excludeChannels: ['system'] };
 }
 
 async function allActions(db: Db, scope: ActionScope, filters: ActionFilters, now: Date): Promise<ActionRow[]> {
@@ -281,7 +284,7 @@ function actionLine(row: ActionRow): SafeHtml {
     row.confirmation_id &&
     row.status === 'held' &&
     html`<br><a href="/dashboard/confirmations/${row.confirmation_id}">Review</a>`
-  }</td>
+  }${row.object_id && html`<br>${objectLink(row.object_id)}`}</td>
 <td>${txHash(row.tx_hash)}</td>
 </tr>`;
 }
@@ -292,4 +295,10 @@ function reasonsOnly(row: ActionRow): string {
     .filter((r) => r.outcome === row.decision.outcome)
     .map((r) => r.reason)
     .join('; ');
+}
+
+/** What an action created, linked to its page where the dashboard has one. */
+function objectLink(id: string): SafeHtml {
+  const page = id.startsWith('po_') ? 'payouts' : id.startsWith('pay_') ? 'payments' : undefined;
+  return page === undefined ? clippedCode(id) : idLink(`/dashboard/${page}/${id}`, id);
 }
