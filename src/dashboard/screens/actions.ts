@@ -198,18 +198,18 @@ ${pager('/dashboard/actions', { ...query, starting_after: startingAfter }, has_m
     const body = html`<h1>Action <code>${action.id}</code></h1>
 <div class="card">
 <dl class="facts" id="action-facts">
-<dt>When</dt><dd>${time(action.created)} on the <code>${action.channel}</code> channel</dd>
+<dt>When</dt><dd>${time(action.created)}, ${channelWords(action.channel)} (<code>${action.channel}</code>)</dd>
 <dt>Asked by</dt><dd>${keyRef(labels, action.key_id)}</dd>
 ${action.run_id && html`<dt>Agent run</dt><dd><a href="/dashboard/runs/${action.run_id}#${action.id}"><code>${action.run_id}</code></a>: ${maybe(action.instruction)}</dd>`}
-<dt>Tool</dt><dd><code>${action.tool}</code></dd>
-<dt>Amount</dt><dd id="action-amount">${action.amount === null ? maybe(null) : `${action.amount} ${action.asset}`}</dd>
+<dt>Action</dt><dd>${toolWords(action.tool)} (<code>${action.tool}</code>)</dd>
+<dt>Amount</dt><dd id="action-amount">${maybe(amountShown(action.amount, action.asset))}</dd>
 <dt>Recipient</dt><dd>${action.recipient ? html`<code>${action.recipient}</code>` : maybe(null)}</dd>
 <dt>Payment</dt><dd>${action.payment_id ? html`<code>${action.payment_id}</code>` : maybe(null)}</dd>
 <dt>Memo or reason</dt><dd>${maybe(action.memo)}</dd>
-<dt>Decision</dt><dd>${badge(action.decision.outcome)}${reasonsList(action.decision.reasons)}</dd>
+<dt>Decision</dt><dd>${badge(action.decision.outcome, decisionWords(action.decision.outcome))}${reasonsList(action.decision.reasons)}</dd>
 ${action.confirmation_id && html`<dt>Confirmation</dt><dd><a href="/dashboard/confirmations/${action.confirmation_id}"><code>${action.confirmation_id}</code></a></dd>`}
 <dt>Decided by</dt><dd id="action-decided-by">${keyRef(labels, action.approved_by_key)}${action.decided_at && html` at ${time(action.decided_at)}`}</dd>
-<dt>Status</dt><dd>${badge(action.status)}</dd>
+<dt>Status</dt><dd>${badge(action.status, actionStatusWords(action.status))}</dd>
 <dt>Object created</dt><dd id="action-object">${action.object_id ? html`<code>${action.object_id}</code>` : maybe(null)}</dd>
 <dt>Transaction</dt><dd>${action.tx_hash ? html`<code class="tx-hash">${action.tx_hash}</code>` : maybe(null)}</dd>
 ${action.error !== null && html`<dt>Error</dt><dd>${json(action.error)}</dd>`}
