@@ -17,7 +17,7 @@ import type { ActionRow } from './action-rows.ts';
  * Every line keeps its action's fields (who asked, the decision, who approved it and when), so a
  * leg carries the approver of the split it belongs to. The parts are read from the money rows
  * (payouts, transfers, payments), which the action log commits to as it does to the actions
- * (docs/audit.md): what the export shows, verification covers.
+ * (docs/operations.md, "Tamper evidence"): what the export shows, verification covers.
  */
 export interface ActionLine extends ActionRow {
   /** "1 of 2": which part of its action this line is; null for an action moved in one piece. */
