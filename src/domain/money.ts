@@ -218,7 +218,8 @@ export function formatAmount(minor: bigint, currency: Currency): string {
   const negative = plain.startsWith('-');
   const [integer = '', fraction] = (negative ? plain.slice(1) : plain).split('.');
   const grouped = integer.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  const shown = fraction === undefined ? '' : `.${fraction.replace(/0+$/, '').padEnd(Math.min(2, fraction.length), '0')}`;
+  const shown =
+    fraction === undefined ? '' : `.${fraction.replace(/0+$/, '').padEnd(Math.min(2, fraction.length), '0')}`;
   return `${negative ? '-' : ''}${grouped}${shown} ${currency.code}`;
 }
 
