@@ -140,7 +140,9 @@ describe.skipIf(skip)('finance screens at 1280 × 800', () => {
     const payout = table.locator('tr[data-tool="create_payout"]', { hasText: '1,000,000,000.00 USDC' });
     await expect_(payout);
     expect(await payout.locator('td.what').textContent()).toContain('Payout');
-    expect(await payout.locator('td.status').textContent()).toBe('Done');
+    expect(await payout.locator('td.status .badge').textContent()).toBe('Done');
+    // The payout it created, linked.
+    expect(await payout.locator('td.status a').getAttribute('href')).toMatch(/^\/dashboard\/payouts\/po_/);
     expect(await payout.locator('td.decision').textContent()).toMatch(
       /^Needs approval.*the API’s confirmation threshold.*Approved by/s,
     );
@@ -217,7 +219,7 @@ describe.skipIf(skip)('finance screens at 1280 × 800', () => {
     expect(await page.locator('#run-status .badge').first().textContent()).toBe('completed');
     await page.goto(`${url}/dashboard/actions`);
     const row = page.locator('#actions tr[data-tool="create_payout"]').first();
-    expect(await row.locator('td.status').textContent()).toBe('Done');
+    expect(await row.locator('td.status .badge').textContent()).toBe('Done');
     expect(await row.locator('td.decision').textContent()).toContain('Approved by');
   });
 });
