@@ -160,6 +160,8 @@ describe.skipIf(skip)('finance screens at 1280 × 800', () => {
     await page.waitForURL(/system=1/);
     expect(await page.locator('#actions tr[data-tool="confirm_settlement_batch"]').count()).toBeGreaterThan(0);
     expect(await page.locator('#actions').textContent()).toContain('Settled on chain');
+    const batch = page.locator('#actions tr[data-tool="confirm_settlement_batch"]').first();
+    expect(await batch.locator('.tx-hash').textContent()).toMatch(/^0x[0-9a-f]{64}$/);
     await expectFits(page, page.locator('#actions'), ['Decision', 'Status', 'Transaction']);
     await page.screenshot({ path: join(shots, '02-actions-with-system.png') });
     // The banner describes the log as it is on load, without pressing Verify now.

@@ -285,7 +285,7 @@ function actionLine(row: ActionRow): SafeHtml {
     row.status === 'held' &&
     html`<br><a href="/dashboard/confirmations/${row.confirmation_id}">Review</a>`
   }${row.object_id && html`<br>${objectLink(row.object_id)}`}</td>
-<td>${txHash(row.tx_hash)}</td>
+<td>${txHash(row.tx_hash ?? batchTxHash(row))}</td>
 </tr>`;
 }
 
@@ -301,4 +301,10 @@ function reasonsOnly(row: ActionRow): string {
 function objectLink(id: string): SafeHtml {
   const page = id.startsWith('po_') ? 'payouts' : id.startsWith('pay_') ? 'payments' : undefined;
   return page === undefined ? clippedCode(id) : idLink(`/dashboard/${page}/${id}`, id);
+}
+
+/** A settlement batch's own transaction, as its step recorded it (its lines in the CSV carry it too). */
+function batchTxHash(row: ActionRow): string | null {
+  const result = row.result as { batch_id?: unknown; tx_hash?: unknown } | null;
+  return typeof result?.batch_id === 'string' && typeof result.tx_hash === 'string' ? result.tx_hash : null;
 }
