@@ -129,6 +129,12 @@ const CSV_COLUMNS = [
   'object_id',
   'tx_hash',
   'error',
+  'leg',
+  'leg_id',
+  'reference',
+  'provider_reference',
+  'counterparty',
+  'batch_id',
 ];
 
 function getJson(url: string, key = merchant.apiKey) {
@@ -218,7 +224,7 @@ describe('actions that read as money', () => {
     const cookie = /plainpay_session=[^;]+/.exec(String(signIn.headers['set-cookie']))![0];
     const page = await app.inject({ method: 'GET', url: '/dashboard/actions', headers: { cookie } });
     const row = new RegExp(`<tr data-action-id="${held.actionId}"[\\s\\S]*?</tr>`).exec(page.body)?.[0] ?? '';
-    expect(row).toContain('5000.000000 USDC');
+    expect(row).toContain('5,000.00 USDC');
     expect(row).toContain(SUPPLIER);
     expect(row).toContain('March invoice');
     expect(row).toContain('Finance, &quot;Ada&quot; Obi');

@@ -263,6 +263,8 @@ const CASES: Case[] = [
     dashboard: true,
   },
   { url: '/dashboard/actions?decision=deny', table: 'agent_actions', filters: ['decision'], dashboard: true },
+  // System steps hidden: an index of exactly the rows listed (migration 030).
+  { url: '/dashboard/actions', table: 'agent_actions', dashboard: true },
   { url: '/dashboard/webhooks?type=payment.refunded', table: 'events', filters: ['type'], dashboard: true },
 ];
 

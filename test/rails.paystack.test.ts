@@ -494,9 +494,11 @@ describe('unknown is unknown', () => {
     arm('POST', /^\/transaction\/initialize$/, 'answer_5xx_after');
     const first = await form(p.id, { rail: 'paystack', email: 'ada@example.com' });
     expect(first.statusCode).toBe(503);
+    // Plain words for the payer (the provider's own, HTTP 502, stay on the attempt).
     expect(first.body).toContain(
-      'Paystack could not start the payment (HTTP 502). No money was taken: please try again.',
+      'The payment provider had a problem starting this payment. Nothing was charged — try again in a minute or choose another method.',
     );
+    expect(first.body).not.toContain('HTTP 502');
     expect(first.body).not.toContain('refused');
     const [failed] = await attemptsOf(p.id);
     expect(failed).toMatchObject({ outcome: 'failed', payer_url: null });

@@ -397,7 +397,9 @@ describe('M-Pesa STK Push', () => {
     const pushesBefore = w.daraja.pushes.size;
     const res = await form(p.id, { rail: 'mpesa', phone: '0712 345 601' });
     expect(res.statusCode).toBe(503);
-    expect(res.body).toContain('M-Pesa is not set up to take payments here');
+    expect(res.body).toContain(
+      'The payment provider could not start this payment. Nothing was charged — choose another method, or try again later.',
+    );
     expect(w.daraja.pushes.size).toBe(pushesBefore);
     const [attempt] = await attemptsOf(p.id);
     expect(attempt).toMatchObject({ outcome: 'failed', failure_reason: expect.stringMatching(/not HTTPS/) });

@@ -1,10 +1,11 @@
 import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
+import { type ActionLine, loadActionLines } from '../audit/action-lines.ts';
 import { ACTION_STATUSES, type ActionRow, loadActionRows } from '../audit/action-rows.ts';
 import { parseInput } from '../core/validation.ts';
 import type { Db } from '../db/database.ts';
 import { createdRange, pageParams } from '../db/pagination.ts';
-import { listActionsPage } from '../db/repositories/agent-actions.ts';
+import { type ActionFilter, listActionsPage } from '../db/repositories/agent-actions.ts';
 
 /**
  * The action log as a list: the filters of GET /agent/actions and its CSV form. The API and the
@@ -39,9 +40,15 @@ export interface ActionPage {
 }
 
 /** One page of the account's actions, newest first, filtered by `raw` (validated by actionsQuery). */
-export async function listActions(db: Db, scope: ActionScope, raw: unknown, now: Date): Promise<ActionPage> {
+export async function listActions(
+  db: Db,
+  scope: ActionScope,
+  raw: unknown,
+  now: Date,
+  extra: Pick<ActionFilter, 'excludeChannels'> = {},
+): Promise<ActionPage> {
   const query = parseInput(actionsQuery, raw);
-  const page = await listActionsPage(db, scope, query, query, now);
+  const page = await listActionsPage(db, scope, { ...query, ...extra }, query, now);
   return {
     rows: await loadActionRows(
       db,
@@ -52,8 +59,13 @@ export async function listActions(db: Db, scope: ActionScope, raw: unknown, now:
   };
 }
 
-/** The CSV's columns: plain text each, in this order, named by the header row. */
-const CSV_COLUMNS: readonly [string, (row: ActionRow) => string | null][] = [
+/**
+ * The CSV's columns: plain text each, in this order, named by the header row. The columns up to
+ * `error` are an action's; those after it say which part of the action a line is and what finance
+ * books it by (audit/action-lines.ts). New columns go at the end, so a sheet that reads columns by
+ * position keeps working.
+ */
+const CSV_COLUMNS: readonly [string, (row: ActionLine) => string | null][] = [
   ['id', (row) => row.id],
   ['created', (row) => row.created],
   ['channel', (row) => row.channel],
@@ -77,6 +89,12 @@ const CSV_COLUMNS: readonly [string, (row: ActionRow) => string | null][] = [
   ['object_id', (row) => row.object_id],
   ['tx_hash', (row) => row.tx_hash],
   ['error', (row) => errorMessage(row.error)],
+  ['leg', (row) => row.leg],
+  ['leg_id', (row) => row.leg_id],
+  ['reference', (row) => row.reference],
+  ['provider_reference', (row) => row.provider_reference],
+  ['counterparty', (row) => row.counterparty],
+  ['batch_id', (row) => row.batch_id],
 ];
 
 function errorMessage(error: unknown): string | null {
@@ -87,12 +105,14 @@ function errorMessage(error: unknown): string | null {
 /**
  * The CSV export of actions (RFC 4180, by csv-stringify): a UTF-8 byte order mark, so that Excel
  * reads memos and names in UTF-8 rather than the machine's code page (other spreadsheets and CSV
- * libraries skip it); a header row; one line per action, CRLF line ends; amounts as decimal
- * strings; cells a spreadsheet would run as a formula prefixed with a quote.
+ * libraries skip it); a header row; one line per movement (an action, or each leg of a revenue
+ * share and each transfer of a settlement batch: audit/action-lines.ts), CRLF line ends; amounts
+ * as decimal strings; cells a spreadsheet would run as a formula prefixed with a quote.
  */
-export function actionsCsv(rows: readonly ActionRow[]): string {
+export async function actionsCsv(db: Db, rows: readonly ActionRow[]): Promise<string> {
+  const lines = await loadActionLines(db, rows);
   return stringify(
-    rows.map((row) => CSV_COLUMNS.map(([, cell]) => cell(row) ?? '')),
+    lines.map((row) => CSV_COLUMNS.map(([, cell]) => cell(row) ?? '')),
     {
       bom: true,
       header: true,

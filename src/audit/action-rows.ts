@@ -157,6 +157,9 @@ function moneyOf(s: ActionSnapshot): Money {
   const amount =
     amountIn(output) ??
     amountIn(input) ??
+    receivedIn(s.tool, input, output) ??
+    // A started attempt records what the payer is asked for; nothing moved yet (its end says what did).
+    (s.tool === 'start_payment_attempt' ? undefined : (minorAmountIn(output) ?? minorAmountIn(input))) ??
     (s.amount_settlement_minor === null
       ? { amount: null, asset: null }
       : {
@@ -181,6 +184,34 @@ function amountIn(source: Record<string, unknown>): Pick<Money, 'amount' | 'asse
   if (!currency || (typeof value !== 'number' && typeof value !== 'string')) return undefined;
   const parsed = parseMajorAmount(value, currency);
   return parsed.ok ? { amount: formatMinor(parsed.minor, currency), asset: currency.code } : undefined;
+}
+
+/**
+ * What a payer paid, on the action that recorded it (record_payment_attempt): the amount the
+ * provider confirmed, in the currency's minor unit as every rail's confirmation carries it (M-Pesa's
+ * callback says shillings, and the rail turns them into cents before it records them:
+ * docs/rails.md), or, on the sandbox rail, the payment's own amount. Only a payment paid (or paid
+ * late) received money; an attempt declined or still open moved none.
+ */
+function receivedIn(
+  tool: string,
+  input: Record<string, unknown>,
+  output: Record<string, unknown>,
+): Pick<Money, 'amount' | 'asset'> | undefined {
+  if (tool !== 'record_payment_attempt' || (output.result !== 'paid' && output.result !== 'late')) return undefined;
+  return minorAmountIn(record(input.confirmed)) ?? amountIn(record(output.payment));
+}
+
+/**
+ * An amount a system tool records in minor units (`amount_minor`, as a digit string) with its
+ * `currency` or `asset`; without either it is the settlement asset's (fund_test_balance's USDC).
+ */
+function minorAmountIn(source: Record<string, unknown>): Pick<Money, 'amount' | 'asset'> | undefined {
+  const digits = text(source.amount_minor);
+  if (digits === null || !/^\d{1,30}$/.test(digits)) return undefined;
+  const code = text(source.currency) ?? text(source.asset);
+  const currency = code === null ? SETTLEMENT_CURRENCY : getCurrency(code);
+  return currency ? { amount: formatMinor(BigInt(digits), currency), asset: currency.code } : undefined;
 }
 
 function record(value: unknown): Record<string, unknown> {

@@ -90,6 +90,27 @@ export async function recordHeadsSeen(db: Db, report: AuditReport, now: Date): P
   }
 }
 
+/**
+ * The account's verification as of now: the stored one when it already reaches the log's newest
+ * entry, else a new one (the Actions screen's banner is never older than the log it describes).
+ * Verifying reads the account's whole log, so it runs only when something was logged since.
+ */
+export async function freshVerification(db: Db, accountId: string, now: Date): Promise<StoredVerification> {
+  const stored = await lastVerification(db, accountId);
+  const head = await db
+    .selectFrom('action_log')
+    .select((eb) => eb.fn.max('seq').as('seq'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  const newest = head?.seq === null || head?.seq === undefined ? 0n : BigInt(head.seq);
+  const through =
+    stored?.report.throughSeq === undefined || stored.report.throughSeq === null
+      ? -1n
+      : BigInt(stored.report.throughSeq);
+  if (stored?.report.ok && through >= newest) return stored;
+  return verifyAccount(db, accountId, now);
+}
+
 export async function lastVerification(db: Db, accountId: string): Promise<StoredVerification | undefined> {
   const row = await db
     .selectFrom('audit_verifications')

@@ -285,7 +285,11 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
         if (error.code === 'conflict' || error.code === 'not_found') return reply.redirect(back, 303);
         // A mistyped email or phone, or a provider that did not answer: the page again, saying so.
         const fresh = (await load(row.id)) ?? row;
-        return renderCheckout(reply, fresh, error.status, undefined, { rail, message: error.message });
+        // Only an error about what the payer typed marks their field; a provider failure is not theirs.
+        const field = error.param === 'email' || error.param === 'phone';
+        // What they typed stays in the field, so trying again is one press.
+        const typed = form.get(rail === 'paystack' ? 'email' : 'phone')?.slice(0, 254) ?? undefined;
+        return renderCheckout(reply, fresh, error.status, undefined, { rail, message: error.message, field, typed });
       }
     }
 

@@ -33,8 +33,12 @@ export interface CheckoutPageOptions {
   justPaid: boolean;
   /** How the payer's last attempt on this page ended, when it did not pay: said above the pay options. */
   attemptNotice?: string;
-  /** The form the payer sent was refused (a mistyped email, a provider that did not answer). */
-  formError?: { rail: string; message: string };
+  /**
+   * The form the payer sent was refused: `field` when what they typed was wrong (a mistyped email:
+   * the field is marked invalid), else a provider that could not start the payment (said in the
+   * form, the field left as it is).
+   */
+  formError?: { rail: string; message: string; field?: boolean; typed?: string };
   /** The attempt in flight, on the processing page. */
   openAttempt?: { rail: string; payerUrl: string | null; payerHint: string | null };
   /** The payer asked to pay another way, but the provider says the attempt is still open. */
@@ -126,18 +130,21 @@ ${status('No payment method is available.')}`;
       return html`${heading}
 <p class="notice ok">${view.merchantName} has received your payment.</p>
 ${status(options.justPaid ? 'Payment received. Settling…' : 'Payment received. Settlement is in progress.')}
+${receipt(view)}
 ${settlement}
 ${back(`Return to ${view.merchantName}`)}`;
     case 'settled':
       return html`${heading}
 <p class="notice ok">${options.justPaid ? 'Your payment is complete and has been settled.' : 'Nothing more to pay: this payment is complete and settled.'}</p>
 ${status('Payment complete.')}
+${receipt(view)}
 ${settlement}
 ${back(`Return to ${view.merchantName}`)}`;
     case 'refunded':
       return html`${heading}
 <p class="notice">This payment was made and has since been refunded, in full or in part. There is nothing to pay.</p>
 ${status('Refunded.')}
+${receipt(view)}
 ${back(`Return to ${view.merchantName}`)}`;
     case 'expired':
       return html`${heading}
@@ -147,23 +154,54 @@ ${back(`Return to ${view.merchantName}`)}`;
   }
 }
 
+/**
+ * The payer's receipt of a paid payment: who was paid, how much, when, and the references to quote
+ * to the merchant (theirs, if they gave one, and the payment's id). Times are UTC: the page has no
+ * script to put them in the payer's zone.
+ */
+function receipt(view: CheckoutView): SafeHtml {
+  const paid = view.paidAt;
+  return html`<section class="receipt" id="receipt" aria-labelledby="receipt-heading">
+<h2 id="receipt-heading">Receipt</h2>
+<dl>
+<dt>Paid to</dt><dd>${view.merchantName}</dd>
+<dt>Amount</dt><dd>${view.amount} ${view.currencyCode}</dd>
+${paid && html`<dt>Paid on</dt><dd><time datetime="${paid.toISOString()}">${receiptTime(paid)}</time></dd>`}
+${view.reference && html`<dt>Reference</dt><dd><code id="receipt-reference">${view.reference}</code></dd>`}
+<dt>Payment ID</dt><dd><code id="receipt-payment">${view.id}</code></dd>
+</dl>
+<p class="hint">Quote ${view.reference ? 'the reference' : 'the payment ID'} to ${view.merchantName} if you need help with this payment.</p>
+</section>`;
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** "29 Nov 2026, 07:10 UTC": the same on every machine, whatever its locale data. */
+export function receiptTime(at: Date): string {
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${at.getUTCDate()} ${MONTHS[at.getUTCMonth()]} ${at.getUTCFullYear()}, ${pad(at.getUTCHours())}:${pad(at.getUTCMinutes())} UTC`;
+}
+
 /** One provider rail's form: the one field the provider needs, and the button. */
 function railForm(view: CheckoutView, rail: string, formError: CheckoutPageOptions['formError']): SafeHtml {
   const error = formError?.rail === rail ? formError.message : undefined;
   const errorId = `${rail}-error`;
+  const invalid = error !== undefined && formError?.field === true;
+  const typed = formError?.rail === rail ? formError.typed : undefined;
+  const marks = html`${typed && html` value="${typed}"`}${invalid && html` aria-invalid="true" aria-describedby="${errorId}"`}`;
   const field =
     rail === 'paystack'
       ? html`<label for="email">Email for your receipt</label>
-<input id="email" name="email" type="email" autocomplete="email" inputmode="email" maxlength="254" required${error && html` aria-invalid="true" aria-describedby="${errorId}"`}>`
+<input id="email" name="email" type="email" autocomplete="email" inputmode="email" maxlength="254" required${marks}>`
       : html`<label for="phone">M-Pesa phone number</label>
-<input id="phone" name="phone" type="tel" autocomplete="tel" inputmode="tel" placeholder="0712 345 678" maxlength="20" required${error && html` aria-invalid="true" aria-describedby="${errorId}"`}>`;
+<input id="phone" name="phone" type="tel" autocomplete="tel" inputmode="tel" placeholder="0712 345 678" maxlength="20" required${marks}>`;
   const legend = rail === 'paystack' ? 'Card, bank transfer, USSD or mobile money' : 'M-Pesa';
   const button = rail === 'paystack' ? `Pay ${view.amount} with Paystack` : `Pay ${view.amount} with M-Pesa`;
   return html`<form id="${rail}-form" class="pay-form" method="post" action="${payPath(view.id)}">
 <input type="hidden" name="rail" value="${rail}">
 <fieldset>
 <legend>${legend}</legend>
-${error && html`<p class="notice bad" id="${errorId}" role="alert">${error}</p>`}
+${error && html`<p class="notice${invalid ? ' bad' : ''}" id="${errorId}" role="alert">${error}</p>`}
 ${field}
 <button type="submit" class="primary">${button}</button>
 </fieldset>

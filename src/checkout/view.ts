@@ -42,6 +42,10 @@ export interface CheckoutView {
   secondsLeft: number;
   txHash: string | null;
   chainId: number | null;
+  /** The merchant's reference for the payment (their order number, say), for the payer's receipt. */
+  reference: string | null;
+  /** When it was paid, for the receipt; null until it is. */
+  paidAt: Date | null;
   /** redirect_url with payment_id and status, once the payer is done here; else undefined. */
   returnUrl: string | undefined;
   /** The provider rails offered on this page (connected for the account and mode, able to take it). */
@@ -79,6 +83,8 @@ export function checkoutView(
     secondsLeft: status === 'pending' ? Math.max(0, Math.floor((row.expires_at.getTime() - now.getTime()) / 1000)) : 0,
     txHash: row.settlement_tx_hash,
     chainId: row.settlement_chain_id,
+    reference: row.reference,
+    paidAt: row.paid_at,
     returnUrl: done ? returnUrl(row.redirect_url, row.id, status) : undefined,
     rails,
     sandbox: !row.livemode,

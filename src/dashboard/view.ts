@@ -1,3 +1,4 @@
+import { AppError } from '../core/errors.ts';
 import { stringifyJson } from '../core/json-text.ts';
 import { html, type HtmlValue, type SafeHtml } from '../checkout/html.ts';
 import type { ApiKeyScope } from '../domain/api-key-secret.ts';
@@ -172,9 +173,10 @@ const GOOD = new Set(['executed', 'settled', 'completed', 'delivered', 'succeede
 const BAD = new Set(['failed', 'denied', 'rejected', 'deny', 'expired', 'refunded']);
 const WAITING = new Set(['held', 'pending', 'queued', 'require_confirmation', 'confirmation_required', 'settling']);
 
-export function badge(status: string): SafeHtml {
+/** A status as a coloured badge: its tone from the status, its text the status or `label` (finance's words). */
+export function badge(status: string, label?: string): SafeHtml {
   const tone = GOOD.has(status) ? ' ok' : BAD.has(status) ? ' bad' : WAITING.has(status) ? ' warn' : '';
-  return html`<span class="badge${tone}">${status.replaceAll('_', ' ')}</span>`;
+  return html`<span class="badge${tone}">${label ?? status.replaceAll('_', ' ')}</span>`;
 }
 
 export function json(value: unknown): SafeHtml {
@@ -235,9 +237,10 @@ export function select(
   options: readonly string[],
   current: string | undefined,
   anyLabel = 'Any',
+  words: (option: string) => string = (o) => o.replaceAll('_', ' '),
 ): SafeHtml {
   return html`<label>${label}<select name="${name}"><option value="">${anyLabel}</option>${options.map(
-    (o) => html`<option value="${o}"${o === current && html` selected`}>${o.replaceAll('_', ' ')}</option>`,
+    (o) => html`<option value="${o}"${o === current && html` selected`}>${words(o)}</option>`,
   )}</select></label>`;
 }
 
@@ -268,4 +271,33 @@ export function keyRef(labels: ReadonlyMap<string, string>, keyId: string | null
   const label = labels.get(keyId);
   if (compact && label) return html`<span class="key-ref" title="${keyId}">${label}</span>`;
   return html`<span class="key-ref" title="${keyId}"><code>${keyId}</code>${label && html` <span class="muted">${label}</span>`}</span>`;
+}
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * A date filter's day (a date input's YYYY-MM-DD, UTC) as the ISO time that starts it, or with
+ * `end` the last millisecond of it; a 400 naming the field for anything else.
+ */
+export function dayBound(value: string | undefined, name: string, end: boolean): string | undefined {
+  if (value === undefined) return undefined;
+  if (!DAY.test(value) || Number.isNaN(Date.parse(value))) {
+    throw new AppError('invalid_request', `The ${name} date must be a day such as 2026-11-22.`, { param: name });
+  }
+  return `${value}T${end ? '23:59:59.999' : '00:00:00.000'}Z`;
+}
+
+/**
+ * A transaction hash in a table, clipped to its first characters by the stylesheet (class clip) so
+ * the table fits a laptop's width; the whole hash is still the text (copy, find, screen readers)
+ * and the tooltip.
+ */
+export function txHash(hash: string | null): SafeHtml {
+  if (hash === null) return html`<span class="muted">—</span>`;
+  return html`<code class="tx-hash clip" title="${hash}">${hash}</code>`;
+}
+
+/** An address in a table, clipped as txHash is. */
+export function clippedCode(text: string): SafeHtml {
+  return html`<code class="clip" title="${text}">${text}</code>`;
 }

@@ -4,6 +4,7 @@ import {
   convertMinor,
   divideRounded,
   exceedsMajor,
+  formatAmount,
   formatDisplay,
   formatMinor,
   getCurrency,
@@ -196,6 +197,19 @@ describe('formatDisplay', () => {
     expect(formatDisplay(12_500_000n, USDC)).toBe('12.500000 USDC');
     expect(formatDisplay(5n, USD)).toBe('$0.05');
     expect(formatDisplay(-150000n, NGN)).toBe('-₦1,500.00');
+  });
+});
+
+describe('formatAmount', () => {
+  it('groups, names the code, and keeps every significant decimal but no zeros past two', () => {
+    expect(formatAmount(1_000_000_000_000_000n, USDC)).toBe('1,000,000,000.00 USDC');
+    expect(formatAmount(15_662_078n, USDC)).toBe('15.662078 USDC');
+    expect(formatAmount(12_500_000n, USDC)).toBe('12.50 USDC');
+    expect(formatAmount(1n, USDC)).toBe('0.000001 USDC');
+    expect(formatAmount(100n, KES)).toBe('1.00 KES');
+    expect(formatAmount(2_500_000n, NGN)).toBe('25,000.00 NGN');
+    expect(formatAmount(5000n, UGX)).toBe('5,000 UGX');
+    expect(formatAmount(-150000n, NGN)).toBe('-1,500.00 NGN');
   });
 });
 

@@ -208,6 +208,21 @@ export function formatDisplay(minor: bigint, currency: Currency): string {
   return negative ? `-${body}` : body;
 }
 
+/**
+ * An amount for finance's tables: grouped by threes, the currency's code after it, and the
+ * currency's own decimals with the zeros past the second left off, so a column of USDC reads like
+ * money and stays exact: "1,000,000,000.00 USDC", "15.662078 USDC", "1.00 KES", "5,000 UGX".
+ */
+export function formatAmount(minor: bigint, currency: Currency): string {
+  const plain = formatMinor(minor, currency);
+  const negative = plain.startsWith('-');
+  const [integer = '', fraction] = (negative ? plain.slice(1) : plain).split('.');
+  const grouped = integer.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const shown =
+    fraction === undefined ? '' : `.${fraction.replace(/0+$/, '').padEnd(Math.min(2, fraction.length), '0')}`;
+  return `${negative ? '-' : ''}${grouped}${shown} ${currency.code}`;
+}
+
 /** An exact positive rational, e.g. a decimal rate "1580.25" is 158025/100. */
 export interface Ratio {
   readonly numerator: bigint;

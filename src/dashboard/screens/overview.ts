@@ -3,6 +3,7 @@ import { html, type SafeHtml } from '../../checkout/html.ts';
 import { listRecentRuns } from '../../db/repositories/agent-runs.ts';
 import { countPendingConfirmations } from '../../db/repositories/confirmations.ts';
 import { custodialBalance } from '../../payouts/payouts.ts';
+import { currentRunStatuses } from '../run-status.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
 import { allows, badge, renderPage, SCREENS, screen, table, time, usdc } from '../view.ts';
 
@@ -31,12 +32,13 @@ export function registerOverview(app: FastifyInstance, deps: DashboardDeps): voi
     let recent = html``;
     if (allows(session, screen('runs').scopes)) {
       const runs = await listRecentRuns(runtime.db, session, RECENT_RUNS);
+      const current = await currentRunStatuses(runtime.db, session, runs, runtime.clock.now());
       recent = html`<h2>Recent agent runs</h2>
 ${table(
   ['Run', 'Created', 'Status', 'Instruction'],
   runs.map(
     (run) =>
-      html`<tr><td><a href="/dashboard/runs/${run.id}"><code>${run.id}</code></a></td><td>${time(run.created_at)}</td><td>${badge(run.status)}</td><td>${run.instruction.length > 120 ? `${run.instruction.slice(0, 119)}…` : run.instruction}</td></tr>`,
+      html`<tr><td><a href="/dashboard/runs/${run.id}"><code>${run.id}</code></a></td><td>${time(run.created_at)}</td><td>${badge(current.get(run.id) ?? run.status)}</td><td>${run.instruction.length > 120 ? `${run.instruction.slice(0, 119)}…` : run.instruction}</td></tr>`,
   ),
   'No agent runs yet.',
   'recent-runs',

@@ -4,6 +4,7 @@ import { expireUnansweredRuns, loadRunView } from '../../agent/runtime.ts';
 import { html } from '../../checkout/html.ts';
 import { parseInput } from '../../core/validation.ts';
 import { findAgentRun, listRunsPage } from '../../db/repositories/agent-runs.ts';
+import { currentRunStatuses } from '../run-status.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
 import { loadKeyLabels } from '../../keys/labels.ts';
 import { linkedList, loadLinkedObjects } from '../linked.ts';
@@ -64,6 +65,7 @@ export function registerRuns(app: FastifyInstance, deps: DashboardDeps): void {
       session.accountId,
       shown.map((r) => r.key_id),
     );
+    const current = await currentRunStatuses(runtime.db, session, shown, runtime.clock.now());
     const body = html`<h1>Agent runs</h1>
 <form class="filters" method="get" action="/dashboard/runs">
 ${select('status', 'Status', RUN_STATUSES, query.status)}
@@ -75,7 +77,7 @@ ${table(
     (run) => html`<tr data-run-id="${run.id}">
 <td><a href="/dashboard/runs/${run.id}"><code>${run.id}</code></a>${run.dry_run && html` <span class="badge">dry run</span>`}</td>
 <td>${time(run.created_at)}</td>
-<td>${badge(run.status)}</td>
+<td>${badge(current.get(run.id) ?? run.status)}</td>
 <td>${shorten(run.instruction, 140)}</td>
 <td><code>${run.model}</code></td>
 <td>${keyRef(labels, run.key_id, true)}</td>
@@ -102,11 +104,15 @@ ${pager('/dashboard/runs', filters, has_more ? shown.at(-1)?.id : undefined)}`;
       session,
       view.actions.map((a) => a.result),
     );
+    const status =
+      (await currentRunStatuses(runtime.db, session, [{ id: row.id, status: view.status }], runtime.clock.now())).get(
+        row.id,
+      ) ?? view.status;
     const body = html`<h1>Agent run <code>${view.run_id}</code></h1>
 <div class="card">
 <dl class="facts">
 <dt>Instruction</dt><dd id="run-instruction">${view.instruction}</dd>
-<dt>Status</dt><dd>${badge(view.status)}${view.dry_run && html` <span class="badge">dry run</span>`}</dd>
+<dt>Status</dt><dd id="run-status">${badge(status)}${view.dry_run && html` <span class="badge">dry run</span>`}</dd>
 <dt>Reply</dt><dd>${maybe(view.reply)}</dd>
 <dt>Model</dt><dd><code>${view.model}</code></dd>
 <dt>Asked by</dt><dd>${keyRef(labels, row.key_id)} on the <code>${row.channel}</code> channel</dd>

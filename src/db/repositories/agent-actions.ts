@@ -12,6 +12,8 @@ export interface ActionFilter extends CreatedRange {
   tool?: string | undefined;
   decision?: ActionDecision | undefined;
   channel?: AgentActionRow['channel'] | undefined;
+  /** Leave these channels out (the Actions screen hides the service's own steps unless asked). */
+  excludeChannels?: readonly AgentActionRow['channel'][] | undefined;
 }
 
 /** One page of the caller's actions, newest first: GET /agent/actions, its CSV and the Actions screen. */
@@ -47,6 +49,7 @@ export async function listActionsPage(
   if (filter.tool) query = query.where('tool', '=', filter.tool);
   if (filter.decision) query = query.where('decision', '=', filter.decision);
   if (filter.channel) query = query.where('channel', '=', filter.channel);
+  if (filter.excludeChannels?.length) query = query.where('channel', 'not in', [...filter.excludeChannels]);
   if (filter.created_gte) query = query.where('created_at', '>=', filter.created_gte);
   if (filter.created_lte) query = query.where('created_at', '<=', filter.created_lte);
   return readPage(query, keyset, page.limit);

@@ -66,3 +66,28 @@ export async function countPendingConfirmations(db: Db, scope: ModeScope, now: D
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/**
+ * The caller's confirmations still waiting at `now` for these tools, created in `range`, newest
+ * first, at most `limit`: the Payouts screen shows the payouts the policy held.
+ */
+export async function listWaitingConfirmations(
+  db: Db,
+  scope: ModeScope,
+  tools: readonly string[],
+  range: { created_gte?: Date | undefined; created_lte?: Date | undefined },
+  now: Date,
+  limit: number,
+): Promise<ConfirmationRow[]> {
+  let query = db
+    .selectFrom('confirmations')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', now)
+    .where('tool', 'in', [...tools]);
+  if (range.created_gte) query = query.where('created_at', '>=', range.created_gte);
+  if (range.created_lte) query = query.where('created_at', '<=', range.created_lte);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+}

@@ -53,3 +53,41 @@ export async function listPayoutSummaries(
     .where('livemode', '=', scope.livemode)
     .execute();
 }
+
+/** Who approved a payout that the policy held: the key that decided it, and when. */
+export interface PayoutApproval {
+  keyId: string;
+  at: Date | null;
+}
+
+/**
+ * The approval behind each of these payouts, by payout id: the action that created it (or, for a
+ * revenue share's leg, the share) was held and approved by a person. Payouts the policy let
+ * through are absent.
+ */
+export async function listPayoutApprovals(
+  db: Db,
+  scope: ModeScope,
+  payouts: readonly Pick<PayoutRow, 'id' | 'revenue_share_id'>[],
+): Promise<Map<string, PayoutApproval>> {
+  const objects = [...new Set(payouts.flatMap((p) => [p.id, ...(p.revenue_share_id ? [p.revenue_share_id] : [])]))];
+  if (objects.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('agent_actions as a')
+    .leftJoin('confirmations as c', 'c.id', 'a.confirmation_id')
+    .select(['a.object_id', 'a.approved_by_key', 'c.decided_by_key', 'c.decided_at'])
+    .where('a.account_id', '=', scope.accountId)
+    .where('a.livemode', '=', scope.livemode)
+    .where('a.object_id', 'in', objects)
+    .where((eb) => eb.or([eb('a.approved_by_key', 'is not', null), eb('c.decided_by_key', 'is not', null)]))
+    .execute();
+  const byObject = new Map(
+    rows.map((r) => [r.object_id!, { keyId: (r.decided_by_key ?? r.approved_by_key)!, at: r.decided_at }]),
+  );
+  const approvals = new Map<string, PayoutApproval>();
+  for (const p of payouts) {
+    const approval = byObject.get(p.id) ?? (p.revenue_share_id ? byObject.get(p.revenue_share_id) : undefined);
+    if (approval) approvals.set(p.id, approval);
+  }
+  return approvals;
+}

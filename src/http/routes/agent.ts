@@ -145,7 +145,7 @@ export const agentOperations: ApiOperation[] = [
     response: z
       .string()
       .describe(
-        'RFC 4180 CSV with a header row: id, created, channel, key_id, requested_by, run_id, instruction, tool, amount, asset, recipient, payment_id, memo, decision, decision_reasons, confirmation_id, approved_by_key, decided_by, decided_at, status, object_id, tx_hash, error. One row per action, newest first.',
+        'RFC 4180 CSV with a header row: id, created, channel, key_id, requested_by, run_id, instruction, tool, amount, asset, recipient, payment_id, memo, decision, decision_reasons, confirmation_id, approved_by_key, decided_by, decided_at, status, object_id, tx_hash, error, leg, leg_id, reference, provider_reference, counterparty, batch_id. One line per movement, newest first: an action, or each leg of a revenue share and each transfer of a settlement batch (its leg column says 1 of 2, …), each with its action’s fields.',
       ),
     responseMediaType: 'text/csv',
   },
@@ -231,7 +231,7 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
       reply
         .header('Content-Type', 'text/csv; charset=utf-8')
         .header('Content-Disposition', 'attachment; filename="agent-actions.csv"');
-      return actionsCsv(rows);
+      return actionsCsv(runtime.db, rows);
     });
   };
 }

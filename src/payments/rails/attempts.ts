@@ -145,7 +145,11 @@ export async function beginAttempt(
       { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'failed', reason: reason.slice(0, 300) },
       scope,
     );
-    throw new AppError('unavailable', attemptNotice({ rail, outcome: 'failed', failure_reason: reason }) ?? reason);
+    throw new AppError(
+      'unavailable',
+      attemptNotice({ rail, outcome: 'failed', failure_reason: reason }) ?? startFailedNotice(error, refused),
+      { cause: error },
+    );
   }
   // Started: from here on the attempt is open whatever happens, and is confirmed or ended by the provider.
   await runtime.db
@@ -163,6 +167,26 @@ export async function beginAttempt(
     runtime.clock.now(),
   );
   return { attemptId: attempt.id, payerUrl: result.payerUrl };
+}
+
+/**
+ * What the payer reads when a provider could not start the payment, in place of the provider's own
+ * words ("paystack did not answer: fetch failed" stays on the attempt and its rail event, for the
+ * merchant and the operator). Only said where nothing can have been charged: the provider refused
+ * outright, or its lost answer cannot have reached the payer (Paystack's payer has not seen its
+ * page yet). A start that may have reached the payer (an M-Pesa prompt) is never said to be
+ * nothing: its attempt stays open and the page says the outcome is being checked.
+ */
+export const UNREACHABLE =
+  "We couldn't reach the payment provider. Nothing was charged — try again in a minute or choose another method.";
+export const PROVIDER_ERROR =
+  'The payment provider had a problem starting this payment. Nothing was charged — try again in a minute or choose another method.';
+export const START_REFUSED =
+  'The payment provider could not start this payment. Nothing was charged — choose another method, or try again later.';
+
+function startFailedNotice(error: unknown, refused: boolean): string {
+  if (refused) return START_REFUSED;
+  return error instanceof RailUnavailableError && error.providerStatus !== undefined ? PROVIDER_ERROR : UNREACHABLE;
 }
 
 /**
