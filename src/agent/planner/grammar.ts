@@ -1141,7 +1141,7 @@ function freeText(
     }
     if (token.kind === 'word') {
       if (FREE_TEXT_STOP.has(token.lower)) break;
-      if (SELF_CORRECTION.has(token.lower) || (isWord(token, 'my') && isWord(next, 'bad'))) break;
+      if (SELF_CORRECTION.has(token.lower) || (isWord(token, 'my') && isWord(next, 'oops'))) break;
       // "refund the customer for order NB-4410": the order named is the payment, not the reason.
       // Beside a payment id it is the story ("refund pay_…, customer cancelled order #4471").
       if (kind === 'reason' && referenceAt(tokens, i + 1) !== undefined && !tokens.some((t) => t.kind === 'payment_id'))
@@ -2069,9 +2069,7 @@ export function fillSlots(
   )
     for (const [k, token] of tokens.entries()) {
       // "…, customer says 3 of 4 arrived": which of the items is what the refund may be for.
-      // "(order 7 of 10, wrong colour)": which order of a series, the one this payment is for.
-      const first = isWord(tokens[k + 1], 'of') ? k : k - 2;
-      if (isCountCode(tokens, k) && !isWord(tokens[first - 1], ...SERIES_WORDS))
+      if (isItemCount(tokens, k))
         problem ??= `the message counts items ("${token.text} of …") but says no amount: say how much to refund, or "in full"`;
       if (
         token.kind === 'amount' &&
@@ -2099,6 +2097,15 @@ export function fillSlots(
     }
   }
   return problem === undefined ? { slots, consumed } : { slots, consumed, problem };
+}
+
+/**
+ * "3 of 4" at `k`, counting items: "…, customer says 3 of 4 arrived". "(order 7 of 10, wrong
+ * colour)" says which order of a series, the one this payment is for: no count of items.
+ */
+export function isItemCount(tokens: readonly Token[], k: number): boolean {
+  const first = isWord(tokens[k + 1], 'of') ? k : k - 2;
+  return isCountCode(tokens, k) && !isWord(tokens[first - 1], ...SERIES_WORDS);
 }
 
 /** Intents that act on one payment, which may be named by reference or description instead of its id. */

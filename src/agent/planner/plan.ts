@@ -18,6 +18,7 @@ import {
   type PaymentLookup,
   MONEY_VERBS,
   intentOf,
+  isItemCount,
   mergeCorrection,
   referenceAt,
   type Slots,
@@ -29,6 +30,8 @@ import {
   type CurrencyMention,
   type DateRange,
   HOLD_WORDS,
+  isCountNoun,
+  isCountOf,
   isSignificant,
   type NumberValue,
   type Token,
@@ -667,6 +670,11 @@ function storiesAsReasons(clauses: Clause[], now: Date): void {
     const story = [clauses[i - 1], clauses[i + 1]].find(isStory);
     if (story !== undefined) {
       clause.slots.reason = truncate(text(story.tokens), 200);
+      // "refund pay_…. 2 items came back.": a count in the story beside a refund that says no
+      // amount, share or "in full" may be what the refund is for (those items only), as in the
+      // same sentence (grammar.ts): asked, never a full refund.
+      if (saysNoExtent(clause.slots) && countsItems(story.tokens))
+        clause.problem ??= 'the story counts items but the refund says no amount: say how much to refund, or "in full"';
       continue;
     }
     // "paid double by mistake, pls refund pay_… in full": the story told before the verb, in the
@@ -683,6 +691,21 @@ function storiesAsReasons(clauses: Clause[], now: Date): void {
     const after = clause.tokens.slice(last + 1);
     if (verb >= 0 && last > verb && tellsStory(after)) clause.slots.reason = truncate(text(after), 200);
   }
+}
+
+/** A refund that says neither an amount, a share nor "in full". */
+function saysNoExtent(slots: Slots): boolean {
+  return slots.amounts.length === 0 && slots.fraction === undefined && slots.percents.length === 0 && !slots.full;
+}
+
+/** "2 items", "3 of the shoes", "2 of 3": a number with no currency that counts things. */
+function countsItems(tokens: readonly Token[]): boolean {
+  return tokens.some(
+    (token, k) =>
+      (token.kind === 'amount' && token.currency === undefined && isCountNoun(tokens[k + 1])) ||
+      isCountOf(tokens, k) ||
+      isItemCount(tokens, k),
+  );
 }
 
 /** "then 9,000 USDC to 0x…": a fragment after a sequencer continues the action before it. */

@@ -951,3 +951,32 @@ describe('a charge made twice, named', () => {
     expect(asks(`refund ${Q}, it duplicated ${P}`)).toContain('runs into');
   });
 });
+
+describe('round 5: counts, "my bad", till numbers and part payments', () => {
+  it('asks when a sentence of its own counts items beside a refund that says no amount', () => {
+    expect(asks(`refund ${P}. 2 items came back.`)).toContain('counts items');
+    expect(asks(`Please refund ${P}. She returned 3 of the shoes.`)).toContain('counts items');
+    // "in full" says how much: the count is the story.
+    expect(steps(`refund ${P} in full. 2 items came back damaged.`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' }, reason: '2 items came back damaged' },
+    ]);
+  });
+  it('reads "my bad" as a word of correction: the value after it, or a question', () => {
+    expect(steps(`send ${A} 60 usdc. my bad, 16 usdc`)).toMatchObject([{ kind: 'payout', amountMinor: '16000000' }]);
+    expect(asks(`pay ${A} 50 usdc, my bad`)).toContain('"bad"');
+  });
+  it('reads a till number as the name of a shop, and "till" before a time or a day as a wait', () => {
+    expect(steps(`pay 90 usdc to ${A} for 12 bags of sugar from Till 884422`)).toMatchObject([
+      { kind: 'payout', amountMinor: '90000000', memo: '12 bags of sugar from Till 884422' },
+    ]);
+    expect(asks(`send 35 usdc to ${A} till 5pm`)).toContain('"till"');
+    expect(asks(`pay ${A} 50 usdc till 20000`)).toContain('"till"');
+  });
+  it('reads a part payment as what the payout is, and "in parts" as how it runs', () => {
+    expect(steps(`pay ${A} 40 usdc, part payment for the tiles`)).toMatchObject([
+      { kind: 'payout', amountMinor: '40000000', memo: 'part payment for the tiles' },
+    ]);
+    expect(asks(`pay ${A} 100 usdc in 2 parts`)).toBeTruthy();
+    expect(asks(`send part of the 200 usdc to ${A}`)).toBeTruthy();
+  });
+});

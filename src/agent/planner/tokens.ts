@@ -508,7 +508,7 @@ export function tokenize(message: string, now: Date): Token[] {
       '',
     )
     // "Order no. O-17", "ref no. 4471": the abbreviation of "number", whose dot ends no sentence.
-    .replace(/\b(order|invoice|receipt|transaction|booking|ref|reference)\s+no\.\s*(?=[#\w])/gi, '$1 number ')
+    .replace(/\b(order|invoice|receipt|transaction|booking|ref|reference|till)\s+no\.\s*(?=[#\w])/gi, '$1 number ')
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
@@ -687,7 +687,29 @@ export function tokenize(message: string, now: Date): Token[] {
       const folded = foldWord(text);
       // "ıf" (a dotless i), "рау" does not reach here (another script): a letter that could hide a
       // word of condition or negation is not read as a harmless word.
+      const previous = tokens.at(-1);
       if (mayHide(folded)) push({ kind: 'punct', text });
+      // "…, my bad" says the message is wrong, as "oops" does: read as that word of correction, it
+      // corrects with the value after it ("₦500 my bad ₦300") and, with none, is asked, never dropped.
+      else if (folded === 'bad' && previous?.kind === 'word' && previous.lower === 'my')
+        push({ kind: 'word', text, lower: 'oops' });
+      // "from Till 884422", "Till No. 303030": a shop's M-Pesa till, named by its number, never
+      // "until" (a time or a day after "till" is still a wait: "till 5pm", "till Friday").
+      else if (
+        folded === 'till' &&
+        (lowered[i + 1] === 'number' ||
+          (/^\d{5,8}[.,;:!?)]?$/.test(lowered[i + 1] ?? '') &&
+            (text.startsWith('T') || (previous?.kind === 'word' && TILL_BEFORE.has(previous.lower)))))
+      )
+        push({ kind: 'word', text, lower: TILL_NUMBER });
+      // "na part payment for the cement", "as part payment": a part payment is what the payout is
+      // (a noun, its memo), not a share of it; "in part payments", "part of the 200" still ask.
+      else if (
+        folded === 'part' &&
+        /^(?:payment|pay)$/.test(lowered[i + 1] ?? '') &&
+        !(previous?.kind === 'word' && ['in', 'by', 'into'].includes(previous.lower))
+      )
+        push({ kind: 'word', text, lower: 'part-payment' });
       else push({ kind: 'word', text, lower: typoOf(folded) ?? folded });
       continue;
     }
@@ -1130,8 +1152,16 @@ function attachLeadingCurrencies(tokens: Token[]): void {
   }
 }
 
+/** "Till" before a till's number: a noun that names a shop, not the word of a wait. */
+const TILL_NUMBER = 'till-number';
+
+/** Words before a till's number written in lower case: "from till 884422", "lipa na M-Pesa till …". */
+const TILL_BEFORE = new Set(['from', 'at', 'via', 'mpesa', 'm-pesa', 'pesa', 'our', 'my', 'the', 'shop', 'store']);
+
 /** Words after which a bare whole number names a document, not an amount: "invoice 42". */
 const DOCUMENT_WORDS = new Set([
+  TILL_NUMBER,
+  'paybill',
   'invoice',
   'inv',
   'order',
