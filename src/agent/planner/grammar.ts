@@ -2256,6 +2256,18 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   return words.length > 0 ? { words, used } : undefined;
 }
 
+/**
+ * "the customer wey buy the carton of Indomie", "the person who bought the 2 crates of Malta
+ * Guinness": a clause that only says what a buyer bought describes the payment a request beside it
+ * means. A verb of buying must say so, and no reference or other value may stand in the clause.
+ */
+export function buyerDescription(tokens: readonly Token[]): { words: string[]; used: Token[] } | undefined {
+  if (!tokens.some((t) => t.kind === 'word' && BOUGHT.has(t.lower))) return undefined;
+  if (tokens.some((t) => t.kind !== 'word' && t.kind !== 'punct' && t.kind !== 'amount' && t.kind !== 'quoted'))
+    return undefined;
+  return describedPayment(tokens);
+}
+
 /** A correction's right side overrides the left side's slots of the same kind. */
 export function mergeCorrection(before: Slots, after: Slots): { slots: Slots; problem?: string } {
   const merged: Slots = { ...before };

@@ -12,6 +12,7 @@ import {
   type AmountToken,
   type Clause,
   correctionAt,
+  buyerDescription,
   fillSlots,
   type Intent,
   leadingWord,
@@ -784,6 +785,23 @@ function borrowContextIds(clauses: Clause[]): Set<number> {
   for (let i = 1; i < clauses.length; i++) {
     const clause = clauses[i]!;
     const previous = clauses[i - 1]!;
+    // "money back for order #A-7731, refund it": the pronoun's clause says the request before it
+    // again (the same intent, on the payment that one names by reference or description), so the
+    // two are one request, read together: one refund, never two.
+    if (
+      clause.intent !== undefined &&
+      clause.intent === previous.intent &&
+      clause.wantsPaymentFromContext &&
+      previous.slots.lookup !== undefined &&
+      previous.slots.paymentIds.length === 0
+    ) {
+      const merged = parseClause([...previous.tokens, ...clause.tokens]);
+      if (merged.intent === previous.intent && !merged.wantsPaymentFromContext && merged.slots.lookup !== undefined) {
+        clauses.splice(i - 1, 2, merged);
+        i--;
+        continue;
+      }
+    }
     if (
       clause.intent !== undefined &&
       clause.wantsPaymentFromContext &&
@@ -821,6 +839,20 @@ function borrowContextIds(clauses: Clause[]): Set<number> {
           return reference === undefined ? [] : [{ reference, token: clause.tokens[i]! }];
         }),
       );
+    if (references.length === 0) {
+      // "the customer wey buy the carton of Indomie, refund am abeg": what was bought, told in a
+      // clause of its own beside the request, describes the payment (found as in one clause).
+      const described = clauses.flatMap((other) => {
+        const found = other.intent === undefined ? buyerDescription(other.tokens) : undefined;
+        return found === undefined || found.words.length === 0 ? [] : [found];
+      });
+      if (described.length !== 1 || !['refund', 'payment_status', 'split'].includes(wanting[0]!.intent ?? ''))
+        return borrowed;
+      wanting[0]!.slots.lookup = { words: described[0]!.words };
+      wanting[0]!.wantsPaymentFromContext = false;
+      for (const token of described[0]!.used) borrowed.add(token.index);
+      return borrowed;
+    }
     if (new Set(references.map((found) => found.reference)).size !== 1) return borrowed;
     wanting[0]!.slots.lookup = { reference: references[0]!.reference };
     wanting[0]!.wantsPaymentFromContext = false;

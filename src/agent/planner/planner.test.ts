@@ -980,3 +980,17 @@ describe('round 5: counts, "my bad", till numbers and part payments', () => {
     expect(asks(`send part of the 200 usdc to ${A}`)).toBeTruthy();
   });
 });
+
+describe('round 5: a payment named in a clause beside the request', () => {
+  it('reads "money back for order #A-7731, refund it" as one refund of the order', () => {
+    expect(steps('money back for order #A-7731, refund it')).toEqual([
+      { kind: 'refund', paymentId: '', amount: { type: 'full' }, lookup: { reference: 'A-7731' } },
+    ]);
+  });
+  it('finds the payment by what was bought, told in a clause of its own', () => {
+    expect(steps('the customer wey buy the carton of Indomie, refund am abeg')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['carton', 'indomie'] } },
+    ]);
+    expect(asks('the customer wey buy the Malta Guinness, refund am after she returns it')).toContain('"after"');
+  });
+});
