@@ -994,3 +994,16 @@ describe('round 5: a payment named in a clause beside the request', () => {
     expect(asks('the customer wey buy the Malta Guinness, refund am after she returns it')).toContain('"after"');
   });
 });
+
+describe('round 5: labels with a letter glued on', () => {
+  it('reads "stall 14B", "Shop 7B", "order tag was 7E2" as labels, and the same figures beside a currency as amounts', () => {
+    const kinds = (text: string): string[] => tokenize(text, NOW).map((t) => `${t.kind}:${t.text}`);
+    expect(kinds('stall 14B: refund')).toContain('code:14B');
+    expect(kinds('their order tag was 7E2')).toContain('code:7E2');
+    expect(steps(`refund ₦2,500 of ${P} (their order tag was 7E2, wrong size delivered)`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '2500' } } },
+    ]);
+    expect(asks(`refund 7E2 naira of ${P}`)).toContain('exponent');
+    expect(asks(`refund ${P} 7e2`)).toContain('exponent');
+  });
+});

@@ -1162,6 +1162,22 @@ const TILL_BEFORE = new Set(['from', 'at', 'via', 'mpesa', 'm-pesa', 'pesa', 'ou
 const DOCUMENT_WORDS = new Set([
   TILL_NUMBER,
   'paybill',
+  // Things a market or a building names by their number: "stall 14B", "shop 7", "order tag 7E2".
+  'stall',
+  'shop',
+  'kiosk',
+  'stand',
+  'tag',
+  'plot',
+  'block',
+  'unit',
+  'flat',
+  'apartment',
+  'apt',
+  'suite',
+  'bay',
+  'gate',
+  'seat',
   'invoice',
   'inv',
   'order',
@@ -1308,23 +1324,32 @@ function markListNumbers(tokens: Token[]): void {
 }
 
 function markDocumentNumbers(tokens: Token[]): void {
+  const isDocumentWord = (token: Token | undefined): boolean =>
+    (token?.kind === 'word' && DOCUMENT_WORDS.has(token.lower.replace(/[.:]$/, ''))) ||
+    (token?.kind === 'punct' && (token.text === '#' || token.text === '№'));
   for (let i = 1; i < tokens.length; i++) {
     const token = tokens[i]!;
     const previous = tokens[i - 1]!;
-    const documentWord =
-      (previous.kind === 'word' && DOCUMENT_WORDS.has(previous.lower.replace(/[.:]$/, ''))) ||
-      (previous.kind === 'punct' && (previous.text === '#' || previous.text === '№'));
-    if (
-      documentWord &&
-      token.kind === 'amount' &&
-      token.currency === undefined &&
-      // "invoice 42", "invoice 2026-117": a document's number, never an amount.
-      ((token.number.type === 'exact' && /^\d+$/.test(token.text)) || /^\d+(?:-\d+)+$/.test(token.text))
-    ) {
-      tokens[i] = { kind: 'code', text: token.text, value: token.text, index: i };
-    }
+    if (token.kind !== 'amount' || token.currency !== undefined) continue;
+    // "invoice 42", "invoice 2026-117": a document's number, never an amount.
+    const documentNumber =
+      isDocumentWord(previous) &&
+      ((token.number.type === 'exact' && /^\d+$/.test(token.text)) || /^\d+(?:-\d+)+$/.test(token.text));
+    // "market stall 14B", "Shop 7B here", "their order tag was 7E2": digits with a letter glued on
+    // after a word that names a thing by its number are its label, never 14 billion or an exponent.
+    // Beside a currency ("14B naira", "7E2 naira") or after no such word they stay amounts (asked).
+    const label =
+      LABEL_LIKE.test(token.text) &&
+      (isDocumentWord(previous) ||
+        (previous.kind === 'word' &&
+          ['was', 'is', 'no', 'number'].includes(previous.lower) &&
+          isDocumentWord(tokens[i - 2])));
+    if (documentNumber || label) tokens[i] = { kind: 'code', text: token.text, value: token.text, index: i };
   }
 }
+
+/** Digits with one letter glued on, maybe more digits after it: "14B", "22C", "7E2", "3E5". */
+const LABEL_LIKE = /^\d{1,4}[a-z]\d{0,3}$/i;
 
 // ---------------------------------------------------------------------------------------------
 // Dates
