@@ -1140,7 +1140,11 @@ function freeText(
       continue;
     }
     if (token.kind === 'word') {
-      if (FREE_TEXT_STOP.has(token.lower)) break;
+      // "return to https://…" names a payment's redirect; "customer return one of the bags" tells
+      // what the buyer did, and stays in the story.
+      const returnsTo =
+        !isWord(token, 'return', 'returning') || next?.kind === 'url' || isWord(next, 'to', 'url', 'link', ':');
+      if (FREE_TEXT_STOP.has(token.lower) && returnsTo) break;
       if (SELF_CORRECTION.has(token.lower) || (isWord(token, 'my') && isWord(next, 'oops'))) break;
       // "refund the customer for order NB-4410": the order named is the payment, not the reason.
       // Beside a payment id it is the story ("refund pay_…, customer cancelled order #4471").
@@ -1378,9 +1382,17 @@ function toldAfterRequest(tokens: readonly Token[], i: number): boolean {
   const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–]$/.test(t.text));
   if (verb < 0 || statement < verb) return false;
   const end = tokens.findIndex((t, k) => k > i && t.kind === 'punct' && /^[,;.—–]$/.test(t.text));
-  return tokens
-    .slice(statement + 1, end < 0 ? tokens.length : end)
-    .some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower));
+  const told = tokens.slice(statement + 1, end < 0 ? tokens.length : end);
+  // "…, customer return one of the three bags" (Pidgin and West African English tell the past in
+  // the verb's plain form): a statement that opens on who it is about, before any money verb, tells
+  // the story too.
+  const subject = isWord(told[0], 'the', 'my', 'our', 'di', 'de') ? 1 : 0;
+  return (
+    told.some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower)) ||
+    (isWord(told[subject], ...STATEMENT_SUBJECTS) &&
+      told[subject + 1]?.kind === 'word' &&
+      !MONEY_VERBS.has((told[subject + 1] as { lower: string }).lower))
+  );
 }
 
 /** Words that start a sentence about what happened: who or what it is about. */

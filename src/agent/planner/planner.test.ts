@@ -1007,3 +1007,12 @@ describe('round 5: labels with a letter glued on', () => {
     expect(asks(`refund ${P} 7e2`)).toContain('exponent');
   });
 });
+
+describe('round 5: a story in the plain form of the verb', () => {
+  it('reads "…, customer return one of the three bags" as the story beside an amount, and asks beside none', () => {
+    expect(steps(`refund ₦2,000 on ${P} abeg, customer return one of the three bags of rice`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '2000' } }, reason: 'customer return one of the three bags of rice' },
+    ]);
+    expect(asks(`refund ${P} abeg, customer return one of the two bags`)).toBeTruthy();
+  });
+});
