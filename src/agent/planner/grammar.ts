@@ -366,14 +366,17 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     return 'revenue';
   }
   // "how much today?", "how much yesterday", "total last month?": a period alone asks what came in;
-  // so does "any money come in today?".
+  // so does "any money come in today?", and Pidgin "naira wey enter today, how much?" (money, or a
+  // currency named alone, that came in over a period).
   if (
     hasPeriod &&
     !hasAddress &&
     !hasId &&
     !hasAmount &&
+    !aboutSomeone &&
     (((has('much') || has('total', 'totals')) && words.length <= 4) ||
-      (has('money', 'cash', 'payments') && has('come', 'came', 'received')))
+      ((has('money', 'cash', 'payments') || tokens.some((token) => token.kind === 'currency')) &&
+        has('come', 'came', 'received', 'enter', 'entered')))
   )
     return 'revenue';
   if (

@@ -1016,3 +1016,14 @@ describe('round 5: a story in the plain form of the verb', () => {
     expect(asks(`refund ${P} abeg, customer return one of the two bags`)).toBeTruthy();
   });
 });
+
+describe('round 5: what came in, asked with the currency first', () => {
+  it('reads "naira wey enter today, how much?" as a revenue question in that currency', () => {
+    expect(steps('Sannu! naira wey come in yesterday, how much?')).toMatchObject([
+      { kind: 'revenue', currency: 'NGN' },
+    ]);
+    expect(steps('Ina kwana! money wey enter yesterday, how much?')).toMatchObject([{ kind: 'revenue' }]);
+    // A sentence about someone is no revenue question.
+    expect(() => steps('the customer wey pay naira yesterday came in')).toThrow();
+  });
+});
