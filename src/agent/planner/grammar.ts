@@ -11,6 +11,7 @@ import {
   isCountOf,
   isQuantity,
   PAST,
+  REPETITION,
   tellsThePast,
   NEGATIONS,
   type Token,
@@ -454,8 +455,16 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     return 'list_payments';
   const statusWord =
     words.some((word) => STATUS_WORDS.has(word)) || has('where', 'what', "what's", 'whats', 'how', 'happened');
+  // "he paid shipping two times on pay_…" tells what someone did more than once (a story the
+  // request beside it may use), where "has pay_… been paid?" asks.
+  const tellsOfSomeone =
+    aboutSomeone &&
+    tokens.at(-1)?.text !== '?' &&
+    words.some((word) => PAST.has(word)) &&
+    words.some((word) => REPETITION.has(word) || word === 'times');
   if (
     hasId &&
+    !tellsOfSomeone &&
     (statusWord ||
       tokens.every(
         (token) =>
@@ -1382,16 +1391,16 @@ function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefine
  */
 function toldAfterRequest(tokens: readonly Token[], i: number): boolean {
   const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
-  const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–]$/.test(t.text));
+  const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–-]$/.test(t.text));
   if (verb < 0 || statement < verb) return false;
-  const end = tokens.findIndex((t, k) => k > i && t.kind === 'punct' && /^[,;.—–]$/.test(t.text));
+  const end = tokens.findIndex((t, k) => k > i && t.kind === 'punct' && /^[,;.—–-]$/.test(t.text));
   const told = tokens.slice(statement + 1, end < 0 ? tokens.length : end);
   // "…, customer return one of the three bags" (Pidgin and West African English tell the past in
   // the verb's plain form): a statement that opens on who it is about, before any money verb, tells
   // the story too.
   const subject = isWord(told[0], 'the', 'my', 'our', 'di', 'de') ? 1 : 0;
   return (
-    told.some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower)) ||
+    told.some((t) => t.kind === 'word' && (STORY_VERBS.has(t.lower) || PAST.has(t.lower))) ||
     (isWord(told[subject], ...STATEMENT_SUBJECTS) &&
       told[subject + 1]?.kind === 'word' &&
       !MONEY_VERBS.has((told[subject + 1] as { lower: string }).lower))
@@ -1466,6 +1475,21 @@ export function fillSlots(
         }
         break;
       case 'amount': {
+        // "refund ₦4,000 of pay_… - she paid the delivery fee twice, so return the extra ₦4,000",
+        // "refund the extra GH₵ 30": the part paid over, said with its currency, is the refund's
+        // amount; said again, the same amount is no second one.
+        if (
+          intent === 'refund' &&
+          token.currency !== undefined &&
+          isWord(tokens[i - 1], 'extra') &&
+          isWord(tokens[i - 2], 'the')
+        ) {
+          use(tokens[i - 1]!);
+          if (slots.amounts.some((amount) => sameAmount(amount, token))) {
+            use(token);
+            break;
+          }
+        }
         // "split … sixty forty between …": two whole numbers adding up to 100 are shares.
         if (
           intent === 'split' &&
@@ -1621,6 +1645,18 @@ export function fillSlots(
         if (isWord(tokens[i - 1], 'by') && (intent === 'payout' || intent === 'refund') && !slots.allPayments) {
           // "he needs it by Friday": a deadline, which paying now meets.
           use(tokens[i - 1]!, token);
+          break;
+        }
+        // "refund pay_… fully - the POS swiped her card two times yesterday": a day gone by in the
+        // story told after a refund of one payment is when it happened, no period to refund.
+        if (
+          intent === 'refund' &&
+          token.past &&
+          !slots.allPayments &&
+          tokens.some((t) => t.kind === 'payment_id') &&
+          toldAfterRequest(tokens, i)
+        ) {
+          use(token);
           break;
         }
         if (intent === 'revenue' || intent === 'split' || intent === 'refund' || intent === 'list_payments') {
@@ -2112,6 +2148,16 @@ export function fillSlots(
     }
   }
   return problem === undefined ? { slots, consumed } : { slots, consumed, problem };
+}
+
+/** Two amounts read exactly, to the same figure in the same currency. */
+function sameAmount(a: AmountToken, b: AmountToken): boolean {
+  return (
+    a.number.type === 'exact' &&
+    b.number.type === 'exact' &&
+    a.number.text === b.number.text &&
+    a.currency?.code === b.currency?.code
+  );
 }
 
 /**

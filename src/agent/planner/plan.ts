@@ -515,6 +515,9 @@ function parseClause(tokens: Token[]): Clause {
             'her',
             'payment',
             'order',
+            // "he paid shipping two times on pay_…, refund the extra GH₵ 30": the part paid over.
+            'extra',
+            'duplicate',
           ].includes(token.lower),
       ));
   return {
@@ -649,13 +652,15 @@ function isStoryValue(token: Token): boolean {
  * words (a verb in the past, no money, address or id in it; a day gone by) is taken; it moves nothing.
  */
 function storiesAsReasons(clauses: Clause[], now: Date): void {
-  const tellsStory = (tokens: readonly Token[]): boolean =>
+  const tellsStory = (tokens: readonly Token[], refunded: readonly string[] = []): boolean =>
     tokens.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
     tokens.every(
       (t) =>
         t.kind === 'word' ||
         t.kind === 'punct' ||
         t.kind === 'code' ||
+        // "he paid shipping two times on pay_…, refund the extra GH₵ 30": the payment refunded.
+        (t.kind === 'payment_id' && refunded.includes(t.value)) ||
         // "customer returned 2 crates", "Guest in room 204 checked out 2 nights early": counts and
         // numbers naming things, never money (no currency), are words of the story.
         (t.kind === 'amount' &&
@@ -664,10 +669,10 @@ function storiesAsReasons(clauses: Clause[], now: Date): void {
           /^\d{1,4}$/.test(t.number.text)) ||
         (t.kind === 'date' && t.range !== undefined && t.range.to.getTime() <= now.getTime()),
     );
-  const isStory = (clause: Clause | undefined): clause is Clause =>
-    clause !== undefined && clause.intent === undefined && tellsStory(clause.tokens);
   for (const [i, clause] of clauses.entries()) {
     if (clause.intent !== 'refund' || clause.slots.reason !== undefined) continue;
+    const isStory = (other: Clause | undefined): other is Clause =>
+      other !== undefined && other.intent === undefined && tellsStory(other.tokens, clause.slots.paymentIds);
     const story = [clauses[i - 1], clauses[i + 1]].find(isStory);
     if (story !== undefined) {
       clause.slots.reason = truncate(text(story.tokens), 200);
@@ -703,7 +708,11 @@ function saysNoExtent(slots: Slots): boolean {
 function countsItems(tokens: readonly Token[]): boolean {
   return tokens.some(
     (token, k) =>
-      (token.kind === 'amount' && token.currency === undefined && isCountNoun(tokens[k + 1])) ||
+      // "2 items"; "charged 2 times" says how often it happened, and counts no items.
+      (token.kind === 'amount' &&
+        token.currency === undefined &&
+        isCountNoun(tokens[k + 1]) &&
+        !/^times?$/.test(tokens[k + 1]?.kind === 'word' ? tokens[k + 1]!.text.toLowerCase() : '')) ||
       isCountOf(tokens, k) ||
       isItemCount(tokens, k),
   );

@@ -1027,3 +1027,29 @@ describe('round 5: what came in, asked with the currency first', () => {
     expect(() => steps('the customer wey pay naira yesterday came in')).toThrow();
   });
 });
+
+describe('round 5: a multiplier told as the story, not the instruction', () => {
+  it('reads "the double room" as a kind of room, and "double it" or "double the 40" as a multiplier', () => {
+    expect(steps(`send 75 usdc to ${A} for the double room booking`)).toMatchObject([
+      { kind: 'payout', amountMinor: '75000000', memo: 'the double room booking' },
+    ]);
+    expect(asks(`pay ${A} 50 usdc, double it`)).toContain('"double"');
+    expect(asks(`send double the 40 usdc to ${A}`)).toContain('"double"');
+    expect(asks(`pay the double amount to ${A}, 40 usdc`)).toContain('"double"');
+  });
+  it('reads what a terminal did twice, told after the refund, as its story', () => {
+    expect(steps(`refund ${P} fully - the POS swiped her card two times yesterday`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+  });
+  it('refunds "the extra" amount paid twice over when it is written, and asks when it is not', () => {
+    expect(steps(`refund ₦4,000 of ${P} - she paid the delivery fee twice, so return the extra ₦4,000`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { number: { text: '4000' } } },
+    ]);
+    expect(steps(`he paid shipping two times on ${P}, refund the extra GH₵ 30`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { number: { text: '30' } } },
+    ]);
+    expect(asks(`she paid the delivery fee twice on ${P}, refund the extra`)).toContain('"extra"');
+    expect(asks(`refund ₦1,500 on ${P}, so return the extra ₦1,000`)).toContain('two refund amounts');
+  });
+});

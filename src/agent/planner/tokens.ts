@@ -702,6 +702,17 @@ export function tokenize(message: string, now: Date): Token[] {
             (text.startsWith('T') || (previous?.kind === 'word' && TILL_BEFORE.has(previous.lower)))))
       )
         push({ kind: 'word', text, lower: TILL_NUMBER });
+      // "for the double room booking", "a double bed frame": a kind of thing, not a multiplier.
+      // "double the 40 usdc", "double it", "the double charge on pay_…" still multiply or name money.
+      else if (
+        (folded === 'double' || folded === 'triple') &&
+        previous?.kind === 'word' &&
+        ['the', 'a', 'one', 'two', 'our', 'my', 'his', 'her', 'their'].includes(previous.lower) &&
+        /^\p{L}{3,}$/u.test(lowered[i + 1] ?? '') &&
+        !MULTIPLIED_NOUNS.has(lowered[i + 1] ?? '') &&
+        !CONTROL_WORDS.has(lowered[i + 1] ?? '')
+      )
+        push({ kind: 'word', text, lower: `${folded}-kind` });
       // "na part payment for the cement", "as part payment": a part payment is what the payout is
       // (a noun, its memo), not a share of it; "in part payments", "part of the 200" still ask.
       else if (
@@ -1151,6 +1162,15 @@ function attachLeadingCurrencies(tokens: Token[]): void {
     }
   }
 }
+
+/** Nouns after "the double" that name money or an action, which "double" multiplies or repeats. */
+const MULTIPLIED_NOUNS = new Set([
+  ...['payment', 'payments', 'amount', 'charge', 'charges', 'refund', 'refunds', 'payout', 'payouts', 'fee'],
+  ...['fees', 'price', 'money', 'sum', 'total', 'transfer', 'transaction', 'debit', 'deduction', 'pay', 'rate'],
+  ...['usdc', 'naira', 'cedis', 'shillings', 'dollars', 'bucks', 'that', 'this', 'what', 'one', 'the', 'it'],
+  ...['portion', 'share', 'quantity', 'salary', 'wage', 'wages', 'bonus', 'commission', 'allowance', 'cost'],
+  ...['deposit', 'balance', 'order', 'time', 'times', 'dose', 'pack', 'packs', 'bill'],
+]);
 
 /** "Till" before a till's number: a noun that names a shop, not the word of a wait. */
 const TILL_NUMBER = 'till-number';
@@ -1667,6 +1687,14 @@ export const PAST = new Set([
   'cancelled',
   'canceled',
   'received',
+  // What a card terminal or a till did: "the POS swiped her card two times".
+  'swiped',
+  'tapped',
+  'scanned',
+  'processed',
+  'ran',
+  'collected',
+  'transferred',
 ]);
 
 /** A small whole number with no currency: a count, when a sentence tells the past. */
