@@ -1053,3 +1053,15 @@ describe('round 5: a multiplier told as the story, not the instruction', () => {
     expect(asks(`refund ₦1,500 on ${P}, so return the extra ₦1,000`)).toContain('two refund amounts');
   });
 });
+
+describe('round 5: a size inside a quoted product name', () => {
+  it('describes the new payment, and an amount inside the quotes is still asked', () => {
+    expect(
+      steps(`create payment ₦10,000 for 'Golden Olein Oil 1L' redirect https://olu-stores.example/done`),
+    ).toMatchObject([{ kind: 'create_payment', amountMinor: '1000000', description: 'Golden Olein Oil 1L' }]);
+    expect(asks(`create payment for 'Kings Oil 5L ₦4,500' redirect https://olu-stores.example/done`)).toContain(
+      'quoted',
+    );
+    expect(asks(`pay 5l usdc to ${A}`)).toContain('"5l"');
+  });
+});

@@ -908,6 +908,9 @@ function carriesMeaning(inner: readonly Token[]): boolean {
       case 'word':
         return HARD_CONTROL_WORDS.has(token.lower);
       case 'amount':
+        // "'Golden Olein Oil 1L'", "'Kings Oil 5L'": a size inside a quoted product name measures the
+        // product (outside quotes "5l usdc" may hide 51 and is asked back; here no amount is read).
+        if (token.number.type === 'unreadable' && MEASURE.test(token.text)) return false;
         return !isQuantity(token, inner[i + 1], 4);
       case 'quoted':
         return token.carries;
@@ -920,6 +923,9 @@ function carriesMeaning(inner: readonly Token[]): boolean {
     }
   });
 }
+
+/** A size written as digits and a unit of volume or weight: "1L", "35cl", "500ml", "2kg". */
+const MEASURE = /^\d{1,4}(?:\.\d{1,2})?(?:l|ltr|ml|cl|g|kg|lb|lbs|oz)$/i;
 
 /**
  * The action words merchants mistype, read as meant ("splt", "refudn", "snd", "chek my blance",
