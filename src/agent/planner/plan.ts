@@ -88,7 +88,12 @@ export type Step =
 /** The payment id of a step whose payment is named by reference or description, until it is found. */
 export const FOUND_LATER = '';
 
-export type Understanding = { ok: true; steps: Step[] } | { ok: false; problems: string[] };
+/**
+ * `proposal`: when the message is asked back but one reading of it is most likely, the steps of
+ * that reading, shown with the question and run only if the merchant answers yes (docs/agent.md,
+ * "The conversation").
+ */
+export type Understanding = { ok: true; steps: Step[] } | { ok: false; problems: string[]; proposal?: Step[] };
 
 class Problem extends Error {}
 function problem(reason: string): never {
@@ -209,7 +214,23 @@ export function understand(message: string, now: Date): Understanding {
     }
   if (problems.length === 0 && steps.length > MAX_STEPS_PER_MESSAGE)
     problems.push(`at most ${MAX_STEPS_PER_MESSAGE} actions per message (this one has ${steps.length})`);
-  return problems.length > 0 ? { ok: false, problems } : { ok: true, steps };
+  if (problems.length === 0) return { ok: true, steps };
+  const proposal = proposedReading(message, now);
+  return proposal === undefined ? { ok: false, problems } : { ok: false, problems, proposal };
+}
+
+/**
+ * "Correction: 400 usdc not 600, to 0x… for the freezer": a message that opens with a label of
+ * correction corrects an earlier one the run cannot see, which may already have run, so it is
+ * asked; the message without its label is the most likely reading, and is proposed.
+ */
+const CORRECTION_LABEL = /^\s*(?:correction|corrected|update|updated|amended|amendment|edit|edited)\s*[:\-–—]\s*/i;
+
+function proposedReading(message: string, now: Date): Step[] | undefined {
+  const label = CORRECTION_LABEL.exec(message);
+  if (label === null) return undefined;
+  const rest = understand(message.slice(label[0].length), now);
+  return rest.ok ? rest.steps : undefined;
 }
 
 /** "don't pay A, pay B …": a negated action, then a comma and the action that replaces it. */

@@ -1065,3 +1065,18 @@ describe('round 5: a size inside a quoted product name', () => {
     expect(asks(`pay 5l usdc to ${A}`)).toContain('"5l"');
   });
 });
+
+describe('round 5: the most likely reading proposed with the question', () => {
+  it('proposes the message without its "Correction:" label, and nothing when no reading is most likely', () => {
+    const result = understand(`Correction: 400 usdc not 600, to ${A} for the freezer`, NOW);
+    expect(result.ok).toBe(false);
+    expect(result.ok ? undefined : result.proposal).toMatchObject([
+      { kind: 'payout', amountMinor: 400_000_000n, toAddress: A },
+    ]);
+    // The label's reading must itself be understood: a condition after it is proposed nothing.
+    const conditional = understand(`Update: pay ${A} 50 usdc only after delivery`, NOW);
+    expect(conditional.ok ? undefined : conditional.proposal).toBeUndefined();
+    const unplaced = understand(`pay ${A} 50 usdc, my bad`, NOW);
+    expect(unplaced.ok ? undefined : unplaced.proposal).toBeUndefined();
+  });
+});
