@@ -114,6 +114,7 @@ function analyse(message: string, now: Date): { tokens: Token[]; clauses: Clause
   dropListHeaders(clauses);
   relaxReadOnly(clauses);
   const borrowed = borrowContextIds(clauses);
+  keptAside(clauses, borrowed);
   storiesAsReasons(clauses, now);
   return { tokens, clauses, unplaced: unplacedTokens(clauses, sequencers, borrowed, now) };
 }
@@ -717,6 +718,33 @@ function storiesAsReasons(clauses: Clause[], now: Date): void {
     const last = clause.tokens.findLastIndex((t) => t.kind === 'punct' && /^[,;—–-]$/.test(t.text));
     const after = clause.tokens.slice(last + 1);
     if (verb >= 0 && last > verb && tellsStory(after)) clause.slots.reason = truncate(text(after), 200);
+  }
+}
+
+/**
+ * "refund pay_B. Leave pay_A alone.": a sentence of its own that keeps a payment out, beside a
+ * refund of another one, rules it out as "…, leave pay_A alone" does in the same sentence. Its
+ * words are placed and the id is never evidence; kept beside no other refund, it is asked.
+ */
+function keptAside(clauses: readonly Clause[], borrowed: Set<number>): void {
+  const refunded = clauses.flatMap((clause) => (clause.intent === 'refund' ? clause.slots.paymentIds : []));
+  for (const clause of clauses) {
+    if (clause.intent !== undefined) continue;
+    const words = clause.tokens.filter((t) => t.kind !== 'punct');
+    const [verb, id, how] = words;
+    if (
+      words.length === 3 &&
+      verb?.kind === 'word' &&
+      ['leave', 'keep'].includes(verb.lower) &&
+      id?.kind === 'payment_id' &&
+      how?.kind === 'word' &&
+      ['alone', 'untouched', 'out'].includes(how.lower) &&
+      refunded.length > 0 &&
+      !refunded.includes(id.value)
+    ) {
+      for (const token of clause.tokens) borrowed.add(token.index);
+      clause.superseded.add(id.index);
+    }
   }
 }
 

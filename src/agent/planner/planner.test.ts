@@ -1080,3 +1080,13 @@ describe('round 5: the most likely reading proposed with the question', () => {
     expect(unplaced.ok ? undefined : unplaced.proposal).toBeUndefined();
   });
 });
+
+describe('round 5: a payment kept aside in a sentence of its own', () => {
+  it('rules it out beside a refund of another, and asks beside none', () => {
+    expect(steps(`refund only this one: ${P}. leave ${Q} alone`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    expect(asks(`refund ${P}. leave ${P} alone`)).toBeTruthy();
+    expect(asks(`Leave ${P} alone.`)).toBeTruthy();
+  });
+});
