@@ -498,12 +498,13 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
       checks)
   )
     return 'payment_status';
-  // "has the customer who bought the shea butter paid?": a payment described by what was bought.
+  // "has the customer who bought the shea butter paid?": a payment described by what was bought;
+  // "has the 'wedding cake deposit' been paid?": by its quoted description.
   if (
     !hasId &&
     !hasAddress &&
     !hasAmount &&
-    words.some((word) => BOUGHT.has(word)) &&
+    (words.some((word) => BOUGHT.has(word)) || tokens.some((t) => t.kind === 'quoted' && !t.carries)) &&
     words.some((word) => STATUS_WORDS.has(word) && word !== 'check') &&
     ['has', 'is', 'did', 'was', 'have'].includes(lead ?? '')
   )
@@ -2258,7 +2259,9 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   const quotedDescription = tokens.some((t) => t.kind === 'quoted' && !t.carries);
   const nouns = (word: string): boolean =>
     ORDER_NOUNS.has(word) || BOUGHT.has(word) || (quotedDescription && word === 'payment');
-  const hasNoun = tokens.some((t) => t.kind === 'word' && nouns(t.lower));
+  const asksFirst = ['has', 'is', 'did', 'was', 'have'].includes(leadingWord(tokens) ?? '');
+  // "has the 'wedding cake deposit' been paid?": a question about a quoted description names it.
+  const hasNoun = tokens.some((t) => t.kind === 'word' && nouns(t.lower)) || (quotedDescription && asksFirst);
   const words: string[] = [];
   const used: Token[] = [];
   // A quoted description is the description; else the words up to a comma or a dash after them

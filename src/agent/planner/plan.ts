@@ -728,8 +728,37 @@ function storiesAsReasons(clauses: Clause[], now: Date): void {
  */
 function keptAside(clauses: readonly Clause[], borrowed: Set<number>): void {
   const refunded = clauses.flatMap((clause) => (clause.intent === 'refund' ? clause.slots.paymentIds : []));
+  // "refund half of pay_…; they keep the other half": the rest of the share a refund took.
+  const shares = clauses.flatMap((clause) =>
+    clause.intent === 'refund'
+      ? clause.tokens.filter((t) => t.kind === 'fraction').map((t) => t.text.toLowerCase())
+      : [],
+  );
   for (const clause of clauses) {
     if (clause.intent !== undefined) continue;
+    const other = clause.tokens.findIndex(
+      (t, k) =>
+        t.kind === 'fraction' &&
+        shares.includes(t.text.toLowerCase()) &&
+        clause.tokens[k - 1]?.kind === 'word' &&
+        (clause.tokens[k - 1] as { lower: string }).lower === 'other',
+    );
+    if (
+      other >= 0 &&
+      clause.tokens.some(
+        (t) => t.kind === 'word' && ['keep', 'keeps', 'kept', 'retain', 'retains'].includes(t.lower),
+      ) &&
+      clause.tokens.every(
+        (t, k) =>
+          k === other ||
+          t.kind === 'punct' ||
+          (t.kind === 'word' && !isSignificant(t)) ||
+          isWordIn(t, ['keep', 'keeps', 'kept', 'retain', 'retains', 'other']),
+      )
+    ) {
+      for (const token of clause.tokens) borrowed.add(token.index);
+      continue;
+    }
     const words = clause.tokens.filter((t) => t.kind !== 'punct');
     const [verb, id, how] = words;
     if (
@@ -746,6 +775,10 @@ function keptAside(clauses: readonly Clause[], borrowed: Set<number>): void {
       clause.superseded.add(id.index);
     }
   }
+}
+
+function isWordIn(token: Token, words: readonly string[]): boolean {
+  return token.kind === 'word' && words.includes(token.lower);
 }
 
 /** A refund that says neither an amount, a share nor "in full". */

@@ -1090,3 +1090,17 @@ describe('round 5: a payment kept aside in a sentence of its own', () => {
     expect(asks(`Leave ${P} alone.`)).toBeTruthy();
   });
 });
+
+describe('round 5: the rest of a share kept, and a quoted description asked about', () => {
+  it('reads "they keep the other half" beside "refund half" as the story, and asks it beside another share', () => {
+    expect(steps(`refund half of ${P}; they keep the other half`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { type: 'share' } },
+    ]);
+    expect(asks(`refund half of ${P}; they keep the other quarter`)).toBeTruthy();
+  });
+  it('asks the status of the payment a quoted description finds', () => {
+    expect(steps(`has the 'wedding cake deposit' been paid?`)).toEqual([
+      { kind: 'payment_status', paymentId: '', lookup: { words: ['wedding', 'cake', 'deposit'] } },
+    ]);
+  });
+});
