@@ -537,9 +537,9 @@ function parseClause(tokens: Token[]): Clause {
             'her',
             'payment',
             'order',
-            // "he paid shipping two times on pay_…, refund the extra GH₵ 30": the part paid over.
+            // "he paid shipping two times on pay_…, refund the extra GH₵ 30": the part paid over,
+            // on that payment ("the duplicate" could be another charge than the one named: asked).
             'extra',
-            'duplicate',
           ].includes(token.lower),
       ));
   return {
