@@ -276,6 +276,29 @@ describe('the offline planner asks back and reads the answer', () => {
     ]);
   });
 
+  it('a proposed reading runs once on "yes", and with the new amount on an answer that gives one', async () => {
+    const instruction = `Correction: 3 usdc not 6, to ${ADDRESS_C} for the freezer`;
+    const asked = (await post(offlineApp, merchant.apiKey, '/agent/settle', { instruction })).json();
+    expect(asked.status).toBe('needs_input');
+    expect(asked.actions).toEqual([]);
+    expect(asked.question.proposed_actions).toMatchObject([
+      { tool: 'create_payout', input: { amount: 3, asset: 'USDC', to_address: ADDRESS_C } },
+    ]);
+    const done = (
+      await post(offlineApp, merchant.apiKey, `/agent/runs/${asked.run_id}/reply`, { message: 'yes' })
+    ).json();
+    expect(done.status, done.reply).toBe('completed');
+    expect(done.actions).toMatchObject([
+      { tool: 'create_payout', status: 'executed', input: { amount: 3, to_address: ADDRESS_C } },
+    ]);
+    const again = (await post(offlineApp, merchant.apiKey, '/agent/settle', { instruction })).json();
+    const changed = (
+      await post(offlineApp, merchant.apiKey, `/agent/runs/${again.run_id}/reply`, { message: 'make it 2 usdc' })
+    ).json();
+    expect(changed.status, changed.reply).toBe('completed');
+    expect(changed.actions).toMatchObject([{ tool: 'create_payout', status: 'executed', input: { amount: 2 } }]);
+  });
+
   it('an answer that only completes part of it is read with the first message, whose condition still holds', async () => {
     const asked = (
       await post(offlineApp, merchant.apiKey, '/agent/settle', {

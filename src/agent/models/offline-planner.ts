@@ -180,6 +180,23 @@ async function runSteps(steps: readonly Step[], request: AgentModelRequest): Pro
   return { understood: true, reply: lines.join('\n') };
 }
 
+/**
+ * The calls of the most likely reading of a message that is asked back (issue 32, item 2): shown
+ * with the question, never run before the merchant answers. Only a reading whose calls need no read
+ * and no lookup, and only tools this key may use; else nothing is proposed.
+ */
+function proposedCalls(steps: readonly Step[], request: AgentModelRequest): PlannedCall[] {
+  if (steps.length === 0 || steps.some((step) => readsFor(step).length > 0 || lookupOf(step) !== undefined)) return [];
+  const available = new Set(request.tools.map((tool) => tool.name));
+  if (steps.flatMap(toolsFor).some((name) => !available.has(name))) return [];
+  const resolved = resolveCalls(steps, { payments: new Map(), revenue: new Map() });
+  return Array.isArray(resolved) ? resolved : [];
+}
+
+function proposalLine(calls: readonly PlannedCall[]): string {
+  return `Most likely you mean: ${labels(calls)}. Answer "yes" to do exactly that (or give the right amount); nothing moves until you answer.`;
+}
+
 function labels(calls: readonly PlannedCall[]): string {
   return calls.map((call) => call.label).join('; ');
 }
@@ -194,8 +211,15 @@ export function createOfflinePlanner(): AgentModel {
     name: OFFLINE_PLANNER_NAME,
     async run(request: AgentModelRequest): Promise<AgentModelResult> {
       const understanding = understand(request.instruction, request.now);
-      if (!understanding.ok)
-        return { understood: false, reply: notUnderstoodReply(understanding.problems), question: { proposed: [] } };
+      if (!understanding.ok) {
+        const proposed = proposedCalls(understanding.proposal ?? [], request);
+        const reply = notUnderstoodReply(understanding.problems);
+        return {
+          understood: false,
+          reply: proposed.length === 0 ? reply : `${reply}\n\n${proposalLine(proposed)}`,
+          question: { proposed: proposed.map((call) => ({ name: call.tool, input: call.input })) },
+        };
+      }
       return runSteps(understanding.steps, request);
     },
   };

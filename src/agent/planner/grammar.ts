@@ -11,6 +11,7 @@ import {
   isCountOf,
   isQuantity,
   PAST,
+  REPETITION,
   tellsThePast,
   NEGATIONS,
   type Token,
@@ -366,14 +367,17 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     return 'revenue';
   }
   // "how much today?", "how much yesterday", "total last month?": a period alone asks what came in;
-  // so does "any money come in today?".
+  // so does "any money come in today?", and Pidgin "naira wey enter today, how much?" (money, or a
+  // currency named alone, that came in over a period).
   if (
     hasPeriod &&
     !hasAddress &&
     !hasId &&
     !hasAmount &&
+    !aboutSomeone &&
     (((has('much') || has('total', 'totals')) && words.length <= 4) ||
-      (has('money', 'cash', 'payments') && has('come', 'came', 'received')))
+      ((has('money', 'cash', 'payments') || tokens.some((token) => token.kind === 'currency')) &&
+        has('come', 'came', 'received', 'enter', 'entered')))
   )
     return 'revenue';
   if (
@@ -451,8 +455,16 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     return 'list_payments';
   const statusWord =
     words.some((word) => STATUS_WORDS.has(word)) || has('where', 'what', "what's", 'whats', 'how', 'happened');
+  // "he paid shipping two times on pay_…" tells what someone did more than once (a story the
+  // request beside it may use), where "has pay_… been paid?" asks.
+  const tellsOfSomeone =
+    aboutSomeone &&
+    tokens.at(-1)?.text !== '?' &&
+    words.some((word) => PAST.has(word)) &&
+    words.some((word) => REPETITION.has(word) || word === 'times');
   if (
     hasId &&
+    !tellsOfSomeone &&
     (statusWord ||
       tokens.every(
         (token) =>
@@ -486,12 +498,13 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
       checks)
   )
     return 'payment_status';
-  // "has the customer who bought the shea butter paid?": a payment described by what was bought.
+  // "has the customer who bought the shea butter paid?": a payment described by what was bought;
+  // "has the 'wedding cake deposit' been paid?": by its quoted description.
   if (
     !hasId &&
     !hasAddress &&
     !hasAmount &&
-    words.some((word) => BOUGHT.has(word)) &&
+    (words.some((word) => BOUGHT.has(word)) || tokens.some((t) => t.kind === 'quoted' && !t.carries)) &&
     words.some((word) => STATUS_WORDS.has(word) && word !== 'check') &&
     ['has', 'is', 'did', 'was', 'have'].includes(lead ?? '')
   )
@@ -1140,8 +1153,12 @@ function freeText(
       continue;
     }
     if (token.kind === 'word') {
-      if (FREE_TEXT_STOP.has(token.lower)) break;
-      if (SELF_CORRECTION.has(token.lower) || (isWord(token, 'my') && isWord(next, 'bad'))) break;
+      // "return to https://…" names a payment's redirect; "customer return one of the bags" tells
+      // what the buyer did, and stays in the story.
+      const returnsTo =
+        !isWord(token, 'return', 'returning') || next?.kind === 'url' || isWord(next, 'to', 'url', 'link', ':');
+      if (FREE_TEXT_STOP.has(token.lower) && returnsTo) break;
+      if (SELF_CORRECTION.has(token.lower) || (isWord(token, 'my') && isWord(next, 'oops'))) break;
       // "refund the customer for order NB-4410": the order named is the payment, not the reason.
       // Beside a payment id it is the story ("refund pay_…, customer cancelled order #4471").
       if (kind === 'reason' && referenceAt(tokens, i + 1) !== undefined && !tokens.some((t) => t.kind === 'payment_id'))
@@ -1375,12 +1392,20 @@ function negatedExtent(tokens: readonly Token[], at: number): Token[] | undefine
  */
 function toldAfterRequest(tokens: readonly Token[], i: number): boolean {
   const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
-  const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–]$/.test(t.text));
+  const statement = tokens.findLastIndex((t, k) => k < i && t.kind === 'punct' && /^[,—–-]$/.test(t.text));
   if (verb < 0 || statement < verb) return false;
-  const end = tokens.findIndex((t, k) => k > i && t.kind === 'punct' && /^[,;.—–]$/.test(t.text));
-  return tokens
-    .slice(statement + 1, end < 0 ? tokens.length : end)
-    .some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower));
+  const end = tokens.findIndex((t, k) => k > i && t.kind === 'punct' && /^[,;.—–-]$/.test(t.text));
+  const told = tokens.slice(statement + 1, end < 0 ? tokens.length : end);
+  // "…, customer return one of the three bags" (Pidgin and West African English tell the past in
+  // the verb's plain form): a statement that opens on who it is about, before any money verb, tells
+  // the story too.
+  const subject = isWord(told[0], 'the', 'my', 'our', 'di', 'de') ? 1 : 0;
+  return (
+    told.some((t) => t.kind === 'word' && (STORY_VERBS.has(t.lower) || PAST.has(t.lower))) ||
+    (isWord(told[subject], ...STATEMENT_SUBJECTS) &&
+      told[subject + 1]?.kind === 'word' &&
+      !MONEY_VERBS.has((told[subject + 1] as { lower: string }).lower))
+  );
 }
 
 /** Words that start a sentence about what happened: who or what it is about. */
@@ -1451,6 +1476,21 @@ export function fillSlots(
         }
         break;
       case 'amount': {
+        // "refund ₦4,000 of pay_… - she paid the delivery fee twice, so return the extra ₦4,000",
+        // "refund the extra GH₵ 30": the part paid over, said with its currency, is the refund's
+        // amount; said again, the same amount is no second one.
+        if (
+          intent === 'refund' &&
+          token.currency !== undefined &&
+          isWord(tokens[i - 1], 'extra') &&
+          isWord(tokens[i - 2], 'the')
+        ) {
+          use(tokens[i - 1]!);
+          if (slots.amounts.some((amount) => sameAmount(amount, token))) {
+            use(token);
+            break;
+          }
+        }
         // "split … sixty forty between …": two whole numbers adding up to 100 are shares.
         if (
           intent === 'split' &&
@@ -1606,6 +1646,18 @@ export function fillSlots(
         if (isWord(tokens[i - 1], 'by') && (intent === 'payout' || intent === 'refund') && !slots.allPayments) {
           // "he needs it by Friday": a deadline, which paying now meets.
           use(tokens[i - 1]!, token);
+          break;
+        }
+        // "refund pay_… fully - the POS swiped her card two times yesterday": a day gone by in the
+        // story told after a refund of one payment is when it happened, no period to refund.
+        if (
+          intent === 'refund' &&
+          token.past &&
+          !slots.allPayments &&
+          tokens.some((t) => t.kind === 'payment_id') &&
+          toldAfterRequest(tokens, i)
+        ) {
+          use(token);
           break;
         }
         if (intent === 'revenue' || intent === 'split' || intent === 'refund' || intent === 'list_payments') {
@@ -2069,9 +2121,7 @@ export function fillSlots(
   )
     for (const [k, token] of tokens.entries()) {
       // "…, customer says 3 of 4 arrived": which of the items is what the refund may be for.
-      // "(order 7 of 10, wrong colour)": which order of a series, the one this payment is for.
-      const first = isWord(tokens[k + 1], 'of') ? k : k - 2;
-      if (isCountCode(tokens, k) && !isWord(tokens[first - 1], ...SERIES_WORDS))
+      if (isItemCount(tokens, k))
         problem ??= `the message counts items ("${token.text} of …") but says no amount: say how much to refund, or "in full"`;
       if (
         token.kind === 'amount' &&
@@ -2099,6 +2149,25 @@ export function fillSlots(
     }
   }
   return problem === undefined ? { slots, consumed } : { slots, consumed, problem };
+}
+
+/** Two amounts read exactly, to the same figure in the same currency. */
+function sameAmount(a: AmountToken, b: AmountToken): boolean {
+  return (
+    a.number.type === 'exact' &&
+    b.number.type === 'exact' &&
+    a.number.text === b.number.text &&
+    a.currency?.code === b.currency?.code
+  );
+}
+
+/**
+ * "3 of 4" at `k`, counting items: "…, customer says 3 of 4 arrived". "(order 7 of 10, wrong
+ * colour)" says which order of a series, the one this payment is for: no count of items.
+ */
+export function isItemCount(tokens: readonly Token[], k: number): boolean {
+  const first = isWord(tokens[k + 1], 'of') ? k : k - 2;
+  return isCountCode(tokens, k) && !isWord(tokens[first - 1], ...SERIES_WORDS);
 }
 
 /** Intents that act on one payment, which may be named by reference or description instead of its id. */
@@ -2190,7 +2259,9 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
   const quotedDescription = tokens.some((t) => t.kind === 'quoted' && !t.carries);
   const nouns = (word: string): boolean =>
     ORDER_NOUNS.has(word) || BOUGHT.has(word) || (quotedDescription && word === 'payment');
-  const hasNoun = tokens.some((t) => t.kind === 'word' && nouns(t.lower));
+  const asksFirst = ['has', 'is', 'did', 'was', 'have'].includes(leadingWord(tokens) ?? '');
+  // "has the 'wedding cake deposit' been paid?": a question about a quoted description names it.
+  const hasNoun = tokens.some((t) => t.kind === 'word' && nouns(t.lower)) || (quotedDescription && asksFirst);
   const words: string[] = [];
   const used: Token[] = [];
   // A quoted description is the description; else the words up to a comma or a dash after them
@@ -2247,6 +2318,18 @@ function describedPayment(tokens: readonly Token[]): { words: string[]; used: To
     }
   }
   return words.length > 0 ? { words, used } : undefined;
+}
+
+/**
+ * "the customer wey buy the carton of Indomie", "the person who bought the 2 crates of Malta
+ * Guinness": a clause that only says what a buyer bought describes the payment a request beside it
+ * means. A verb of buying must say so, and no reference or other value may stand in the clause.
+ */
+export function buyerDescription(tokens: readonly Token[]): { words: string[]; used: Token[] } | undefined {
+  if (!tokens.some((t) => t.kind === 'word' && BOUGHT.has(t.lower))) return undefined;
+  if (tokens.some((t) => t.kind !== 'word' && t.kind !== 'punct' && t.kind !== 'amount' && t.kind !== 'quoted'))
+    return undefined;
+  return describedPayment(tokens);
 }
 
 /** A correction's right side overrides the left side's slots of the same kind. */

@@ -12,12 +12,14 @@ import {
   type AmountToken,
   type Clause,
   correctionAt,
+  buyerDescription,
   fillSlots,
   type Intent,
   leadingWord,
   type PaymentLookup,
   MONEY_VERBS,
   intentOf,
+  isItemCount,
   mergeCorrection,
   referenceAt,
   type Slots,
@@ -29,6 +31,8 @@ import {
   type CurrencyMention,
   type DateRange,
   HOLD_WORDS,
+  isCountNoun,
+  isCountOf,
   isSignificant,
   type NumberValue,
   type Token,
@@ -84,7 +88,12 @@ export type Step =
 /** The payment id of a step whose payment is named by reference or description, until it is found. */
 export const FOUND_LATER = '';
 
-export type Understanding = { ok: true; steps: Step[] } | { ok: false; problems: string[] };
+/**
+ * `proposal`: when the message is asked back but one reading of it is most likely, the steps of
+ * that reading, shown with the question and run only if the merchant answers yes (docs/agent.md,
+ * "The conversation").
+ */
+export type Understanding = { ok: true; steps: Step[] } | { ok: false; problems: string[]; proposal?: Step[] };
 
 class Problem extends Error {}
 function problem(reason: string): never {
@@ -105,6 +114,7 @@ function analyse(message: string, now: Date): { tokens: Token[]; clauses: Clause
   dropListHeaders(clauses);
   relaxReadOnly(clauses);
   const borrowed = borrowContextIds(clauses);
+  keptAside(clauses, borrowed);
   storiesAsReasons(clauses, now);
   return { tokens, clauses, unplaced: unplacedTokens(clauses, sequencers, borrowed, now) };
 }
@@ -205,7 +215,23 @@ export function understand(message: string, now: Date): Understanding {
     }
   if (problems.length === 0 && steps.length > MAX_STEPS_PER_MESSAGE)
     problems.push(`at most ${MAX_STEPS_PER_MESSAGE} actions per message (this one has ${steps.length})`);
-  return problems.length > 0 ? { ok: false, problems } : { ok: true, steps };
+  if (problems.length === 0) return { ok: true, steps };
+  const proposal = proposedReading(message, now);
+  return proposal === undefined ? { ok: false, problems } : { ok: false, problems, proposal };
+}
+
+/**
+ * "Correction: 400 usdc not 600, to 0x… for the freezer": a message that opens with a label of
+ * correction corrects an earlier one the run cannot see, which may already have run, so it is
+ * asked; the message without its label is the most likely reading, and is proposed.
+ */
+const CORRECTION_LABEL = /^\s*(?:correction|corrected|update|updated|amended|amendment|edit|edited)\s*[:\-–—]\s*/i;
+
+function proposedReading(message: string, now: Date): Step[] | undefined {
+  const label = CORRECTION_LABEL.exec(message);
+  if (label === null) return undefined;
+  const rest = understand(message.slice(label[0].length), now);
+  return rest.ok ? rest.steps : undefined;
 }
 
 /** "don't pay A, pay B …": a negated action, then a comma and the action that replaces it. */
@@ -511,6 +537,9 @@ function parseClause(tokens: Token[]): Clause {
             'her',
             'payment',
             'order',
+            // "he paid shipping two times on pay_…, refund the extra GH₵ 30": the part paid over,
+            // on that payment ("the duplicate" could be another charge than the one named: asked).
+            'extra',
           ].includes(token.lower),
       ));
   return {
@@ -645,13 +674,15 @@ function isStoryValue(token: Token): boolean {
  * words (a verb in the past, no money, address or id in it; a day gone by) is taken; it moves nothing.
  */
 function storiesAsReasons(clauses: Clause[], now: Date): void {
-  const tellsStory = (tokens: readonly Token[]): boolean =>
+  const tellsStory = (tokens: readonly Token[], refunded: readonly string[] = []): boolean =>
     tokens.some((t) => t.kind === 'word' && PAST.has(t.lower)) &&
     tokens.every(
       (t) =>
         t.kind === 'word' ||
         t.kind === 'punct' ||
         t.kind === 'code' ||
+        // "he paid shipping two times on pay_…, refund the extra GH₵ 30": the payment refunded.
+        (t.kind === 'payment_id' && refunded.includes(t.value)) ||
         // "customer returned 2 crates", "Guest in room 204 checked out 2 nights early": counts and
         // numbers naming things, never money (no currency), are words of the story.
         (t.kind === 'amount' &&
@@ -660,13 +691,18 @@ function storiesAsReasons(clauses: Clause[], now: Date): void {
           /^\d{1,4}$/.test(t.number.text)) ||
         (t.kind === 'date' && t.range !== undefined && t.range.to.getTime() <= now.getTime()),
     );
-  const isStory = (clause: Clause | undefined): clause is Clause =>
-    clause !== undefined && clause.intent === undefined && tellsStory(clause.tokens);
   for (const [i, clause] of clauses.entries()) {
     if (clause.intent !== 'refund' || clause.slots.reason !== undefined) continue;
+    const isStory = (other: Clause | undefined): other is Clause =>
+      other !== undefined && other.intent === undefined && tellsStory(other.tokens, clause.slots.paymentIds);
     const story = [clauses[i - 1], clauses[i + 1]].find(isStory);
     if (story !== undefined) {
       clause.slots.reason = truncate(text(story.tokens), 200);
+      // "refund pay_…. 2 items came back.": a count in the story beside a refund that says no
+      // amount, share or "in full" may be what the refund is for (those items only), as in the
+      // same sentence (grammar.ts): asked, never a full refund.
+      if (saysNoExtent(clause.slots) && countsItems(story.tokens))
+        clause.problem ??= 'the story counts items but the refund says no amount: say how much to refund, or "in full"';
       continue;
     }
     // "paid double by mistake, pls refund pay_… in full": the story told before the verb, in the
@@ -683,6 +719,85 @@ function storiesAsReasons(clauses: Clause[], now: Date): void {
     const after = clause.tokens.slice(last + 1);
     if (verb >= 0 && last > verb && tellsStory(after)) clause.slots.reason = truncate(text(after), 200);
   }
+}
+
+/**
+ * "refund pay_B. Leave pay_A alone.": a sentence of its own that keeps a payment out, beside a
+ * refund of another one, rules it out as "…, leave pay_A alone" does in the same sentence. Its
+ * words are placed and the id is never evidence; kept beside no other refund, it is asked.
+ */
+function keptAside(clauses: readonly Clause[], borrowed: Set<number>): void {
+  const refunded = clauses.flatMap((clause) => (clause.intent === 'refund' ? clause.slots.paymentIds : []));
+  // "refund half of pay_…; they keep the other half": the rest of the share a refund took.
+  const shares = clauses.flatMap((clause) =>
+    clause.intent === 'refund'
+      ? clause.tokens.filter((t) => t.kind === 'fraction').map((t) => t.text.toLowerCase())
+      : [],
+  );
+  for (const clause of clauses) {
+    if (clause.intent !== undefined) continue;
+    const other = clause.tokens.findIndex(
+      (t, k) =>
+        t.kind === 'fraction' &&
+        shares.includes(t.text.toLowerCase()) &&
+        clause.tokens[k - 1]?.kind === 'word' &&
+        (clause.tokens[k - 1] as { lower: string }).lower === 'other',
+    );
+    if (
+      other >= 0 &&
+      clause.tokens.some(
+        (t) => t.kind === 'word' && ['keep', 'keeps', 'kept', 'retain', 'retains'].includes(t.lower),
+      ) &&
+      clause.tokens.every(
+        (t, k) =>
+          k === other ||
+          t.kind === 'punct' ||
+          (t.kind === 'word' && !isSignificant(t)) ||
+          isWordIn(t, ['keep', 'keeps', 'kept', 'retain', 'retains', 'other']),
+      )
+    ) {
+      for (const token of clause.tokens) borrowed.add(token.index);
+      continue;
+    }
+    const words = clause.tokens.filter((t) => t.kind !== 'punct');
+    const [verb, id, how] = words;
+    if (
+      words.length === 3 &&
+      verb?.kind === 'word' &&
+      ['leave', 'keep'].includes(verb.lower) &&
+      id?.kind === 'payment_id' &&
+      how?.kind === 'word' &&
+      ['alone', 'untouched', 'out'].includes(how.lower) &&
+      refunded.length > 0 &&
+      !refunded.includes(id.value)
+    ) {
+      for (const token of clause.tokens) borrowed.add(token.index);
+      clause.superseded.add(id.index);
+    }
+  }
+}
+
+function isWordIn(token: Token, words: readonly string[]): boolean {
+  return token.kind === 'word' && words.includes(token.lower);
+}
+
+/** A refund that says neither an amount, a share nor "in full". */
+function saysNoExtent(slots: Slots): boolean {
+  return slots.amounts.length === 0 && slots.fraction === undefined && slots.percents.length === 0 && !slots.full;
+}
+
+/** "2 items", "3 of the shoes", "2 of 3": a number with no currency that counts things. */
+function countsItems(tokens: readonly Token[]): boolean {
+  return tokens.some(
+    (token, k) =>
+      // "2 items"; "charged 2 times" says how often it happened, and counts no items.
+      (token.kind === 'amount' &&
+        token.currency === undefined &&
+        isCountNoun(tokens[k + 1]) &&
+        !/^times?$/.test(tokens[k + 1]?.kind === 'word' ? tokens[k + 1]!.text.toLowerCase() : '')) ||
+      isCountOf(tokens, k) ||
+      isItemCount(tokens, k),
+  );
 }
 
 /** "then 9,000 USDC to 0x…": a fragment after a sequencer continues the action before it. */
@@ -761,6 +876,23 @@ function borrowContextIds(clauses: Clause[]): Set<number> {
   for (let i = 1; i < clauses.length; i++) {
     const clause = clauses[i]!;
     const previous = clauses[i - 1]!;
+    // "money back for order #A-7731, refund it": the pronoun's clause says the request before it
+    // again (the same intent, on the payment that one names by reference or description), so the
+    // two are one request, read together: one refund, never two.
+    if (
+      clause.intent !== undefined &&
+      clause.intent === previous.intent &&
+      clause.wantsPaymentFromContext &&
+      previous.slots.lookup !== undefined &&
+      previous.slots.paymentIds.length === 0
+    ) {
+      const merged = parseClause([...previous.tokens, ...clause.tokens]);
+      if (merged.intent === previous.intent && !merged.wantsPaymentFromContext && merged.slots.lookup !== undefined) {
+        clauses.splice(i - 1, 2, merged);
+        i--;
+        continue;
+      }
+    }
     if (
       clause.intent !== undefined &&
       clause.wantsPaymentFromContext &&
@@ -798,6 +930,20 @@ function borrowContextIds(clauses: Clause[]): Set<number> {
           return reference === undefined ? [] : [{ reference, token: clause.tokens[i]! }];
         }),
       );
+    if (references.length === 0) {
+      // "the customer wey buy the carton of Indomie, refund am abeg": what was bought, told in a
+      // clause of its own beside the request, describes the payment (found as in one clause).
+      const described = clauses.flatMap((other) => {
+        const found = other.intent === undefined ? buyerDescription(other.tokens) : undefined;
+        return found === undefined || found.words.length === 0 ? [] : [found];
+      });
+      if (described.length !== 1 || !['refund', 'payment_status', 'split'].includes(wanting[0]!.intent ?? ''))
+        return borrowed;
+      wanting[0]!.slots.lookup = { words: described[0]!.words };
+      wanting[0]!.wantsPaymentFromContext = false;
+      for (const token of described[0]!.used) borrowed.add(token.index);
+      return borrowed;
+    }
     if (new Set(references.map((found) => found.reference)).size !== 1) return borrowed;
     wanting[0]!.slots.lookup = { reference: references[0]!.reference };
     wanting[0]!.wantsPaymentFromContext = false;

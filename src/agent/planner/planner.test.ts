@@ -951,3 +951,156 @@ describe('a charge made twice, named', () => {
     expect(asks(`refund ${Q}, it duplicated ${P}`)).toContain('runs into');
   });
 });
+
+describe('round 5: counts, "my bad", till numbers and part payments', () => {
+  it('asks when a sentence of its own counts items beside a refund that says no amount', () => {
+    expect(asks(`refund ${P}. 2 items came back.`)).toContain('counts items');
+    expect(asks(`Please refund ${P}. She returned 3 of the shoes.`)).toContain('counts items');
+    // "in full" says how much: the count is the story.
+    expect(steps(`refund ${P} in full. 2 items came back damaged.`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' }, reason: '2 items came back damaged' },
+    ]);
+  });
+  it('reads "my bad" as a word of correction: the value after it, or a question', () => {
+    expect(steps(`send ${A} 60 usdc. my bad, 16 usdc`)).toMatchObject([{ kind: 'payout', amountMinor: '16000000' }]);
+    expect(asks(`pay ${A} 50 usdc, my bad`)).toContain('"bad"');
+  });
+  it('reads a till number as the name of a shop, and "till" before a time or a day as a wait', () => {
+    expect(steps(`pay 90 usdc to ${A} for 12 bags of sugar from Till 884422`)).toMatchObject([
+      { kind: 'payout', amountMinor: '90000000', memo: '12 bags of sugar from Till 884422' },
+    ]);
+    expect(asks(`send 35 usdc to ${A} till 5pm`)).toContain('"till"');
+    expect(asks(`pay ${A} 50 usdc till 20000`)).toContain('"till"');
+  });
+  it('reads a part payment as what the payout is, and "in parts" as how it runs', () => {
+    expect(steps(`pay ${A} 40 usdc, part payment for the tiles`)).toMatchObject([
+      { kind: 'payout', amountMinor: '40000000', memo: 'part payment for the tiles' },
+    ]);
+    expect(asks(`pay ${A} 100 usdc in 2 parts`)).toBeTruthy();
+    expect(asks(`send part of the 200 usdc to ${A}`)).toBeTruthy();
+  });
+});
+
+describe('round 5: a payment named in a clause beside the request', () => {
+  it('reads "money back for order #A-7731, refund it" as one refund of the order', () => {
+    expect(steps('money back for order #A-7731, refund it')).toEqual([
+      { kind: 'refund', paymentId: '', amount: { type: 'full' }, lookup: { reference: 'A-7731' } },
+    ]);
+  });
+  it('finds the payment by what was bought, told in a clause of its own', () => {
+    expect(steps('the customer wey buy the carton of Indomie, refund am abeg')).toMatchObject([
+      { kind: 'refund', lookup: { words: ['carton', 'indomie'] } },
+    ]);
+    expect(asks('the customer wey buy the Malta Guinness, refund am after she returns it')).toContain('"after"');
+  });
+});
+
+describe('round 5: labels with a letter glued on', () => {
+  it('reads "stall 14B", "Shop 7B", "order tag was 7E2" as labels, and the same figures beside a currency as amounts', () => {
+    const kinds = (text: string): string[] => tokenize(text, NOW).map((t) => `${t.kind}:${t.text}`);
+    expect(kinds('stall 14B: refund')).toContain('code:14B');
+    expect(kinds('their order tag was 7E2')).toContain('code:7E2');
+    expect(steps(`refund ₦2,500 of ${P} (their order tag was 7E2, wrong size delivered)`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '2500' } } },
+    ]);
+    expect(asks(`refund 7E2 naira of ${P}`)).toContain('exponent');
+    expect(asks(`refund ${P} 7e2`)).toContain('exponent');
+  });
+});
+
+describe('round 5: a story in the plain form of the verb', () => {
+  it('reads "…, customer return one of the three bags" as the story beside an amount, and asks beside none', () => {
+    expect(steps(`refund ₦2,000 on ${P} abeg, customer return one of the three bags of rice`)).toMatchObject([
+      { kind: 'refund', amount: { number: { text: '2000' } }, reason: 'customer return one of the three bags of rice' },
+    ]);
+    expect(asks(`refund ${P} abeg, customer return one of the two bags`)).toBeTruthy();
+  });
+});
+
+describe('round 5: what came in, asked with the currency first', () => {
+  it('reads "naira wey enter today, how much?" as a revenue question in that currency', () => {
+    expect(steps('Sannu! naira wey come in yesterday, how much?')).toMatchObject([
+      { kind: 'revenue', currency: 'NGN' },
+    ]);
+    expect(steps('Ina kwana! money wey enter yesterday, how much?')).toMatchObject([{ kind: 'revenue' }]);
+    // A sentence about someone is no revenue question.
+    expect(() => steps('the customer wey pay naira yesterday came in')).toThrow();
+  });
+});
+
+describe('round 5: a multiplier told as the story, not the instruction', () => {
+  it('reads "the double room" as a kind of room, and "double it" or "double the 40" as a multiplier', () => {
+    expect(steps(`send 75 usdc to ${A} for the double room booking`)).toMatchObject([
+      { kind: 'payout', amountMinor: '75000000', memo: 'the double room booking' },
+    ]);
+    expect(asks(`pay ${A} 50 usdc, double it`)).toContain('"double"');
+    expect(asks(`send double the 40 usdc to ${A}`)).toContain('"double"');
+    expect(asks(`pay the double amount to ${A}, 40 usdc`)).toContain('"double"');
+  });
+  it('reads what a terminal did twice, told after the refund, as its story', () => {
+    expect(steps(`refund ${P} fully - the POS swiped her card two times yesterday`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+  });
+  it('refunds "the extra" amount paid twice over when it is written, and asks when it is not', () => {
+    expect(steps(`refund ₦4,000 of ${P} - she paid the delivery fee twice, so return the extra ₦4,000`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { number: { text: '4000' } } },
+    ]);
+    expect(steps(`he paid shipping two times on ${P}, refund the extra GH₵ 30`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { number: { text: '30' } } },
+    ]);
+    expect(asks(`she paid the delivery fee twice on ${P}, refund the extra`)).toContain('"extra"');
+    expect(asks(`refund ₦1,500 on ${P}, so return the extra ₦1,000`)).toContain('two refund amounts');
+  });
+});
+
+describe('round 5: a size inside a quoted product name', () => {
+  it('describes the new payment, and an amount inside the quotes is still asked', () => {
+    expect(
+      steps(`create payment ₦10,000 for 'Golden Olein Oil 1L' redirect https://olu-stores.example/done`),
+    ).toMatchObject([{ kind: 'create_payment', amountMinor: '1000000', description: 'Golden Olein Oil 1L' }]);
+    expect(asks(`create payment for 'Kings Oil 5L ₦4,500' redirect https://olu-stores.example/done`)).toContain(
+      'quoted',
+    );
+    expect(asks(`pay 5l usdc to ${A}`)).toContain('"5l"');
+  });
+});
+
+describe('round 5: the most likely reading proposed with the question', () => {
+  it('proposes the message without its "Correction:" label, and nothing when no reading is most likely', () => {
+    const result = understand(`Correction: 400 usdc not 600, to ${A} for the freezer`, NOW);
+    expect(result.ok).toBe(false);
+    expect(result.ok ? undefined : result.proposal).toMatchObject([
+      { kind: 'payout', amountMinor: 400_000_000n, toAddress: A },
+    ]);
+    // The label's reading must itself be understood: a condition after it is proposed nothing.
+    const conditional = understand(`Update: pay ${A} 50 usdc only after delivery`, NOW);
+    expect(conditional.ok ? undefined : conditional.proposal).toBeUndefined();
+    const unplaced = understand(`pay ${A} 50 usdc, my bad`, NOW);
+    expect(unplaced.ok ? undefined : unplaced.proposal).toBeUndefined();
+  });
+});
+
+describe('round 5: a payment kept aside in a sentence of its own', () => {
+  it('rules it out beside a refund of another, and asks beside none', () => {
+    expect(steps(`refund only this one: ${P}. leave ${Q} alone`)).toEqual([
+      { kind: 'refund', paymentId: P, amount: { type: 'full' } },
+    ]);
+    expect(asks(`refund ${P}. leave ${P} alone`)).toBeTruthy();
+    expect(asks(`Leave ${P} alone.`)).toBeTruthy();
+  });
+});
+
+describe('round 5: the rest of a share kept, and a quoted description asked about', () => {
+  it('reads "they keep the other half" beside "refund half" as the story, and asks it beside another share', () => {
+    expect(steps(`refund half of ${P}; they keep the other half`)).toMatchObject([
+      { kind: 'refund', paymentId: P, amount: { type: 'share' } },
+    ]);
+    expect(asks(`refund half of ${P}; they keep the other quarter`)).toBeTruthy();
+  });
+  it('asks the status of the payment a quoted description finds', () => {
+    expect(steps(`has the 'wedding cake deposit' been paid?`)).toEqual([
+      { kind: 'payment_status', paymentId: '', lookup: { words: ['wedding', 'cake', 'deposit'] } },
+    ]);
+  });
+});

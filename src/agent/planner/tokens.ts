@@ -508,7 +508,7 @@ export function tokenize(message: string, now: Date): Token[] {
       '',
     )
     // "Order no. O-17", "ref no. 4471": the abbreviation of "number", whose dot ends no sentence.
-    .replace(/\b(order|invoice|receipt|transaction|booking|ref|reference)\s+no\.\s*(?=[#\w])/gi, '$1 number ')
+    .replace(/\b(order|invoice|receipt|transaction|booking|ref|reference|till)\s+no\.\s*(?=[#\w])/gi, '$1 number ')
     .replace(/[\u2018\u2019\u02bc]/g, "'")
     .replace(/[\u201c\u201d]/g, '"')
     .replace(/[\u00a0\u2007\u202f]/g, ' ')
@@ -687,7 +687,40 @@ export function tokenize(message: string, now: Date): Token[] {
       const folded = foldWord(text);
       // "ıf" (a dotless i), "рау" does not reach here (another script): a letter that could hide a
       // word of condition or negation is not read as a harmless word.
+      const previous = tokens.at(-1);
       if (mayHide(folded)) push({ kind: 'punct', text });
+      // "…, my bad" says the message is wrong, as "oops" does: read as that word of correction, it
+      // corrects with the value after it ("₦500 my bad ₦300") and, with none, is asked, never dropped.
+      else if (folded === 'bad' && previous?.kind === 'word' && previous.lower === 'my')
+        push({ kind: 'word', text, lower: 'oops' });
+      // "from Till 884422", "Till No. 303030": a shop's M-Pesa till, named by its number, never
+      // "until" (a time or a day after "till" is still a wait: "till 5pm", "till Friday").
+      else if (
+        folded === 'till' &&
+        (lowered[i + 1] === 'number' ||
+          (/^\d{5,8}[.,;:!?)]?$/.test(lowered[i + 1] ?? '') &&
+            (text.startsWith('T') || (previous?.kind === 'word' && TILL_BEFORE.has(previous.lower)))))
+      )
+        push({ kind: 'word', text, lower: TILL_NUMBER });
+      // "for the double room booking", "a double bed frame": a kind of thing, not a multiplier.
+      // "double the 40 usdc", "double it", "the double charge on pay_…" still multiply or name money.
+      else if (
+        (folded === 'double' || folded === 'triple') &&
+        previous?.kind === 'word' &&
+        ['the', 'a', 'one', 'two', 'our', 'my', 'his', 'her', 'their'].includes(previous.lower) &&
+        /^\p{L}{3,}$/u.test(lowered[i + 1] ?? '') &&
+        !MULTIPLIED_NOUNS.has(lowered[i + 1] ?? '') &&
+        !CONTROL_WORDS.has(lowered[i + 1] ?? '')
+      )
+        push({ kind: 'word', text, lower: `${folded}-kind` });
+      // "na part payment for the cement", "as part payment": a part payment is what the payout is
+      // (a noun, its memo), not a share of it; "in part payments", "part of the 200" still ask.
+      else if (
+        folded === 'part' &&
+        /^(?:payment|pay)$/.test(lowered[i + 1] ?? '') &&
+        !(previous?.kind === 'word' && ['in', 'by', 'into'].includes(previous.lower))
+      )
+        push({ kind: 'word', text, lower: 'part-payment' });
       else push({ kind: 'word', text, lower: typoOf(folded) ?? folded });
       continue;
     }
@@ -875,6 +908,9 @@ function carriesMeaning(inner: readonly Token[]): boolean {
       case 'word':
         return HARD_CONTROL_WORDS.has(token.lower);
       case 'amount':
+        // "'Golden Olein Oil 1L'", "'Kings Oil 5L'": a size inside a quoted product name measures the
+        // product (outside quotes "5l usdc" may hide 51 and is asked back; here no amount is read).
+        if (token.number.type === 'unreadable' && MEASURE.test(token.text)) return false;
         return !isQuantity(token, inner[i + 1], 4);
       case 'quoted':
         return token.carries;
@@ -887,6 +923,9 @@ function carriesMeaning(inner: readonly Token[]): boolean {
     }
   });
 }
+
+/** A size written as digits and a unit of volume or weight: "1L", "35cl", "500ml", "2kg". */
+const MEASURE = /^\d{1,4}(?:\.\d{1,2})?(?:l|ltr|ml|cl|g|kg|lb|lbs|oz)$/i;
 
 /**
  * The action words merchants mistype, read as meant ("splt", "refudn", "snd", "chek my blance",
@@ -1130,8 +1169,41 @@ function attachLeadingCurrencies(tokens: Token[]): void {
   }
 }
 
+/** Nouns after "the double" that name money or an action, which "double" multiplies or repeats. */
+const MULTIPLIED_NOUNS = new Set([
+  ...['payment', 'payments', 'amount', 'charge', 'charges', 'refund', 'refunds', 'payout', 'payouts', 'fee'],
+  ...['fees', 'price', 'money', 'sum', 'total', 'transfer', 'transaction', 'debit', 'deduction', 'pay', 'rate'],
+  ...['usdc', 'naira', 'cedis', 'shillings', 'dollars', 'bucks', 'that', 'this', 'what', 'one', 'the', 'it'],
+  ...['portion', 'share', 'quantity', 'salary', 'wage', 'wages', 'bonus', 'commission', 'allowance', 'cost'],
+  ...['deposit', 'balance', 'order', 'time', 'times', 'dose', 'pack', 'packs', 'bill'],
+]);
+
+/** "Till" before a till's number: a noun that names a shop, not the word of a wait. */
+const TILL_NUMBER = 'till-number';
+
+/** Words before a till's number written in lower case: "from till 884422", "lipa na M-Pesa till …". */
+const TILL_BEFORE = new Set(['from', 'at', 'via', 'mpesa', 'm-pesa', 'pesa', 'our', 'my', 'the', 'shop', 'store']);
+
 /** Words after which a bare whole number names a document, not an amount: "invoice 42". */
 const DOCUMENT_WORDS = new Set([
+  TILL_NUMBER,
+  'paybill',
+  // Things a market or a building names by their number: "stall 14B", "shop 7", "order tag 7E2".
+  'stall',
+  'shop',
+  'kiosk',
+  'stand',
+  'tag',
+  'plot',
+  'block',
+  'unit',
+  'flat',
+  'apartment',
+  'apt',
+  'suite',
+  'bay',
+  'gate',
+  'seat',
   'invoice',
   'inv',
   'order',
@@ -1278,23 +1350,32 @@ function markListNumbers(tokens: Token[]): void {
 }
 
 function markDocumentNumbers(tokens: Token[]): void {
+  const isDocumentWord = (token: Token | undefined): boolean =>
+    (token?.kind === 'word' && DOCUMENT_WORDS.has(token.lower.replace(/[.:]$/, ''))) ||
+    (token?.kind === 'punct' && (token.text === '#' || token.text === '№'));
   for (let i = 1; i < tokens.length; i++) {
     const token = tokens[i]!;
     const previous = tokens[i - 1]!;
-    const documentWord =
-      (previous.kind === 'word' && DOCUMENT_WORDS.has(previous.lower.replace(/[.:]$/, ''))) ||
-      (previous.kind === 'punct' && (previous.text === '#' || previous.text === '№'));
-    if (
-      documentWord &&
-      token.kind === 'amount' &&
-      token.currency === undefined &&
-      // "invoice 42", "invoice 2026-117": a document's number, never an amount.
-      ((token.number.type === 'exact' && /^\d+$/.test(token.text)) || /^\d+(?:-\d+)+$/.test(token.text))
-    ) {
-      tokens[i] = { kind: 'code', text: token.text, value: token.text, index: i };
-    }
+    if (token.kind !== 'amount' || token.currency !== undefined) continue;
+    // "invoice 42", "invoice 2026-117": a document's number, never an amount.
+    const documentNumber =
+      isDocumentWord(previous) &&
+      ((token.number.type === 'exact' && /^\d+$/.test(token.text)) || /^\d+(?:-\d+)+$/.test(token.text));
+    // "market stall 14B", "Shop 7B here", "their order tag was 7E2": digits with a letter glued on
+    // after a word that names a thing by its number are its label, never 14 billion or an exponent.
+    // Beside a currency ("14B naira", "7E2 naira") or after no such word they stay amounts (asked).
+    const label =
+      LABEL_LIKE.test(token.text) &&
+      (isDocumentWord(previous) ||
+        (previous.kind === 'word' &&
+          ['was', 'is', 'no', 'number'].includes(previous.lower) &&
+          isDocumentWord(tokens[i - 2])));
+    if (documentNumber || label) tokens[i] = { kind: 'code', text: token.text, value: token.text, index: i };
   }
 }
+
+/** Digits with one letter glued on, maybe more digits after it: "14B", "22C", "7E2", "3E5". */
+const LABEL_LIKE = /^\d{1,4}[a-z]\d{0,3}$/i;
 
 // ---------------------------------------------------------------------------------------------
 // Dates
@@ -1612,6 +1693,14 @@ export const PAST = new Set([
   'cancelled',
   'canceled',
   'received',
+  // What a card terminal or a till did: "the POS swiped her card two times".
+  'swiped',
+  'tapped',
+  'scanned',
+  'processed',
+  'ran',
+  'collected',
+  'transferred',
 ]);
 
 /** A small whole number with no currency: a count, when a sentence tells the past. */
