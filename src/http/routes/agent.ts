@@ -51,7 +51,16 @@ export const replyBody = z.strictObject({
     ),
 });
 
-const runsQuery = z.strictObject(pageParams('run', 'run_…'));
+/** The statuses a run shows (a run still `running` shows as failed: see presentRun). */
+const RUN_STATUSES = agentRunView.shape.status.options;
+
+const runsQuery = z.strictObject({
+  status: z
+    .enum(RUN_STATUSES, { error: `status must be one of ${RUN_STATUSES.join(', ')}` })
+    .optional()
+    .describe('Only runs in this status.'),
+  ...pageParams('run', 'run_…'),
+});
 
 export const agentOperations: ApiOperation[] = [
   {
@@ -188,7 +197,10 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
       const auth = requestAuth(request);
       const query = parseInput(runsQuery, request.query);
       await expireUnansweredRuns(runtime, auth);
-      const page = await listRunsPage(runtime.db, auth, {}, query);
+      const { status, ...pageRequest } = query;
+      // A run the process left `running` (it stopped mid-run) is shown as failed, so it is listed as one.
+      const statuses = status === 'failed' ? (['failed', 'running'] as const) : status;
+      const page = await listRunsPage(runtime.db, auth, { status: statuses }, pageRequest);
       // The list shows runs without their actions and confirmations: one query for the page.
       const views = page.data.map((row) => {
         const { actions: _a, confirmations: _c, ...run } = presentRun(runtime, row, [], []);
