@@ -1,7 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { actionsCsv, actionsQuery, listActions } from '../../agent/actions-query.ts';
-import { actionHistoryOutput, actionRowOutput, loadActionHistory, loadActionRows } from '../../audit/action-rows.ts';
+import {
+  actionHistoryOutput,
+  agentActionOutput,
+  loadActionHistory,
+  loadActionRows,
+  presentAgentAction,
+} from '../../audit/action-rows.ts';
 import type { AgentModel } from '../../agent/model.ts';
 import { expireUnansweredRuns, loadRunView, presentRun, replyToRun, runAgent } from '../../agent/runtime.ts';
 import type { AnyTool } from '../../core/tool.ts';
@@ -126,7 +132,7 @@ export const agentOperations: ApiOperation[] = [
     query: actionsQuery,
     response: z.object({
       object: z.literal('list'),
-      data: z.array(actionRowOutput),
+      data: z.array(agentActionOutput),
       has_more: z.boolean(),
     }),
   },
@@ -139,7 +145,7 @@ export const agentOperations: ApiOperation[] = [
       'The action as GET /agent/actions lists it, with `history`: its steps as the action log records them, failed approval attempts included.',
     tag: 'agent',
     scope: 'agent',
-    response: actionRowOutput.extend({ history: actionHistoryOutput }),
+    response: agentActionOutput.extend({ history: actionHistoryOutput }),
   },
   {
     method: 'GET',
@@ -224,7 +230,7 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
         request.query,
         runtime.clock.now(),
       );
-      return { object: 'list', data: rows, has_more };
+      return { object: 'list', data: rows.map(presentAgentAction), has_more };
     });
 
     app.get<{ Params: { id: string } }>(
@@ -234,7 +240,7 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
         const auth = requestAuth(request);
         const history = await loadActionHistory(runtime.db, auth, request.params.id);
         const [row] = await loadActionRows(runtime.db, [request.params.id], runtime.clock.now());
-        return { ...row!, history };
+        return { ...presentAgentAction(row!), history };
       },
     );
 
