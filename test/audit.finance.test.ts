@@ -185,9 +185,11 @@ describe('actions that read as money', () => {
     const list = (await getJson(`/agent/actions?tool=create_payout&limit=500`)).json();
     const rows = list.data.filter((row: { run_id: string }) => row.run_id === held.runId);
     expect(rows).toHaveLength(1);
+    // The API's row: a record (object) whose amount is a JSON number, as every amount the API writes.
     expect(rows[0]).toMatchObject({
       id: held.actionId,
-      amount: '5000.000000',
+      object: 'agent_action',
+      amount: 5000,
       asset: 'USDC',
       recipient: SUPPLIER,
       memo: 'March invoice',

@@ -187,7 +187,8 @@ describe('plainpay CLI conventions', () => {
       expect((await ping(server.demoKey)).status).toBe(200);
 
       const listed = await plainpay(['keys', 'list', '--account', account, '--json'], { env });
-      const keys = JSON.parse(listed.stdout) as { id: string; revoked: string | null }[];
+      // The list as GET /keys prints it.
+      const keys = (JSON.parse(listed.stdout) as { data: { id: string; revoked: string | null }[] }).data;
       expect(keys.find((key) => key.id === leaked.id)?.revoked).toEqual(expect.any(String));
       expect(keys.filter((key) => key.revoked === null)).toHaveLength(1);
 

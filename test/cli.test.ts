@@ -37,7 +37,9 @@ describe('plainpay CLI', () => {
       env: childEnv(dataDir),
     });
     const keys = JSON.parse(listed.stdout);
-    expect(keys).toHaveLength(1);
+    // The list envelope GET /keys answers.
+    expect(keys).toMatchObject({ object: 'list', has_more: false });
+    expect(keys.data).toHaveLength(1);
     expect(listed.stdout).not.toContain(created.api_key);
 
     // A key for an assistant (docs/policy.md "Keys for assistants").

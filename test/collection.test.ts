@@ -276,7 +276,17 @@ describe('the operator sets collection from the CLI', () => {
 
       const list = output();
       await collectionList.parse(['--json'])(context(), list.out);
-      const listed = JSON.parse(list.lines[0]!) as Array<Record<string, unknown>>;
+      // A list, as the API prints every list.
+      const {
+        object,
+        data: listed,
+        has_more,
+      } = JSON.parse(list.lines[0]!) as {
+        object: string;
+        data: Array<Record<string, unknown>>;
+        has_more: boolean;
+      };
+      expect({ object, has_more }).toEqual({ object: 'list', has_more: false });
       expect(JSON.stringify(listed)).not.toContain(PAYSTACK_LIVE_KEY);
       expect(listed).toContainEqual(
         expect.objectContaining({

@@ -45,13 +45,17 @@ describe('a NUL character (U+0000) is a 400, not a 500 (Postgres refuses it in t
       '/v1/payments?starting_after=%00',
       '/v1/payments?reference=%00',
       '/v1/events?starting_after=pay_%00',
-      '/v1/events?type=%00',
+      '/v1/events?object_id=%00',
       '/agent/runs?starting_after=%00',
     ]) {
       const res = await get(url);
       expectErrorObject(res, 400);
       expect(res.json().error.message).toMatch(/NUL character/);
     }
+    // An event type is one of a closed list now: a NUL in it is refused before it gets that far.
+    const type = await get('/v1/events?type=%00');
+    expectErrorObject(type, 400);
+    expect(type.json().error.param).toBe('type');
   });
 
   it('in a path id: every id lookup answers 400 or 404, never 500', async () => {

@@ -200,7 +200,7 @@ const current = await client.GET('/v1/policy');
 if (!current.data) fail('read the policy', current);
 const { policy } = current.data;
 const saved = await client.PUT('/v1/policy', {
-  body: { ...policy, channels: { ...policy.channels, api: { ...policy.channels.api, confirm_above: '50' } } },
+  body: { ...policy, channels: { ...policy.channels, api: { ...policy.channels.api, confirm_above: 50 } } },
 });
 if (!saved.data) fail('hold api payouts above 50', saved);
 

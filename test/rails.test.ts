@@ -107,6 +107,7 @@ describe('which rails a checkout offers', () => {
       object: 'list',
       data: [
         {
+          id: 'paystack',
           object: 'payment_rail',
           rail: 'paystack',
           livemode: true,

@@ -99,11 +99,15 @@ describe('the account setting: GET/PUT /v1/settlement_schedule', () => {
     expect(unknown.statusCode).toBe(400);
     expect(unknown.json().error.param).toBe('schedule');
 
-    const set = await putSchedule(merchant.apiKey, { schedule: 'threshold', threshold: '250.50' });
+    // The threshold is an amount, so a JSON number in major units, as every amount the API writes.
+    const set = await putSchedule(merchant.apiKey, { schedule: 'threshold', threshold: 250.5 });
     expect(set.statusCode).toBe(200);
-    expect(set.json()).toMatchObject({ schedule: 'threshold', threshold: '250.5', livemode: false });
+    expect(set.json()).toMatchObject({ schedule: 'threshold', threshold: 250.5, livemode: false });
     const again = await app.inject({ method: 'GET', url: '/v1/settlement_schedule', headers: bearer(merchant.apiKey) });
-    expect(again.json()).toMatchObject({ schedule: 'threshold', threshold: '250.5' });
+    expect(again.json()).toMatchObject({ schedule: 'threshold', threshold: 250.5 });
+    // The decimal string it used to take still works for one more release (docs/api.md).
+    const legacy = await putSchedule(merchant.apiKey, { schedule: 'threshold', threshold: '250.50' });
+    expect(legacy.json()).toMatchObject({ schedule: 'threshold', threshold: 250.5 });
 
     // The live mode of the same account is untouched.
     const live = await testAccount(runtime, { livemode: true });

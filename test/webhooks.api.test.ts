@@ -242,6 +242,18 @@ describe('events API', () => {
     expect(none.data).toEqual([]);
   });
 
+  it('filters by creation time with created_gte and created_lte, as every list does', async () => {
+    const all = (await call('GET', '/v1/events?limit=100', merchant.apiKey)).json();
+    const created = new Map<string, string>(
+      all.data.map((e: { id: string; created: string }) => [e.id, e.created] as const),
+    );
+    const query = `created_gte=${created.get(ids[1]!)}&created_lte=${created.get(ids[3]!)}`;
+    const range = (await call('GET', `/v1/events?${query}&limit=100`, merchant.apiKey)).json();
+    expect(range.data.map((e: { id: string }) => e.id)).toEqual([ids[3], ids[2], ids[1]]);
+    const after = (await call('GET', `/v1/events?created_gte=${created.get(ids[4]!)}`, merchant.apiKey)).json();
+    expect(after.data.map((e: { id: string }) => e.id)).toEqual([ids[4]]);
+  });
+
   it('refuses bad query parameters, naming them', async () => {
     for (const [query, param] of [
       ['limit=0', 'limit'],
@@ -249,6 +261,9 @@ describe('events API', () => {
       ['limit=abc', 'limit'],
       ['starting_after=evt_nope', 'starting_after'],
       ['colour=red', 'colour'],
+      // An unknown type is a 400 like an unknown status on the other lists, not an empty page.
+      ['type=payment.setled', 'type'],
+      ['created_gte=yesterday', 'created_gte'],
     ]) {
       const res = await call('GET', `/v1/events?${query}`, merchant.apiKey);
       expect(res.statusCode, query).toBe(400);

@@ -238,7 +238,7 @@ describe('create_payout policy', () => {
   it('an api confirm_above holds on the api channel too', async () => {
     const actor = await merchant(100);
     await withPolicy(actor, (policy) => {
-      policy.channels.api.confirm_above = '10';
+      policy.channels.api.confirm_above = 10;
     });
     expect((await executeTool(createPayout, { amount: 10, to_address: ADDRESS_A }, { runtime, actor })).kind).toBe(
       'executed',

@@ -235,6 +235,7 @@ describe('get_revenue', () => {
       payments: [
         {
           id: ids.d,
+          object: 'payment',
           amount: 250,
           currency: 'KES',
           status: 'paid',
@@ -243,6 +244,7 @@ describe('get_revenue', () => {
         },
         {
           id: ids.c,
+          object: 'payment',
           amount: 1000,
           currency: 'KES',
           status: 'refunded',
@@ -251,6 +253,7 @@ describe('get_revenue', () => {
         },
         {
           id: ids.b,
+          object: 'payment',
           amount: 1500.5,
           currency: 'NGN',
           status: 'partially_refunded',
@@ -259,6 +262,7 @@ describe('get_revenue', () => {
         },
         {
           id: ids.a,
+          object: 'payment',
           amount: 5000,
           currency: 'NGN',
           status: 'settled',

@@ -60,6 +60,7 @@ const currencyTotals = z.object({
 
 const paidPayment = z.object({
   id: z.string().describe('Payment id (pay_…).'),
+  object: z.literal('payment').describe('A payment, in brief: GET /v1/payments/:id reads it in full.'),
   amount: z.number().describe("Amount paid, in major units of the payment's currency."),
   currency: z.string().describe('ISO 4217 code.'),
   status: z.enum(PAYMENT_STATUSES).describe('Status now: paid, settling, settled, partially_refunded or refunded.'),
@@ -128,6 +129,7 @@ export const getRevenue = defineTool({
       asset: 'USDC' as const,
       payments: listed.slice(0, MAX_LISTED).map((row) => ({
         id: row.id,
+        object: 'payment' as const,
         amount: minorToNumber(row.amount_minor, currencyOf(row)),
         currency: row.currency,
         status: row.status,

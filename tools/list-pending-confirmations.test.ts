@@ -99,6 +99,18 @@ describe('list_pending_confirmations', () => {
     expect(ids(await list(agent))).toEqual([holds[3]]);
   });
 
+  it('status lists the executed, rejected, lapsed or all holds; the default stays pending', async () => {
+    // By now: holds[0] lapsed (09:00, read at 09:15), holds[2] executed, holds[1] rejected, holds[3] pending.
+    expect(ids(await list(agent, { status: 'pending' }))).toEqual([holds[3]]);
+    expect(ids(await list(agent, { status: 'executed' }))).toEqual([holds[2]]);
+    expect(ids(await list(agent, { status: 'rejected' }))).toEqual([holds[1]]);
+    expect(ids(await list(agent, { status: 'expired' }))).toEqual([holds[0]]);
+    expect(ids(await list(agent, { status: 'all' }))).toEqual([...holds].reverse());
+    for (const status of ['executed', 'rejected', 'expired'] as const) {
+      for (const confirmation of (await list(agent, { status })).data) expect(confirmation.status).toBe(status);
+    }
+  });
+
   it('pages with limit, starting_after and ending_before', async () => {
     const { agent: paged } = await merchant();
     const mine = [await held(paged, ADDRESS_A), await held(paged, ADDRESS_B), await held(paged, ADDRESS_C)];
@@ -118,7 +130,8 @@ describe('list_pending_confirmations', () => {
       [agent, { limit: 101 }, 'limit'],
       [agent, { starting_after: 'conf_unknown' }, 'starting_after'],
       [stranger, { starting_after: holds[3] }, 'starting_after'],
-      [agent, { status: 'pending' }, 'status'],
+      [agent, { status: 'approved' }, 'status'],
+      [agent, { state: 'pending' }, 'state'],
     ];
     for (const [who, input, param] of cases) {
       expect(await refusal(who, input), JSON.stringify(input)).toMatchObject({ code: 'invalid_request', param });

@@ -167,13 +167,19 @@ export const splitRevenue = defineTool({
       .orderBy('id')
       .executeTakeFirst();
     if (!row) return undefined;
-    const legs = await db.selectFrom('payouts').selectAll().where('revenue_share_id', '=', row.id).execute();
+    const legs = await db
+      .selectFrom('payouts')
+      .selectAll()
+      .where('revenue_share_id', '=', row.id)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     const sameTotal =
       row.asset === value.asset &&
       (value.payment_id !== undefined
         ? row.payment_id === value.payment_id
         : row.payment_id === null && row.amount_minor === settlementMinor(value.amount!));
-    // Legs are compared as recipient → amount: their order in the table says nothing.
+    // Legs are compared as recipient → amount: a retry may list the splits in another order.
     const amounts = splitAmounts(row.amount_minor, value.splits);
     const asked = new Map(value.splits.map((s, i) => [s.to_address.toLowerCase(), amounts[i]]));
     const sameSplits =
@@ -238,6 +244,9 @@ export const splitRevenue = defineTool({
       throw error;
     }
     const legs = [];
+    // Each leg is made a millisecond after the one before, so that (created_at, id), the order every
+    // read of the legs uses, is the order the splits were given: the create, a replay and the list
+    // show the legs alike (random ids alone would shuffle legs made in the same instant).
     for (const [i, split] of value.splits.entries()) {
       legs.push(
         await createPayoutRecord(db, {
@@ -248,7 +257,7 @@ export const splitRevenue = defineTool({
           reference: value.reference,
           revenueShareId: id,
           channel: actor.channel,
-          at: now,
+          at: new Date(now.getTime() + i),
         }),
       );
     }

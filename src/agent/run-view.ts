@@ -6,7 +6,8 @@ import { z } from 'zod';
  */
 
 const agentActionView = z.object({
-  id: z.string(),
+  id: z.string().describe('Action id (act_…), as GET /agent/actions/:id reads it.'),
+  object: z.literal('agent_action'),
   tool: z.string(),
   input: z.unknown(),
   decision: z.object({ outcome: z.string(), reasons: z.unknown() }),
@@ -19,8 +20,9 @@ const agentActionView = z.object({
 });
 
 export const agentRunView = z.object({
-  run_id: z.string(),
+  id: z.string().describe('Run id (run_…).'),
   object: z.literal('agent_run'),
+  run_id: z.string().describe('Deprecated: the same as id. Sent until the next release; read id.'),
   status: z
     .enum(['completed', 'confirmation_required', 'rejected', 'failed', 'needs_input', 'cancelled', 'expired'])
     .describe(
@@ -31,9 +33,17 @@ export const agentRunView = z.object({
   dry_run: z.boolean(),
   instruction: z.string(),
   actions: z.array(agentActionView).describe('Every tool call of the run, as recorded.'),
-  confirmations: z.array(
-    z.object({ id: z.string(), summary: z.string(), approve_url: z.string(), expires_at: z.string() }),
-  ),
+  confirmations: z
+    .array(
+      z.object({
+        id: z.string().describe('Confirmation id (conf_…): GET /v1/confirmations/:id reads it in full.'),
+        object: z.literal('confirmation'),
+        summary: z.string(),
+        approve_url: z.string(),
+        expires_at: z.string(),
+      }),
+    )
+    .describe('The actions of the run the policy held, in brief.'),
   usage: z.unknown().describe('Model tokens (input, output, cache read, cache write); null for the offline planner.'),
   created: z.string(),
   conversation: z

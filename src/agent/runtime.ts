@@ -32,15 +32,17 @@ export interface AgentRequest {
 }
 
 export interface AgentRunView {
-  run_id: string;
+  id: string;
   object: 'agent_run';
+  /** Deprecated: the same as id (docs/api.md, "Renamed in this release"). */
+  run_id: string;
   status: Exclude<AgentRunStatus, 'running'>;
   reply: string;
   model: string;
   dry_run: boolean;
   instruction: string;
   actions: AgentActionView[];
-  confirmations: { id: string; summary: string; approve_url: string; expires_at: string }[];
+  confirmations: { id: string; object: 'confirmation'; summary: string; approve_url: string; expires_at: string }[];
   usage: ModelUsage | null;
   created: string;
   /** Every turn: the merchant's instruction first, then each question and answer, in order. */
@@ -56,6 +58,7 @@ export interface AgentReplyRequest {
 
 export interface AgentActionView {
   id: string;
+  object: 'agent_action';
   tool: string;
   input: unknown;
   decision: { outcome: string; reasons: unknown };
@@ -788,8 +791,9 @@ export function presentRun(
   confirmations: readonly { id: string; summary: string; expires_at: Date }[],
 ): Omit<AgentRunView, 'conversation' | 'question'> {
   return {
-    run_id: run.id,
+    id: run.id,
     object: 'agent_run',
+    run_id: run.id,
     status: run.status === 'running' ? 'failed' : run.status,
     reply: run.reply,
     model: run.model,
@@ -798,6 +802,7 @@ export function presentRun(
     actions: actions.map(presentAction),
     confirmations: confirmations.map((c) => ({
       id: c.id,
+      object: 'confirmation' as const,
       summary: c.summary,
       approve_url: approveUrl(runtime.config, c.id),
       expires_at: c.expires_at.toISOString(),
@@ -810,6 +815,7 @@ export function presentRun(
 export function presentAction(row: AgentActionRow): AgentActionView {
   return {
     id: row.id,
+    object: 'agent_action',
     tool: row.tool,
     input: row.input,
     decision: { outcome: row.decision, reasons: row.reasons },

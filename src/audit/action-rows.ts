@@ -64,6 +64,30 @@ export const actionRowOutput = z
 
 export type ActionRow = z.output<typeof actionRowOutput>;
 
+/**
+ * An action as the API returns it (GET /agent/actions, /agent/actions/:id): the row finance reads,
+ * saying what it is (`object`) and with its amount a JSON number in major units, as every amount
+ * the API writes (docs/api.md, "Amounts"). The CSV and the dashboard keep the decimal text.
+ */
+export const agentActionOutput = actionRowOutput
+  .extend({
+    object: z.literal('agent_action'),
+    amount: z
+      .number()
+      .nullable()
+      .describe(
+        'What it moves, in major units of `asset`: what moved once it ran, else what was asked; for a held refund of everything, the policy amount in USDC.',
+      ),
+  })
+  .describe('A recorded action: one per tool call, in its final state.');
+
+export type AgentAction = z.output<typeof agentActionOutput>;
+
+export function presentAgentAction(row: ActionRow): AgentAction {
+  const { id, ...rest } = row;
+  return { id, object: 'agent_action', ...rest, amount: row.amount === null ? null : Number(row.amount) };
+}
+
 export const actionHistoryOutput = z.array(
   z.object({
     seq: z.string().describe('Its action-log entry.'),

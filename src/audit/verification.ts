@@ -122,12 +122,14 @@ export async function lastVerification(db: Db, accountId: string): Promise<Store
 
 /**
  * The verification as a key of one mode sees it: a broken row of the other mode is named by its
- * table only, as other-mode ids are nowhere shown.
+ * table only, as other-mode ids are nowhere shown. The operator's CLI passes null and sees both.
  */
-export function presentVerification(stored: StoredVerification, livemode: boolean): VerificationView {
+export function presentVerification(stored: StoredVerification, livemode: boolean | null): VerificationView {
   const { report } = stored;
   const broken = report.firstBroken;
-  const hidden = broken?.livemode !== undefined && broken.livemode !== null && broken.livemode !== livemode;
+  // null: the operator (`plainpay audit verify`), who sees both modes.
+  const hidden =
+    livemode !== null && broken?.livemode !== undefined && broken.livemode !== null && broken.livemode !== livemode;
   return {
     object: 'audit_verification',
     ok: report.ok,

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { describeBroken, verifyActionLog, type VerifyScope } from '../audit/action-log.ts';
-import { recordHeadsSeen } from '../audit/verification.ts';
+import { type AuditReport, describeBroken, verifyActionLog, type VerifyScope } from '../audit/action-log.ts';
+import { presentVerification, recordHeadsSeen, type VerificationView } from '../audit/verification.ts';
 import { type DatabaseCommand, type DatabaseWork, parseStrict } from './command.ts';
 import { EXIT, UsageError } from './failures.ts';
 
@@ -19,8 +19,10 @@ export const auditVerify: DatabaseCommand = {
   help: `Options:
   --checkpoint C   A checkpoint from \`plainpay audit checkpoint\` (a file, or its JSON): every
                    account's chain must still hold the head it names.
-  --json           Print the report {"ok","rowsChecked","accountsChecked","actionsChecked",
-                   "runsChecked","moneyRowsChecked","heads","throughSeq","firstBroken"?} on stdout.
+  --json           Print the report on stdout as GET /v1/audit/verify answers it, over every
+                   account: {"object":"audit_verification","ok","verified_at","through_seq",
+                   "entries_checked","actions_checked","runs_checked","money_rows_checked",
+                   "broken"}, with "accounts_checked" and each account's chain head ("heads").
 
 Checks every account's hash chain, then that the actions, their confirmations, runs and key
 labels shown to finance still match what the log recorded, that each transaction hash shown is
@@ -37,7 +39,7 @@ the first edited, added or missing row.`,
       const report = await verifyActionLog(db, checkpoint ? { checkpoint: checkpoint.heads } : {});
       await recordHeadsSeen(db, report, clock.now());
       if (values.json) {
-        out.stdout(JSON.stringify(report));
+        out.stdout(JSON.stringify(cliVerification(report, clock.now())));
       } else if (report.ok) {
         out.stdout(
           `Action log intact: ${report.rowsChecked} rows in ${report.accountsChecked} account chains verified; ${report.actionsChecked} actions, ${report.runsChecked} runs and ${report.moneyRowsChecked} money rows match them.`,
@@ -118,4 +120,20 @@ function readCheckpoint(value: string): Checkpoint {
     });
   }
   return checked.data;
+}
+
+/**
+ * The report as `--json` prints it: the API's audit_verification (GET /v1/audit/verify, the same
+ * fields in the same words) over every account, plus what only an instance-wide run has: how many
+ * account chains it checked and the head of each.
+ */
+export function cliVerification(
+  report: AuditReport,
+  now: Date,
+): VerificationView & { accounts_checked: number; heads: AuditReport['heads'] } {
+  return {
+    ...presentVerification({ verifiedAt: now, report }, null),
+    accounts_checked: report.accountsChecked,
+    heads: report.heads,
+  };
 }

@@ -44,7 +44,17 @@ See docs/operations.md, "Node serving another chain".`,
       if (chainKey === undefined) {
         const state = await describeChainIdentity(db);
         if (values.json) {
-          out.stdout(JSON.stringify(state));
+          // snake_case, as every JSON the API and the CLI print.
+          out.stdout(
+            JSON.stringify({
+              object: 'settlement_chain',
+              expected: state.expected,
+              adopted_by: state.adoptedBy,
+              observed: state.observed,
+              observed_at: state.observedAt?.toISOString() ?? null,
+              open_batches_on_expected: state.openBatchesOnExpected,
+            }),
+          );
         } else if (state.expected === null) {
           out.stdout('No chain recorded yet: a settlement worker records the first chain it signs for.');
         } else if (state.observed === state.expected) {
@@ -73,7 +83,15 @@ See docs/operations.md, "Node serving another chain".`,
         throw error;
       }
       if (values.json) {
-        out.stdout(JSON.stringify(adopted));
+        out.stdout(
+          JSON.stringify({
+            object: 'chain_adoption',
+            previous: adopted.previous,
+            adopted: adopted.adopted,
+            stranded_batches: adopted.strandedBatches,
+            replanned_batches: adopted.replannedBatches,
+          }),
+        );
       } else {
         out.stdout(
           `Settlement now signs for ${adopted.adopted} (was ${adopted.previous}). ` +

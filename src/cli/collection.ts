@@ -37,7 +37,7 @@ export const collectionList: DatabaseCommand = {
     const { values } = parseStrict(() => parseArgs({ args, options: { json } }));
     return async ({ db }, out) => {
       const accounts = await listCollections(db);
-      if (values.json) out.stdout(JSON.stringify(accounts.map(view)));
+      if (values.json) out.stdout(JSON.stringify({ object: 'list', data: accounts.map(view), has_more: false }));
       else if (accounts.length === 0) out.stdout('No collection account: no provider rail collects yet.');
       else for (const a of accounts) out.stdout(line(a));
       return EXIT.ok;

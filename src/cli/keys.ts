@@ -15,14 +15,15 @@ const JSON_HELP = '  --json           Print the result as JSON, and errors as JS
 export const keysList: DatabaseCommand = {
   kind: 'database',
   needsLatestSchema: true,
-  help: `Options:\n${ACCOUNT_HELP}\n${JSON_HELP}\n\nOne line per key: id, redacted secret, mode, state, scopes, and "assistant" for an assistant's key. Both modes are listed.`,
+  help: `Options:\n${ACCOUNT_HELP}\n${JSON_HELP}\n\nOne line per key: id, redacted secret, mode, state, scopes, and "assistant" for an assistant's key. Both modes are listed. --json prints the list as GET /keys does: {"object":"list","data":[…],"has_more":false}.`,
   parse(args) {
     const { values } = parseStrict(() => parseArgs({ args, options: { account, json } }));
     const accountId = required(values.account, 'account', 'plainpay keys list --account acct_…');
     return async ({ db }, out) => {
       await requireAccount(db, accountId);
       const keys = await listAccountApiKeys(db, accountId, null);
-      if (values.json) out.stdout(JSON.stringify(keys));
+      // The list as GET /keys answers it (here both modes' keys, on one page).
+      if (values.json) out.stdout(JSON.stringify({ object: 'list', data: keys, has_more: false }));
       else
         for (const k of keys)
           out.stdout(

@@ -1,7 +1,9 @@
-// Policy amounts are written by people (PUT /v1/policy, the dashboard) as decimal strings in major
-// units of the settlement asset, and judged as bigint minor units. Nothing here touches a float: a
-// JSON number for a limit is refused by the schema because 0.1 in JSON is already an approximation.
+// Policy amounts are stored as decimal strings in major units of the settlement asset, and judged
+// as bigint minor units. The API takes and shows them as JSON numbers read from their digits
+// (limitAmount below), as it does every amount; nothing here does arithmetic on a float.
 
+import { z } from 'zod';
+import { JsonNumber } from '../core/json-text.ts';
 import { pow10, SETTLEMENT_CURRENCY } from '../domain/money.ts';
 
 const EXPONENT = SETTLEMENT_CURRENCY.exponent;
@@ -46,4 +48,69 @@ export function formatSettlementAmount(minor: bigint): string {
   const fraction = (magnitude % unit).toString().padStart(EXPONENT, '0').replace(/0+$/, '');
   const number = fraction === '' ? integer : `${integer}.${fraction}`;
   return `${negative ? '-' : ''}${number} ${SETTLEMENT_CURRENCY.code}`;
+}
+
+/**
+ * A limit (a policy amount, a settlement threshold) as the API takes it: a JSON number in major
+ * units of the settlement asset, the one way the API writes money (docs/api.md, "Amounts"), read
+ * from the digits written, never through a double; or, for one more release, the decimal string
+ * the API used to take. Either way it becomes the canonical decimal string the policy stores.
+ *
+ * A number arrives as a plain number only when String() of its double is the text written, and
+ * as a JsonNumber otherwise (core/json-text.ts): an exponent, or digits a double cannot hold, is
+ * refused, so what passes is exactly what was written. A limit must also read back as the same
+ * JSON number (at most 15 significant digits), so a GET shows exactly the limit that is enforced.
+ */
+export function limitAmount(description: string) {
+  return z
+    .preprocess(
+      (value, ctx) => {
+        // A missing field is said to be missing (core/validation.ts), not to be of the wrong type.
+        if (value === undefined) {
+          ctx.addIssue({ code: 'invalid_type', expected: 'number', input: undefined, message: LIMIT_AMOUNT_RULE });
+          return z.NEVER;
+        }
+        const written = value instanceof JsonNumber ? value : undefined;
+        if (written?.hasExponent) {
+          ctx.addIssue({ code: 'custom', message: `${LIMIT_AMOUNT_RULE} (plain digits, without an exponent)` });
+          return z.NEVER;
+        }
+        if (written && !written.exact) {
+          ctx.addIssue({ code: 'custom', message: LIMIT_AMOUNT_RULE });
+          return z.NEVER;
+        }
+        return typeof (written?.value ?? value) === 'number' ? String(written?.value ?? value) : value;
+      },
+      z
+        .union(
+          [
+            z.number({ error: LIMIT_AMOUNT_RULE }).min(0, LIMIT_AMOUNT_RULE),
+            z.string({ error: LIMIT_AMOUNT_RULE }).describe('Deprecated: the same amount as a decimal string.'),
+          ],
+          { error: LIMIT_AMOUNT_RULE },
+        )
+        .transform(String)
+        .pipe(
+          z
+            .string()
+            .regex(POLICY_AMOUNT_PATTERN, LIMIT_AMOUNT_RULE)
+            .refine(readsBackExactly, `${LIMIT_AMOUNT_RULE}, and at most 15 significant digits`),
+        )
+        .nullable(),
+    )
+    .describe(description);
+}
+
+export const LIMIT_AMOUNT_RULE = `must be a number of ${SETTLEMENT_CURRENCY.code} in major units, e.g. 1000 or 1000.5, not negative, with at most ${EXPONENT} decimal places`;
+
+/** Whether a limit's text, as a JSON number, is the same amount (a double holds it exactly). */
+function readsBackExactly(text: string): boolean {
+  if (!POLICY_AMOUNT_PATTERN.test(text)) return true; // the pattern's own check says what is wrong
+  const back = String(Number(text));
+  return POLICY_AMOUNT_PATTERN.test(back) && policyAmountToMinor(back) === policyAmountToMinor(text);
+}
+
+/** A stored limit ("1000.50") as the API shows it: a JSON number in major units (1000.5). */
+export function limitAmountNumber(text: string | null): number | null {
+  return text === null ? null : Number(text);
 }

@@ -32,20 +32,20 @@ describe('DEFAULT_POLICY', () => {
       channels: {
         api: {
           confirm_above: null,
-          deny_above: '1000000',
+          deny_above: 1000000,
           daily_cap: null,
           confirm_first_payout_to_new_recipient: false,
         },
         agent: {
-          confirm_above: '1000',
-          deny_above: '50000',
-          daily_cap: '10000',
+          confirm_above: 1000,
+          deny_above: 50000,
+          daily_cap: 10000,
           confirm_first_payout_to_new_recipient: true,
         },
         mcp: {
-          confirm_above: '1000',
-          deny_above: '50000',
-          daily_cap: '10000',
+          confirm_above: 1000,
+          deny_above: 50000,
+          daily_cap: 10000,
           confirm_first_payout_to_new_recipient: true,
         },
       },
@@ -64,7 +64,7 @@ describe('DEFAULT_POLICY', () => {
 describe('parsePolicy', () => {
   it('accepts what policyToJson produces (GET, edit, PUT back)', () => {
     const edited = body();
-    edited.channels.agent.confirm_above = '250.75';
+    edited.channels.agent.confirm_above = 250.75;
     edited.recipients.allowlist = [KNOWN_ADDRESS, CHECKSUMMED_ADDRESS];
     edited.recipients.denylist = ['0x3333333333333333333333333333333333333333'];
     edited.tools.disabled = ['split_revenue'];
@@ -87,21 +87,34 @@ describe('parsePolicy', () => {
     expect(error.message).toBe('Missing required parameter: channels.agent.daily_cap.');
   });
 
-  it('refuses a JSON number for an amount, saying what to send', () => {
-    const raw = body() as unknown as { channels: { mcp: Record<string, unknown> } };
-    raw.channels.mcp.deny_above = 50000;
-    const error = parseError(raw);
-    expect(error.param).toBe('channels.mcp.deny_above');
-    expect(error.message).toMatch(/^Invalid channels\.mcp\.deny_above: must be a decimal string of USDC/);
+  it('takes an amount as a JSON number, as every amount is written, and still the old decimal string', () => {
+    const raw = body() as unknown as { channels: { mcp: Record<string, unknown>; api: Record<string, unknown> } };
+    raw.channels.mcp.deny_above = 50000.5;
+    raw.channels.api.deny_above = '1000.50';
+    const policy = parsePolicy(raw);
+    expect(policy.channels.mcp.deny_above).toBe('50000.5');
+    expect(policy.channels.api.deny_above).toBe('1000.50');
+    expect(policyToJson(policy).channels.api.deny_above).toBe(1000.5);
   });
 
-  it.each(['1000.1234567', '-5', '1e6', '1,000', ''])('refuses the amount %j', (amount) => {
-    const raw = body();
-    raw.channels.api.deny_above = amount;
+  it('refuses an amount that is not a plain non-negative number, saying what to send', () => {
+    const raw = body() as unknown as { channels: { mcp: Record<string, unknown> } };
+    raw.channels.mcp.deny_above = true;
     const error = parseError(raw);
-    expect(error.param).toBe('channels.api.deny_above');
-    expect(error.message).toContain('at most 6 decimal places');
+    expect(error.param).toBe('channels.mcp.deny_above');
+    expect(error.message).toMatch(/^Invalid channels\.mcp\.deny_above: must be a number of USDC/);
   });
+
+  it.each(['1000.1234567', '-5', '1e6', '1,000', '', 1000.1234567, -5, '123456789012345.123456'])(
+    'refuses the amount %j',
+    (amount) => {
+      const raw = body() as unknown as { channels: { api: Record<string, unknown> } };
+      raw.channels.api.deny_above = amount;
+      const error = parseError(raw);
+      expect(error.param).toBe('channels.api.deny_above');
+      expect(error.message).toContain('at most 6 decimal places');
+    },
+  );
 
   it('refuses a version (the store numbers policies) and any other unknown field', () => {
     expect(parseError({ ...body(), version: 3 }).message).toBe('Received unknown parameter: version.');

@@ -16,7 +16,7 @@ import { AppError } from '../core/errors.ts';
 import type { Channel } from '../core/tool.ts';
 import { zodIssueToAppError } from '../core/validation.ts';
 import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
-import { POLICY_AMOUNT_PATTERN, POLICY_AMOUNT_RULE } from './amounts.ts';
+import { limitAmount, limitAmountNumber } from './amounts.ts';
 
 /** The channels a policy governs. `system` is deliberately absent (see the file comment). */
 export const POLICY_CHANNELS = Object.freeze(['api', 'agent', 'mcp'] as const);
@@ -30,14 +30,6 @@ export const MAX_DISABLED_TOOLS = 100;
 const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
 const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
 const SETTLEMENT = SETTLEMENT_CURRENCY.code;
-
-function policyAmount(description: string) {
-  return z
-    .string({ error: POLICY_AMOUNT_RULE })
-    .regex(POLICY_AMOUNT_PATTERN, POLICY_AMOUNT_RULE)
-    .nullable()
-    .describe(description);
-}
 
 /** A list in which the same entry twice is a mistake worth pointing at, not silently merging. */
 function uniqueList<T extends z.ZodType<string>>(item: T, key: (value: string) => string, max: number, what: string) {
@@ -64,61 +56,77 @@ const ToolNameSchema = z
   .regex(TOOL_NAME_PATTERN, 'must be a tool name in snake_case, e.g. "create_payout"')
   .describe('A tool name, e.g. "create_payout"');
 
-export const ChannelLimitsSchema = z
-  .strictObject({
-    confirm_above: policyAmount(
-      `Hold a money action for human confirmation when its amount, converted to ${SETTLEMENT}, is above this; inside an agent run, when the run's money actions together are. null: never hold for size.`,
-    ),
-    deny_above: policyAmount(
-      `Refuse a money action whose amount, converted to ${SETTLEMENT}, is above this. null: no per-action ceiling.`,
-    ),
-    daily_cap: policyAmount(
-      `Refuse a money action that would take this channel's allowed money actions in the rolling last 24 hours above this total, in ${SETTLEMENT}. null: no cap.`,
-    ),
-    confirm_first_payout_to_new_recipient: z
-      .boolean({ error: 'must be true or false' })
-      .describe(
-        'Hold a money action for human confirmation when it pays an address this account has never paid before',
+/**
+ * One shape, two forms of its amounts: what PUT takes (limitAmount: a JSON number, or the old
+ * decimal string, stored as that string) and what GET shows (a JSON number in major units).
+ */
+const channelLimits = <A extends z.ZodType>(amount: (description: string) => A) =>
+  z
+    .strictObject({
+      confirm_above: amount(
+        `Hold a money action for human confirmation when its amount, converted to ${SETTLEMENT}, is above this; inside an agent run, when the run's money actions together are. null: never hold for size.`,
       ),
-  })
-  .describe(`Limits for one channel. Amounts are decimal strings of ${SETTLEMENT} in major units, e.g. "1000.50".`);
+      deny_above: amount(
+        `Refuse a money action whose amount, converted to ${SETTLEMENT}, is above this. null: no per-action ceiling.`,
+      ),
+      daily_cap: amount(
+        `Refuse a money action that would take this channel's allowed money actions in the rolling last 24 hours above this total, in ${SETTLEMENT}. null: no cap.`,
+      ),
+      confirm_first_payout_to_new_recipient: z
+        .boolean({ error: 'must be true or false' })
+        .describe(
+          'Hold a money action for human confirmation when it pays an address this account has never paid before',
+        ),
+    })
+    .describe(`Limits for one channel. Amounts are JSON numbers of ${SETTLEMENT} in major units, e.g. 1000.5.`);
 
-export const PolicySchema = z
-  .strictObject({
-    channels: z
-      .strictObject({
-        api: ChannelLimitsSchema.describe('Calls made directly with an API key (REST)'),
-        agent: ChannelLimitsSchema.describe('Actions taken by the plainpay agent (POST /agent/settle)'),
-        mcp: ChannelLimitsSchema.describe('Actions taken by an outside model through the MCP server'),
-      })
-      .describe('Limits per channel, i.e. per way the action arrived; every channel must be given'),
-    recipients: z
-      .strictObject({
-        allowlist: uniqueList(AddressSchema, normaliseRecipient, MAX_POLICY_ADDRESSES, 'addresses')
-          .nullable()
-          .describe('If a list, money may only go to these addresses (on every channel). null: any address.'),
-        denylist: uniqueList(AddressSchema, normaliseRecipient, MAX_POLICY_ADDRESSES, 'addresses').describe(
-          'Money never goes to these addresses, on any channel; wins over the allowlist',
-        ),
-      })
-      .describe('Which addresses money may be sent to; compared case-insensitively'),
-    tools: z
-      .strictObject({
-        disabled: uniqueList(ToolNameSchema, (name) => name, MAX_DISABLED_TOOLS, 'tools').describe(
-          'Tools refused on every channel, whatever their effect (a disabled read tool is refused too)',
-        ),
-      })
-      .describe('Per-tool switches'),
-  })
-  .describe(
-    `An account's policy: the limits every money action is checked against before it runs. Amounts are in ${SETTLEMENT}, converted at the locked or current rate.`,
-  );
+const policyShape = <L extends z.ZodType>(limits: L) =>
+  z
+    .strictObject({
+      channels: z
+        .strictObject({
+          api: limits.describe('Calls made directly with an API key (REST)'),
+          agent: limits.describe('Actions taken by the plainpay agent (POST /agent/settle)'),
+          mcp: limits.describe('Actions taken by an outside model through the MCP server'),
+        })
+        .describe('Limits per channel, i.e. per way the action arrived; every channel must be given'),
+      recipients: z
+        .strictObject({
+          allowlist: uniqueList(AddressSchema, normaliseRecipient, MAX_POLICY_ADDRESSES, 'addresses')
+            .nullable()
+            .describe('If a list, money may only go to these addresses (on every channel). null: any address.'),
+          denylist: uniqueList(AddressSchema, normaliseRecipient, MAX_POLICY_ADDRESSES, 'addresses').describe(
+            'Money never goes to these addresses, on any channel; wins over the allowlist',
+          ),
+        })
+        .describe('Which addresses money may be sent to; compared case-insensitively'),
+      tools: z
+        .strictObject({
+          disabled: uniqueList(ToolNameSchema, (name) => name, MAX_DISABLED_TOOLS, 'tools').describe(
+            'Tools refused on every channel, whatever their effect (a disabled read tool is refused too)',
+          ),
+        })
+        .describe('Per-tool switches'),
+    })
+    .describe(
+      `An account's policy: the limits every money action is checked against before it runs. Amounts are in ${SETTLEMENT}, converted at the locked or current rate.`,
+    );
+
+export const ChannelLimitsSchema = channelLimits(limitAmount);
+
+/** What PUT /v1/policy takes, and how a policy is stored (amounts as canonical decimal strings). */
+export const PolicySchema = policyShape(ChannelLimitsSchema);
+
+/** The policy as GET /v1/policy shows it: the same shape, amounts as JSON numbers in major units. */
+export const PolicyViewSchema = policyShape(
+  channelLimits((description) => z.number().nullable().describe(description)),
+);
 
 /** A validated policy, as stored and as the rules read it. */
 export type Policy = z.output<typeof PolicySchema>;
 export type ChannelLimits = z.output<typeof ChannelLimitsSchema>;
-/** The JSON form for GET and PUT bodies: the same shape, field for field. */
-export type PolicyJson = z.input<typeof PolicySchema>;
+/** The JSON form for GET and PUT bodies: the same shape, field for field, amounts as numbers. */
+export type PolicyJson = z.output<typeof PolicyViewSchema>;
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null) {
@@ -140,20 +148,20 @@ export const DEFAULT_POLICY: Policy = deepFreeze(
     channels: {
       api: {
         confirm_above: null,
-        deny_above: '1000000',
+        deny_above: 1000000,
         daily_cap: null,
         confirm_first_payout_to_new_recipient: false,
       },
       agent: {
-        confirm_above: '1000',
-        deny_above: '50000',
-        daily_cap: '10000',
+        confirm_above: 1000,
+        deny_above: 50000,
+        daily_cap: 10000,
         confirm_first_payout_to_new_recipient: true,
       },
       mcp: {
-        confirm_above: '1000',
-        deny_above: '50000',
-        daily_cap: '10000',
+        confirm_above: 1000,
+        deny_above: 50000,
+        daily_cap: 10000,
         confirm_first_payout_to_new_recipient: true,
       },
     },
@@ -203,12 +211,12 @@ export function parsePolicy(raw: unknown, options: ParsePolicyOptions = {}): Pol
 
 /** The JSON for GET /v1/policy: a fresh plain object in the schema's key order, safe to serialise. */
 export function policyToJson(policy: Policy): PolicyJson {
-  const limits = (channel: PolicyChannel): ChannelLimits => {
+  const limits = (channel: PolicyChannel): PolicyJson['channels'][PolicyChannel] => {
     const l = policy.channels[channel];
     return {
-      confirm_above: l.confirm_above,
-      deny_above: l.deny_above,
-      daily_cap: l.daily_cap,
+      confirm_above: limitAmountNumber(l.confirm_above),
+      deny_above: limitAmountNumber(l.deny_above),
+      daily_cap: limitAmountNumber(l.daily_cap),
       confirm_first_payout_to_new_recipient: l.confirm_first_payout_to_new_recipient,
     };
   };

@@ -11,7 +11,7 @@ import { zodIssueToAppError } from '../core/validation.ts';
 import type { Db, ModeScope, SettlementSchedule } from '../db/database.ts';
 import { formatMinor, SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { SETTLEMENT_SCHEDULES } from '../domain/settlement-windows.ts';
-import { POLICY_AMOUNT_PATTERN, POLICY_AMOUNT_RULE, policyAmountToMinor } from '../policy/amounts.ts';
+import { limitAmount, limitAmountNumber, policyAmountToMinor } from '../policy/amounts.ts';
 
 // ---------------------------------------------------------------------------------------------
 // The account's schedule per mode: GET/PUT /v1/settlement_schedule.
@@ -23,13 +23,9 @@ export const SettlementScheduleSchema = z
       .describe(
         'instant: settle with the next batch (seconds); hourly / daily: at the next UTC hour / midnight after the payment was paid; threshold: once what waits for a payout address reaches `threshold`, at the latest at the next UTC midnight.',
       ),
-    threshold: z
-      .string({ error: POLICY_AMOUNT_RULE })
-      .regex(POLICY_AMOUNT_PATTERN, POLICY_AMOUNT_RULE)
-      .nullish()
-      .describe(
-        `For threshold only (and required there): the amount of ${SETTLEMENT_CURRENCY.code} owed to one address, as a decimal string in major units, e.g. "250", that sends everything waiting for it.`,
-      ),
+    threshold: limitAmount(
+      `For threshold only (and required there): the amount of ${SETTLEMENT_CURRENCY.code} owed to one address, a number in major units, e.g. 250, that sends everything waiting for it.`,
+    ).optional(),
   })
   .describe(
     "The account's settlement schedule for the key's mode: when a paid payment's on-chain transfer goes out. Applies to payments created from now on; a payment may choose its own at creation.",
@@ -62,7 +58,7 @@ export function parseSettlementSchedule(raw: unknown): { schedule: SettlementSch
   if (minor <= 0n) {
     throw new AppError(
       'invalid_request',
-      `Invalid threshold: the threshold schedule needs an amount above 0, e.g. "250" (${SETTLEMENT_CURRENCY.code}).`,
+      `Invalid threshold: the threshold schedule needs an amount above 0, e.g. 250 (${SETTLEMENT_CURRENCY.code}).`,
       { param: 'threshold' },
     );
   }
@@ -106,12 +102,12 @@ export function presentSettlementSchedule(stored: StoredSettlementSchedule, live
     object: 'settlement_schedule' as const,
     livemode,
     schedule: stored.schedule,
-    threshold: stored.thresholdMinor === null ? null : thresholdText(stored.thresholdMinor),
+    threshold: stored.thresholdMinor === null ? null : limitAmountNumber(thresholdText(stored.thresholdMinor)),
     updated_at: stored.updatedAt?.toISOString() ?? null,
   };
 }
 
-/** 250000000n → "250", 1000500000n → "1000.5": the PUT form, which a GET can send back unchanged. */
+/** 250000000n → "250", 1000500000n → "1000.5": the amount's digits, shown as the number 1000.5. */
 function thresholdText(minor: bigint): string {
   return formatMinor(minor, SETTLEMENT_CURRENCY).replace(/\.?0+$/, '');
 }

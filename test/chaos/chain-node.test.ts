@@ -125,8 +125,8 @@ describe('chaos: the node restarts with a new chain', () => {
     expect(JSON.parse(adopted.stdout[0]!)).toMatchObject({
       previous: oldChain.key,
       adopted: newChain.key,
-      strandedBatches: 1,
-      replannedBatches: 1,
+      stranded_batches: 1,
+      replanned_batches: 1,
     });
 
     await waitFor('both payments settled on the new chain', async () => {

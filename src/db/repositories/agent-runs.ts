@@ -14,7 +14,7 @@ export function findAgentRun(db: Db, scope: ModeScope, id: string): Promise<Agen
 export async function listRunsPage(
   db: Db,
   scope: ModeScope,
-  filter: { status?: AgentRunStatus | undefined },
+  filter: { status?: AgentRunStatus | readonly AgentRunStatus[] | undefined },
   page: PageRequest,
 ): Promise<Page<AgentRunRow>> {
   const keyset = await keysetIn(db, 'agent_runs', scope, page, 'run');
@@ -23,7 +23,8 @@ export async function listRunsPage(
     .selectAll()
     .where('account_id', '=', scope.accountId)
     .where('livemode', '=', scope.livemode);
-  if (filter.status) query = query.where('status', '=', filter.status);
+  if (typeof filter.status === 'string') query = query.where('status', '=', filter.status);
+  else if (filter.status) query = query.where('status', 'in', filter.status);
   return readPage(query, keyset, page.limit);
 }
 

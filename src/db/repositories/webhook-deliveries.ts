@@ -288,6 +288,8 @@ export async function findEventWithDeliveries(
 export interface EventFilter {
   type?: string | undefined;
   objectId?: string | undefined;
+  createdGte?: Date | undefined;
+  createdLte?: Date | undefined;
 }
 
 export interface EventListFilter extends EventScope, EventFilter {
@@ -305,6 +307,8 @@ function eventsOf(db: Db, scope: EventScope, f: EventFilter) {
   // A filter is any text (an unknown type matches nothing); stored types are the catalogue's.
   if (f.type) query = query.where('type', '=', f.type as EventType);
   if (f.objectId) query = query.where('object_id', '=', f.objectId);
+  if (f.createdGte) query = query.where('created_at', '>=', f.createdGte);
+  if (f.createdLte) query = query.where('created_at', '<=', f.createdLte);
   return query;
 }
 

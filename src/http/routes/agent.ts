@@ -1,7 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { actionsCsv, actionsQuery, listActions } from '../../agent/actions-query.ts';
-import { actionHistoryOutput, actionRowOutput, loadActionHistory, loadActionRows } from '../../audit/action-rows.ts';
+import {
+  actionHistoryOutput,
+  agentActionOutput,
+  loadActionHistory,
+  loadActionRows,
+  presentAgentAction,
+} from '../../audit/action-rows.ts';
 import type { AgentModel } from '../../agent/model.ts';
 import { expireUnansweredRuns, loadRunView, presentRun, replyToRun, runAgent } from '../../agent/runtime.ts';
 import type { AnyTool } from '../../core/tool.ts';
@@ -51,7 +57,16 @@ export const replyBody = z.strictObject({
     ),
 });
 
-const runsQuery = z.strictObject(pageParams('run', 'run_…'));
+/** The statuses a run shows (a run still `running` shows as failed: see presentRun). */
+const RUN_STATUSES = agentRunView.shape.status.options;
+
+const runsQuery = z.strictObject({
+  status: z
+    .enum(RUN_STATUSES, { error: `status must be one of ${RUN_STATUSES.join(', ')}` })
+    .optional()
+    .describe('Only runs in this status.'),
+  ...pageParams('run', 'run_…'),
+});
 
 export const agentOperations: ApiOperation[] = [
   {
@@ -117,7 +132,7 @@ export const agentOperations: ApiOperation[] = [
     query: actionsQuery,
     response: z.object({
       object: z.literal('list'),
-      data: z.array(actionRowOutput),
+      data: z.array(agentActionOutput),
       has_more: z.boolean(),
     }),
   },
@@ -130,7 +145,7 @@ export const agentOperations: ApiOperation[] = [
       'The action as GET /agent/actions lists it, with `history`: its steps as the action log records them, failed approval attempts included.',
     tag: 'agent',
     scope: 'agent',
-    response: actionRowOutput.extend({ history: actionHistoryOutput }),
+    response: agentActionOutput.extend({ history: actionHistoryOutput }),
   },
   {
     method: 'GET',
@@ -188,7 +203,10 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
       const auth = requestAuth(request);
       const query = parseInput(runsQuery, request.query);
       await expireUnansweredRuns(runtime, auth);
-      const page = await listRunsPage(runtime.db, auth, {}, query);
+      const { status, ...pageRequest } = query;
+      // A run the process left `running` (it stopped mid-run) is shown as failed, so it is listed as one.
+      const statuses = status === 'failed' ? (['failed', 'running'] as const) : status;
+      const page = await listRunsPage(runtime.db, auth, { status: statuses }, pageRequest);
       // The list shows runs without their actions and confirmations: one query for the page.
       const views = page.data.map((row) => {
         const { actions: _a, confirmations: _c, ...run } = presentRun(runtime, row, [], []);
@@ -212,7 +230,7 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
         request.query,
         runtime.clock.now(),
       );
-      return { object: 'list', data: rows, has_more };
+      return { object: 'list', data: rows.map(presentAgentAction), has_more };
     });
 
     app.get<{ Params: { id: string } }>(
@@ -222,7 +240,7 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
         const auth = requestAuth(request);
         const history = await loadActionHistory(runtime.db, auth, request.params.id);
         const [row] = await loadActionRows(runtime.db, [request.params.id], runtime.clock.now());
-        return { ...row!, history };
+        return { ...presentAgentAction(row!), history };
       },
     );
 

@@ -9,6 +9,7 @@ import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 
 const railView = z.object({
+  id: z.enum(RAIL_NAMES).describe("The rail's id, its name: sandbox, paystack or mpesa (the same as rail)."),
   object: z.literal('payment_rail'),
   rail: z.enum(RAIL_NAMES),
   livemode: z.boolean(),
@@ -25,7 +26,7 @@ const railView = z.object({
 const railList = z.object({
   object: z.literal('list'),
   data: z.array(railView).describe('The rails checkouts of this mode offer, the sandbox first in test mode.'),
-  has_more: z.literal(false),
+  has_more: z.literal(false).describe('Always false: every rail is on the one page.'),
 });
 
 export const paymentRailOperations: ApiOperation[] = [
@@ -60,6 +61,7 @@ export function paymentRailRoutes(runtime: Runtime): FastifyPluginAsync {
         ...(auth.livemode ? [] : [{ rail: 'sandbox' as const, currencies: [...SUPPORTED_CURRENCY_CODES] }]),
         ...provider,
       ].map((r) => ({
+        id: r.rail,
         object: 'payment_rail' as const,
         livemode: auth.livemode,
         collected_by: 'operator' as const,

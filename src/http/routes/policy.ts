@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import type { AnyTool } from '../../core/tool.ts';
-import { parsePolicy, PolicySchema } from '../../policy/policy-schema.ts';
+import { parsePolicy, PolicySchema, PolicyViewSchema, policyToJson } from '../../policy/policy-schema.ts';
 import { loadPolicy, savePolicy, type StoredPolicy } from '../../policy/store.ts';
 import {
   loadSettlementSchedule,
@@ -20,7 +20,10 @@ const settlementScheduleResponse = z
     object: z.literal('settlement_schedule'),
     livemode: z.boolean().describe("The mode this schedule applies to (the key's)."),
     schedule: z.enum(SETTLEMENT_SCHEDULES).describe('instant (the default), hourly, daily or threshold.'),
-    threshold: z.string().nullable().describe('For threshold: the amount owed to one address that sends it, in USDC.'),
+    threshold: z
+      .number()
+      .nullable()
+      .describe('For threshold: the amount owed to one address that sends it, in USDC (major units).'),
     updated_at: z.string().nullable().describe('When it was last set; null on the default.'),
   })
   .describe("The account's settlement schedule for one mode.");
@@ -28,7 +31,7 @@ const settlementScheduleResponse = z
 const policyResponse = z.object({
   object: z.literal('policy'),
   version: z.number().describe('0 while the account runs on the defaults; +1 on every PUT.'),
-  policy: PolicySchema,
+  policy: PolicyViewSchema,
   updated_at: z.string().nullable().describe('When the policy was last saved; null on the defaults.'),
   updated: z.string().nullable().describe('Deprecated: updated_at. Removed in the next release.'),
 });
@@ -81,7 +84,7 @@ function present(stored: StoredPolicy) {
   return {
     object: 'policy' as const,
     version: stored.version,
-    policy: stored.policy,
+    policy: policyToJson(stored.policy),
     updated_at: stored.updatedAt?.toISOString() ?? null,
     updated: stored.updatedAt?.toISOString() ?? null,
   };

@@ -46,7 +46,11 @@ export const testHelperOperations: ApiOperation[] = [
     scope: 'payments:write',
     body: payBody,
     response: paymentOutput.extend({
-      attempt: z.object({ id: z.string(), outcome: z.enum(['succeeded', 'declined']) }),
+      attempt: z.object({
+        id: z.string().describe("The sandbox rail's attempt (att_…)."),
+        object: z.literal('payment_attempt'),
+        outcome: z.enum(['succeeded', 'declined']),
+      }),
     }),
     // A payment that cannot be paid now (already paid, expired) is a 409, as on the checkout page.
     errors: ['conflict'],
@@ -84,7 +88,7 @@ export function testHelperRoutes(runtime: Runtime): FastifyPluginAsync {
         const owned = await findPayment(runtime.db, auth, request.params.id);
         if (!owned) throw new AppError('not_found', `No such payment: '${request.params.id}'.`, { param: 'id' });
         const result = await paySandbox(runtime, auth, owned.id, outcome);
-        return { ...result.payment, attempt: { id: result.attempt_id, outcome } };
+        return { ...result.payment, attempt: { id: result.attempt_id, object: 'payment_attempt' as const, outcome } };
       },
     );
 

@@ -1,4 +1,4 @@
-import { keysetOf, pageFrom, pageParams } from '../../db/pagination.ts';
+import { createdRange, keysetOf, pageFrom, pageParams } from '../../db/pagination.ts';
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
@@ -34,8 +34,12 @@ export const rotateSecretBody = z.strictObject({
 
 export const listEventsQuery = z.strictObject({
   ...pageParams('event', 'evt_…', { default: 10, max: 100 }),
-  type: z.string().min(1).max(100).optional().describe('Only events of this type, e.g. payment.settled.'),
+  type: z
+    .enum(EVENT_TYPES, { error: `type must be one of ${EVENT_TYPES.join(', ')}` })
+    .optional()
+    .describe('Only events of this type, e.g. payment.settled.'),
   object_id: z.string().min(1).max(100).optional().describe('Only events about this object, e.g. a payment id.'),
+  ...createdRange('event'),
 });
 
 const eventIdParams = z.object({ id: z.string().min(1).max(100) });
@@ -222,6 +226,8 @@ export function webhookRoutes(runtime: Runtime): FastifyPluginAsync {
         livemode: caller.livemode,
         type: query.type,
         objectId: query.object_id,
+        createdGte: query.created_gte,
+        createdLte: query.created_lte,
         keyset,
         limit: query.limit + 1,
       });
