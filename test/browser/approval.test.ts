@@ -125,12 +125,12 @@ describe.skipIf(skip)('approval screen in a browser', () => {
 
     // 4. The Actions screen: the action's one row, with what moved, who approved and the tx hash.
     await page.getByRole('navigation', { name: 'Dashboard' }).getByRole('link', { name: 'Actions' }).click();
-    await page.getByLabel('Tool').selectOption('create_payout');
+    await page.getByLabel('Action').selectOption('create_payout');
     await page.getByLabel('Channel').selectOption('agent');
     await page.getByRole('button', { name: 'Filter' }).click();
     const row = page.locator(`tr[data-action-id="${actionId}"]`);
     expect(await row.getAttribute('data-status')).toBe('executed');
-    expect(await row.locator('.amount').innerText()).toBe('2500.000000 USDC');
+    expect(await row.locator('.amount').innerText()).toBe('2,500.00 USDC');
     expect(await row.locator('.recipient').innerText()).toBe(RECIPIENT);
     expect(await row.locator('.decided-by .key-ref').getAttribute('title')).toBe(finance.id);
     expect(await row.locator('.tx-hash').innerText()).toBe(txHash);
