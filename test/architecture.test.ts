@@ -130,6 +130,13 @@ describe('the check finds each way past it (test/fixtures/architecture/)', () =>
     ['payment-attempts', "money write: src/checkout/attempts.ts: updateTable('payment_attempts')"],
     ['settlement-batches', "money write: src/settlement/batch-rows.ts: updateTable('settlement_batches')"],
     ['late-success-refund', "money write: src/payments/rails/reconcile.ts: updateTable('payment_attempts')"],
+    [
+      'second-set',
+      "money write: src/payments/rails/lease.ts: updateTable('payment_attempts')",
+      "money write: src/payments/rails/lease.ts: updateTable('payment_attempts')",
+      "money write: src/payments/rails/lease.ts: updateTable('payment_attempts')",
+      "money write: src/payments/rails/lease.ts: updateTable('refunds')",
+    ],
     ['tools-above', 'tools above: tools/system/settle.ts: imports src/settlement/schedules.ts'],
     [
       'cycle',

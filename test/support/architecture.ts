@@ -405,28 +405,45 @@ function literalsOf(type: ts.Type): string[] | undefined {
   return out;
 }
 
-/** The columns of `.set({ … })` further along an update's chain; undefined when they cannot be read. */
+/**
+ * The columns every `.set(…)` further along an update's chain writes, all of them (a second `.set`
+ * adds its columns to the first's); undefined when any cannot be read (a spread, a variable, a
+ * function's argument, a computed name) or when the chain has none here, so that the update counts
+ * as a money write.
+ */
 function setColumns(call: ts.CallExpression): string[] | undefined {
   let node: ts.Node = call;
+  const names: string[] = [];
+  let sets = 0;
   while (ts.isPropertyAccessExpression(node.parent) && ts.isCallExpression(node.parent.parent)) {
     const next = node.parent.parent;
     if (node.parent.name.text === 'set') {
-      const [values] = next.arguments;
-      if (!values || !ts.isObjectLiteralExpression(values)) return undefined;
-      const names: string[] = [];
-      for (const property of values.properties) {
-        if (
-          (ts.isPropertyAssignment(property) || ts.isShorthandPropertyAssignment(property)) &&
-          (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name))
-        ) {
-          names.push(property.name.text);
-        } else return undefined;
-      }
-      return names;
+      sets++;
+      const columns = columnsOfSet(next);
+      if (columns === undefined) return undefined;
+      names.push(...columns);
     }
     node = next;
   }
-  return undefined;
+  return sets > 0 ? names : undefined;
+}
+
+/** The columns of one `.set({ a, b: … })` or `.set('a', …)`; undefined when they cannot be read. */
+function columnsOfSet(set: ts.CallExpression): string[] | undefined {
+  const [values] = set.arguments;
+  if (!values) return undefined;
+  if (set.arguments.length === 2 && ts.isStringLiteralLike(values)) return [values.text];
+  if (set.arguments.length !== 1 || !ts.isObjectLiteralExpression(values)) return undefined;
+  const names: string[] = [];
+  for (const property of values.properties) {
+    if (
+      (ts.isPropertyAssignment(property) || ts.isShorthandPropertyAssignment(property)) &&
+      (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name))
+    ) {
+      names.push(property.name.text);
+    } else return undefined;
+  }
+  return names;
 }
 
 /** `sql` from kysely, under any name it was imported or assigned by. */
