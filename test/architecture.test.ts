@@ -127,6 +127,21 @@ describe('the check finds each way past it (test/fixtures/architecture/)', () =>
       'money import: src/http/routes/treasury.ts: imports postLedger from tools/helpers.ts, which is not a tool',
       'money import: src/http/routes/treasury.ts: imports tools/helpers.ts, which re-exports recordMoney, postLedger',
     ],
+    [
+      'constant-money-helper',
+      'money import: src/http/routes/treasury.ts: imports LIMITS from tools/helper.ts, which is not a tool',
+      'money import: src/http/routes/treasury.ts: imports MONEY from tools/helper.ts, which is not a tool',
+      'money import: src/http/routes/treasury.ts: imports POST_IT from tools/helper.ts, which is not a tool',
+    ],
+    [
+      'dynamic-tools-import',
+      'money import: src/payments/expiry.ts: imports tools/helper.ts at run time, all of it, not only its tools',
+    ],
+    [
+      'export-from-tools',
+      'money import: src/payments/all.ts: re-exports all of tools/helper.ts, not only its tools',
+      'money import: src/payments/rails/credit.ts: re-exports credit from tools/helper.ts, which is not a tool',
+    ],
     ['payment-attempts', "money write: src/checkout/attempts.ts: updateTable('payment_attempts')"],
     ['settlement-batches', "money write: src/settlement/batch-rows.ts: updateTable('settlement_batches')"],
     ['late-success-refund', "money write: src/payments/rails/reconcile.ts: updateTable('payment_attempts')"],

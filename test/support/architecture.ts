@@ -192,37 +192,68 @@ export function analyseTree(root: string): { findings: Finding[]; graph: Graph }
 
   // (a, continued) Outside tools/, what is taken from tools/ is a tool (run through the pipeline),
   // a list of tools, a schema or a constant: never a helper that writes money outside a tool's run.
+  // The same for what is passed on from tools/ (`export { x } from`, `export *`), and a module of
+  // tools/ loaded at run time (`await import(…)`), which hands over whatever it exports, is refused.
   for (const source of sources) {
     const file = rel(source.fileName);
     if (underTools(file) || isTest(file)) continue;
+    const lineOf = (node: ts.Node): number => source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+    /** The module of tools/ a specifier names, unless it is one whose every export may be taken. */
+    const fromTools = (specifier: ts.Expression | undefined): string | undefined => {
+      if (!specifier || !ts.isStringLiteralLike(specifier)) return undefined;
+      const target = resolveSpecifier(dirname(source.fileName), specifier.text);
+      if (!target || !underTools(rel(target)) || SHARED_FROM_TOOLS.includes(rel(target))) return undefined;
+      return rel(target);
+    };
+    const takes = (name: ts.Identifier, target: string, line: number, verb: string): void => {
+      const symbol = checker.getSymbolAtLocation(name);
+      const original = symbol && symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+      const declaration = original?.valueDeclaration ?? original?.declarations?.[0];
+      if (declaration && isToolOrConstant(declaration, checker)) return;
+      const taken = original?.name ?? name.text;
+      findings.push({ rule: 'money import', file, line, what: `${verb} ${taken} from ${target}, which is not a tool` });
+    };
     for (const statement of source.statements) {
-      if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier)) continue;
-      const target = resolveSpecifier(dirname(source.fileName), statement.moduleSpecifier.text);
-      if (!target || !underTools(rel(target)) || SHARED_FROM_TOOLS.includes(rel(target))) continue;
-      const clause = statement.importClause;
-      if (!clause || clause.isTypeOnly) continue;
-      const line = source.getLineAndCharacterOfPosition(statement.getStart(source)).line + 1;
-      const names: ts.Identifier[] = [];
-      if (clause.name) names.push(clause.name);
-      if (clause.namedBindings && ts.isNamespaceImport(clause.namedBindings)) {
-        findings.push({ rule: 'money import', file, line, what: `imports all of ${rel(target)}, not only its tools` });
-      } else if (clause.namedBindings) {
-        for (const e of clause.namedBindings.elements) if (!e.isTypeOnly) names.push(e.name);
-      }
-      for (const name of names) {
-        const symbol = checker.getSymbolAtLocation(name);
-        const original = symbol && symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
-        const declaration = original?.valueDeclaration ?? original?.declarations?.[0];
-        if (declaration && isToolOrConstant(declaration)) continue;
-        const imported = original?.name ?? name.text;
-        findings.push({
-          rule: 'money import',
-          file,
-          line,
-          what: `imports ${imported} from ${rel(target)}, which is not a tool`,
-        });
+      if (ts.isImportDeclaration(statement)) {
+        const target = fromTools(statement.moduleSpecifier);
+        const clause = statement.importClause;
+        if (!target || !clause || clause.isTypeOnly) continue;
+        const line = lineOf(statement);
+        if (clause.name) takes(clause.name, target, line, 'imports');
+        if (clause.namedBindings && ts.isNamespaceImport(clause.namedBindings)) {
+          findings.push({ rule: 'money import', file, line, what: `imports all of ${target}, not only its tools` });
+        } else if (clause.namedBindings) {
+          for (const e of clause.namedBindings.elements) if (!e.isTypeOnly) takes(e.name, target, line, 'imports');
+        }
+      } else if (ts.isExportDeclaration(statement)) {
+        const target = fromTools(statement.moduleSpecifier);
+        if (!target || statement.isTypeOnly) continue;
+        const line = lineOf(statement);
+        const clause = statement.exportClause;
+        if (!clause || ts.isNamespaceExport(clause)) {
+          findings.push({ rule: 'money import', file, line, what: `re-exports all of ${target}, not only its tools` });
+        } else {
+          for (const e of clause.elements) {
+            if (!e.isTypeOnly) takes(e.propertyName ?? e.name, target, line, 're-exports');
+          }
+        }
       }
     }
+    const visit = (node: ts.Node): void => {
+      if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+        const target = fromTools(node.arguments[0]);
+        if (target) {
+          findings.push({
+            rule: 'money import',
+            file,
+            line: lineOf(node),
+            what: `imports ${target} at run time, all of it, not only its tools`,
+          });
+        }
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
   }
 
   // (c) tools/ sits below the workers and hosts that run it.
@@ -252,14 +283,81 @@ export function analyseTree(root: string): { findings: Finding[]; graph: Graph }
   return { findings, graph };
 }
 
-/** A tool (`defineTool(…)`), or a constant named in capitals (a list of tools, a limit). */
-function isToolOrConstant(declaration: ts.Declaration): boolean {
+/**
+ * A tool (`defineTool(…)`), or a constant named in capitals whose value is written out: a literal,
+ * or an array or object of literals and tools (a list of tools, a limit). A capitalised name alone
+ * is not enough: `export const POST_IT = postLedger` hands a money write on.
+ */
+function isToolOrConstant(declaration: ts.Declaration, checker: ts.TypeChecker): boolean {
   if (!ts.isVariableDeclaration(declaration) || !ts.isIdentifier(declaration.name)) return false;
-  if (/^[A-Z][A-Z0-9_]*$/.test(declaration.name.text)) return true;
   const init = declaration.initializer;
-  return (
-    !!init && ts.isCallExpression(init) && ts.isIdentifier(init.expression) && init.expression.text === 'defineTool'
-  );
+  if (!init) return false;
+  if (isToolDefinition(init)) return true;
+  return /^[A-Z][A-Z0-9_]*$/.test(declaration.name.text) && isWrittenOut(init, checker, 0);
+}
+
+/** An expression without its `as …`, `satisfies …` and parentheses. */
+function bare(expr: ts.Expression): ts.Expression {
+  while (
+    ts.isAsExpression(expr) ||
+    ts.isSatisfiesExpression(expr) ||
+    ts.isParenthesizedExpression(expr) ||
+    ts.isTypeAssertionExpression(expr)
+  ) {
+    expr = expr.expression;
+  }
+  return expr;
+}
+
+function isToolDefinition(expr: ts.Expression): boolean {
+  const call = bare(expr);
+  return ts.isCallExpression(call) && ts.isIdentifier(call.expression) && call.expression.text === 'defineTool';
+}
+
+/** A literal, an array or object of them and of tools, or a name of one: nothing that runs. */
+function isWrittenOut(expr: ts.Expression, checker: ts.TypeChecker, depth: number): boolean {
+  if (depth > 8) return false;
+  const e = bare(expr);
+  if (
+    ts.isStringLiteralLike(e) ||
+    ts.isNumericLiteral(e) ||
+    ts.isBigIntLiteral(e) ||
+    e.kind === ts.SyntaxKind.TrueKeyword ||
+    e.kind === ts.SyntaxKind.FalseKeyword ||
+    e.kind === ts.SyntaxKind.NullKeyword
+  ) {
+    return true;
+  }
+  if (ts.isPrefixUnaryExpression(e)) {
+    return (
+      (e.operator === ts.SyntaxKind.MinusToken || e.operator === ts.SyntaxKind.PlusToken) &&
+      (ts.isNumericLiteral(e.operand) || ts.isBigIntLiteral(e.operand))
+    );
+  }
+  if (isToolDefinition(e)) return true;
+  if (ts.isArrayLiteralExpression(e)) return e.elements.every((x) => isWrittenOut(x, checker, depth + 1));
+  if (ts.isObjectLiteralExpression(e)) {
+    return e.properties.every((p) => {
+      if (ts.isPropertyAssignment(p)) {
+        return !ts.isComputedPropertyName(p.name) && isWrittenOut(p.initializer, checker, depth + 1);
+      }
+      if (ts.isShorthandPropertyAssignment(p)) return isWrittenOut(p.name, checker, depth + 1);
+      return false;
+    });
+  }
+  if (ts.isIdentifier(e)) {
+    // A name of a tool or of another written-out constant, through any import of it.
+    const symbol = ts.isShorthandPropertyAssignment(e.parent)
+      ? checker.getShorthandAssignmentValueSymbol(e.parent)
+      : checker.getSymbolAtLocation(e);
+    const original = symbol && symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+    const declaration = original?.valueDeclaration;
+    if (!declaration || !ts.isVariableDeclaration(declaration) || !declaration.initializer) return false;
+    const list = declaration.parent;
+    if (!ts.isVariableDeclarationList(list) || !(list.flags & ts.NodeFlags.Const)) return false;
+    return isWrittenOut(declaration.initializer, checker, depth + 1);
+  }
+  return false;
 }
 
 /** The module a relative specifier names, if it is one of ours; undefined for a package. */
