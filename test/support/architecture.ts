@@ -205,7 +205,7 @@ export function analyseTree(root: string): { findings: Finding[]; graph: Graph }
       if (!target || !underTools(rel(target)) || SHARED_FROM_TOOLS.includes(rel(target))) return undefined;
       return rel(target);
     };
-    const takes = (name: ts.Identifier, target: string, line: number, verb: string): void => {
+    const takes = (name: ts.Identifier | ts.StringLiteral, target: string, line: number, verb: string): void => {
       const symbol = checker.getSymbolAtLocation(name);
       const original = symbol && symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
       const declaration = original?.valueDeclaration ?? original?.declarations?.[0];
@@ -407,11 +407,25 @@ function moneyWrites(node: ts.Node, checker: ts.TypeChecker): string[] {
       const tables = tableNames(first, checker);
       if (tables === undefined) found.push(`${method} of a table it names at run time`);
       else {
-        const columns = method === 'updateTable' ? setColumns(node) : undefined;
+        const written =
+          method === 'updateTable'
+            ? setAssignments(node, checker)
+            : method === 'insertInto'
+              ? valuesAssignments(node, checker)
+              : undefined;
+        const columns = method === 'updateTable' ? written?.map((a) => a.column) : undefined;
         for (const table of tables.filter(isMoneyTable)) {
           const bookkeeping = BOOKKEEPING_COLUMNS[table];
           if (columns && bookkeeping && columns.every((c) => bookkeeping.includes(c))) continue;
-          found.push(`${method}('${table}')`);
+          // What it writes, column by column with the literal values it sets (a status), so that a
+          // write kept on a list of known ones cannot start setting another column or status.
+          const what =
+            method === 'updateTable'
+              ? ` sets ${described(written)}`
+              : method === 'insertInto'
+                ? ` with ${described(written)}`
+                : '';
+          found.push(`${method}('${table}')${what}`);
         }
       }
     }
@@ -503,45 +517,126 @@ function literalsOf(type: ts.Type): string[] | undefined {
   return out;
 }
 
+/** A column a write sets, and the literal value(s) it sets it to when they can be read (a status). */
+interface Assignment {
+  column: string;
+  value?: string;
+}
+
+/** A write's columns, sorted, each with its literal values: `status = 'sent', updated_at`. */
+function described(assignments: Assignment[] | undefined): string {
+  if (assignments === undefined) return 'what it cannot read';
+  const byColumn = new Map<string, Set<string>>();
+  for (const { column, value } of assignments) {
+    const values = byColumn.get(column) ?? new Set<string>();
+    if (value !== undefined) values.add(value);
+    byColumn.set(column, values);
+  }
+  return [...byColumn.keys()]
+    .sort()
+    .map((column) => {
+      const values = [...byColumn.get(column)!].sort();
+      return values.length > 0 ? `${column} = ${values.join(' | ')}` : column;
+    })
+    .join(', ');
+}
+
 /**
- * The columns every `.set(…)` further along an update's chain writes, all of them (a second `.set`
- * adds its columns to the first's); undefined when any cannot be read (a spread, a variable, a
+ * What every `.set(…)` further along an update's chain writes, all of them (a second `.set` adds
+ * its columns to the first's); undefined when any cannot be read (a spread, a variable, a
  * function's argument, a computed name) or when the chain has none here, so that the update counts
  * as a money write.
  */
-function setColumns(call: ts.CallExpression): string[] | undefined {
+function setAssignments(call: ts.CallExpression, checker: ts.TypeChecker): Assignment[] | undefined {
   let node: ts.Node = call;
-  const names: string[] = [];
+  const found: Assignment[] = [];
   let sets = 0;
   while (ts.isPropertyAccessExpression(node.parent) && ts.isCallExpression(node.parent.parent)) {
     const next = node.parent.parent;
     if (node.parent.name.text === 'set') {
       sets++;
-      const columns = columnsOfSet(next);
-      if (columns === undefined) return undefined;
-      names.push(...columns);
+      const assignments = assignmentsOfSet(next, checker);
+      if (assignments === undefined) return undefined;
+      found.push(...assignments);
     }
     node = next;
   }
-  return sets > 0 ? names : undefined;
+  return sets > 0 ? found : undefined;
 }
 
-/** The columns of one `.set({ a, b: … })` or `.set('a', …)`; undefined when they cannot be read. */
-function columnsOfSet(set: ts.CallExpression): string[] | undefined {
-  const [values] = set.arguments;
+/** What one `.set({ a, b: … })` or `.set('a', …)` writes; undefined when it cannot be read. */
+function assignmentsOfSet(set: ts.CallExpression, checker: ts.TypeChecker): Assignment[] | undefined {
+  const [values, value] = set.arguments;
   if (!values) return undefined;
-  if (set.arguments.length === 2 && ts.isStringLiteralLike(values)) return [values.text];
-  if (set.arguments.length !== 1 || !ts.isObjectLiteralExpression(values)) return undefined;
-  const names: string[] = [];
+  if (set.arguments.length === 2 && ts.isStringLiteralLike(values)) {
+    return [{ column: values.text, value: value && literalValue(value, checker) }];
+  }
+  if (set.arguments.length !== 1) return undefined;
+  return objectAssignments(values, checker);
+}
+
+/** What an insert's `.values(…)` writes: an object, an array of them, or `rows.map((r) => ({ … }))`. */
+function valuesAssignments(call: ts.CallExpression, checker: ts.TypeChecker): Assignment[] | undefined {
+  let node: ts.Node = call;
+  while (ts.isPropertyAccessExpression(node.parent) && ts.isCallExpression(node.parent.parent)) {
+    const next = node.parent.parent;
+    if (node.parent.name.text === 'values') {
+      const [rows] = next.arguments;
+      if (!rows || next.arguments.length !== 1) return undefined;
+      const e = bare(rows);
+      if (ts.isArrayLiteralExpression(e)) {
+        const all: Assignment[] = [];
+        for (const row of e.elements) {
+          const one = objectAssignments(row, checker);
+          if (one === undefined) return undefined;
+          all.push(...one);
+        }
+        return all;
+      }
+      if (
+        ts.isCallExpression(e) &&
+        ts.isPropertyAccessExpression(e.expression) &&
+        e.expression.name.text === 'map' &&
+        e.arguments.length === 1
+      ) {
+        const [fn] = e.arguments;
+        if (fn && ts.isArrowFunction(fn) && !ts.isBlock(fn.body)) return objectAssignments(fn.body, checker);
+        return undefined;
+      }
+      return objectAssignments(e, checker);
+    }
+    node = next;
+  }
+  return undefined;
+}
+
+/** The properties of an object literal as columns; undefined for anything else or a spread. */
+function objectAssignments(expr: ts.Expression, checker: ts.TypeChecker): Assignment[] | undefined {
+  const values = bare(expr);
+  if (!ts.isObjectLiteralExpression(values)) return undefined;
+  const found: Assignment[] = [];
   for (const property of values.properties) {
-    if (
-      (ts.isPropertyAssignment(property) || ts.isShorthandPropertyAssignment(property)) &&
-      (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name))
-    ) {
-      names.push(property.name.text);
+    if (ts.isPropertyAssignment(property) && (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name))) {
+      found.push({ column: property.name.text, value: literalValue(property.initializer, checker) });
+    } else if (ts.isShorthandPropertyAssignment(property)) {
+      found.push({ column: property.name.text, value: literalValue(property.name, checker) });
     } else return undefined;
   }
-  return names;
+  return found;
+}
+
+/** The string literal(s) a value is, quoted (`'sent'`, `'a' | 'b'`); undefined when not literals. */
+function literalValue(expr: ts.Expression, checker: ts.TypeChecker): string | undefined {
+  const e = bare(expr);
+  if (ts.isStringLiteralLike(e)) return `'${e.text}'`;
+  if (e.kind === ts.SyntaxKind.NullKeyword) return undefined;
+  const literals = literalsOf(checker.getTypeAtLocation(e));
+  return literals && literals.length > 0
+    ? [...literals]
+        .sort()
+        .map((l) => `'${l}'`)
+        .join(' | ')
+    : undefined;
 }
 
 /** `sql` from kysely, under any name it was imported or assigned by. */
@@ -613,9 +708,32 @@ function sqlTextWrites(text: string | undefined, how: string): string[] {
     const verb = m[1]!.toLowerCase().replace(/\s+/g, ' ');
     const table = m[2]!;
     if (table === UNKNOWN) found.push(`${how}: ${verb} of a table it names at run time`);
-    else if (isMoneyTable(table.toLowerCase())) found.push(`${how}: ${verb} ${table.toLowerCase()}`);
+    else if (isMoneyTable(table.toLowerCase())) {
+      const rest = text.slice(m.index + m[0].length);
+      found.push(`${how}: ${verb} ${table.toLowerCase()}${sqlColumns(verb, rest)}`);
+    }
   }
   return found;
+}
+
+/** The columns SQL text writes after its table (` sets a, status = 'x'`, ` with a, b`), as the builders' are described. */
+function sqlColumns(verb: string, rest: string): string {
+  if (verb === 'update') {
+    const set = /^\s+(?:(?:as\s+)?\w+\s+)?set\s+([\s\S]*?)(?:\s+where\s|\s+returning\s|\s+from\s|;|$)/i.exec(rest);
+    if (!set) return ' sets what it cannot read';
+    const assignments: Assignment[] = [];
+    for (const a of set[1]!.matchAll(/(?:^|,)\s*"?(\w+)"?\s*=\s*('[^']*')?/g)) {
+      assignments.push({ column: a[1]!.toLowerCase(), value: a[2] });
+    }
+    return ` sets ${described(assignments.length > 0 ? assignments : undefined)}`;
+  }
+  if (verb === 'insert into') {
+    const columns = /^\s*\(([^)]*)\)/.exec(rest);
+    if (!columns) return ' with what it cannot read';
+    const names = columns[1]!.split(',').map((c) => ({ column: c.trim().replace(/"/g, '').toLowerCase() }));
+    return ` with ${described(names)}`;
+  }
+  return '';
 }
 
 /** The circles of a graph: each strongly connected component of more than one module, in walking order. */
