@@ -192,37 +192,68 @@ export function analyseTree(root: string): { findings: Finding[]; graph: Graph }
 
   // (a, continued) Outside tools/, what is taken from tools/ is a tool (run through the pipeline),
   // a list of tools, a schema or a constant: never a helper that writes money outside a tool's run.
+  // The same for what is passed on from tools/ (`export { x } from`, `export *`), and a module of
+  // tools/ loaded at run time (`await import(…)`), which hands over whatever it exports, is refused.
   for (const source of sources) {
     const file = rel(source.fileName);
     if (underTools(file) || isTest(file)) continue;
+    const lineOf = (node: ts.Node): number => source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+    /** The module of tools/ a specifier names, unless it is one whose every export may be taken. */
+    const fromTools = (specifier: ts.Expression | undefined): string | undefined => {
+      if (!specifier || !ts.isStringLiteralLike(specifier)) return undefined;
+      const target = resolveSpecifier(dirname(source.fileName), specifier.text);
+      if (!target || !underTools(rel(target)) || SHARED_FROM_TOOLS.includes(rel(target))) return undefined;
+      return rel(target);
+    };
+    const takes = (name: ts.Identifier | ts.StringLiteral, target: string, line: number, verb: string): void => {
+      const symbol = checker.getSymbolAtLocation(name);
+      const original = symbol && symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+      const declaration = original?.valueDeclaration ?? original?.declarations?.[0];
+      if (declaration && isToolOrConstant(declaration, checker)) return;
+      const taken = original?.name ?? name.text;
+      findings.push({ rule: 'money import', file, line, what: `${verb} ${taken} from ${target}, which is not a tool` });
+    };
     for (const statement of source.statements) {
-      if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier)) continue;
-      const target = resolveSpecifier(dirname(source.fileName), statement.moduleSpecifier.text);
-      if (!target || !underTools(rel(target)) || SHARED_FROM_TOOLS.includes(rel(target))) continue;
-      const clause = statement.importClause;
-      if (!clause || clause.isTypeOnly) continue;
-      const line = source.getLineAndCharacterOfPosition(statement.getStart(source)).line + 1;
-      const names: ts.Identifier[] = [];
-      if (clause.name) names.push(clause.name);
-      if (clause.namedBindings && ts.isNamespaceImport(clause.namedBindings)) {
-        findings.push({ rule: 'money import', file, line, what: `imports all of ${rel(target)}, not only its tools` });
-      } else if (clause.namedBindings) {
-        for (const e of clause.namedBindings.elements) if (!e.isTypeOnly) names.push(e.name);
-      }
-      for (const name of names) {
-        const symbol = checker.getSymbolAtLocation(name);
-        const original = symbol && symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
-        const declaration = original?.valueDeclaration ?? original?.declarations?.[0];
-        if (declaration && isToolOrConstant(declaration)) continue;
-        const imported = original?.name ?? name.text;
-        findings.push({
-          rule: 'money import',
-          file,
-          line,
-          what: `imports ${imported} from ${rel(target)}, which is not a tool`,
-        });
+      if (ts.isImportDeclaration(statement)) {
+        const target = fromTools(statement.moduleSpecifier);
+        const clause = statement.importClause;
+        if (!target || !clause || clause.isTypeOnly) continue;
+        const line = lineOf(statement);
+        if (clause.name) takes(clause.name, target, line, 'imports');
+        if (clause.namedBindings && ts.isNamespaceImport(clause.namedBindings)) {
+          findings.push({ rule: 'money import', file, line, what: `imports all of ${target}, not only its tools` });
+        } else if (clause.namedBindings) {
+          for (const e of clause.namedBindings.elements) if (!e.isTypeOnly) takes(e.name, target, line, 'imports');
+        }
+      } else if (ts.isExportDeclaration(statement)) {
+        const target = fromTools(statement.moduleSpecifier);
+        if (!target || statement.isTypeOnly) continue;
+        const line = lineOf(statement);
+        const clause = statement.exportClause;
+        if (!clause || ts.isNamespaceExport(clause)) {
+          findings.push({ rule: 'money import', file, line, what: `re-exports all of ${target}, not only its tools` });
+        } else {
+          for (const e of clause.elements) {
+            if (!e.isTypeOnly) takes(e.propertyName ?? e.name, target, line, 're-exports');
+          }
+        }
       }
     }
+    const visit = (node: ts.Node): void => {
+      if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+        const target = fromTools(node.arguments[0]);
+        if (target) {
+          findings.push({
+            rule: 'money import',
+            file,
+            line: lineOf(node),
+            what: `imports ${target} at run time, all of it, not only its tools`,
+          });
+        }
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
   }
 
   // (c) tools/ sits below the workers and hosts that run it.
@@ -252,14 +283,81 @@ export function analyseTree(root: string): { findings: Finding[]; graph: Graph }
   return { findings, graph };
 }
 
-/** A tool (`defineTool(…)`), or a constant named in capitals (a list of tools, a limit). */
-function isToolOrConstant(declaration: ts.Declaration): boolean {
+/**
+ * A tool (`defineTool(…)`), or a constant named in capitals whose value is written out: a literal,
+ * or an array or object of literals and tools (a list of tools, a limit). A capitalised name alone
+ * is not enough: `export const POST_IT = postLedger` hands a money write on.
+ */
+function isToolOrConstant(declaration: ts.Declaration, checker: ts.TypeChecker): boolean {
   if (!ts.isVariableDeclaration(declaration) || !ts.isIdentifier(declaration.name)) return false;
-  if (/^[A-Z][A-Z0-9_]*$/.test(declaration.name.text)) return true;
   const init = declaration.initializer;
-  return (
-    !!init && ts.isCallExpression(init) && ts.isIdentifier(init.expression) && init.expression.text === 'defineTool'
-  );
+  if (!init) return false;
+  if (isToolDefinition(init)) return true;
+  return /^[A-Z][A-Z0-9_]*$/.test(declaration.name.text) && isWrittenOut(init, checker, 0);
+}
+
+/** An expression without its `as …`, `satisfies …` and parentheses. */
+function bare(expr: ts.Expression): ts.Expression {
+  while (
+    ts.isAsExpression(expr) ||
+    ts.isSatisfiesExpression(expr) ||
+    ts.isParenthesizedExpression(expr) ||
+    ts.isTypeAssertionExpression(expr)
+  ) {
+    expr = expr.expression;
+  }
+  return expr;
+}
+
+function isToolDefinition(expr: ts.Expression): boolean {
+  const call = bare(expr);
+  return ts.isCallExpression(call) && ts.isIdentifier(call.expression) && call.expression.text === 'defineTool';
+}
+
+/** A literal, an array or object of them and of tools, or a name of one: nothing that runs. */
+function isWrittenOut(expr: ts.Expression, checker: ts.TypeChecker, depth: number): boolean {
+  if (depth > 8) return false;
+  const e = bare(expr);
+  if (
+    ts.isStringLiteralLike(e) ||
+    ts.isNumericLiteral(e) ||
+    ts.isBigIntLiteral(e) ||
+    e.kind === ts.SyntaxKind.TrueKeyword ||
+    e.kind === ts.SyntaxKind.FalseKeyword ||
+    e.kind === ts.SyntaxKind.NullKeyword
+  ) {
+    return true;
+  }
+  if (ts.isPrefixUnaryExpression(e)) {
+    return (
+      (e.operator === ts.SyntaxKind.MinusToken || e.operator === ts.SyntaxKind.PlusToken) &&
+      (ts.isNumericLiteral(e.operand) || ts.isBigIntLiteral(e.operand))
+    );
+  }
+  if (isToolDefinition(e)) return true;
+  if (ts.isArrayLiteralExpression(e)) return e.elements.every((x) => isWrittenOut(x, checker, depth + 1));
+  if (ts.isObjectLiteralExpression(e)) {
+    return e.properties.every((p) => {
+      if (ts.isPropertyAssignment(p)) {
+        return !ts.isComputedPropertyName(p.name) && isWrittenOut(p.initializer, checker, depth + 1);
+      }
+      if (ts.isShorthandPropertyAssignment(p)) return isWrittenOut(p.name, checker, depth + 1);
+      return false;
+    });
+  }
+  if (ts.isIdentifier(e)) {
+    // A name of a tool or of another written-out constant, through any import of it.
+    const symbol = ts.isShorthandPropertyAssignment(e.parent)
+      ? checker.getShorthandAssignmentValueSymbol(e.parent)
+      : checker.getSymbolAtLocation(e);
+    const original = symbol && symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+    const declaration = original?.valueDeclaration;
+    if (!declaration || !ts.isVariableDeclaration(declaration) || !declaration.initializer) return false;
+    const list = declaration.parent;
+    if (!ts.isVariableDeclarationList(list) || !(list.flags & ts.NodeFlags.Const)) return false;
+    return isWrittenOut(declaration.initializer, checker, depth + 1);
+  }
+  return false;
 }
 
 /** The module a relative specifier names, if it is one of ours; undefined for a package. */
@@ -309,11 +407,25 @@ function moneyWrites(node: ts.Node, checker: ts.TypeChecker): string[] {
       const tables = tableNames(first, checker);
       if (tables === undefined) found.push(`${method} of a table it names at run time`);
       else {
-        const columns = method === 'updateTable' ? setColumns(node) : undefined;
+        const written =
+          method === 'updateTable'
+            ? setAssignments(node, checker)
+            : method === 'insertInto'
+              ? valuesAssignments(node, checker)
+              : undefined;
+        const columns = method === 'updateTable' ? written?.map((a) => a.column) : undefined;
         for (const table of tables.filter(isMoneyTable)) {
           const bookkeeping = BOOKKEEPING_COLUMNS[table];
           if (columns && bookkeeping && columns.every((c) => bookkeeping.includes(c))) continue;
-          found.push(`${method}('${table}')`);
+          // What it writes, column by column with the literal values it sets (a status), so that a
+          // write kept on a list of known ones cannot start setting another column or status.
+          const what =
+            method === 'updateTable'
+              ? ` sets ${described(written)}`
+              : method === 'insertInto'
+                ? ` with ${described(written)}`
+                : '';
+          found.push(`${method}('${table}')${what}`);
         }
       }
     }
@@ -405,28 +517,126 @@ function literalsOf(type: ts.Type): string[] | undefined {
   return out;
 }
 
-/** The columns of `.set({ … })` further along an update's chain; undefined when they cannot be read. */
-function setColumns(call: ts.CallExpression): string[] | undefined {
+/** A column a write sets, and the literal value(s) it sets it to when they can be read (a status). */
+interface Assignment {
+  column: string;
+  value?: string;
+}
+
+/** A write's columns, sorted, each with its literal values: `status = 'sent', updated_at`. */
+function described(assignments: Assignment[] | undefined): string {
+  if (assignments === undefined) return 'what it cannot read';
+  const byColumn = new Map<string, Set<string>>();
+  for (const { column, value } of assignments) {
+    const values = byColumn.get(column) ?? new Set<string>();
+    if (value !== undefined) values.add(value);
+    byColumn.set(column, values);
+  }
+  return [...byColumn.keys()]
+    .sort()
+    .map((column) => {
+      const values = [...byColumn.get(column)!].sort();
+      return values.length > 0 ? `${column} = ${values.join(' | ')}` : column;
+    })
+    .join(', ');
+}
+
+/**
+ * What every `.set(…)` further along an update's chain writes, all of them (a second `.set` adds
+ * its columns to the first's); undefined when any cannot be read (a spread, a variable, a
+ * function's argument, a computed name) or when the chain has none here, so that the update counts
+ * as a money write.
+ */
+function setAssignments(call: ts.CallExpression, checker: ts.TypeChecker): Assignment[] | undefined {
   let node: ts.Node = call;
+  const found: Assignment[] = [];
+  let sets = 0;
   while (ts.isPropertyAccessExpression(node.parent) && ts.isCallExpression(node.parent.parent)) {
     const next = node.parent.parent;
     if (node.parent.name.text === 'set') {
-      const [values] = next.arguments;
-      if (!values || !ts.isObjectLiteralExpression(values)) return undefined;
-      const names: string[] = [];
-      for (const property of values.properties) {
-        if (
-          (ts.isPropertyAssignment(property) || ts.isShorthandPropertyAssignment(property)) &&
-          (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name))
-        ) {
-          names.push(property.name.text);
-        } else return undefined;
+      sets++;
+      const assignments = assignmentsOfSet(next, checker);
+      if (assignments === undefined) return undefined;
+      found.push(...assignments);
+    }
+    node = next;
+  }
+  return sets > 0 ? found : undefined;
+}
+
+/** What one `.set({ a, b: … })` or `.set('a', …)` writes; undefined when it cannot be read. */
+function assignmentsOfSet(set: ts.CallExpression, checker: ts.TypeChecker): Assignment[] | undefined {
+  const [values, value] = set.arguments;
+  if (!values) return undefined;
+  if (set.arguments.length === 2 && ts.isStringLiteralLike(values)) {
+    return [{ column: values.text, value: value && literalValue(value, checker) }];
+  }
+  if (set.arguments.length !== 1) return undefined;
+  return objectAssignments(values, checker);
+}
+
+/** What an insert's `.values(…)` writes: an object, an array of them, or `rows.map((r) => ({ … }))`. */
+function valuesAssignments(call: ts.CallExpression, checker: ts.TypeChecker): Assignment[] | undefined {
+  let node: ts.Node = call;
+  while (ts.isPropertyAccessExpression(node.parent) && ts.isCallExpression(node.parent.parent)) {
+    const next = node.parent.parent;
+    if (node.parent.name.text === 'values') {
+      const [rows] = next.arguments;
+      if (!rows || next.arguments.length !== 1) return undefined;
+      const e = bare(rows);
+      if (ts.isArrayLiteralExpression(e)) {
+        const all: Assignment[] = [];
+        for (const row of e.elements) {
+          const one = objectAssignments(row, checker);
+          if (one === undefined) return undefined;
+          all.push(...one);
+        }
+        return all;
       }
-      return names;
+      if (
+        ts.isCallExpression(e) &&
+        ts.isPropertyAccessExpression(e.expression) &&
+        e.expression.name.text === 'map' &&
+        e.arguments.length === 1
+      ) {
+        const [fn] = e.arguments;
+        if (fn && ts.isArrowFunction(fn) && !ts.isBlock(fn.body)) return objectAssignments(fn.body, checker);
+        return undefined;
+      }
+      return objectAssignments(e, checker);
     }
     node = next;
   }
   return undefined;
+}
+
+/** The properties of an object literal as columns; undefined for anything else or a spread. */
+function objectAssignments(expr: ts.Expression, checker: ts.TypeChecker): Assignment[] | undefined {
+  const values = bare(expr);
+  if (!ts.isObjectLiteralExpression(values)) return undefined;
+  const found: Assignment[] = [];
+  for (const property of values.properties) {
+    if (ts.isPropertyAssignment(property) && (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name))) {
+      found.push({ column: property.name.text, value: literalValue(property.initializer, checker) });
+    } else if (ts.isShorthandPropertyAssignment(property)) {
+      found.push({ column: property.name.text, value: literalValue(property.name, checker) });
+    } else return undefined;
+  }
+  return found;
+}
+
+/** The string literal(s) a value is, quoted (`'sent'`, `'a' | 'b'`); undefined when not literals. */
+function literalValue(expr: ts.Expression, checker: ts.TypeChecker): string | undefined {
+  const e = bare(expr);
+  if (ts.isStringLiteralLike(e)) return `'${e.text}'`;
+  if (e.kind === ts.SyntaxKind.NullKeyword) return undefined;
+  const literals = literalsOf(checker.getTypeAtLocation(e));
+  return literals && literals.length > 0
+    ? [...literals]
+        .sort()
+        .map((l) => `'${l}'`)
+        .join(' | ')
+    : undefined;
 }
 
 /** `sql` from kysely, under any name it was imported or assigned by. */
@@ -498,9 +708,32 @@ function sqlTextWrites(text: string | undefined, how: string): string[] {
     const verb = m[1]!.toLowerCase().replace(/\s+/g, ' ');
     const table = m[2]!;
     if (table === UNKNOWN) found.push(`${how}: ${verb} of a table it names at run time`);
-    else if (isMoneyTable(table.toLowerCase())) found.push(`${how}: ${verb} ${table.toLowerCase()}`);
+    else if (isMoneyTable(table.toLowerCase())) {
+      const rest = text.slice(m.index + m[0].length);
+      found.push(`${how}: ${verb} ${table.toLowerCase()}${sqlColumns(verb, rest)}`);
+    }
   }
   return found;
+}
+
+/** The columns SQL text writes after its table (` sets a, status = 'x'`, ` with a, b`), as the builders' are described. */
+function sqlColumns(verb: string, rest: string): string {
+  if (verb === 'update') {
+    const set = /^\s+(?:(?:as\s+)?\w+\s+)?set\s+([\s\S]*?)(?:\s+where\s|\s+returning\s|\s+from\s|;|$)/i.exec(rest);
+    if (!set) return ' sets what it cannot read';
+    const assignments: Assignment[] = [];
+    for (const a of set[1]!.matchAll(/(?:^|,)\s*"?(\w+)"?\s*=\s*('[^']*')?/g)) {
+      assignments.push({ column: a[1]!.toLowerCase(), value: a[2] });
+    }
+    return ` sets ${described(assignments.length > 0 ? assignments : undefined)}`;
+  }
+  if (verb === 'insert into') {
+    const columns = /^\s*\(([^)]*)\)/.exec(rest);
+    if (!columns) return ' with what it cannot read';
+    const names = columns[1]!.split(',').map((c) => ({ column: c.trim().replace(/"/g, '').toLowerCase() }));
+    return ` with ${described(names)}`;
+  }
+  return '';
 }
 
 /** The circles of a graph: each strongly connected component of more than one module, in walking order. */

@@ -8,10 +8,15 @@ import type { Db, ModeScope, PaymentAttemptsTable } from '../database.ts';
 /**
  * A late success's refund, sent to its provider, recorded: `due` → `refunded`, a compare-and-set,
  * so two workers cannot both record (or both ask for) it. Only an attempt of a payment of `scope`.
- * True when this call recorded it.
+ * The attempt's own payment and rail when this call recorded it (what its rail event names, read
+ * from the row, never from a caller); undefined when it did not.
  */
-export async function markLateSuccessRefunded(db: Db, attemptId: string, scope: ModeScope): Promise<boolean> {
-  const done = await db
+export async function markLateSuccessRefunded(
+  db: Db,
+  attemptId: string,
+  scope: ModeScope,
+): Promise<{ payment_id: string; rail: string } | undefined> {
+  return db
     .updateTable('payment_attempts')
     .set({ refund_status: 'refunded' })
     .where('id', '=', attemptId)
@@ -23,8 +28,8 @@ export async function markLateSuccessRefunded(db: Db, attemptId: string, scope: 
         .where('account_id', '=', scope.accountId)
         .where('livemode', '=', scope.livemode),
     )
+    .returning(['payment_id', 'rail'])
     .executeTakeFirst();
-  return done.numUpdatedRows > 0n;
 }
 
 /** A new attempt (start_payment_attempt; the sandbox's, record_payment_attempt). */

@@ -222,7 +222,7 @@ async function refundLateSuccesses(runtime: Runtime, stopping: () => boolean): P
       await runSystemTool(
         runtime,
         recordLateSuccessRefund,
-        { payment_id: attempt.payment_id, attempt_id: attempt.id, rail, refund_reference: refundId },
+        { attempt_id: attempt.id, refund_reference: refundId },
         { accountId: payment.account_id, livemode: payment.livemode },
       );
     } catch (error) {
