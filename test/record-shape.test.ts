@@ -47,7 +47,8 @@ const NOT_RECORDS: Record<string, string> = {
   'GET /readyz': 'a probe',
   'POST /keys/{id}/rotate': 'two records: new_key and old_key',
   'POST /v1/confirmations/{confirmation_id}/approve': 'two records: the confirmation and its result',
-  'GET /x402/supported': "the x402 v2 facilitator interface fixes its fields (kinds, extensions, signers): the ecosystem's clients parse it",
+  'GET /x402/supported':
+    "the x402 v2 facilitator interface fixes its fields (kinds, extensions, signers): the ecosystem's clients parse it",
   'POST /x402/verify': 'the x402 v2 facilitator interface fixes its fields (isValid, invalidReason, payer)',
 };
 
