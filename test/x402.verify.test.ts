@@ -280,6 +280,24 @@ describe('POST /x402/verify', () => {
       });
     });
 
+    it('a live key on a test network, whose token anyone with the public deployer key can mint', async () => {
+      const live = await testAccount(runtime, { livemode: true, name: 'Live merchant' });
+      const answer = await app.inject({
+        method: 'POST',
+        url: '/x402/verify',
+        headers: bearer(live.apiKey),
+        payload: {
+          x402Version: 2,
+          paymentPayload: await clientPayload(payer, requirements()),
+          paymentRequirements: requirements(),
+        },
+      });
+      expect(answer.statusCode).toBe(200);
+      const body = answer.json() as VerifyResponse & { invalidMessage?: string };
+      expect(body).toMatchObject({ isValid: false, invalidReason: 'invalid_network' });
+      expect(body.invalidMessage).toMatch(/live key .* test network/);
+    });
+
     it('requirements plainpay cannot settle: another payTo, asset, network, scheme; a malformed payload', async () => {
       const payload = await clientPayload(payer, requirements());
       const [elsewhere] = freshAddresses('x402 not the treasury', 1) as [Address];
