@@ -236,6 +236,37 @@ describe('POST /x402/verify', () => {
       });
     });
 
+    it("expired by the service's clock while the newest block is stale (an idle devnet)", async () => {
+      const now = await chainNow();
+      // Valid for ten minutes by the newest block; the service's clock is an hour past it.
+      const payload = await handSigned({ validAfter: 0n, validBefore: now + 600n });
+      runtime.clock.advance(3_600_000);
+      try {
+        expect(await verify(payload)).toMatchObject({
+          isValid: false,
+          invalidReason: 'invalid_exact_evm_payload_authorization_valid_before',
+        });
+      } finally {
+        runtime.clock.advance(-3_600_000);
+      }
+      expect(await verify(payload)).toEqual({ isValid: true, payer: payer.address });
+    });
+
+    it("not yet valid by the service's clock, though valid by the newest block", async () => {
+      const now = await chainNow();
+      const payload = await handSigned({ validAfter: now - 60n, validBefore: now + 7_200n });
+      runtime.clock.advance(-3_600_000); // the service's clock an hour behind the chain's
+      try {
+        expect(await verify(payload)).toMatchObject({
+          isValid: false,
+          invalidReason: 'invalid_exact_evm_payload_authorization_valid_after',
+        });
+      } finally {
+        runtime.clock.advance(3_600_000);
+      }
+      expect(await verify(payload)).toEqual({ isValid: true, payer: payer.address });
+    });
+
     it('a nonce already used on chain (a replay)', async () => {
       const payload = await clientPayload(payer, requirements());
       const { signature, authorization: a } = payload.payload as {

@@ -120,7 +120,7 @@ export async function verifyForMode(runtime: Runtime, livemode: boolean, body: u
       message: `a live key takes payments only on a live network, and chain ${conn.chainId} is a test network whose tokens are not money: use a test-mode key`,
     };
   }
-  return await verifyExactPayment(conn, parsed.data);
+  return await verifyExactPayment(conn, parsed.data, runtime.clock.now());
 }
 
 export function verifyAnswer(verified: ExactVerification): VerifyResponse {
