@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain, readTokenBalance, readTreasuryBalance } from '../src/chain/chain.ts';
 import { plainUsdAbi } from '../src/chain/contracts/abis.ts';
 import { DEV_ACCOUNTS } from '../src/chain/devnet.ts';
+import type { ManualClock } from '../src/core/clock.ts';
 import { freshAddresses, sendAs } from '../src/chain/testing.ts';
 import type { Runtime } from '../src/runtime.ts';
 import type { SupportedResponse, VerifyResponse } from '../src/x402/messages.ts';
@@ -23,7 +24,7 @@ import { bearer, type TestAccount, testAccount, testApp } from './support/harnes
 import { settlementRuntime } from './support/settlement.ts';
 
 let chain: ChainConnection;
-let runtime: Runtime;
+let runtime: Runtime & { clock: ManualClock };
 let app: FastifyInstance;
 let merchant: TestAccount;
 let supported: SupportedResponse;
