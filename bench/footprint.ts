@@ -89,12 +89,12 @@ async function startServe(dataDir: string): Promise<Serve> {
 }
 
 /**
- * One payment of the demo account (its key is in the banner) to a payout address, paid through the
+ * One payment of the demo account (its key is in the data directory's demo-account.json: the
+ * banner prints it only on a terminal) to a payout address, paid through the
  * sandbox test helper, followed until `settled`: the first chain work of the process.
  */
-async function settleOnePaymentOnChain(serve: Serve): Promise<void> {
-  const key = /Demo key:\s+(sk_test_\w+)/.exec(serve.output())?.[1];
-  if (!key) throw new Error(`no demo key in the banner:\n${serve.output()}`);
+async function settleOnePaymentOnChain(serve: Serve, dataDir: string): Promise<void> {
+  const key = (JSON.parse(readFileSync(join(dataDir, 'demo-account.json'), 'utf8')) as { api_key: string }).api_key;
   const call = (method: string, path: string, body?: unknown) => callApi(serve.apiUrl, key, method, path, body);
   const payment = await call('POST', '/v1/payments', {
     amount: 5000,
@@ -139,7 +139,7 @@ export async function footprintBench(): Promise<BenchResult> {
     running.push(serve);
     await settle();
     const [, existingIdle] = await sampleIdle([hello, serve]);
-    await settleOnePaymentOnChain(serve);
+    await settleOnePaymentOnChain(serve, dataDir);
     await settle();
     const [, afterSettlementIdle] = await sampleIdle([hello, serve]);
     const fromSources = serve.output().includes('Running from the TypeScript sources');

@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serializeEventBody } from '../src/webhooks/events.ts';
+import { generateWebhookSecret } from '../src/webhooks/signer.ts';
 import { type TestAccount, type TestRuntime, testAccount, testApp, testRuntime } from './support/harness.ts';
 import { CLI } from './support/server.ts';
 import { eventually, writeEvent } from './support/webhooks.ts';
@@ -71,10 +72,13 @@ afterAll(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-/** `plainpay listen` as a child process; resolves once it printed its secret. */
-async function startListen(args: string[]): Promise<{ child: ChildProcess; output: () => string }> {
+/** `plainpay listen` as a child process; resolves once it said which secret it signs with. */
+async function startListen(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(process.execPath, [CLI, 'listen', ...args], {
-    env: { PATH: process.env.PATH ?? '', PLAINPAY_API_KEY: merchant.apiKey },
+    env: { PATH: process.env.PATH ?? '', PLAINPAY_API_KEY: merchant.apiKey, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   closers.push(async () => {
@@ -86,7 +90,7 @@ async function startListen(args: string[]): Promise<{ child: ChildProcess; outpu
       output += chunk;
     });
   }
-  await eventually(async () => /Your webhook signing secret is whsec_/.test(output) || undefined, 60_000);
+  await eventually(async () => /\(Ctrl-C to stop\)/.test(output) || undefined, 60_000);
   return { child, output: () => output };
 }
 
@@ -126,6 +130,34 @@ describe('plainpay listen', () => {
     expect(received.map((r) => r.headers['webhook-id'])).toEqual([event.id]);
     expect(listen.output()).not.toContain(before.id);
   }, 90_000);
+
+  it("signs with PLAINPAY_LISTEN_SECRET when set, and never prints it (it may be a real receiver's)", async () => {
+    const given = generateWebhookSecret();
+    const listen = await startListen(['--forward-to', receiverUrl, '--api-url', apiUrl], {
+      PLAINPAY_LISTEN_SECRET: given,
+    });
+    secret = given;
+    expect(listen.output()).toContain('Signing with the secret from PLAINPAY_LISTEN_SECRET');
+    const event = await writeEvent(runtime, { accountId: merchant.accountId, webhookUrl: null });
+    await eventually(async () => listen.output().includes(`<-- [204] POST ${receiverUrl} [${event.id}]`) || undefined);
+    expect(received.find((r) => r.headers['webhook-id'] === event.id)?.verified).toMatchObject({ id: event.id });
+    const exited = new Promise<number | null>((resolve) => listen.child.once('exit', resolve));
+    listen.child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    const secretBody = given.slice('whsec_'.length);
+    expect(listen.output()).not.toContain(secretBody);
+  }, 90_000);
+
+  it('refuses an --api-url of plain http to another machine: the key would travel in cleartext', async () => {
+    for (const url of ['http://plainpay.example.com', 'http://10.0.0.5:3000', 'http://localhost.example.com']) {
+      const refused = await run(process.execPath, [CLI, 'listen', '--forward-to', receiverUrl, '--api-url', url], {
+        env: { PATH: process.env.PATH ?? '', PLAINPAY_API_KEY: merchant.apiKey },
+      }).catch((error: { code: number; stdout: string; stderr: string }) => error);
+      expect(refused).toMatchObject({ code: 2 });
+      expect((refused as { stderr: string }).stderr).toContain('the API key would cross the network in cleartext');
+      expect((refused as { stdout: string; stderr: string }).stderr).not.toContain(merchant.apiKey);
+    }
+  }, 60_000);
 
   it('is listed by --help, and refuses to start without a key or a --forward-to', async () => {
     const help = await run(process.execPath, [CLI, '--help'], { env: { PATH: process.env.PATH ?? '' } });

@@ -8,7 +8,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { processRailRefunds } from '../src/payments/rails/refunds.ts';
 import { settlePaidPayments } from '../src/settlement/payment-settlement.ts';
 import { runDeliveryBatch } from '../src/webhooks/delivery-worker.ts';
-import { bearer } from './support/harness.ts';
+import { bearer, extraKey, testAccount } from './support/harness.ts';
+import { ADDRESS_A, editPolicy, fund, post } from './support/money.ts';
 import { createPayment } from './support/payments.ts';
 import { operatorCollects, PAYSTACK_TEST_KEY, type RailsWorld, railsWorld } from './support/rails.ts';
 import { startReceiver, writeEvent } from './support/webhooks.ts';
@@ -94,8 +95,11 @@ describe('GET /metrics counts', () => {
     ).toBe(1);
     expect(grew('plainpay_refunds_total{outcome="executed"}')).toBe(1);
     // Every outcome is there from the start, at 0 until it happens.
-    for (const outcome of ['executed', 'held', 'denied', 'rejected', 'failed']) {
+    for (const outcome of ['executed', 'held', 'denied', 'failed']) {
       expect(after).toMatch(new RegExp(`^plainpay_payouts_total\\{outcome="${outcome}"\\} \\d+$`, 'm'));
+    }
+    for (const outcome of ['executed', 'rejected', 'denied', 'failed']) {
+      expect(after).toMatch(new RegExp(`^plainpay_payout_approvals_total\\{outcome="${outcome}"\\} \\d+$`, 'm'));
     }
   });
 
@@ -113,6 +117,40 @@ describe('GET /metrics counts', () => {
     const denied = 'plainpay_payouts_total{outcome="denied"}';
     // Refused by the policy (a cap) or by the balance: one of the two, once.
     expect(sample(after, failed) + sample(after, denied) - sample(before, failed) - sample(before, denied)).toBe(1);
+  });
+});
+
+describe('held payouts', () => {
+  it('count once as requests (held), and their approval or rejection in the approvals counter', async () => {
+    const m = await testAccount(w.runtime, { name: 'Held payouts' });
+    await fund(w.api, m.apiKey, 1000);
+    const put = await editPolicy(w.api, m.apiKey, (policy) => {
+      policy.channels.api.confirm_above = '10';
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    const approver = await extraKey(w.runtime, m.accountId, { scopes: ['approvals', 'payments:read'] });
+    const before = await scrape();
+
+    const approvedHold = await post(w.api, m.apiKey, '/v1/payouts', { amount: 11, to_address: ADDRESS_A });
+    expect(approvedHold.statusCode, approvedHold.body).toBe(202);
+    const approved = await post(w.api, approver, `/v1/confirmations/${approvedHold.json().confirmation_id}/approve`);
+    expect(approved.statusCode, approved.body).toBe(200);
+    expect(approved.json().result).toMatchObject({ object: 'payout', amount: 11 });
+    const rejectedHold = await post(w.api, m.apiKey, '/v1/payouts', { amount: 12, to_address: ADDRESS_A });
+    expect(rejectedHold.statusCode, rejectedHold.body).toBe(202);
+    const rejected = await post(w.api, approver, `/v1/confirmations/${rejectedHold.json().confirmation_id}/reject`);
+    expect(rejected.statusCode, rejected.body).toBe(200);
+
+    const after = await scrape();
+    const grew = (series: string): number => sample(after, series) - sample(before, series);
+    // Two requests, both held: counted once each, and never again as executed.
+    expect(grew('plainpay_payouts_total{outcome="held"}')).toBe(2);
+    expect(grew('plainpay_payouts_total{outcome="executed"}')).toBe(0);
+    expect(after).not.toMatch(/^plainpay_payouts_total\{outcome="rejected"\}/m);
+    // What the decisions did: one payout created, one refused by a human.
+    expect(grew('plainpay_payout_approvals_total{outcome="executed"}')).toBe(1);
+    expect(grew('plainpay_payout_approvals_total{outcome="rejected"}')).toBe(1);
+    expect(grew('plainpay_payout_approvals_total{outcome="failed"}')).toBe(0);
   });
 });
 

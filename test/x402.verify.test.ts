@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChainConnection, connectChain, readTokenBalance, readTreasuryBalance } from '../src/chain/chain.ts';
 import { plainUsdAbi } from '../src/chain/contracts/abis.ts';
 import { DEV_ACCOUNTS } from '../src/chain/devnet.ts';
+import type { ManualClock } from '../src/core/clock.ts';
 import { freshAddresses, sendAs } from '../src/chain/testing.ts';
 import type { Runtime } from '../src/runtime.ts';
 import type { SupportedResponse, VerifyResponse } from '../src/x402/messages.ts';
@@ -23,7 +24,7 @@ import { bearer, type TestAccount, testAccount, testApp } from './support/harnes
 import { settlementRuntime } from './support/settlement.ts';
 
 let chain: ChainConnection;
-let runtime: Runtime;
+let runtime: Runtime & { clock: ManualClock };
 let app: FastifyInstance;
 let merchant: TestAccount;
 let supported: SupportedResponse;
@@ -236,6 +237,37 @@ describe('POST /x402/verify', () => {
       });
     });
 
+    it("expired by the service's clock while the newest block is stale (an idle devnet)", async () => {
+      const now = await chainNow();
+      // Valid for ten minutes by the newest block; the service's clock is an hour past it.
+      const payload = await handSigned({ validAfter: 0n, validBefore: now + 600n });
+      runtime.clock.advance(3_600_000);
+      try {
+        expect(await verify(payload)).toMatchObject({
+          isValid: false,
+          invalidReason: 'invalid_exact_evm_payload_authorization_valid_before',
+        });
+      } finally {
+        runtime.clock.advance(-3_600_000);
+      }
+      expect(await verify(payload)).toEqual({ isValid: true, payer: payer.address });
+    });
+
+    it("not yet valid by the service's clock, though valid by the newest block", async () => {
+      const now = await chainNow();
+      const payload = await handSigned({ validAfter: now - 60n, validBefore: now + 7_200n });
+      runtime.clock.advance(-3_600_000); // the service's clock an hour behind the chain's
+      try {
+        expect(await verify(payload)).toMatchObject({
+          isValid: false,
+          invalidReason: 'invalid_exact_evm_payload_authorization_valid_after',
+        });
+      } finally {
+        runtime.clock.advance(3_600_000);
+      }
+      expect(await verify(payload)).toEqual({ isValid: true, payer: payer.address });
+    });
+
     it('a nonce already used on chain (a replay)', async () => {
       const payload = await clientPayload(payer, requirements());
       const { signature, authorization: a } = payload.payload as {
@@ -278,6 +310,24 @@ describe('POST /x402/verify', () => {
         invalidReason: 'insufficient_funds',
         payer: poor.address,
       });
+    });
+
+    it('a live key on a test network, whose token anyone with the public deployer key can mint', async () => {
+      const live = await testAccount(runtime, { livemode: true, name: 'Live merchant' });
+      const answer = await app.inject({
+        method: 'POST',
+        url: '/x402/verify',
+        headers: bearer(live.apiKey),
+        payload: {
+          x402Version: 2,
+          paymentPayload: await clientPayload(payer, requirements()),
+          paymentRequirements: requirements(),
+        },
+      });
+      expect(answer.statusCode).toBe(200);
+      const body = answer.json() as VerifyResponse & { invalidMessage?: string };
+      expect(body).toMatchObject({ isValid: false, invalidReason: 'invalid_network' });
+      expect(body.invalidMessage).toMatch(/live key .* test network/);
     });
 
     it('requirements plainpay cannot settle: another payTo, asset, network, scheme; a malformed payload', async () => {

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { stringifyJson } from '../core/json-text.ts';
 import { postWebhook } from '../webhooks/deliver.ts';
@@ -33,7 +34,8 @@ export const listen: ClientCommand = {
 The API key comes from PLAINPAY_API_KEY (a key with the webhooks scope); its mode (test or
 live) decides whose events are forwarded. Each event written after the start is POSTed once, with
 the headers webhook-id, webhook-timestamp and webhook-signature, signed with the secret printed at
-start, or with PLAINPAY_LISTEN_SECRET (whsec_…) when set, so a receiver can keep one secret:
+start, or with PLAINPAY_LISTEN_SECRET (whsec_…) when set (then not printed), so a receiver can keep
+one secret. --api-url may be plain http only to localhost: elsewhere the key needs https.
   PLAINPAY_API_KEY=sk_test_... plainpay listen --forward-to http://localhost:4242/webhooks
 A delivery that fails is printed and not retried (POST /v1/events/:id/redeliver sends an event
 again to its real targets). Ctrl-C stops it.`,
@@ -52,7 +54,7 @@ again to its real targets). Ctrl-C stops it.`,
       required(values['forward-to'], 'forward-to', 'plainpay listen --forward-to http://localhost:4242/webhooks'),
       'forward-to',
     );
-    const apiUrl = httpUrl(values['api-url'] ?? DEFAULT_API_URL, 'api-url').replace(/\/+$/, '');
+    const apiUrl = keySafeApiUrl(httpUrl(values['api-url'] ?? DEFAULT_API_URL, 'api-url')).replace(/\/+$/, '');
     const types = values.events === undefined ? undefined : eventTypes(values.events);
     return (env, out) => listenAndForward({ apiUrl, forwardTo, types }, env, out);
   },
@@ -65,7 +67,7 @@ async function listenAndForward(options: ListenOptions, env: NodeJS.ProcessEnv, 
       param: 'PLAINPAY_API_KEY',
     });
   }
-  const secret = signingSecret(env.PLAINPAY_LISTEN_SECRET);
+  const { secret, generated } = signingSecret(env.PLAINPAY_LISTEN_SECRET);
   const account = (await apiGet({ apiUrl: options.apiUrl, apiKey }, '/v1/ping')) as { account: string; live: boolean };
   const feed = eventFeed({ apiUrl: options.apiUrl, apiKey });
   // Refuses a key without the webhooks scope now, rather than at the first poll.
@@ -73,7 +75,13 @@ async function listenAndForward(options: ListenOptions, env: NodeJS.ProcessEnv, 
   out.stdout(
     `Ready! Forwarding ${account.live ? 'live' : 'test'}-mode events of ${account.account} to ${options.forwardTo}`,
   );
-  out.stdout(`Your webhook signing secret is ${secret} (Ctrl-C to stop)`);
+  // A secret given in the environment may be a real receiver's: never echoed (terminals and CI logs
+  // keep what is printed). Only one listen made itself, worth nothing elsewhere, is shown.
+  out.stdout(
+    generated
+      ? `Your webhook signing secret is ${secret} (Ctrl-C to stop)`
+      : 'Signing with the secret from PLAINPAY_LISTEN_SECRET (Ctrl-C to stop)',
+  );
 
   const stop = stopSignal();
   let unreachable = false;
@@ -116,8 +124,8 @@ function clock(): string {
   return new Date().toISOString().slice(11, 19);
 }
 
-function signingSecret(given: string | undefined): string {
-  if (given === undefined || given.trim() === '') return generateWebhookSecret();
+function signingSecret(given: string | undefined): { secret: string; generated: boolean } {
+  if (given === undefined || given.trim() === '') return { secret: generateWebhookSecret(), generated: true };
   try {
     decodeWebhookSecret(given.trim());
   } catch (error) {
@@ -125,7 +133,28 @@ function signingSecret(given: string | undefined): string {
       param: 'PLAINPAY_LISTEN_SECRET',
     });
   }
-  return given.trim();
+  return { secret: given.trim(), generated: false };
+}
+
+/**
+ * The API URL, refused when plain http would carry the API key off this machine in cleartext:
+ * http only to a loopback host (localhost, 127.0.0.0/8, ::1), https anywhere.
+ */
+function keySafeApiUrl(href: string): string {
+  const url = new URL(href);
+  if (url.protocol === 'https:' || isLoopback(url.hostname)) return href;
+  throw new UsageError(
+    `--api-url ${url.origin} is plain http to another machine: the API key would cross the network in cleartext. Use https://${url.host}, or http only to localhost.`,
+    { param: 'api-url' },
+  );
+}
+
+function isLoopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  if (isIP(host) === 6) return host === '::1';
+  return false;
 }
 
 function httpUrl(text: string, option: string): string {

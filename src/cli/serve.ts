@@ -191,7 +191,8 @@ function stopSignal(out: CliOutput): { promise: Promise<void>; dispose(): void }
 
 /**
  * On the first start of an empty database, create a test-mode demo account so a newcomer can
- * curl at once. Its key is kept in the data directory (test mode only) and printed at each start.
+ * curl at once. Its key is kept in the data directory (test mode only) and printed at each start
+ * on a terminal (serveTerminal).
  */
 async function ensureDemoAccount(runtime: Runtime): Promise<CreatedAccount | undefined> {
   const file = join(runtime.config.dataDir, 'demo-account.json');
@@ -229,8 +230,10 @@ interface BannerDetails {
 /**
  * What serve shows, by log format (core/log-format.ts). Pretty (a terminal): pino-pretty lines
  * and, on stdout, a plain banner and plain "stopping…"/"stopped" lines. JSON (a pipe, a file):
- * stdout carries pino's JSON lines only, each step a log line; the banner, for a person watching,
- * goes to stderr, where a pipe into jq or a log shipper does not read it.
+ * stdout carries pino's JSON lines only, each step a log line; the banner goes to stderr, so a
+ * pipe into jq reads JSON only. stderr is not private: container and systemd log drivers keep and
+ * ship it like stdout. So the demo key (a working API key) is printed only when the banner's
+ * stream is a terminal, a person's screen; otherwise the banner names the file that holds it.
  */
 function serveTerminal(config: Config, out: CliOutput): ServeTerminal {
   const onTerminal = process.stdout.isTTY === true;
@@ -238,6 +241,7 @@ function serveTerminal(config: Config, out: CliOutput): ServeTerminal {
   const logger = createLogger(config.logLevel, undefined, { format, colorize: onTerminal });
   const pretty = format === 'pretty';
   const say = pretty ? out.stdout : out.stderr;
+  const sayingToTerminal = (pretty ? process.stdout : process.stderr).isTTY === true;
   return {
     logger,
     say,
@@ -261,7 +265,7 @@ function serveTerminal(config: Config, out: CliOutput): ServeTerminal {
           'plainpay is running',
         );
       }
-      for (const line of bannerLines(config, runtime, details)) say(line);
+      for (const line of bannerLines(config, runtime, details, sayingToTerminal)) say(line);
       if (pretty) say('Press Ctrl-C to stop.');
     },
     stopping(role, shutdownTimeoutMs) {
@@ -284,8 +288,16 @@ function flushed(logger: Logger): Promise<void> {
 const hasApi = (role: Role): boolean => role === 'all' || role === 'api';
 const hasCheckout = (role: Role): boolean => role === 'all' || role === 'checkout';
 
-/** The banner README.md shows: where each host answers, the admin socket, the demo key. */
-function bannerLines(config: Config, runtime: Runtime, { role, adminSocket, demo }: BannerDetails): string[] {
+/**
+ * The banner README.md shows: where each host answers, the admin socket, the demo key (only on a
+ * terminal: elsewhere the lines are kept by whatever collects them, so the key file is named).
+ */
+function bannerLines(
+  config: Config,
+  runtime: Runtime,
+  { role, adminSocket, demo }: BannerDetails,
+  onTerminal: boolean,
+): string[] {
   const lines = [`plainpay is running (role: ${role}, database: ${runtime.dbKind})`];
   if (hasApi(role)) lines.push(`  API:      ${config.publicBaseUrl}`);
   if (hasCheckout(role)) lines.push(`  Checkout: ${config.checkoutBaseUrl}`);
@@ -294,8 +306,13 @@ function bannerLines(config: Config, runtime: Runtime, { role, adminSocket, demo
   if (adminSocket) lines.push(`  CLI:      ${adminSocket} (plainpay commands run here while this runs)`);
   if (demo) {
     lines.push(`  Demo account: ${demo.account} (test mode)`);
-    lines.push(`  Demo key:     ${demo.api_key}`);
-    lines.push(`  Try: curl -H "Authorization: Bearer ${demo.api_key}" ${config.publicBaseUrl}/v1/ping`);
+    if (onTerminal) {
+      lines.push(`  Demo key:     ${demo.api_key}`);
+      lines.push(`  Try: curl -H "Authorization: Bearer ${demo.api_key}" ${config.publicBaseUrl}/v1/ping`);
+    } else {
+      const file = join(config.dataDir, 'demo-account.json');
+      lines.push(`  Demo key:     not printed (output is not a terminal): it is in ${file}`);
+    }
   }
   return lines;
 }

@@ -232,21 +232,38 @@ export function recordProviderCall(
   providerCallSeconds.observe({ rail, operation }, seconds);
 }
 
-// Payouts and refunds asked for (src/pipeline/execute-tool.ts, src/pipeline/approvals.ts), by what
-// became of the request: the action log's own words (docs/dashboard.md).
+// Payouts and refunds asked for (src/pipeline/execute-tool.ts, src/pipeline/approvals.ts), in the
+// action log's words (docs/dashboard.md). Two counters each, so that no request is counted twice:
+// *_total counts each request once, by its first outcome (a held one stays `held` there), and
+// *_approvals_total counts what a human's decision on a held one then did. Executed money is
+// `executed` in the first plus `executed` in the second.
 
-export const MONEY_REQUEST_OUTCOMES = ['executed', 'held', 'denied', 'rejected', 'failed'] as const;
+export const MONEY_REQUEST_OUTCOMES = ['executed', 'held', 'denied', 'failed'] as const;
 export type MoneyRequestOutcome = (typeof MONEY_REQUEST_OUTCOMES)[number];
+export const MONEY_APPROVAL_OUTCOMES = ['executed', 'rejected', 'denied', 'failed'] as const;
+export type MoneyApprovalOutcome = (typeof MONEY_APPROVAL_OUTCOMES)[number];
 
 const payoutsTotal = new Counter({
   name: 'plainpay_payouts_total',
-  help: 'Payout requests (create_payout, from the API, the agent or MCP, and approvals of held ones), by outcome: executed (the payout was created and queued), held (for a human to approve), denied (by the policy), rejected (a human said no to a held one) or failed (refused with an error, e.g. insufficient balance).',
+  help: 'Payout requests (create_payout, from the API, the agent or MCP), each once, by its first outcome: executed (the payout was created and queued), held (for a human to approve; what the approval did is in plainpay_payout_approvals_total), denied (by the policy) or failed (refused with an error, e.g. insufficient balance).',
   labelNames: ['outcome'] as const,
   registers: [],
 });
 const refundsTotal = new Counter({
   name: 'plainpay_refunds_total',
-  help: 'Refund requests (refund_payment), by outcome: executed (the refund was created), held, denied, rejected or failed, as for payouts.',
+  help: 'Refund requests (refund_payment), each once, by its first outcome: executed (the refund was created), held, denied or failed, as for payouts.',
+  labelNames: ['outcome'] as const,
+  registers: [],
+});
+const payoutApprovalsTotal = new Counter({
+  name: 'plainpay_payout_approvals_total',
+  help: 'Decisions on held payouts, by outcome: executed (approved, and the payout was created), rejected (a human said no), denied (approved, but the policy now denies it) or failed (approved, but refused with an error; the payout stays held).',
+  labelNames: ['outcome'] as const,
+  registers: [],
+});
+const refundApprovalsTotal = new Counter({
+  name: 'plainpay_refund_approvals_total',
+  help: 'Decisions on held refunds, by outcome: executed, rejected, denied or failed, as for payouts.',
   labelNames: ['outcome'] as const,
   registers: [],
 });
@@ -254,16 +271,25 @@ for (const outcome of MONEY_REQUEST_OUTCOMES) {
   payoutsTotal.inc({ outcome }, 0);
   refundsTotal.inc({ outcome }, 0);
 }
+for (const outcome of MONEY_APPROVAL_OUTCOMES) {
+  payoutApprovalsTotal.inc({ outcome }, 0);
+  refundApprovalsTotal.inc({ outcome }, 0);
+}
 
-/** The counter of a tool whose requests are counted, by tool name; other tools are not counted here. */
-const MONEY_REQUEST_COUNTERS: Readonly<Record<string, Counter<'outcome'>>> = {
-  create_payout: payoutsTotal,
-  refund_payment: refundsTotal,
+/** The counters of a tool whose requests are counted, by tool name; other tools are not counted here. */
+const MONEY_COUNTERS: Readonly<Record<string, { requests: Counter<'outcome'>; approvals: Counter<'outcome'> }>> = {
+  create_payout: { requests: payoutsTotal, approvals: payoutApprovalsTotal },
+  refund_payment: { requests: refundsTotal, approvals: refundApprovalsTotal },
 };
 
-/** What became of one request for a tool: counted when the tool is a payout or a refund. */
+/** The first outcome of one new request for a tool: counted when the tool is a payout or a refund. */
 export function recordMoneyRequest(tool: string, outcome: MoneyRequestOutcome): void {
-  MONEY_REQUEST_COUNTERS[tool]?.inc({ outcome });
+  MONEY_COUNTERS[tool]?.requests.inc({ outcome });
+}
+
+/** What a human's decision on a held payout or refund did (its request was counted `held`). */
+export function recordMoneyApproval(tool: string, outcome: MoneyApprovalOutcome): void {
+  MONEY_COUNTERS[tool]?.approvals.inc({ outcome });
 }
 
 let processRegistry: Registry | undefined;
@@ -287,6 +313,8 @@ function processMetrics(): Registry {
     processRegistry.registerMetric(providerCallSeconds);
     processRegistry.registerMetric(payoutsTotal);
     processRegistry.registerMetric(refundsTotal);
+    processRegistry.registerMetric(payoutApprovalsTotal);
+    processRegistry.registerMetric(refundApprovalsTotal);
     processRegistry.registerMetric(rateLimitDegraded);
     processRegistry.registerMetric(rateLimitFallbackDecisions);
     processRegistry.registerMetric(rateLimitRedisWaits);

@@ -7,7 +7,7 @@ import type { AnyTool, Channel, ToolEnvironment } from '../core/tool.ts';
 import type { Db } from '../db/database.ts';
 import type { ConfirmationRow } from '../db/tables/money.ts';
 import { isSamePrincipal } from '../keys/lineage.ts';
-import { recordMoneyRequest } from '../metrics/metrics.ts';
+import { recordMoneyApproval } from '../metrics/metrics.ts';
 import { announceConfirmation, effectiveStatus } from '../policy/confirmations.ts';
 import { findConfirmation } from '../db/repositories/confirmations.ts';
 import { findApiKey } from '../db/repositories/api-keys.ts';
@@ -133,5 +133,5 @@ export async function rejectConfirmation(runtime: ToolEnvironment, approver: App
       at: now,
     });
   });
-  recordMoneyRequest(row.tool, 'rejected');
+  recordMoneyApproval(row.tool, 'rejected');
 }

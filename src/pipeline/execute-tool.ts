@@ -7,7 +7,7 @@ import { stringifyJson } from '../core/json-text.ts';
 import type { Actor, PolicySubject, SingleInsert, ToolContext, ToolDefinition, ToolEnvironment } from '../core/tool.ts';
 import { parseInput } from '../core/validation.ts';
 import { isDatabaseUnreachable } from '../db/connect.ts';
-import { recordMoneyRequest } from '../metrics/metrics.ts';
+import { recordMoneyApproval, recordMoneyRequest } from '../metrics/metrics.ts';
 import type { Db, ModeScope } from '../db/database.ts';
 import {
   findIdempotencyRecord,
@@ -186,18 +186,32 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
   } catch (error) {
     // The transaction rolled back: nothing moved. Logged channels still record the failed attempt.
     if (call.logsFailures) await recordFailure(call, { ...call.attempt, input }, error);
-    if (!options.dryRun && toAppError(error).code !== 'idempotency_conflict') recordMoneyRequest(tool.name, 'failed');
+    if (!options.dryRun && toAppError(error).code !== 'idempotency_conflict') countFailure(tool.name, options);
     throw error;
   }
-  countOutcome(tool.name, outcome);
+  countOutcome(tool.name, outcome, options);
   return resultOf(outcome);
 }
 
-/** A payout's or refund's request in /metrics, once: a replay or a dry run is no new request. */
-function countOutcome(toolName: string, outcome: Outcome<unknown>): void {
+/**
+ * A payout's or refund's request in /metrics, once: a replay or a dry run is no new request. The
+ * run of an approved held action is not a new request either (it was counted `held`): it counts
+ * in the approvals counter, so that one payout is never both `held` and `executed` there.
+ */
+function countOutcome(toolName: string, outcome: Outcome<unknown>, options: ExecuteOptions): void {
   if (outcome.kind !== 'stored' || outcome.replayed) return;
   const { kind } = outcome.result;
-  recordMoneyRequest(toolName, kind === 'executed' ? 'executed' : kind === 'denied' ? 'denied' : 'held');
+  if (options.confirmation) {
+    recordMoneyApproval(toolName, kind === 'executed' ? 'executed' : kind === 'denied' ? 'denied' : 'failed');
+  } else {
+    recordMoneyRequest(toolName, kind === 'executed' ? 'executed' : kind === 'denied' ? 'denied' : 'held');
+  }
+}
+
+/** A request, or the approval of a held one, refused with an error. */
+function countFailure(toolName: string, options: ExecuteOptions): void {
+  if (options.confirmation) recordMoneyApproval(toolName, 'failed');
+  else recordMoneyRequest(toolName, 'failed');
 }
 
 function describeCall<I extends z.ZodType, O extends z.ZodType>(
@@ -270,7 +284,7 @@ async function admit<I extends z.ZodType, O extends z.ZodType>(
     return input;
   } catch (error) {
     if (call.logsFailures) await recordFailure(call, { ...call.attempt, input: rawInput ?? null }, error);
-    if (!options.dryRun) recordMoneyRequest(tool.name, 'failed');
+    if (!options.dryRun) countFailure(tool.name, options);
     throw error;
   }
 }

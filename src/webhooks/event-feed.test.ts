@@ -53,4 +53,59 @@ describe('the event feed of plainpay listen', () => {
     events.push(at(40, 'evt_too_late'));
     expect(await feed.poll()).toEqual([]);
   });
+
+  it('starts on a long history by reading one page, not all of it', async () => {
+    // 200,000 events, one every 10 ms: paging through them all, then Math.max(...ids), threw.
+    const start = Date.UTC(2026, 0, 1);
+    const history: FeedEvent[] = [];
+    for (let i = 0; i < 200_000; i++) {
+      history.push({
+        id: `evt_${i}`,
+        type: 'payment.paid',
+        created: new Date(start + i * 10).toISOString(),
+        livemode: false,
+        data: {},
+      });
+    }
+    const newestFirst = history.slice().reverse();
+    const fresh: FeedEvent[] = [];
+    const position = new Map(newestFirst.map((e, i) => [e.id, i]));
+    let requests = 0;
+    const get = async (path: string): Promise<unknown> => {
+      requests += 1;
+      const query = new URL(path, 'http://api').searchParams;
+      // Newest first: the fresh events, then the history (an index, so paging all of it stays fast).
+      const newer = fresh.slice().reverse();
+      const after = query.get('starting_after');
+      const inHistory = after === null ? undefined : position.get(after);
+      const from =
+        after === null
+          ? 0
+          : inHistory !== undefined
+            ? newer.length + inHistory + 1
+            : newer.findIndex((e) => e.id === after) + 1;
+      const limit = Number(query.get('limit'));
+      const at = (i: number): FeedEvent | undefined => (i < newer.length ? newer[i] : newestFirst[i - newer.length]);
+      const data: FeedEvent[] = [];
+      for (let i = from; i < from + limit; i++) {
+        const event = at(i);
+        if (event !== undefined) data.push(event);
+      }
+      return { object: 'list', data, has_more: from + limit < newer.length + newestFirst.length };
+    };
+    const feed = eventFeed({ apiUrl: 'http://api', apiKey: 'k', pageSize: 25, get });
+    await feed.skipExisting();
+    expect(requests).toBe(1);
+    // The minute before the newest holds 6,000 events, far more than the page: none comes back.
+    expect(await feed.poll()).toEqual([]);
+    const last = start + 199_999 * 10;
+    fresh.push({
+      id: 'evt_new',
+      type: 'payment.paid',
+      created: new Date(last + 1_000).toISOString(),
+      livemode: false,
+      data: {},
+    });
+    expect((await feed.poll()).map((e) => e.id)).toEqual(['evt_new']);
+  });
 });

@@ -67,15 +67,29 @@ export function eventFeed(options: EventFeedOptions): EventFeed {
       after = last.id;
     }
     for (const event of found) seen.set(event.id, Date.parse(event.created));
-    const newest = Math.max(...seen.values());
-    horizon = Math.max(horizon, newest - lagMs);
-    for (const [id, created] of seen) if (created < horizon) seen.delete(id);
+    advanceHorizon();
     return found.reverse();
+  };
+
+  /** Moves the horizon to a lag behind the newest event seen; forgets the ids behind it. */
+  const advanceHorizon = (floor = Number.NEGATIVE_INFINITY): void => {
+    // A loop, never Math.max(...seen): spreading a large collection overflows the call stack.
+    let newest = Number.NEGATIVE_INFINITY;
+    for (const created of seen.values()) if (created > newest) newest = created;
+    horizon = Math.max(horizon, newest - lagMs, floor);
+    for (const [id, created] of seen) if (created < horizon) seen.delete(id);
   };
 
   return {
     async skipExisting() {
-      await unseen();
+      // One page, newest first, not the whole history (an account may have millions of events):
+      // its events are seen, and the horizon starts a lag behind its newest. Older events beyond
+      // the page are behind the horizon too, else a busy minute longer than a page would be
+      // forwarded as new.
+      const page = await listEvents(options, pageSize);
+      for (const event of page.data) seen.set(event.id, Date.parse(event.created));
+      const oldest = page.data.at(-1);
+      advanceHorizon(page.has_more && oldest !== undefined ? Date.parse(oldest.created) + 1 : undefined);
     },
     poll: unseen,
   };

@@ -90,7 +90,12 @@ export function x402Routes(runtime: Runtime): FastifyPluginAsync {
   };
 }
 
-/** Verification for a key of this mode: test-mode money is only taken on a test network. */
+/**
+ * Verification for a key of this mode. A key's mode and the network's money must agree: a test-mode
+ * key is only answered on a test network, and a live key never on one, since test tokens there can
+ * be minted by anyone who holds the (often public) deployer key, and a live merchant would ship
+ * goods for them.
+ */
 export async function verifyForMode(runtime: Runtime, livemode: boolean, body: unknown): Promise<ExactVerification> {
   const parsed = facilitatorRequest.safeParse(body ?? {});
   if (!parsed.success) {
@@ -108,7 +113,14 @@ export async function verifyForMode(runtime: Runtime, livemode: boolean, body: u
       message: `a test-mode key takes payments only on a test network, and chain ${conn.chainId} is not one: use a live key`,
     };
   }
-  return await verifyExactPayment(conn, parsed.data);
+  if (livemode && testMoneyMayMoveOn(conn)) {
+    return {
+      ok: false,
+      reason: X402_REASONS.network,
+      message: `a live key takes payments only on a live network, and chain ${conn.chainId} is a test network whose tokens are not money: use a test-mode key`,
+    };
+  }
+  return await verifyExactPayment(conn, parsed.data, runtime.clock.now());
 }
 
 export function verifyAnswer(verified: ExactVerification): VerifyResponse {

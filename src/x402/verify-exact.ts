@@ -7,8 +7,11 @@
 // a few seconds on validBefore, follow x402's reference facilitator (@x402/evm 2.27
 // `exact/facilitator/eip3009.ts`), so plainpay refuses what it refuses, with the spec's codes.
 //
-// Time is the chain's: the contract compares validAfter/validBefore with block.timestamp, so the
-// newest block's timestamp decides here too, never the service's clock.
+// Time: the contract compares validAfter/validBefore with block.timestamp, but the newest block's
+// timestamp can be stale (an idle automine devnet mines no block until a transaction comes), so a
+// payload already expired by the wall clock could pass on it alone. Both clocks are read, and the
+// stricter answer wins: expired when either says so (validBefore against the later of the two),
+// not yet valid when either says so (validAfter against the earlier).
 
 import {
   type Address,
@@ -49,8 +52,9 @@ export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
 } as const;
 
 /**
- * An authorization must stay valid this long after the newest block, so the transaction that
- * submits it can still be mined (the reference facilitator's margin).
+ * An authorization must stay valid this long after now (the later of the newest block's time and
+ * the service's clock), so the transaction that submits it can still be mined (the reference
+ * facilitator's margin).
  */
 export const VALID_BEFORE_MARGIN_SECONDS = 6n;
 
@@ -125,11 +129,13 @@ function refuse(reason: X402Reason, message: string, payer?: string): ExactVerif
 
 /**
  * Verifies a payment payload against requirements for settlement on `conn`. Reads the chain (block
- * time, nonce state, balance, a simulated call); writes nothing.
+ * time, nonce state, balance, a simulated call); writes nothing. `serviceNow` is the service's
+ * clock, checked alongside the newest block's time (see the header).
  */
 export async function verifyExactPayment(
   conn: ChainConnection,
   input: { paymentPayload: unknown; paymentRequirements: unknown },
+  serviceNow: Date,
 ): Promise<ExactVerification> {
   const target = await x402Target(conn);
   const requirements = paymentRequirements.safeParse(input.paymentRequirements);
@@ -152,7 +158,7 @@ export async function verifyExactPayment(
   if (!exact.success) return refuse(X402_REASONS.payload, `paymentPayload.payload: ${firstIssue(exact.error)}`);
   const authorization = readAuthorization(exact.data);
   const signature = exact.data.signature as Hex;
-  const checked = await checkAuthorization(conn, target, requirements.data, authorization, signature);
+  const checked = await checkAuthorization(conn, target, requirements.data, authorization, signature, serviceNow);
   if (checked) return { ...checked, payer: authorization.from };
   return {
     ok: true,
@@ -228,6 +234,7 @@ async function checkAuthorization(
   requirements: PaymentRequirements,
   auth: Authorization,
   signature: Hex,
+  serviceNow: Date,
 ): Promise<Refusal | undefined> {
   const no = (reason: X402Reason, message: string): Refusal => ({ ok: false, reason, message });
   if (!(await signedByPayer(conn, target, auth, signature))) {
@@ -239,18 +246,16 @@ async function checkAuthorization(
       `the authorization pays ${auth.to}, the requirements ${requirements.payTo}`,
     );
   }
-  const now = (await conn.publicClient.getBlock({ blockTag: 'latest' })).timestamp;
-  if (auth.validBefore < now + VALID_BEFORE_MARGIN_SECONDS) {
-    return no(
-      X402_REASONS.validBefore,
-      `the authorization expired (validBefore ${auth.validBefore}, chain time ${now})`,
-    );
+  const chainNow = (await conn.publicClient.getBlock({ blockTag: 'latest' })).timestamp;
+  const clockNow = BigInt(Math.floor(serviceNow.getTime() / 1000));
+  const latest = chainNow > clockNow ? chainNow : clockNow;
+  const earliest = chainNow < clockNow ? chainNow : clockNow;
+  const times = `chain time ${chainNow}, service time ${clockNow}`;
+  if (auth.validBefore < latest + VALID_BEFORE_MARGIN_SECONDS) {
+    return no(X402_REASONS.validBefore, `the authorization expired (validBefore ${auth.validBefore}, ${times})`);
   }
-  if (auth.validAfter >= now) {
-    return no(
-      X402_REASONS.validAfter,
-      `the authorization is not valid yet (validAfter ${auth.validAfter}, chain time ${now})`,
-    );
+  if (auth.validAfter >= earliest) {
+    return no(X402_REASONS.validAfter, `the authorization is not valid yet (validAfter ${auth.validAfter}, ${times})`);
   }
   const required = BigInt(requirements.amount);
   if (auth.value !== required) {

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,7 +84,7 @@ async function spawnServe(
       reject(new Error(`serve did not start:\n${output}`));
     }, 60_000);
     const check = (): void => {
-      if (/Try: curl/.test(output)) {
+      if (/Demo key: /.test(output)) {
         clearTimeout(timer);
         resolve();
       }
@@ -97,8 +97,13 @@ async function spawnServe(
       reject(new ServeExited(`serve exited with ${code}:\n${output}`));
     });
   });
-  const demoKey = /Demo key:\s+(sk_test_\S+)/.exec(output)?.[1];
-  if (!demoKey) throw new Error(`no demo key printed:\n${output}`);
+  // Into a pipe the banner names the key's file rather than printing the key (serve.ts).
+  let demoKey: string;
+  try {
+    demoKey = (JSON.parse(readFileSync(join(dataDir, 'demo-account.json'), 'utf8')) as { api_key: string }).api_key;
+  } catch (error) {
+    throw new Error(`no demo account in ${dataDir}: ${(error as Error).message}\n${output}`);
+  }
   return {
     url: `http://localhost:${port}`,
     checkoutUrl: `http://localhost:${checkoutPort}`,
