@@ -1,4 +1,6 @@
-import { type Clause, MONEY_VERBS, text, VALUE_KINDS } from './grammar.ts';
+import { type Clause, text } from './clause.ts';
+import { VALUE_KINDS } from './clauses.ts';
+import { MONEY_VERBS } from './intents.ts';
 import {
   HARD_CONTROL_WORDS,
   isCount,

@@ -8,25 +8,11 @@ import {
 } from '../../domain/money.ts';
 import type { PaymentStatus } from '../../domain/payment-status.ts';
 import { explainAll, truncate, type Unplaced, unplacedTokens } from './checks.ts';
-import {
-  type AmountToken,
-  type Clause,
-  correctionAt,
-  buyerDescription,
-  fillSlots,
-  type Intent,
-  leadingWord,
-  type PaymentLookup,
-  MONEY_VERBS,
-  intentOf,
-  isItemCount,
-  mergeCorrection,
-  referenceAt,
-  type Slots,
-  splitClauses,
-  text,
-  VALUE_KINDS,
-} from './grammar.ts';
+import { type AmountToken, type Clause, type Intent, type PaymentLookup, type Slots, text } from './clause.ts';
+import { correctionAt, splitClauses, VALUE_KINDS } from './clauses.ts';
+import { intentOf, leadingWord, MONEY_VERBS } from './intents.ts';
+import { referenceAt } from './phrases.ts';
+import { buyerDescription, fillSlots, isItemCount, mergeCorrection } from './slots.ts';
 import {
   type CurrencyMention,
   type DateRange,
@@ -700,7 +686,7 @@ function storiesAsReasons(clauses: Clause[], now: Date): void {
       clause.slots.reason = truncate(text(story.tokens), 200);
       // "refund pay_…. 2 items came back.": a count in the story beside a refund that says no
       // amount, share or "in full" may be what the refund is for (those items only), as in the
-      // same sentence (grammar.ts): asked, never a full refund.
+      // same sentence (slots.ts): asked, never a full refund.
       if (saysNoExtent(clause.slots) && countsItems(story.tokens))
         clause.problem ??= 'the story counts items but the refund says no amount: say how much to refund, or "in full"';
       continue;

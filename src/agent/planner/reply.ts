@@ -9,7 +9,7 @@ import {
   type PlannedCall,
   type RevenueFacts,
 } from './plan.ts';
-import type { PaymentLookup } from './grammar.ts';
+import type { PaymentLookup } from './clause.ts';
 
 /**
  * Stage 5 of the offline planner: the reply. Every action is restated in plain words (amount,
