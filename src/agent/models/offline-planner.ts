@@ -11,11 +11,11 @@ import {
   readsFor,
   resolveCalls,
   type RevenueFacts,
-  type Step,
   toolsFor,
-  understand,
   withPayment,
-} from '../planner/plan.ts';
+} from '../planner/calls.ts';
+import { understand } from '../planner/plan.ts';
+import type { Step } from '../planner/steps.ts';
 import {
   describeListed,
   describeOutcome,

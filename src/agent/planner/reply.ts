@@ -1,14 +1,8 @@
 import type { ToolCallOutcome } from '../model.ts';
 import { type Currency, formatDisplay, getCurrency, parseMajorAmount } from '../../domain/money.ts';
 import { isId } from '../../domain/ids.ts';
-import {
-  describeLookup,
-  type ListedPayment,
-  PAYOUT_ASSET,
-  type PaymentFacts,
-  type PlannedCall,
-  type RevenueFacts,
-} from './plan.ts';
+import { describeLookup, type ListedPayment, type PaymentFacts, type PlannedCall, type RevenueFacts } from './calls.ts';
+import { PAYOUT_ASSET } from './steps.ts';
 import type { PaymentLookup } from './clause.ts';
 
 /**
