@@ -1,6 +1,6 @@
 import { type Currency, formatDisplay, minorToNumber } from '../../domain/money.ts';
 import type { PaymentLookup } from './clause.ts';
-import type { DateRange } from './tokens.ts';
+import type { DateRange } from './token-types.ts';
 import { MAX_STEPS_PER_MESSAGE, PAYOUT_ASSET, Problem, problem, type Step } from './steps.ts';
 import { formatBps, toMinor } from './clause-steps.ts';
 

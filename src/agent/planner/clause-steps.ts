@@ -1,7 +1,8 @@
 import { type Currency, getCurrency, parseMajorAmount } from '../../domain/money.ts';
 import { type AmountToken, type Clause, type Intent, type Slots, text } from './clause.ts';
 import { fillSlots } from './slots.ts';
-import { type CurrencyMention, isSignificant, type NumberValue, type Token } from './tokens.ts';
+import { isSignificant } from './counts.ts';
+import type { CurrencyMention, NumberValue, Token } from './token-types.ts';
 import { FOUND_LATER, PAYOUT_ASSET, problem, type RefundAmount, type Step } from './steps.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { PaymentStatus } from '../../domain/payment-status.ts';
-import type { CurrencyMention, DateRange, Token } from './tokens.ts';
+import type { CurrencyMention, DateRange, Token } from './token-types.ts';
 
 /**
  * The shapes the offline planner's grammar reads a message into: a clause, its intent and its

@@ -1,7 +1,7 @@
 import { isWord } from './clause.ts';
 import { negatedExtent } from './phrases.ts';
 import { CREATE_VERBS, PAYOUT_VERBS, REFUND_VERBS, SPLIT_VERBS } from './intents.ts';
-import type { Token } from './tokens.ts';
+import type { Token } from './token-types.ts';
 
 /**
  * The offline planner's clause splitter: it cuts a message into clauses at sequencers ("then",

@@ -1,6 +1,8 @@
 import { type Intent, isWord } from './clause.ts';
 import { BOUGHT, LIST_STATUS_WORDS, referenceAt, STATEMENT_SUBJECTS } from './phrases.ts';
-import { CONTROL_WORDS, PAST, REPETITION, type Token } from './tokens.ts';
+import { PAST, REPETITION } from './counts.ts';
+import { CONTROL_WORDS } from './lexicon.ts';
+import type { Token } from './token-types.ts';
 
 /**
  * The offline planner's intent reader: which action a clause asks for (a payout, a refund, a split,

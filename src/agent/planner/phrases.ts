@@ -1,7 +1,7 @@
 import type { PaymentStatus } from '../../domain/payment-status.ts';
 import { PAYMENT_STATUSES } from '../../domain/payment-status.ts';
 import { isWord } from './clause.ts';
-import type { Token } from './tokens.ts';
+import type { Token } from './token-types.ts';
 
 /**
  * Small phrase readers and word lists that several grammar modules share: an order reference

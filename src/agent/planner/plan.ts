@@ -4,16 +4,10 @@ import { correctionAt, splitClauses, VALUE_KINDS } from './clauses.ts';
 import { intentOf, leadingWord, MONEY_VERBS } from './intents.ts';
 import { referenceAt } from './phrases.ts';
 import { buyerDescription, fillSlots, isItemCount, mergeCorrection } from './slots.ts';
-import {
-  HOLD_WORDS,
-  isCountNoun,
-  isCountOf,
-  isSignificant,
-  PAST,
-  type Token,
-  tokenize,
-  UNSUPPORTED_ACTIONS,
-} from './tokens.ts';
+import { isCountNoun, isCountOf, isSignificant, PAST } from './counts.ts';
+import { HOLD_WORDS, UNSUPPORTED_ACTIONS } from './lexicon.ts';
+import type { Token } from './token-types.ts';
+import { tokenize } from './tokens.ts';
 import { MAX_MESSAGE_LENGTH, MAX_STEPS_PER_MESSAGE, Problem, type Step, type Understanding } from './steps.ts';
 import { stepsOf } from './clause-steps.ts';
 

@@ -19,19 +19,9 @@ import {
   STATUS_WORDS,
 } from './intents.ts';
 import { countOnceTo, onceTo, RECIPIENT_NOUNS, recipientsNamed, REPEATS, STORY_VERBS, VALUE_KINDS } from './clauses.ts';
-import {
-  CONTROL_WORDS,
-  HARD_CONTROL_WORDS,
-  isCount,
-  isCountCode,
-  isCountNoun,
-  isCountOf,
-  isQuantity,
-  NEGATIONS,
-  PAST,
-  tellsThePast,
-  type Token,
-} from './tokens.ts';
+import { isCount, isCountCode, isCountNoun, isCountOf, isQuantity, PAST, tellsThePast } from './counts.ts';
+import { CONTROL_WORDS, HARD_CONTROL_WORDS, NEGATIONS } from './lexicon.ts';
+import type { Token } from './token-types.ts';
 
 /**
  * The offline planner's slot filler: from one clause's tokens and its intent, it fills the slots

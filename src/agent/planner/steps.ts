@@ -1,7 +1,7 @@
 import { CURRENCIES, type Currency } from '../../domain/money.ts';
 import type { PaymentStatus } from '../../domain/payment-status.ts';
 import type { PaymentLookup } from './clause.ts';
-import type { CurrencyMention, DateRange, NumberValue } from './tokens.ts';
+import type { CurrencyMention, DateRange, NumberValue } from './token-types.ts';
 
 /**
  * What the offline planner's plan is made of: a step (a payout, a refund, a split, a new payment, a
