@@ -47,7 +47,7 @@ export function readPaymentFacts(output: unknown): PaymentFacts | undefined {
 
 /**
  * The payments of a list_payments result, with their typed fields. The description is kept only
- * for matching the merchant's words against it (plan.ts, matchLookup); it is never shown or acted on.
+ * for matching the merchant's words against it (calls.ts, matchLookup); it is never shown or acted on.
  */
 export function readListedPayments(output: unknown): ListedPayment[] {
   const data = typeof output === 'object' && output !== null ? (output as Record<string, unknown>).data : undefined;
