@@ -63,7 +63,8 @@ export interface Slots {
 /**
  * A payment the merchant names without its id: by its reference ("order ORD-1042", "#GH-2210",
  * "order 1042"), or by words of its description ("the blue kente cloth order"). The planner looks
- * it up with list_payments before anything else runs (calls.ts, lookupRead; models/offline-planner.ts runs it).
+ * it up with list_payments before anything else runs (calls.ts, lookupRead; the offline model in
+ * models/offline-planner.ts runs it).
  */
 export type PaymentLookup = { reference: string } | { words: string[]; all?: true };
 

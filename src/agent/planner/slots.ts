@@ -1023,9 +1023,24 @@ export function fillSlots(
         break;
     }
   }
-  // "refund pay_… for the 3 missing items", "…, she kept one of the two bags": a count in the
-  // reason of a refund that says no amount, share or "in full" may be what the refund is for (those
-  // items only): it stays to be placed, and the clause is asked back.
+  problem = countedItemsOfRefund(intent, tokens, slots, consumed, problem);
+  describedPaymentLookup(intent, tokens, slots, consumed);
+  return problem === undefined ? { slots, consumed } : { slots, consumed, problem };
+}
+
+/**
+ * After the tokens, for a refund that says no amount, share or "in full": "refund pay_… for the 3
+ * missing items", "…, she kept one of the two bags": a count in the reason may be what the refund
+ * is for (those items only): it stays to be placed, and the clause is asked back. Returns the
+ * clause's problem.
+ */
+function countedItemsOfRefund(
+  intent: Intent | undefined,
+  tokens: readonly Token[],
+  slots: Slots,
+  consumed: Set<number>,
+  problem: string | undefined,
+): string | undefined {
   if (
     intent === 'refund' &&
     slots.amounts.length === 0 &&
@@ -1045,6 +1060,19 @@ export function fillSlots(
       )
         consumed.delete(token.index);
     }
+  return problem;
+}
+
+/**
+ * After the tokens, for an intent that acts on one payment and names none by id, reference or date:
+ * the payment the clause's words describe ("the blue kente cloth order"), looked up later.
+ */
+function describedPaymentLookup(
+  intent: Intent | undefined,
+  tokens: readonly Token[],
+  slots: Slots,
+  consumed: Set<number>,
+): void {
   if (
     FINDS_PAYMENTS.has(intent ?? 'approve') &&
     slots.lookup === undefined &&
@@ -1062,7 +1090,6 @@ export function fillSlots(
       slots.amounts = slots.amounts.filter((amount) => !described.used.includes(amount));
     }
   }
-  return problem === undefined ? { slots, consumed } : { slots, consumed, problem };
 }
 
 /** Two amounts read exactly, to the same figure in the same currency. */
