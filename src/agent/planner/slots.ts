@@ -544,42 +544,7 @@ export function fillSlots(
         use(token);
         break;
       case 'date':
-        if (
-          /^(?:today|now|right now|immediately|this (?:morning|afternoon|evening))$/i.test(token.text) &&
-          (intent === 'payout' ||
-            intent === 'create_payment' ||
-            intent === 'balance' ||
-            intent === 'payment_status' ||
-            intent === 'pending_confirmations' ||
-            (intent === 'refund' && !slots.allPayments))
-        ) {
-          // "transfer 150 USDC today": now is when it runs anyway.
-          use(token);
-          break;
-        }
-        if (isWord(tokens[i - 1], 'by') && (intent === 'payout' || intent === 'refund') && !slots.allPayments) {
-          // "he needs it by Friday": a deadline, which paying now meets.
-          use(tokens[i - 1]!, token);
-          break;
-        }
-        // "refund pay_… fully - the POS swiped her card two times yesterday": a day gone by in the
-        // story told after a refund of one payment is when it happened, no period to refund.
-        if (
-          intent === 'refund' &&
-          token.past &&
-          !slots.allPayments &&
-          tokens.some((t) => t.kind === 'payment_id') &&
-          toldAfterRequest(tokens, i)
-        ) {
-          use(token);
-          break;
-        }
-        if (intent === 'revenue' || intent === 'split' || intent === 'refund' || intent === 'list_payments') {
-          if (token.range === undefined) problem = `"${token.text}" is not a past period I can read`;
-          if (slots.date !== undefined) problem = 'two periods: say one ("from March 1 to March 5" is one)';
-          slots.date = token.range;
-          use(token);
-        }
+        problem = dateSlot(intent, tokens, i, token, slots, use, problem);
         break;
       case 'url':
         slots.url = token.value;
@@ -1090,6 +1055,59 @@ function describedPaymentLookup(
       slots.amounts = slots.amounts.filter((amount) => !described.used.includes(amount));
     }
   }
+}
+
+/**
+ * A date in a clause: "today" on an action that runs now anyway, a deadline paying now meets ("by
+ * Friday"), a day in the story told after a refund, or the period a question, split or refund is
+ * over. Returns the clause's problem.
+ */
+function dateSlot(
+  intent: Intent | undefined,
+  tokens: readonly Token[],
+  i: number,
+  token: Extract<Token, { kind: 'date' }>,
+  slots: Slots,
+  use: (...used: Token[]) => void,
+  problem: string | undefined,
+): string | undefined {
+  if (
+    /^(?:today|now|right now|immediately|this (?:morning|afternoon|evening))$/i.test(token.text) &&
+    (intent === 'payout' ||
+      intent === 'create_payment' ||
+      intent === 'balance' ||
+      intent === 'payment_status' ||
+      intent === 'pending_confirmations' ||
+      (intent === 'refund' && !slots.allPayments))
+  ) {
+    // "transfer 150 USDC today": now is when it runs anyway.
+    use(token);
+    return problem;
+  }
+  if (isWord(tokens[i - 1], 'by') && (intent === 'payout' || intent === 'refund') && !slots.allPayments) {
+    // "he needs it by Friday": a deadline, which paying now meets.
+    use(tokens[i - 1]!, token);
+    return problem;
+  }
+  // "refund pay_… fully - the POS swiped her card two times yesterday": a day gone by in the
+  // story told after a refund of one payment is when it happened, no period to refund.
+  if (
+    intent === 'refund' &&
+    token.past &&
+    !slots.allPayments &&
+    tokens.some((t) => t.kind === 'payment_id') &&
+    toldAfterRequest(tokens, i)
+  ) {
+    use(token);
+    return problem;
+  }
+  if (intent === 'revenue' || intent === 'split' || intent === 'refund' || intent === 'list_payments') {
+    if (token.range === undefined) problem = `"${token.text}" is not a past period I can read`;
+    if (slots.date !== undefined) problem = 'two periods: say one ("from March 1 to March 5" is one)';
+    slots.date = token.range;
+    use(token);
+  }
+  return problem;
 }
 
 /** Two amounts read exactly, to the same figure in the same currency. */
