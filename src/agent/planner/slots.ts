@@ -389,138 +389,9 @@ export function fillSlots(
           }
         }
         break;
-      case 'amount': {
-        // "refund ₦4,000 of pay_… - she paid the delivery fee twice, so return the extra ₦4,000",
-        // "refund the extra GH₵ 30": the part paid over, said with its currency, is the refund's
-        // amount; said again, the same amount is no second one.
-        if (
-          intent === 'refund' &&
-          token.currency !== undefined &&
-          isWord(tokens[i - 1], 'extra') &&
-          isWord(tokens[i - 2], 'the')
-        ) {
-          use(tokens[i - 1]!);
-          if (slots.amounts.some((amount) => sameAmount(amount, token))) {
-            use(token);
-            break;
-          }
-        }
-        // "split … sixty forty between …": two whole numbers adding up to 100 are shares.
-        if (
-          intent === 'split' &&
-          next?.kind === 'amount' &&
-          token.currency === undefined &&
-          next.currency === undefined &&
-          token.number.type === 'exact' &&
-          next.number.type === 'exact' &&
-          /^\d{1,2}$/.test(token.number.text) &&
-          /^\d{1,2}$/.test(next.number.text) &&
-          Number(token.number.text) + Number(next.number.text) === 100
-        ) {
-          slots.ratio = [BigInt(token.number.text) * 100n, BigInt(next.number.text) * 100n];
-          use(token, next);
-          i++;
-          break;
-        }
-        // "among these 6 people", "our 3 partners:", "equally among 3:", "pay my 3 workers 20 usdc
-        // each": how many recipients, which the addresses written must match.
-        if (
-          (intent === 'split' || intent === 'payout') &&
-          token.currency === undefined &&
-          token.number.type === 'exact' &&
-          /^\d{1,2}$/.test(token.number.text) &&
-          (RECIPIENT_NOUNS.has(next?.kind === 'word' ? next.lower : '') ||
-            (intent === 'split' && next?.text === ':' && isWord(tokens[i - 1], 'among', 'amongst', 'between')))
-        ) {
-          slots.recipients = Number(token.number.text);
-          use(token);
-          if (next?.kind === 'word') {
-            use(next);
-            i++;
-          }
-          break;
-        }
-        // "evenly among our 6 stall keepers:": a count after "among", named by any plain words up
-        // to the colon before the list, counts the recipients too (the addresses must match it).
-        const named = recipientsNamed(tokens, i, significant);
-        if (
-          intent === 'split' &&
-          token.currency === undefined &&
-          token.number.type === 'exact' &&
-          named !== undefined
-        ) {
-          slots.recipients = Number(token.number.text);
-          use(token, ...tokens.slice(i + 1, named));
-          i = named - 1;
-          break;
-        }
-        // "three ways", "3 ways": the number of equal shares.
-        if (isWord(next, 'ways', 'way') && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
-          slots.equal = { ways: Number(token.number.text) };
-          use(token, next!);
-          i++;
-          break;
-        }
-        // "Guest checked out 2 nights early — refund KSh 9,000": a count in the story told before
-        // the request. After the verb a count shapes the action ("in two instalments", "among 3
-        // people") and is left to be placed.
-        // After the request, a statement of its own after a comma tells the story too: "refund 2,000
-        // naira on order ORD-7781, customer returned one plate".
-        const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
-        if (
-          isQuantity(token, next) &&
-          i < verb &&
-          tokens.slice(0, i).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower)) &&
-          tokens.some((t, k) => k > verb && t.kind === 'amount')
-        ) {
-          use(token);
-          break;
-        }
-        // "…, one cup was chipped", "…, 2 items came back", "— size 44 was too small": a bare number
-        // in a statement after the request tells the story. Beside an amount said with its currency
-        // it is left out; with none, the refund may be meant for those items only, so it stays to be
-        // placed and the clause is asked back.
-        if (token.currency === undefined && toldAfterRequest(tokens, i)) {
-          // "…, card was charged 2 times": how often it happened, which no refund is for.
-          // "…, 3 times as was agreed" says how often to act, and stays to be placed.
-          if (isWord(next, 'times') && tellsThePast(tokens, i + 1)) use(token, next!);
-          // "…, customer ordered 5 but only 3 arrived": beside the part said, every count there is story.
-          const partSaid =
-            slots.full ||
-            slots.fraction !== undefined ||
-            slots.percents.length > 0 ||
-            slots.amounts.some((amount) => amount.currency !== undefined);
-          if (partSaid && (isQuantity(token, next) || (isCount(token) && !isWord(next, 'times', 'as', 'x'))))
-            use(token);
-          break;
-        }
-        // "refund 2 of the plates on pay_…": a count of things is no amount of money; it stays to be
-        // placed, and the clause is asked back.
-        if (isCountOf(tokens, i)) break;
-        // "last 5 payments": a list's length.
-        if (intent === 'list_payments' && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
-          slots.limit = Number(token.number.text);
-          use(token);
-          break;
-        }
-        // "in two instalments", "2 crates", "3 people": a number before a count noun counts things and
-        // is never an amount; left unplaced, the clause is asked back.
-        if (token.currency === undefined && isCountNoun(next)) break;
-        // "customer charged two times" tells how often it happened; "refund pay_… 2 times" says how
-        // often to act, which is asked. Either way the number is no amount (it refunded 2).
-        if (token.currency === undefined && isWord(next, 'times')) {
-          if (tellsThePast(tokens, i + 1)) use(token, next!);
-          break;
-        }
-        slots.amounts.push(token);
-        use(token);
-        if (isWord(next, 'each', 'apiece')) {
-          slots.each = true;
-          use(next!);
-          i++;
-        }
+      case 'amount':
+        ({ i, problem } = amountSlot(intent, tokens, significant, i, token, next, slots, use, problem));
         break;
-      }
       case 'percent':
         // "refund ₦1,000 of pay_…, the food was 50% cold": a share in the story is no share of
         // the refund; beside an amount said with its currency it is left out, else asked about.
@@ -1055,6 +926,148 @@ function describedPaymentLookup(
       slots.amounts = slots.amounts.filter((amount) => !described.used.includes(amount));
     }
   }
+}
+
+/**
+ * An amount in a clause: the refund's part paid over ("the extra GH₵ 30"), a payout's or split's
+ * figure, an amount per recipient ("each"), or a count of things that is no amount at all. Returns
+ * where the token loop goes on from and the clause's problem.
+ */
+function amountSlot(
+  intent: Intent | undefined,
+  tokens: readonly Token[],
+  significant: (t: Token) => boolean,
+  i: number,
+  token: Extract<Token, { kind: 'amount' }>,
+  next: Token | undefined,
+  slots: Slots,
+  use: (...used: Token[]) => void,
+  problem: string | undefined,
+): { i: number; problem: string | undefined } {
+  // "refund ₦4,000 of pay_… - she paid the delivery fee twice, so return the extra ₦4,000",
+  // "refund the extra GH₵ 30": the part paid over, said with its currency, is the refund's
+  // amount; said again, the same amount is no second one.
+  if (
+    intent === 'refund' &&
+    token.currency !== undefined &&
+    isWord(tokens[i - 1], 'extra') &&
+    isWord(tokens[i - 2], 'the')
+  ) {
+    use(tokens[i - 1]!);
+    if (slots.amounts.some((amount) => sameAmount(amount, token))) {
+      use(token);
+      return { i, problem };
+    }
+  }
+  // "split … sixty forty between …": two whole numbers adding up to 100 are shares.
+  if (
+    intent === 'split' &&
+    next?.kind === 'amount' &&
+    token.currency === undefined &&
+    next.currency === undefined &&
+    token.number.type === 'exact' &&
+    next.number.type === 'exact' &&
+    /^\d{1,2}$/.test(token.number.text) &&
+    /^\d{1,2}$/.test(next.number.text) &&
+    Number(token.number.text) + Number(next.number.text) === 100
+  ) {
+    slots.ratio = [BigInt(token.number.text) * 100n, BigInt(next.number.text) * 100n];
+    use(token, next);
+    i++;
+    return { i, problem };
+  }
+  // "among these 6 people", "our 3 partners:", "equally among 3:", "pay my 3 workers 20 usdc
+  // each": how many recipients, which the addresses written must match.
+  if (
+    (intent === 'split' || intent === 'payout') &&
+    token.currency === undefined &&
+    token.number.type === 'exact' &&
+    /^\d{1,2}$/.test(token.number.text) &&
+    (RECIPIENT_NOUNS.has(next?.kind === 'word' ? next.lower : '') ||
+      (intent === 'split' && next?.text === ':' && isWord(tokens[i - 1], 'among', 'amongst', 'between')))
+  ) {
+    slots.recipients = Number(token.number.text);
+    use(token);
+    if (next?.kind === 'word') {
+      use(next);
+      i++;
+    }
+    return { i, problem };
+  }
+  // "evenly among our 6 stall keepers:": a count after "among", named by any plain words up
+  // to the colon before the list, counts the recipients too (the addresses must match it).
+  const named = recipientsNamed(tokens, i, significant);
+  if (intent === 'split' && token.currency === undefined && token.number.type === 'exact' && named !== undefined) {
+    slots.recipients = Number(token.number.text);
+    use(token, ...tokens.slice(i + 1, named));
+    i = named - 1;
+    return { i, problem };
+  }
+  // "three ways", "3 ways": the number of equal shares.
+  if (isWord(next, 'ways', 'way') && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
+    slots.equal = { ways: Number(token.number.text) };
+    use(token, next!);
+    i++;
+    return { i, problem };
+  }
+  // "Guest checked out 2 nights early — refund KSh 9,000": a count in the story told before
+  // the request. After the verb a count shapes the action ("in two instalments", "among 3
+  // people") and is left to be placed.
+  // After the request, a statement of its own after a comma tells the story too: "refund 2,000
+  // naira on order ORD-7781, customer returned one plate".
+  const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
+  if (
+    isQuantity(token, next) &&
+    i < verb &&
+    tokens.slice(0, i).some((t) => t.kind === 'word' && STORY_VERBS.has(t.lower)) &&
+    tokens.some((t, k) => k > verb && t.kind === 'amount')
+  ) {
+    use(token);
+    return { i, problem };
+  }
+  // "…, one cup was chipped", "…, 2 items came back", "— size 44 was too small": a bare number
+  // in a statement after the request tells the story. Beside an amount said with its currency
+  // it is left out; with none, the refund may be meant for those items only, so it stays to be
+  // placed and the clause is asked back.
+  if (token.currency === undefined && toldAfterRequest(tokens, i)) {
+    // "…, card was charged 2 times": how often it happened, which no refund is for.
+    // "…, 3 times as was agreed" says how often to act, and stays to be placed.
+    if (isWord(next, 'times') && tellsThePast(tokens, i + 1)) use(token, next!);
+    // "…, customer ordered 5 but only 3 arrived": beside the part said, every count there is story.
+    const partSaid =
+      slots.full ||
+      slots.fraction !== undefined ||
+      slots.percents.length > 0 ||
+      slots.amounts.some((amount) => amount.currency !== undefined);
+    if (partSaid && (isQuantity(token, next) || (isCount(token) && !isWord(next, 'times', 'as', 'x')))) use(token);
+    return { i, problem };
+  }
+  // "refund 2 of the plates on pay_…": a count of things is no amount of money; it stays to be
+  // placed, and the clause is asked back.
+  if (isCountOf(tokens, i)) return { i, problem };
+  // "last 5 payments": a list's length.
+  if (intent === 'list_payments' && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
+    slots.limit = Number(token.number.text);
+    use(token);
+    return { i, problem };
+  }
+  // "in two instalments", "2 crates", "3 people": a number before a count noun counts things and
+  // is never an amount; left unplaced, the clause is asked back.
+  if (token.currency === undefined && isCountNoun(next)) return { i, problem };
+  // "customer charged two times" tells how often it happened; "refund pay_… 2 times" says how
+  // often to act, which is asked. Either way the number is no amount (it refunded 2).
+  if (token.currency === undefined && isWord(next, 'times')) {
+    if (tellsThePast(tokens, i + 1)) use(token, next!);
+    return { i, problem };
+  }
+  slots.amounts.push(token);
+  use(token);
+  if (isWord(next, 'each', 'apiece')) {
+    slots.each = true;
+    use(next!);
+    i++;
+  }
+  return { i, problem };
 }
 
 /**
