@@ -427,111 +427,7 @@ export function fillSlots(
         }
         break;
       case 'punct':
-        if (token.text === '(' && (intent === 'payout' || intent === 'create_payment' || intent === 'refund')) {
-          const {
-            value,
-            end,
-            consumed: inText,
-            runsInto,
-          } = freeText(tokens, i + 1, intent === 'refund' ? 'reason' : 'memo');
-          if (runsInto)
-            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
-          if (value !== '' && tokens[end]?.kind === 'punct' && tokens[end]!.text === ')') {
-            for (const index of inText) consumed.add(index);
-            if (intent === 'refund') slots.reason ??= value;
-            else if (slots.memo !== undefined && slots.memos.length === 1) {
-              // "for invoice 2031 (that's our packaging supplier)": a note on the memo.
-              slots.memo = `${slots.memo} (${value})`;
-              slots.memos[0] = slots.memo;
-            } else {
-              slots.memos.push(value);
-              slots.memo ??= value;
-            }
-            i = end;
-          }
-        } else if (
-          intent === 'payout' &&
-          /^[—–:-]$/.test(token.text) &&
-          tokens[i - 1]?.kind === 'address' &&
-          (next?.kind === 'word' || next?.kind === 'code') &&
-          slots.memo === undefined
-        ) {
-          // "pay 100 USDC to 0x… - invoice #77", "…: rent"
-          const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'memo');
-          if (runsInto)
-            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
-          if (value !== '') {
-            for (const index of inText) consumed.add(index);
-            slots.memos.push(value);
-            slots.memo = value;
-            i = end - 1;
-          }
-        } else if (
-          (intent === 'create_payment' || intent === 'payout') &&
-          /^[—–:,-]$/.test(token.text) &&
-          ((tokens[i - 1]?.kind === 'amount' && (tokens[i - 1] as AmountToken).currency !== undefined) ||
-            (intent === 'payout' && tokens[i - 1]?.kind === 'address' && slots.amounts.length > 0) ||
-            // "new checkout: 3 plates of jollof, ₦4,500, …"
-            (intent === 'create_payment' && token.text === ':' && isWord(tokens[i - 1], ...PAYMENT_NOUNS))) &&
-          next !== undefined &&
-          (isQuantity(next, tokens[i + 2]) ||
-            (next.kind === 'word' &&
-              !FREE_TEXT_STOP.has(next.lower) &&
-              !MEMO_LABELS.has(next.lower) &&
-              // "… - Amount: 120 USDC - Wallet: 0x…": the next field's label is no memo.
-              tokens[i + 2]?.text !== ':') ||
-            // "…: GH₵ 85.50, 'Waakye, family bowl', redirect …": a quoted name of what is sold.
-            (intent === 'create_payment' && next.kind === 'quoted' && !next.carries)) &&
-          slots.memo === undefined
-        ) {
-          // "payment for 5 thousand cedis, 2 crates of Club beer", "pay 0x… 200 usdc, first instalment
-          // of the rent": what the amount is for. Text that runs into a value ("…, he needs it by
-          // friday") is no memo; the grammar places its words or asks.
-          const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'memo');
-          // "…, that is all of it", "…, only the rest": words of how much are no memo here.
-          const saysHowMuch = inText.some((k) => {
-            const word = tokens.find((t) => t.index === k);
-            return (
-              word?.kind === 'word' &&
-              (WHOLE_EXTENT.has(word.lower) || PART_EXTENT.has(word.lower) || HOW_MUCH.has(word.lower))
-            );
-          });
-          // "…, last one went twice": a story is context (checks.ts), not what the payment is for.
-          const tellsStory = value.split(/\s+/).some((word) => PAST.has(word.toLowerCase()));
-          if (value !== '' && runsInto === undefined && !saysHowMuch && !tellsStory) {
-            for (const index of inText) consumed.add(index);
-            slots.memos.push(value);
-            slots.memo = value;
-            i = end - 1;
-          }
-        } else if (
-          intent === 'refund' &&
-          /^[—–:,-]$/.test(token.text) &&
-          endsTheRequest(tokens, i - 1) &&
-          (slots.paymentIds.length > 0 || slots.lookup !== undefined) &&
-          (next?.kind === 'word' ||
-            // "…, one item was missing": a count in the story, where the refund's amount is said.
-            ((slots.full ||
-              slots.fraction !== undefined ||
-              slots.percents.length > 0 ||
-              slots.amounts.some((amount) => amount.currency !== undefined)) &&
-              next !== undefined &&
-              (isQuantity(next, tokens[i + 2]) || isCountOf(tokens, i + 1)))) &&
-          slots.reason === undefined
-        ) {
-          // "refund pay_… — item out of stock", "refund order SHP-7E3 in full, customer cancelled",
-          // "refund ₦3,000 on order #LAG-0871, one item was missing": the story after the request.
-          // "…, eh no, 4,500" opens a correction: a filler is no reason.
-          const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'reason');
-          const fillerOnly = value.split(/\s+/).every((word) => INTERJECTIONS.has(word.toLowerCase()));
-          if (runsInto && !fillerOnly)
-            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
-          if (value !== '' && !fillerOnly) {
-            for (const index of inText) consumed.add(index);
-            slots.reason = value;
-            i = end - 1;
-          }
-        }
+        ({ i, problem } = punctSlot(intent, tokens, i, token, next, slots, consumed, problem));
         break;
       case 'currency':
         slots.currency = token.mention;
@@ -1066,6 +962,124 @@ function amountSlot(
     slots.each = true;
     use(next!);
     i++;
+  }
+  return { i, problem };
+}
+
+/**
+ * Punctuation in a clause: an opening bracket or the colon, dash or comma before a memo or a
+ * refund's reason, whose words are read as free text up to where it ends. Returns where the token
+ * loop goes on from and the clause's problem.
+ */
+function punctSlot(
+  intent: Intent | undefined,
+  tokens: readonly Token[],
+  i: number,
+  token: Extract<Token, { kind: 'punct' }>,
+  next: Token | undefined,
+  slots: Slots,
+  consumed: Set<number>,
+  problem: string | undefined,
+): { i: number; problem: string | undefined } {
+  if (token.text === '(' && (intent === 'payout' || intent === 'create_payment' || intent === 'refund')) {
+    const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, intent === 'refund' ? 'reason' : 'memo');
+    if (runsInto)
+      problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+    if (value !== '' && tokens[end]?.kind === 'punct' && tokens[end]!.text === ')') {
+      for (const index of inText) consumed.add(index);
+      if (intent === 'refund') slots.reason ??= value;
+      else if (slots.memo !== undefined && slots.memos.length === 1) {
+        // "for invoice 2031 (that's our packaging supplier)": a note on the memo.
+        slots.memo = `${slots.memo} (${value})`;
+        slots.memos[0] = slots.memo;
+      } else {
+        slots.memos.push(value);
+        slots.memo ??= value;
+      }
+      i = end;
+    }
+  } else if (
+    intent === 'payout' &&
+    /^[—–:-]$/.test(token.text) &&
+    tokens[i - 1]?.kind === 'address' &&
+    (next?.kind === 'word' || next?.kind === 'code') &&
+    slots.memo === undefined
+  ) {
+    // "pay 100 USDC to 0x… - invoice #77", "…: rent"
+    const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'memo');
+    if (runsInto)
+      problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+    if (value !== '') {
+      for (const index of inText) consumed.add(index);
+      slots.memos.push(value);
+      slots.memo = value;
+      i = end - 1;
+    }
+  } else if (
+    (intent === 'create_payment' || intent === 'payout') &&
+    /^[—–:,-]$/.test(token.text) &&
+    ((tokens[i - 1]?.kind === 'amount' && (tokens[i - 1] as AmountToken).currency !== undefined) ||
+      (intent === 'payout' && tokens[i - 1]?.kind === 'address' && slots.amounts.length > 0) ||
+      // "new checkout: 3 plates of jollof, ₦4,500, …"
+      (intent === 'create_payment' && token.text === ':' && isWord(tokens[i - 1], ...PAYMENT_NOUNS))) &&
+    next !== undefined &&
+    (isQuantity(next, tokens[i + 2]) ||
+      (next.kind === 'word' &&
+        !FREE_TEXT_STOP.has(next.lower) &&
+        !MEMO_LABELS.has(next.lower) &&
+        // "… - Amount: 120 USDC - Wallet: 0x…": the next field's label is no memo.
+        tokens[i + 2]?.text !== ':') ||
+      // "…: GH₵ 85.50, 'Waakye, family bowl', redirect …": a quoted name of what is sold.
+      (intent === 'create_payment' && next.kind === 'quoted' && !next.carries)) &&
+    slots.memo === undefined
+  ) {
+    // "payment for 5 thousand cedis, 2 crates of Club beer", "pay 0x… 200 usdc, first instalment
+    // of the rent": what the amount is for. Text that runs into a value ("…, he needs it by
+    // friday") is no memo; the grammar places its words or asks.
+    const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'memo');
+    // "…, that is all of it", "…, only the rest": words of how much are no memo here.
+    const saysHowMuch = inText.some((k) => {
+      const word = tokens.find((t) => t.index === k);
+      return (
+        word?.kind === 'word' &&
+        (WHOLE_EXTENT.has(word.lower) || PART_EXTENT.has(word.lower) || HOW_MUCH.has(word.lower))
+      );
+    });
+    // "…, last one went twice": a story is context (checks.ts), not what the payment is for.
+    const tellsStory = value.split(/\s+/).some((word) => PAST.has(word.toLowerCase()));
+    if (value !== '' && runsInto === undefined && !saysHowMuch && !tellsStory) {
+      for (const index of inText) consumed.add(index);
+      slots.memos.push(value);
+      slots.memo = value;
+      i = end - 1;
+    }
+  } else if (
+    intent === 'refund' &&
+    /^[—–:,-]$/.test(token.text) &&
+    endsTheRequest(tokens, i - 1) &&
+    (slots.paymentIds.length > 0 || slots.lookup !== undefined) &&
+    (next?.kind === 'word' ||
+      // "…, one item was missing": a count in the story, where the refund's amount is said.
+      ((slots.full ||
+        slots.fraction !== undefined ||
+        slots.percents.length > 0 ||
+        slots.amounts.some((amount) => amount.currency !== undefined)) &&
+        next !== undefined &&
+        (isQuantity(next, tokens[i + 2]) || isCountOf(tokens, i + 1)))) &&
+    slots.reason === undefined
+  ) {
+    // "refund pay_… — item out of stock", "refund order SHP-7E3 in full, customer cancelled",
+    // "refund ₦3,000 on order #LAG-0871, one item was missing": the story after the request.
+    // "…, eh no, 4,500" opens a correction: a filler is no reason.
+    const { value, end, consumed: inText, runsInto } = freeText(tokens, i + 1, 'reason');
+    const fillerOnly = value.split(/\s+/).every((word) => INTERJECTIONS.has(word.toLowerCase()));
+    if (runsInto && !fillerOnly)
+      problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+    if (value !== '' && !fillerOnly) {
+      for (const index of inText) consumed.add(index);
+      slots.reason = value;
+      i = end - 1;
+    }
   }
   return { i, problem };
 }
