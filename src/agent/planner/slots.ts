@@ -440,317 +440,9 @@ export function fillSlots(
         }
         break;
       }
-      case 'word': {
-        const w = token.lower;
-        const labelled = tokens.slice(i + 1, i + 3).find((t) => t.kind !== 'punct');
-        if ((w === 'address' || w === 'wallet') && labelled?.kind === 'address') {
-          // "to_address=0x…", "Wallet: 0x…": the word labels the address that follows.
-          use(token);
-        } else if ((w === 'approved' || w === 'authorised' || w === 'authorized') && isWord(next, 'by')) {
-          // "Approved by: Ngozi" on the merchant's own ticket: who signed it off, not an approval
-          // of a held action (only a person on the dashboard or an approvals key does that).
-          use(token);
-        } else if (w === 'each' || w === 'apiece' || (w === 'kila' && isWord(next, 'mmoja'))) {
-          // Swahili "kila mmoja": each one.
-          slots.each = true;
-          use(token);
-          if (w === 'kila') i++;
-        } else if (
-          ['first', 'firstly', 'secondly', 'finally', 'lastly'].includes(w) &&
-          tokens
-            .slice(0, i)
-            .every((t) => t.kind === 'punct' || isWord(t, 'okay', 'ok', 'so', 'and', 'uh', 'um', 'then'))
-        ) {
-          // "first pay …, then refund …": the order the message already runs in.
-          use(token);
-        } else if (
-          (w === 'after' || w === 'afterwards') &&
-          tokens.slice(i + 1).every((t) => t.kind === 'punct') &&
-          (intent === 'balance' ||
-            intent === 'payment_status' ||
-            intent === 'list_payments' ||
-            intent === 'pending_confirmations')
-        ) {
-          // "3. let me know our balance after": a read after the steps above, which is the order they run in.
-          use(token);
-        } else if (w === 'sawa' && isWord(next, 'sawa')) {
-          // Swahili "sawa sawa": equally.
-          slots.equal = { ways: undefined };
-          i++;
-        } else if (
-          ['minus', 'less', 'except', 'excluding', 'without'].includes(w) &&
-          intent === 'refund' &&
-          slots.less === undefined
-        ) {
-          // "refund pay_… minus the 500 naira delivery fee": all but that amount.
-          const kept = tokens.slice(i + 1, i + 3).find((t): t is AmountToken => t.kind === 'amount');
-          if (kept !== undefined) {
-            slots.less = kept;
-            use(token, kept);
-            i = tokens.indexOf(kept);
-            // "… the 500 naira delivery fee": the words naming what is kept back.
-            for (const word of tokens.slice(i + 1, i + 4))
-              if (word.kind === 'word' && ['fee', 'fees', 'charge', 'charges', 'cost', 'costs'].includes(word.lower))
-                use(word);
-          }
-        } else if (w === 'equal' && isWord(next, 'equal')) {
-          // Pidgin "equal equal": equally.
-          slots.equal = { ways: undefined };
-          use(token, next!);
-          i++;
-        } else if (w === 'equally' || w === 'evenly' || (w === 'equal' && isWord(next, 'shares', 'parts', 'split'))) {
-          slots.equal = { ways: undefined };
-          use(token);
-        } else if (
-          w === 'no' &&
-          intent === 'refund' &&
-          isWord(next, 'need') &&
-          isWord(tokens[i + 2], 'for') &&
-          negatedExtent(tokens, i + 2) !== undefined
-        ) {
-          // "no need for a full refund, ₦2,000 … is enough": as "not a full refund".
-          const phrase = negatedExtent(tokens, i + 2)!;
-          use(token, next!, ...phrase);
-          i = tokens.indexOf(phrase.at(-1)!);
-        } else if ((w === 'not' || w === 'no') && intent === 'refund' && negatedExtent(tokens, i) !== undefined) {
-          // "not the full amount, just 5000 naira", "in full, not half", "half, not all of it": the
-          // extent ruled out is the other one from the extent the refund states.
-          const phrase = negatedExtent(tokens, i)!;
-          use(...phrase);
-          // "refund pay_… but not in full — half": the "but" that leads it.
-          if (isWord(tokens[i - 1], 'but')) use(tokens[i - 1]!);
-          i = tokens.indexOf(phrase.at(-1)!);
-        } else if (
-          (w === 'in' && isWord(next, 'full')) ||
-          (w === 'full' && (intent === 'refund' || isWord(next, 'refund', 'amount'))) ||
-          w === 'fully' ||
-          w === 'integralement' ||
-          w === 'completely' ||
-          w === 'entirely'
-        ) {
-          slots.full = true;
-          use(token);
-          if (w === 'in') {
-            use(next!);
-            i++;
-          }
-        } else if (
-          (w === 'all' || w === 'everything' || w === 'whole' || w === 'entire' || w === 'yote') &&
-          intent === 'refund'
-        ) {
-          // "refund all of pay_…", "the whole thing"; "all payments from yesterday" is a batch.
-          const rest = tokens.slice(i + 1, i + 4);
-          if (
-            rest.some((t) => isWord(t, 'payments', 'transactions', 'orders', 'charges', 'sales')) ||
-            (w === 'everything' && rest.some((t) => t.kind === 'date')) ||
-            (w === 'all' && tokens.some((t) => t.kind === 'date'))
-          )
-            slots.allPayments = true;
-          else slots.full = true;
-          use(token);
-        } else if (
-          intent === 'refund' &&
-          ['payments', 'transactions', 'orders', 'charges', 'sales'].includes(w) &&
-          tokens.some((t) => t.kind === 'date') &&
-          !tokens.some((t) => t.kind === 'payment_id')
-        ) {
-          // "refund yesterday's payments"
-          slots.allPayments = true;
-        } else if (
-          (w === 'every' || w === 'each') &&
-          intent === 'refund' &&
-          (isWord(next, 'payment', 'transaction', 'order', 'charge', 'sale') ||
-            (next?.kind === 'currency' && isWord(tokens[i + 2], 'payment', 'transaction', 'order', 'charge', 'sale')))
-        ) {
-          slots.allPayments = true;
-          use(token);
-        } else if (
-          (w === 'partial' || w === 'partially' || w === 'part') &&
-          intent === 'refund' &&
-          tokens.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent')
-        ) {
-          // "a partial refund of 1.5k naira": the amount says how much.
-          use(token);
-        } else if ((w === 'rest' || w === 'remaining' || w === 'remainder') && intent === 'refund') {
-          slots.full = true;
-          use(token);
-        } else if (
-          intent === 'payout' &&
-          (onceTo(tokens, i) || (REPEATS.has(w) && REPEATS.get(w) === countOnceTo(tokens)))
-        ) {
-          // "pay the same 25 usdc twice — once to 0xA… and once to 0xB…": one payout to each, the
-          // count written out by the "once to" of each recipient.
-          slots.each = true;
-          use(token);
-          if (isWord(tokens[i - 1], 'same') && isWord(tokens[i - 2], 'the')) use(tokens[i - 1]!);
-        } else if (w === 'same' && intent === 'payout' && countOnceTo(tokens) > 1 && next?.kind === 'amount') {
-          use(token);
-        } else if (w === 'twice' || w === 'double' || w === 'duplicate' || w === 'duplicates' || w === 'duplicated') {
-          // A refund of "payments made twice" needs the merchant to say which ones. "Refund pay_… twice"
-          // multiplies: it is left to be placed (asked back), never taken as one refund.
-          const which =
-            intent === 'refund' && slots.paymentIds.length === 0 && !tokens.some((t) => t.kind === 'payment_id');
-          if (which) slots.duplicates = true;
-          if (intent === 'refund' && (which || w.startsWith('duplicate'))) use(token);
-        } else if ((w === 'only' || w === 'just') && isMoneyIntent(intent)) {
-          // "but only half of it", "just 1,000 naira though", "send only 20 usdc", "refund only
-          // pay_A": the value that follows is the one meant, no more. "only once" stresses one run,
-          // unless something follows it ("only once delivered" is a condition).
-          // "only part of pay_…: GH₵ 120", "only the deposit of 150 USDC": the value said after a
-          // few plain words naming it (no word of condition between).
-          const value = tokens
-            .slice(i + 1, i + 7)
-            .find(
-              (t) =>
-                t.kind !== 'punct' &&
-                !(t.kind === 'word' && !CONTROL_WORDS.has(t.lower) && !FREE_TEXT_STOP.has(t.lower)) &&
-                !isWord(t, 'part', 'partially', 'partly'),
-            );
-          const after = tokens.slice(i + 2).find((t) => t.kind !== 'punct');
-          if (
-            value?.kind === 'amount' ||
-            value?.kind === 'fraction' ||
-            value?.kind === 'percent' ||
-            value?.kind === 'payment_id' ||
-            value?.kind === 'address'
-          ) {
-            use(token);
-            const before = tokens[i - 1];
-            if (isWord(before, 'but') && intent === 'refund') use(before!);
-          } else if (
-            w === 'only' &&
-            (tokens[i - 1]?.kind === 'amount' ||
-              tokens[i - 1]?.kind === 'address' ||
-              tokens[i - 1]?.kind === 'payment_id' ||
-              /^(?:today|now)$/i.test(tokens[i - 1]?.text ?? '')) &&
-            (next === undefined || (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)))
-          ) {
-            // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it);
-            // "pay 30 usdc to 0x… only", "refund pay_… only": that one, as written.
-            use(token);
-          } else if (
-            isWord(next, 'once') &&
-            (after === undefined || isWord(after, 'pls', 'please', 'thanks', 'abeg'))
-          ) {
-            use(token, next!);
-            i++;
-          }
-        } else if (
-          w === 'once' &&
-          (intent === 'payout' || intent === 'refund') &&
-          (next === undefined ||
-            (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)) ||
-            isWord(next, 'pls', 'please', 'thanks', 'abeg', 'o'))
-        ) {
-          // "pay 20 usdc to 0x… once", "refund pay_… once pls": one time, as it runs; "once it
-          // arrives" waits, and stays to be placed.
-          use(token);
-        } else if (w === 'but' && intent === 'refund' && isWord(next, 'only', 'just')) {
-          // consumed with its "only"
-        } else if ((w === 'last' || w === 'latest' || w === 'recent') && intent === 'list_payments') {
-          use(token);
-        } else if (
-          (w === 'if' || w === 'whether') &&
-          (intent === 'payment_status' ||
-            intent === 'balance' ||
-            intent === 'list_payments' ||
-            intent === 'revenue' ||
-            intent === 'pending_confirmations') &&
-          isWord(tokens[i - 1], 'check', 'see', 'know', 'confirm', 'verify', 'me', 'ask', 'tell', 'wondering')
-        ) {
-          // "check if pay_… has settled" asks a question; read-only (plan.ts refuses it beside a money step).
-          slots.questionIf = true;
-          use(token);
-        } else if ((w === 'hold' || w === 'held' || w === 'waiting') && intent === 'pending_confirmations') {
-          use(token);
-        } else if (MEMO_LABELS.has(w)) {
-          if (w === 'for' && next?.kind === 'date') break;
-          // "did the payment for order AB-12 come through?": the order named is the payment.
-          if (
-            w === 'for' &&
-            FINDS_PAYMENTS.has(intent ?? 'approve') &&
-            referenceAt(tokens, i + 2) !== undefined &&
-            !tokens.some((t) => t.kind === 'payment_id')
-          )
-            break;
-          const start = next?.kind === 'punct' && (next.text === ':' || next.text === '=') ? i + 2 : i + 1;
-          const {
-            value,
-            end,
-            consumed: inText,
-            runsInto,
-          } = freeText(tokens, start, intent === 'refund' ? 'reason' : 'memo');
-          if (runsInto)
-            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
-          if (
-            value !== '' &&
-            !(w === 'for' && /^(?:me|us|it|them|this|that|the\s+(?:customer|client))$/i.test(value))
-          ) {
-            use(token);
-            for (const index of inText) consumed.add(index);
-            if (intent === 'refund') slots.reason ??= value;
-            else {
-              slots.memos.push(value);
-              slots.memo ??= value;
-            }
-            i = end - 1;
-          }
-        } else if (
-          w === 'because' ||
-          w === 'reason' ||
-          w === 'cos' ||
-          w === 'since' ||
-          (w === 'due' && isWord(next, 'to')) ||
-          (w === 'as' && isWord(next, 'per', 'requested'))
-        ) {
-          const start = w === 'due' || (w === 'reason' && next?.kind === 'punct') ? i + 2 : i + 1;
-          // "pay 50 usdc to 0x… because he fixed the roof", a ticket's "Reason: March commission":
-          // why a payout is made is what it is for, its memo (one only: a second text is asked).
-          const memo = intent === 'payout' && slots.memo === undefined;
-          const { value, end, consumed: inText, runsInto } = freeText(tokens, start, memo ? 'memo' : 'reason');
-          if (runsInto)
-            problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
-          if (value !== '') {
-            for (const index of inText) consumed.add(index);
-            if (memo) {
-              slots.memos.push(value);
-              slots.memo = value;
-            } else slots.reason ??= value;
-            i = end - 1;
-          }
-        } else if (w === 'ref' || w === 'reference' || w === 'ref.') {
-          let j = i + 1;
-          while (tokens[j]?.kind === 'punct' && /^[:#]$/.test(tokens[j]!.text)) j++;
-          if (isWord(tokens[j], 'no', 'number')) j++;
-          const ref = tokens[j];
-          if (
-            ref !== undefined &&
-            (ref.kind === 'code' ||
-              (ref.kind === 'word' && !significant(ref)) ||
-              (ref.kind === 'amount' &&
-                ref.number.type === 'exact' &&
-                ref.currency === undefined &&
-                /^\d+$/.test(ref.text)))
-          ) {
-            const value = ref.kind === 'code' ? ref.value.replace(/^#/, '') : ref.text;
-            // A refund's or a status read's "ref" names the payment; a payout's or a split's, its own.
-            if ((intent === 'refund' || intent === 'payment_status') && slots.paymentIds.length === 0)
-              slots.lookup = { reference: value };
-            else slots.reference = value;
-            use(token, ref);
-            i = j;
-          }
-        } else if (intent === 'list_payments' && LIST_STATUS_WORDS.has(w)) {
-          slots.status = LIST_STATUS_WORDS.get(w);
-        } else if (intent === 'list_payments' && w === 'partially' && isWord(next, 'refunded')) {
-          slots.status = 'partially_refunded';
-          use(token);
-          i++;
-        } else if (REVENUE_WORDS.has(w)) {
-          slots.revenueWord = true;
-        }
+      case 'word':
+        ({ i, problem } = wordSlot(intent, tokens, significant, i, token, next, slots, consumed, use, problem));
         break;
-      }
       default:
         break;
     }
@@ -822,6 +514,316 @@ function describedPaymentLookup(
       slots.amounts = slots.amounts.filter((amount) => !described.used.includes(amount));
     }
   }
+}
+
+/**
+ * A word in a clause, tried against each reading in turn: a label before a value ("wallet: 0x…"),
+ * each and equal shares, how much of a refund (in full, not half, the rest, less a fee),
+ * repetitions ("twice", "once to 0x…"), "only"/"just", a memo label and the free text after it, a
+ * reference, a status a list asks for, the words of revenue. Returns where the token loop goes on
+ * from and the clause's problem.
+ */
+function wordSlot(
+  intent: Intent | undefined,
+  tokens: readonly Token[],
+  significant: (t: Token) => boolean,
+  i: number,
+  token: Extract<Token, { kind: 'word' }>,
+  next: Token | undefined,
+  slots: Slots,
+  consumed: Set<number>,
+  use: (...used: Token[]) => void,
+  problem: string | undefined,
+): { i: number; problem: string | undefined } {
+  const w = token.lower;
+  const labelled = tokens.slice(i + 1, i + 3).find((t) => t.kind !== 'punct');
+  if ((w === 'address' || w === 'wallet') && labelled?.kind === 'address') {
+    // "to_address=0x…", "Wallet: 0x…": the word labels the address that follows.
+    use(token);
+  } else if ((w === 'approved' || w === 'authorised' || w === 'authorized') && isWord(next, 'by')) {
+    // "Approved by: Ngozi" on the merchant's own ticket: who signed it off, not an approval
+    // of a held action (only a person on the dashboard or an approvals key does that).
+    use(token);
+  } else if (w === 'each' || w === 'apiece' || (w === 'kila' && isWord(next, 'mmoja'))) {
+    // Swahili "kila mmoja": each one.
+    slots.each = true;
+    use(token);
+    if (w === 'kila') i++;
+  } else if (
+    ['first', 'firstly', 'secondly', 'finally', 'lastly'].includes(w) &&
+    tokens.slice(0, i).every((t) => t.kind === 'punct' || isWord(t, 'okay', 'ok', 'so', 'and', 'uh', 'um', 'then'))
+  ) {
+    // "first pay …, then refund …": the order the message already runs in.
+    use(token);
+  } else if (
+    (w === 'after' || w === 'afterwards') &&
+    tokens.slice(i + 1).every((t) => t.kind === 'punct') &&
+    (intent === 'balance' ||
+      intent === 'payment_status' ||
+      intent === 'list_payments' ||
+      intent === 'pending_confirmations')
+  ) {
+    // "3. let me know our balance after": a read after the steps above, which is the order they run in.
+    use(token);
+  } else if (w === 'sawa' && isWord(next, 'sawa')) {
+    // Swahili "sawa sawa": equally.
+    slots.equal = { ways: undefined };
+    i++;
+  } else if (
+    ['minus', 'less', 'except', 'excluding', 'without'].includes(w) &&
+    intent === 'refund' &&
+    slots.less === undefined
+  ) {
+    // "refund pay_… minus the 500 naira delivery fee": all but that amount.
+    const kept = tokens.slice(i + 1, i + 3).find((t): t is AmountToken => t.kind === 'amount');
+    if (kept !== undefined) {
+      slots.less = kept;
+      use(token, kept);
+      i = tokens.indexOf(kept);
+      // "… the 500 naira delivery fee": the words naming what is kept back.
+      for (const word of tokens.slice(i + 1, i + 4))
+        if (word.kind === 'word' && ['fee', 'fees', 'charge', 'charges', 'cost', 'costs'].includes(word.lower))
+          use(word);
+    }
+  } else if (w === 'equal' && isWord(next, 'equal')) {
+    // Pidgin "equal equal": equally.
+    slots.equal = { ways: undefined };
+    use(token, next!);
+    i++;
+  } else if (w === 'equally' || w === 'evenly' || (w === 'equal' && isWord(next, 'shares', 'parts', 'split'))) {
+    slots.equal = { ways: undefined };
+    use(token);
+  } else if (
+    w === 'no' &&
+    intent === 'refund' &&
+    isWord(next, 'need') &&
+    isWord(tokens[i + 2], 'for') &&
+    negatedExtent(tokens, i + 2) !== undefined
+  ) {
+    // "no need for a full refund, ₦2,000 … is enough": as "not a full refund".
+    const phrase = negatedExtent(tokens, i + 2)!;
+    use(token, next!, ...phrase);
+    i = tokens.indexOf(phrase.at(-1)!);
+  } else if ((w === 'not' || w === 'no') && intent === 'refund' && negatedExtent(tokens, i) !== undefined) {
+    // "not the full amount, just 5000 naira", "in full, not half", "half, not all of it": the
+    // extent ruled out is the other one from the extent the refund states.
+    const phrase = negatedExtent(tokens, i)!;
+    use(...phrase);
+    // "refund pay_… but not in full — half": the "but" that leads it.
+    if (isWord(tokens[i - 1], 'but')) use(tokens[i - 1]!);
+    i = tokens.indexOf(phrase.at(-1)!);
+  } else if (
+    (w === 'in' && isWord(next, 'full')) ||
+    (w === 'full' && (intent === 'refund' || isWord(next, 'refund', 'amount'))) ||
+    w === 'fully' ||
+    w === 'integralement' ||
+    w === 'completely' ||
+    w === 'entirely'
+  ) {
+    slots.full = true;
+    use(token);
+    if (w === 'in') {
+      use(next!);
+      i++;
+    }
+  } else if (
+    (w === 'all' || w === 'everything' || w === 'whole' || w === 'entire' || w === 'yote') &&
+    intent === 'refund'
+  ) {
+    // "refund all of pay_…", "the whole thing"; "all payments from yesterday" is a batch.
+    const rest = tokens.slice(i + 1, i + 4);
+    if (
+      rest.some((t) => isWord(t, 'payments', 'transactions', 'orders', 'charges', 'sales')) ||
+      (w === 'everything' && rest.some((t) => t.kind === 'date')) ||
+      (w === 'all' && tokens.some((t) => t.kind === 'date'))
+    )
+      slots.allPayments = true;
+    else slots.full = true;
+    use(token);
+  } else if (
+    intent === 'refund' &&
+    ['payments', 'transactions', 'orders', 'charges', 'sales'].includes(w) &&
+    tokens.some((t) => t.kind === 'date') &&
+    !tokens.some((t) => t.kind === 'payment_id')
+  ) {
+    // "refund yesterday's payments"
+    slots.allPayments = true;
+  } else if (
+    (w === 'every' || w === 'each') &&
+    intent === 'refund' &&
+    (isWord(next, 'payment', 'transaction', 'order', 'charge', 'sale') ||
+      (next?.kind === 'currency' && isWord(tokens[i + 2], 'payment', 'transaction', 'order', 'charge', 'sale')))
+  ) {
+    slots.allPayments = true;
+    use(token);
+  } else if (
+    (w === 'partial' || w === 'partially' || w === 'part') &&
+    intent === 'refund' &&
+    tokens.some((t) => t.kind === 'amount' || t.kind === 'fraction' || t.kind === 'percent')
+  ) {
+    // "a partial refund of 1.5k naira": the amount says how much.
+    use(token);
+  } else if ((w === 'rest' || w === 'remaining' || w === 'remainder') && intent === 'refund') {
+    slots.full = true;
+    use(token);
+  } else if (intent === 'payout' && (onceTo(tokens, i) || (REPEATS.has(w) && REPEATS.get(w) === countOnceTo(tokens)))) {
+    // "pay the same 25 usdc twice — once to 0xA… and once to 0xB…": one payout to each, the
+    // count written out by the "once to" of each recipient.
+    slots.each = true;
+    use(token);
+    if (isWord(tokens[i - 1], 'same') && isWord(tokens[i - 2], 'the')) use(tokens[i - 1]!);
+  } else if (w === 'same' && intent === 'payout' && countOnceTo(tokens) > 1 && next?.kind === 'amount') {
+    use(token);
+  } else if (w === 'twice' || w === 'double' || w === 'duplicate' || w === 'duplicates' || w === 'duplicated') {
+    // A refund of "payments made twice" needs the merchant to say which ones. "Refund pay_… twice"
+    // multiplies: it is left to be placed (asked back), never taken as one refund.
+    const which = intent === 'refund' && slots.paymentIds.length === 0 && !tokens.some((t) => t.kind === 'payment_id');
+    if (which) slots.duplicates = true;
+    if (intent === 'refund' && (which || w.startsWith('duplicate'))) use(token);
+  } else if ((w === 'only' || w === 'just') && isMoneyIntent(intent)) {
+    // "but only half of it", "just 1,000 naira though", "send only 20 usdc", "refund only
+    // pay_A": the value that follows is the one meant, no more. "only once" stresses one run,
+    // unless something follows it ("only once delivered" is a condition).
+    // "only part of pay_…: GH₵ 120", "only the deposit of 150 USDC": the value said after a
+    // few plain words naming it (no word of condition between).
+    const value = tokens
+      .slice(i + 1, i + 7)
+      .find(
+        (t) =>
+          t.kind !== 'punct' &&
+          !(t.kind === 'word' && !CONTROL_WORDS.has(t.lower) && !FREE_TEXT_STOP.has(t.lower)) &&
+          !isWord(t, 'part', 'partially', 'partly'),
+      );
+    const after = tokens.slice(i + 2).find((t) => t.kind !== 'punct');
+    if (
+      value?.kind === 'amount' ||
+      value?.kind === 'fraction' ||
+      value?.kind === 'percent' ||
+      value?.kind === 'payment_id' ||
+      value?.kind === 'address'
+    ) {
+      use(token);
+      const before = tokens[i - 1];
+      if (isWord(before, 'but') && intent === 'refund') use(before!);
+    } else if (
+      w === 'only' &&
+      (tokens[i - 1]?.kind === 'amount' ||
+        tokens[i - 1]?.kind === 'address' ||
+        tokens[i - 1]?.kind === 'payment_id' ||
+        /^(?:today|now)$/i.test(tokens[i - 1]?.text ?? '')) &&
+      (next === undefined || (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)))
+    ) {
+      // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it);
+      // "pay 30 usdc to 0x… only", "refund pay_… only": that one, as written.
+      use(token);
+    } else if (isWord(next, 'once') && (after === undefined || isWord(after, 'pls', 'please', 'thanks', 'abeg'))) {
+      use(token, next!);
+      i++;
+    }
+  } else if (
+    w === 'once' &&
+    (intent === 'payout' || intent === 'refund') &&
+    (next === undefined ||
+      (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)) ||
+      isWord(next, 'pls', 'please', 'thanks', 'abeg', 'o'))
+  ) {
+    // "pay 20 usdc to 0x… once", "refund pay_… once pls": one time, as it runs; "once it
+    // arrives" waits, and stays to be placed.
+    use(token);
+  } else if (w === 'but' && intent === 'refund' && isWord(next, 'only', 'just')) {
+    // consumed with its "only"
+  } else if ((w === 'last' || w === 'latest' || w === 'recent') && intent === 'list_payments') {
+    use(token);
+  } else if (
+    (w === 'if' || w === 'whether') &&
+    (intent === 'payment_status' ||
+      intent === 'balance' ||
+      intent === 'list_payments' ||
+      intent === 'revenue' ||
+      intent === 'pending_confirmations') &&
+    isWord(tokens[i - 1], 'check', 'see', 'know', 'confirm', 'verify', 'me', 'ask', 'tell', 'wondering')
+  ) {
+    // "check if pay_… has settled" asks a question; read-only (plan.ts refuses it beside a money step).
+    slots.questionIf = true;
+    use(token);
+  } else if ((w === 'hold' || w === 'held' || w === 'waiting') && intent === 'pending_confirmations') {
+    use(token);
+  } else if (MEMO_LABELS.has(w)) {
+    if (w === 'for' && next?.kind === 'date') return { i, problem };
+    // "did the payment for order AB-12 come through?": the order named is the payment.
+    if (
+      w === 'for' &&
+      FINDS_PAYMENTS.has(intent ?? 'approve') &&
+      referenceAt(tokens, i + 2) !== undefined &&
+      !tokens.some((t) => t.kind === 'payment_id')
+    )
+      return { i, problem };
+    const start = next?.kind === 'punct' && (next.text === ':' || next.text === '=') ? i + 2 : i + 1;
+    const { value, end, consumed: inText, runsInto } = freeText(tokens, start, intent === 'refund' ? 'reason' : 'memo');
+    if (runsInto)
+      problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+    if (value !== '' && !(w === 'for' && /^(?:me|us|it|them|this|that|the\s+(?:customer|client))$/i.test(value))) {
+      use(token);
+      for (const index of inText) consumed.add(index);
+      if (intent === 'refund') slots.reason ??= value;
+      else {
+        slots.memos.push(value);
+        slots.memo ??= value;
+      }
+      i = end - 1;
+    }
+  } else if (
+    w === 'because' ||
+    w === 'reason' ||
+    w === 'cos' ||
+    w === 'since' ||
+    (w === 'due' && isWord(next, 'to')) ||
+    (w === 'as' && isWord(next, 'per', 'requested'))
+  ) {
+    const start = w === 'due' || (w === 'reason' && next?.kind === 'punct') ? i + 2 : i + 1;
+    // "pay 50 usdc to 0x… because he fixed the roof", a ticket's "Reason: March commission":
+    // why a payout is made is what it is for, its memo (one only: a second text is asked).
+    const memo = intent === 'payout' && slots.memo === undefined;
+    const { value, end, consumed: inText, runsInto } = freeText(tokens, start, memo ? 'memo' : 'reason');
+    if (runsInto)
+      problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+    if (value !== '') {
+      for (const index of inText) consumed.add(index);
+      if (memo) {
+        slots.memos.push(value);
+        slots.memo = value;
+      } else slots.reason ??= value;
+      i = end - 1;
+    }
+  } else if (w === 'ref' || w === 'reference' || w === 'ref.') {
+    let j = i + 1;
+    while (tokens[j]?.kind === 'punct' && /^[:#]$/.test(tokens[j]!.text)) j++;
+    if (isWord(tokens[j], 'no', 'number')) j++;
+    const ref = tokens[j];
+    if (
+      ref !== undefined &&
+      (ref.kind === 'code' ||
+        (ref.kind === 'word' && !significant(ref)) ||
+        (ref.kind === 'amount' && ref.number.type === 'exact' && ref.currency === undefined && /^\d+$/.test(ref.text)))
+    ) {
+      const value = ref.kind === 'code' ? ref.value.replace(/^#/, '') : ref.text;
+      // A refund's or a status read's "ref" names the payment; a payout's or a split's, its own.
+      if ((intent === 'refund' || intent === 'payment_status') && slots.paymentIds.length === 0)
+        slots.lookup = { reference: value };
+      else slots.reference = value;
+      use(token, ref);
+      i = j;
+    }
+  } else if (intent === 'list_payments' && LIST_STATUS_WORDS.has(w)) {
+    slots.status = LIST_STATUS_WORDS.get(w);
+  } else if (intent === 'list_payments' && w === 'partially' && isWord(next, 'refunded')) {
+    slots.status = 'partially_refunded';
+    use(token);
+    i++;
+  } else if (REVENUE_WORDS.has(w)) {
+    slots.revenueWord = true;
+  }
+  return { i, problem };
 }
 
 /**
