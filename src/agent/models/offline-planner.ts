@@ -11,11 +11,11 @@ import {
   readsFor,
   resolveCalls,
   type RevenueFacts,
-  type Step,
   toolsFor,
-  understand,
   withPayment,
-} from '../planner/plan.ts';
+} from '../planner/calls.ts';
+import { understand } from '../planner/plan.ts';
+import type { Step } from '../planner/steps.ts';
 import {
   describeListed,
   describeOutcome,
@@ -28,9 +28,9 @@ import {
 
 /**
  * The offline planner: the default agent model when no ANTHROPIC_API_KEY is set. Deterministic,
- * in stages, one file each under src/agent/planner/: tokens (lexer) → grammar (clauses, intents,
- * slots, corrections) → plan (steps and exact tool calls) → checks (every meaningful word placed)
- * → reply. docs/agent.md says what it understands. Its rules:
+ * in stages under src/agent/planner/: tokens (lexer) → grammar (clause.ts the shapes, phrases.ts
+ * shared phrase readers, intents.ts, clauses.ts the splitter and corrections, slots.ts) → plan
+ * (steps and exact tool calls) → checks (every meaningful word placed) → reply. docs/agent.md says what it understands. Its rules:
  *
  * - It never guesses a recipient, an amount, a currency or a payment. What it cannot place, it
  *   names in the reply, and nothing runs.

@@ -1,16 +1,9 @@
-import { type Clause, MONEY_VERBS, text, VALUE_KINDS } from './grammar.ts';
-import {
-  HARD_CONTROL_WORDS,
-  isCount,
-  isQuantity,
-  isSignificant,
-  NEGATIONS,
-  PAST,
-  REPETITION,
-  type Token,
-  tellsThePast,
-  UNSUPPORTED_ACTIONS,
-} from './tokens.ts';
+import { type Clause, text } from './clause.ts';
+import { VALUE_KINDS } from './clauses.ts';
+import { MONEY_VERBS } from './intents.ts';
+import { isCount, isQuantity, isSignificant, PAST, REPETITION, tellsThePast } from './counts.ts';
+import { HARD_CONTROL_WORDS, NEGATIONS, UNSUPPORTED_ACTIONS } from './lexicon.ts';
+import type { Token } from './token-types.ts';
 
 /**
  * Stage 4 of the offline planner: the checks that run before anything does. A plan may run only

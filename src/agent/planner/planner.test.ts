@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CURRENCIES } from '../../domain/money.ts';
-import { type ListedPayment, lookupRead, matchLookup, understand } from './plan.ts';
+import { type ListedPayment, lookupRead, matchLookup } from './calls.ts';
+import { understand } from './plan.ts';
 import { tokenize } from './tokens.ts';
 
 // The offline planner's stages, on the examples issue 13 reported (each must run exactly as meant

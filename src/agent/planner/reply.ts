@@ -1,15 +1,9 @@
 import type { ToolCallOutcome } from '../model.ts';
 import { type Currency, formatDisplay, getCurrency, parseMajorAmount } from '../../domain/money.ts';
 import { isId } from '../../domain/ids.ts';
-import {
-  describeLookup,
-  type ListedPayment,
-  PAYOUT_ASSET,
-  type PaymentFacts,
-  type PlannedCall,
-  type RevenueFacts,
-} from './plan.ts';
-import type { PaymentLookup } from './grammar.ts';
+import { describeLookup, type ListedPayment, type PaymentFacts, type PlannedCall, type RevenueFacts } from './calls.ts';
+import { PAYOUT_ASSET } from './steps.ts';
+import type { PaymentLookup } from './clause.ts';
 
 /**
  * Stage 5 of the offline planner: the reply. Every action is restated in plain words (amount,
@@ -53,7 +47,7 @@ export function readPaymentFacts(output: unknown): PaymentFacts | undefined {
 
 /**
  * The payments of a list_payments result, with their typed fields. The description is kept only
- * for matching the merchant's words against it (plan.ts, matchLookup); it is never shown or acted on.
+ * for matching the merchant's words against it (calls.ts, matchLookup); it is never shown or acted on.
  */
 export function readListedPayments(output: unknown): ListedPayment[] {
   const data = typeof output === 'object' && output !== null ? (output as Record<string, unknown>).data : undefined;
