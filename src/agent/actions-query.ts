@@ -1,8 +1,8 @@
-import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
 import { type ActionLine, loadActionLines } from '../audit/action-lines.ts';
 import { ACTION_STATUSES, type ActionRow, loadActionRows } from '../audit/action-rows.ts';
 import { parseInput } from '../core/validation.ts';
+import { type CsvColumn, financeCsv } from '../core/finance-csv.ts';
 import type { Db } from '../db/database.ts';
 import { createdRange, pageParams } from '../db/pagination.ts';
 import { type ActionFilter, listActionsPage } from '../db/repositories/agent-actions.ts';
@@ -65,7 +65,7 @@ export async function listActions(
  * books it by (audit/action-lines.ts). New columns go at the end, so a sheet that reads columns by
  * position keeps working.
  */
-const CSV_COLUMNS: readonly [string, (row: ActionLine) => string | null][] = [
+const CSV_COLUMNS: readonly CsvColumn<ActionLine>[] = [
   ['id', (row) => row.id],
   ['created', (row) => row.created],
   ['channel', (row) => row.channel],
@@ -103,22 +103,11 @@ function errorMessage(error: unknown): string | null {
 }
 
 /**
- * The CSV export of actions (RFC 4180, by csv-stringify): a UTF-8 byte order mark, so that Excel
- * reads memos and names in UTF-8 rather than the machine's code page (other spreadsheets and CSV
- * libraries skip it); a header row; one line per movement (an action, or each leg of a revenue
- * share and each transfer of a settlement batch: audit/action-lines.ts), CRLF line ends; amounts
- * as decimal strings; cells a spreadsheet would run as a formula prefixed with a quote.
+ * The CSV export of actions, written as every finance CSV is (core/finance-csv.ts): one line per
+ * movement (an action, or each leg of a revenue share and each transfer of a settlement batch:
+ * audit/action-lines.ts), amounts as decimal strings.
  */
 export async function actionsCsv(db: Db, rows: readonly ActionRow[]): Promise<string> {
   const lines = await loadActionLines(db, rows);
-  return stringify(
-    lines.map((row) => CSV_COLUMNS.map(([, cell]) => cell(row) ?? '')),
-    {
-      bom: true,
-      header: true,
-      columns: CSV_COLUMNS.map(([name]) => name),
-      record_delimiter: 'windows',
-      escape_formulas: true,
-    },
-  );
+  return financeCsv(CSV_COLUMNS, lines);
 }

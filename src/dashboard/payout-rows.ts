@@ -1,4 +1,4 @@
-import { stringify } from 'csv-stringify/sync';
+import { type CsvColumn, financeCsv } from '../core/finance-csv.ts';
 import type { Db, ModeScope } from '../db/database.ts';
 import { listWaitingConfirmations } from '../db/repositories/confirmations.ts';
 import { listPayoutApprovals, listPayoutsPage } from '../db/repositories/payouts.ts';
@@ -150,7 +150,7 @@ function heldRow(c: ConfirmationRow): PayoutScreenRow {
   };
 }
 
-const CSV_COLUMNS: readonly [string, (row: PayoutScreenRow) => string | null][] = [
+const CSV_COLUMNS: readonly CsvColumn<PayoutScreenRow>[] = [
   ['id', (r) => r.id],
   ['created', (r) => r.created.toISOString()],
   ['status', (r) => r.status],
@@ -172,14 +172,5 @@ const CSV_COLUMNS: readonly [string, (row: PayoutScreenRow) => string | null][] 
 
 /** The export, as the actions CSV is written: BOM, header, CRLF, formulas defused. */
 export function payoutsCsv(rows: readonly PayoutScreenRow[]): string {
-  return stringify(
-    rows.map((row) => CSV_COLUMNS.map(([, cell]) => cell(row) ?? '')),
-    {
-      bom: true,
-      header: true,
-      columns: CSV_COLUMNS.map(([name]) => name),
-      record_delimiter: 'windows',
-      escape_formulas: true,
-    },
-  );
+  return financeCsv(CSV_COLUMNS, rows);
 }

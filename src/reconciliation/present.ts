@@ -1,4 +1,4 @@
-import { stringify } from 'csv-stringify/sync';
+import { type CsvColumn, financeCsv } from '../core/finance-csv.ts';
 import type { ReconciliationLineRow, ReconciliationRunRow } from '../db/tables/reconciliation.ts';
 import { formatMinor, getCurrency } from '../domain/money.ts';
 import { LINE_KINDS, type LineKind } from './lines.ts';
@@ -107,15 +107,9 @@ const CSV_COLUMNS: ReadonlyArray<[string, (run: ReconciliationRunRow, l: Reconci
  * order mark for Excel, CRLF, formula-like cells quoted): a header, then one row per line.
  */
 export function linesCsv(run: ReconciliationRunRow, lines: readonly ReconciliationLineRow[]): string {
-  return stringify(
-    lines.map((l) => CSV_COLUMNS.map(([, cell]) => cell(run, l))),
-    {
-      bom: true,
-      header: true,
-      columns: CSV_COLUMNS.map(([name]) => name),
-      record_delimiter: 'windows',
-      escape_formulas: true,
-    },
+  return financeCsv(
+    CSV_COLUMNS.map(([name, cell]): CsvColumn<ReconciliationLineRow> => [name, (l) => cell(run, l)]),
+    lines,
   );
 }
 
