@@ -3,7 +3,7 @@ import { understand } from './planner/plan.ts';
 import { tokenize } from './planner/tokens.ts';
 
 /**
- * Asking back inside the conversation (DESIGN.md §9, issue 32 item 2): what a merchant's answer
+ * Asking back inside the conversation (docs/agent.md "The conversation", issue 32 item 2): what a merchant's answer
  * to a run's question means. The runtime (runtime.ts) keeps the conversation and decides what runs;
  * this file only reads the answer, by fixed lists a person can check (docs/agent.md, "The
  * conversation"). Anything not on them is read by the model as the next turn of the conversation.

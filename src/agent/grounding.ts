@@ -5,7 +5,7 @@ import { readInstruction } from './planner/plan.ts';
 import { truncate } from './planner/checks.ts';
 
 /**
- * Grounding (DESIGN.md §9, issue 13 point 4): a money call on the agent channel runs only if each
+ * Grounding (docs/agent.md "Untrusted text and grounding", issue 13 point 4): a money call on the agent channel runs only if each
  * recipient, amount or share and payment id in it comes from the merchant's instruction or from a
  * typed field of a tool result read earlier in the same run. Text inside results (descriptions,
  * metadata, memos, merchant names) is data a payer or a third party may have written: an address

@@ -1,5 +1,5 @@
 /**
- * The agent's one reader of the numbers a merchant writes (DESIGN.md §9 "Numbers", issue 32).
+ * The agent's one reader of the numbers a merchant writes (docs/agent.md "Numbers, currencies and dates", issue 32).
  * The planner's lexer reads every amount through it, and grounding reads the instruction through
  * that lexer, so a figure means the same thing whichever model acts on it.
  *

@@ -337,7 +337,7 @@ async function callThroughPipeline(call: RunCall, name: string, input: unknown):
       runId,
       dryRun,
       ...(call.runPlan !== undefined ? { runPlan: call.runPlan } : {}),
-      // Grounding (DESIGN.md §9): the pipeline calls this on the validated input and records a refusal.
+      // Grounding (docs/agent.md): the pipeline calls this on the validated input and records a refusal.
       ground: (toolName, validated) => checkGrounding(toolName, validated, call.evidence),
     });
     if (result.kind === 'confirmation_required') {

@@ -45,8 +45,8 @@ import {
 export const OFFLINE_PLANNER_NAME = 'offline-planner/2';
 
 /**
- * Payments named by reference or description are found first, with list_payments (DESIGN.md §9:
- * the merchant's own reference, then the description): exactly one match is acted on, none or
+ * Payments named by reference or description are found first, with list_payments (docs/agent.md,
+ * "By intent": the merchant's own reference, then the description): exactly one match is acted on, none or
  * several are asked back with the candidates in typed fields. A status question is answered by the
  * list itself. What the list says of a found payment (amount, currency, refunds) stands for a read.
  */

@@ -40,8 +40,8 @@ function analyse(message: string, now: Date): { tokens: Token[]; clauses: Clause
 }
 
 /**
- * What the merchant's instruction says that every model's money calls answer to (DESIGN.md §9,
- * issue 32): its tokens (amounts with their currencies, addresses, ids, shares), the values a
+ * What the merchant's instruction says that every model's money calls answer to (docs/agent.md,
+ * "Untrusted text and grounding"; issue 32): its tokens (amounts with their currencies, addresses, ids, shares), the values a
  * correction or a "not" ruled out, and what holds money back: a word of condition, wait, negation,
  * test or repetition the grammar could not place, a date still to come, quoted text holding a
  * value, a letter that may hide a word, and every figure the number reader could not read.
