@@ -517,11 +517,10 @@ function describedPaymentLookup(
 }
 
 /**
- * A word in a clause, tried against each reading in turn: a label before a value ("wallet: 0x…"),
- * each and equal shares, how much of a refund (in full, not half, the rest, less a fee),
- * repetitions ("twice", "once to 0x…"), "only"/"just", a memo label and the free text after it, a
- * reference, a status a list asks for, the words of revenue. Returns where the token loop goes on
- * from and the clause's problem.
+ * A word in a clause, tried against each reading in turn (WORD_READINGS, in order): words that
+ * frame the message, shares, how much of a refund, repetitions and "only", words of a read, free
+ * text after a label, lists and revenue. Returns where the token loop goes on from and the
+ * clause's problem.
  */
 function wordSlot(
   intent: Intent | undefined,
@@ -535,7 +534,36 @@ function wordSlot(
   use: (...used: Token[]) => void,
   problem: string | undefined,
 ): { i: number; problem: string | undefined } {
-  const w = token.lower;
+  const word: WordAt = { intent, tokens, significant, i, token, w: token.lower, next, slots, consumed, use, problem };
+  // The first reading whose words match takes the word, even when it then places nothing.
+  for (const read of WORD_READINGS) if (read(word)) break;
+  return { i: word.i, problem: word.problem };
+}
+
+/** One word being read, and what its reading may move on: the loop's index and the clause's problem. */
+interface WordAt {
+  readonly intent: Intent | undefined;
+  readonly tokens: readonly Token[];
+  readonly significant: (t: Token) => boolean;
+  i: number;
+  readonly token: Extract<Token, { kind: 'word' }>;
+  /** The word, lower case. */
+  readonly w: string;
+  readonly next: Token | undefined;
+  readonly slots: Slots;
+  readonly consumed: Set<number>;
+  readonly use: (...used: Token[]) => void;
+  problem: string | undefined;
+}
+
+/**
+ * A reading of a word: true when its words match (it took the word), false to try the next. The
+ * order matters where two readings share a word ("each" is read as a share before "every payment").
+ */
+type WordReading = (word: WordAt) => boolean;
+
+/** Words that frame the message rather than move money: a label, a sign-off, the order of steps. */
+const framingWords: WordReading = ({ intent, tokens, i, token, w, next, use }) => {
   const labelled = tokens.slice(i + 1, i + 3).find((t) => t.kind !== 'punct');
   if ((w === 'address' || w === 'wallet') && labelled?.kind === 'address') {
     // "to_address=0x…", "Wallet: 0x…": the word labels the address that follows.
@@ -544,11 +572,6 @@ function wordSlot(
     // "Approved by: Ngozi" on the merchant's own ticket: who signed it off, not an approval
     // of a held action (only a person on the dashboard or an approvals key does that).
     use(token);
-  } else if (w === 'each' || w === 'apiece' || (w === 'kila' && isWord(next, 'mmoja'))) {
-    // Swahili "kila mmoja": each one.
-    slots.each = true;
-    use(token);
-    if (w === 'kila') i++;
   } else if (
     ['first', 'firstly', 'secondly', 'finally', 'lastly'].includes(w) &&
     tokens.slice(0, i).every((t) => t.kind === 'punct' || isWord(t, 'okay', 'ok', 'so', 'and', 'uh', 'um', 'then'))
@@ -565,11 +588,38 @@ function wordSlot(
   ) {
     // "3. let me know our balance after": a read after the steps above, which is the order they run in.
     use(token);
+  } else return false;
+  return true;
+};
+
+/** Each and equal shares: "each", "apiece", "equally", Swahili "kila mmoja" and "sawa sawa", Pidgin "equal equal". */
+const shareWords: WordReading = (word) => {
+  const { token, w, next, slots, use } = word;
+  if (w === 'each' || w === 'apiece' || (w === 'kila' && isWord(next, 'mmoja'))) {
+    // Swahili "kila mmoja": each one.
+    slots.each = true;
+    use(token);
+    if (w === 'kila') word.i++;
   } else if (w === 'sawa' && isWord(next, 'sawa')) {
     // Swahili "sawa sawa": equally.
     slots.equal = { ways: undefined };
-    i++;
-  } else if (
+    word.i++;
+  } else if (w === 'equal' && isWord(next, 'equal')) {
+    // Pidgin "equal equal": equally.
+    slots.equal = { ways: undefined };
+    use(token, next!);
+    word.i++;
+  } else if (w === 'equally' || w === 'evenly' || (w === 'equal' && isWord(next, 'shares', 'parts', 'split'))) {
+    slots.equal = { ways: undefined };
+    use(token);
+  } else return false;
+  return true;
+};
+
+/** How much of a refund: all but a fee, not in full, in full, all payments, part, the rest. */
+const refundExtentWords: WordReading = (word) => {
+  const { intent, tokens, i, token, w, next, slots, use } = word;
+  if (
     ['minus', 'less', 'except', 'excluding', 'without'].includes(w) &&
     intent === 'refund' &&
     slots.less === undefined
@@ -579,20 +629,11 @@ function wordSlot(
     if (kept !== undefined) {
       slots.less = kept;
       use(token, kept);
-      i = tokens.indexOf(kept);
+      word.i = tokens.indexOf(kept);
       // "… the 500 naira delivery fee": the words naming what is kept back.
-      for (const word of tokens.slice(i + 1, i + 4))
-        if (word.kind === 'word' && ['fee', 'fees', 'charge', 'charges', 'cost', 'costs'].includes(word.lower))
-          use(word);
+      for (const fee of tokens.slice(word.i + 1, word.i + 4))
+        if (fee.kind === 'word' && ['fee', 'fees', 'charge', 'charges', 'cost', 'costs'].includes(fee.lower)) use(fee);
     }
-  } else if (w === 'equal' && isWord(next, 'equal')) {
-    // Pidgin "equal equal": equally.
-    slots.equal = { ways: undefined };
-    use(token, next!);
-    i++;
-  } else if (w === 'equally' || w === 'evenly' || (w === 'equal' && isWord(next, 'shares', 'parts', 'split'))) {
-    slots.equal = { ways: undefined };
-    use(token);
   } else if (
     w === 'no' &&
     intent === 'refund' &&
@@ -603,7 +644,7 @@ function wordSlot(
     // "no need for a full refund, ₦2,000 … is enough": as "not a full refund".
     const phrase = negatedExtent(tokens, i + 2)!;
     use(token, next!, ...phrase);
-    i = tokens.indexOf(phrase.at(-1)!);
+    word.i = tokens.indexOf(phrase.at(-1)!);
   } else if ((w === 'not' || w === 'no') && intent === 'refund' && negatedExtent(tokens, i) !== undefined) {
     // "not the full amount, just 5000 naira", "in full, not half", "half, not all of it": the
     // extent ruled out is the other one from the extent the refund states.
@@ -611,7 +652,7 @@ function wordSlot(
     use(...phrase);
     // "refund pay_… but not in full — half": the "but" that leads it.
     if (isWord(tokens[i - 1], 'but')) use(tokens[i - 1]!);
-    i = tokens.indexOf(phrase.at(-1)!);
+    word.i = tokens.indexOf(phrase.at(-1)!);
   } else if (
     (w === 'in' && isWord(next, 'full')) ||
     (w === 'full' && (intent === 'refund' || isWord(next, 'refund', 'amount'))) ||
@@ -624,7 +665,7 @@ function wordSlot(
     use(token);
     if (w === 'in') {
       use(next!);
-      i++;
+      word.i++;
     }
   } else if (
     (w === 'all' || w === 'everything' || w === 'whole' || w === 'entire' || w === 'yote') &&
@@ -666,7 +707,14 @@ function wordSlot(
   } else if ((w === 'rest' || w === 'remaining' || w === 'remainder') && intent === 'refund') {
     slots.full = true;
     use(token);
-  } else if (intent === 'payout' && (onceTo(tokens, i) || (REPEATS.has(w) && REPEATS.get(w) === countOnceTo(tokens)))) {
+  } else return false;
+  return true;
+};
+
+/** Repetitions ("twice", "once to 0x… and once to 0x…") and the value an "only" or "just" stresses. */
+const repetitionWords: WordReading = (word) => {
+  const { intent, tokens, i, token, w, next, slots, use } = word;
+  if (intent === 'payout' && (onceTo(tokens, i) || (REPEATS.has(w) && REPEATS.get(w) === countOnceTo(tokens)))) {
     // "pay the same 25 usdc twice — once to 0xA… and once to 0xB…": one payout to each, the
     // count written out by the "once to" of each recipient.
     slots.each = true;
@@ -681,45 +729,7 @@ function wordSlot(
     if (which) slots.duplicates = true;
     if (intent === 'refund' && (which || w.startsWith('duplicate'))) use(token);
   } else if ((w === 'only' || w === 'just') && isMoneyIntent(intent)) {
-    // "but only half of it", "just 1,000 naira though", "send only 20 usdc", "refund only
-    // pay_A": the value that follows is the one meant, no more. "only once" stresses one run,
-    // unless something follows it ("only once delivered" is a condition).
-    // "only part of pay_…: GH₵ 120", "only the deposit of 150 USDC": the value said after a
-    // few plain words naming it (no word of condition between).
-    const value = tokens
-      .slice(i + 1, i + 7)
-      .find(
-        (t) =>
-          t.kind !== 'punct' &&
-          !(t.kind === 'word' && !CONTROL_WORDS.has(t.lower) && !FREE_TEXT_STOP.has(t.lower)) &&
-          !isWord(t, 'part', 'partially', 'partly'),
-      );
-    const after = tokens.slice(i + 2).find((t) => t.kind !== 'punct');
-    if (
-      value?.kind === 'amount' ||
-      value?.kind === 'fraction' ||
-      value?.kind === 'percent' ||
-      value?.kind === 'payment_id' ||
-      value?.kind === 'address'
-    ) {
-      use(token);
-      const before = tokens[i - 1];
-      if (isWord(before, 'but') && intent === 'refund') use(before!);
-    } else if (
-      w === 'only' &&
-      (tokens[i - 1]?.kind === 'amount' ||
-        tokens[i - 1]?.kind === 'address' ||
-        tokens[i - 1]?.kind === 'payment_id' ||
-        /^(?:today|now)$/i.test(tokens[i - 1]?.text ?? '')) &&
-      (next === undefined || (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)))
-    ) {
-      // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it);
-      // "pay 30 usdc to 0x… only", "refund pay_… only": that one, as written.
-      use(token);
-    } else if (isWord(next, 'once') && (after === undefined || isWord(after, 'pls', 'please', 'thanks', 'abeg'))) {
-      use(token, next!);
-      i++;
-    }
+    onlyWord(word);
   } else if (
     w === 'once' &&
     (intent === 'payout' || intent === 'refund') &&
@@ -732,7 +742,58 @@ function wordSlot(
     use(token);
   } else if (w === 'but' && intent === 'refund' && isWord(next, 'only', 'just')) {
     // consumed with its "only"
-  } else if ((w === 'last' || w === 'latest' || w === 'recent') && intent === 'list_payments') {
+  } else return false;
+  return true;
+};
+
+/**
+ * "but only half of it", "just 1,000 naira though", "send only 20 usdc", "refund only pay_A": the
+ * value that follows is the one meant, no more. "only once" stresses one run, unless something
+ * follows it ("only once delivered" is a condition). "only part of pay_…: GH₵ 120", "only the
+ * deposit of 150 USDC": the value said after a few plain words naming it (no word of condition
+ * between).
+ */
+function onlyWord(word: WordAt): void {
+  const { intent, tokens, i, token, w, next, use } = word;
+  const value = tokens
+    .slice(i + 1, i + 7)
+    .find(
+      (t) =>
+        t.kind !== 'punct' &&
+        !(t.kind === 'word' && !CONTROL_WORDS.has(t.lower) && !FREE_TEXT_STOP.has(t.lower)) &&
+        !isWord(t, 'part', 'partially', 'partly'),
+    );
+  const after = tokens.slice(i + 2).find((t) => t.kind !== 'punct');
+  if (
+    value?.kind === 'amount' ||
+    value?.kind === 'fraction' ||
+    value?.kind === 'percent' ||
+    value?.kind === 'payment_id' ||
+    value?.kind === 'address'
+  ) {
+    use(token);
+    const before = tokens[i - 1];
+    if (isWord(before, 'but') && intent === 'refund') use(before!);
+  } else if (
+    w === 'only' &&
+    (tokens[i - 1]?.kind === 'amount' ||
+      tokens[i - 1]?.kind === 'address' ||
+      tokens[i - 1]?.kind === 'payment_id' ||
+      /^(?:today|now)$/i.test(tokens[i - 1]?.text ?? '')) &&
+    (next === undefined || (next.kind === 'punct' && /^[.,;!?]$/.test(next.text)))
+  ) {
+    // "pay 0x… 70 usdc only": the amount just said, and no more (as cheques write it);
+    // "pay 30 usdc to 0x… only", "refund pay_… only": that one, as written.
+    use(token);
+  } else if (isWord(next, 'once') && (after === undefined || isWord(after, 'pls', 'please', 'thanks', 'abeg'))) {
+    use(token, next!);
+    word.i++;
+  }
+}
+
+/** Words of a read: the latest payments, a question asked with "if", what is held. */
+const readWords: WordReading = ({ intent, tokens, i, token, w, slots, use }) => {
+  if ((w === 'last' || w === 'latest' || w === 'recent') && intent === 'list_payments') {
     use(token);
   } else if (
     (w === 'if' || w === 'whether') &&
@@ -748,83 +809,129 @@ function wordSlot(
     use(token);
   } else if ((w === 'hold' || w === 'held' || w === 'waiting') && intent === 'pending_confirmations') {
     use(token);
-  } else if (MEMO_LABELS.has(w)) {
-    if (w === 'for' && next?.kind === 'date') return { i, problem };
-    // "did the payment for order AB-12 come through?": the order named is the payment.
-    if (
-      w === 'for' &&
-      FINDS_PAYMENTS.has(intent ?? 'approve') &&
-      referenceAt(tokens, i + 2) !== undefined &&
-      !tokens.some((t) => t.kind === 'payment_id')
+  } else return false;
+  return true;
+};
+
+/** A memo label and the free text after it ("for rent", "memo: …"). */
+const memoWords: WordReading = (word) => {
+  const { intent, tokens, i, token, w, next, slots, consumed, use } = word;
+  if (!MEMO_LABELS.has(w)) return false;
+  if (w === 'for' && next?.kind === 'date') return true;
+  // "did the payment for order AB-12 come through?": the order named is the payment.
+  if (
+    w === 'for' &&
+    FINDS_PAYMENTS.has(intent ?? 'approve') &&
+    referenceAt(tokens, i + 2) !== undefined &&
+    !tokens.some((t) => t.kind === 'payment_id')
+  )
+    return true;
+  const start = next?.kind === 'punct' && (next.text === ':' || next.text === '=') ? i + 2 : i + 1;
+  const { value, end, consumed: inText, runsInto } = freeText(tokens, start, intent === 'refund' ? 'reason' : 'memo');
+  if (runsInto) word.problem ??= runsIntoProblem(value, runsInto);
+  if (value !== '' && !(w === 'for' && /^(?:me|us|it|them|this|that|the\s+(?:customer|client))$/i.test(value))) {
+    use(token);
+    for (const index of inText) consumed.add(index);
+    if (intent === 'refund') slots.reason ??= value;
+    else {
+      slots.memos.push(value);
+      slots.memo ??= value;
+    }
+    word.i = end - 1;
+  }
+  return true;
+};
+
+/** A reason ("because …", "Reason: …", "due to …"), which is a payout's memo when it has none. */
+const reasonWords: WordReading = (word) => {
+  const { intent, tokens, i, w, next, slots, consumed } = word;
+  if (
+    !(
+      w === 'because' ||
+      w === 'reason' ||
+      w === 'cos' ||
+      w === 'since' ||
+      (w === 'due' && isWord(next, 'to')) ||
+      (w === 'as' && isWord(next, 'per', 'requested'))
     )
-      return { i, problem };
-    const start = next?.kind === 'punct' && (next.text === ':' || next.text === '=') ? i + 2 : i + 1;
-    const { value, end, consumed: inText, runsInto } = freeText(tokens, start, intent === 'refund' ? 'reason' : 'memo');
-    if (runsInto)
-      problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
-    if (value !== '' && !(w === 'for' && /^(?:me|us|it|them|this|that|the\s+(?:customer|client))$/i.test(value))) {
-      use(token);
-      for (const index of inText) consumed.add(index);
-      if (intent === 'refund') slots.reason ??= value;
-      else {
-        slots.memos.push(value);
-        slots.memo ??= value;
-      }
-      i = end - 1;
-    }
-  } else if (
-    w === 'because' ||
-    w === 'reason' ||
-    w === 'cos' ||
-    w === 'since' ||
-    (w === 'due' && isWord(next, 'to')) ||
-    (w === 'as' && isWord(next, 'per', 'requested'))
+  )
+    return false;
+  const start = w === 'due' || (w === 'reason' && next?.kind === 'punct') ? i + 2 : i + 1;
+  // "pay 50 usdc to 0x… because he fixed the roof", a ticket's "Reason: March commission":
+  // why a payout is made is what it is for, its memo (one only: a second text is asked).
+  const memo = intent === 'payout' && slots.memo === undefined;
+  const { value, end, consumed: inText, runsInto } = freeText(tokens, start, memo ? 'memo' : 'reason');
+  if (runsInto) word.problem ??= runsIntoProblem(value, runsInto);
+  if (value !== '') {
+    for (const index of inText) consumed.add(index);
+    if (memo) {
+      slots.memos.push(value);
+      slots.memo = value;
+    } else slots.reason ??= value;
+    word.i = end - 1;
+  }
+  return true;
+};
+
+function runsIntoProblem(value: string, runsInto: Token): string {
+  return `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
+}
+
+/** A reference: a refund's or a status read's names the payment; a payout's or a split's, its own. */
+const referenceWords: WordReading = (word) => {
+  const { intent, tokens, significant, i, token, w, slots, use } = word;
+  if (!(w === 'ref' || w === 'reference' || w === 'ref.')) return false;
+  let j = i + 1;
+  while (tokens[j]?.kind === 'punct' && /^[:#]$/.test(tokens[j]!.text)) j++;
+  if (isWord(tokens[j], 'no', 'number')) j++;
+  const ref = tokens[j];
+  if (
+    ref !== undefined &&
+    (ref.kind === 'code' ||
+      (ref.kind === 'word' && !significant(ref)) ||
+      (ref.kind === 'amount' && ref.number.type === 'exact' && ref.currency === undefined && /^\d+$/.test(ref.text)))
   ) {
-    const start = w === 'due' || (w === 'reason' && next?.kind === 'punct') ? i + 2 : i + 1;
-    // "pay 50 usdc to 0x… because he fixed the roof", a ticket's "Reason: March commission":
-    // why a payout is made is what it is for, its memo (one only: a second text is asked).
-    const memo = intent === 'payout' && slots.memo === undefined;
-    const { value, end, consumed: inText, runsInto } = freeText(tokens, start, memo ? 'memo' : 'reason');
-    if (runsInto)
-      problem ??= `"${value}" runs into "${runsInto.text}": I cannot tell whether it belongs to the text; put it in its own words, or after a comma`;
-    if (value !== '') {
-      for (const index of inText) consumed.add(index);
-      if (memo) {
-        slots.memos.push(value);
-        slots.memo = value;
-      } else slots.reason ??= value;
-      i = end - 1;
-    }
-  } else if (w === 'ref' || w === 'reference' || w === 'ref.') {
-    let j = i + 1;
-    while (tokens[j]?.kind === 'punct' && /^[:#]$/.test(tokens[j]!.text)) j++;
-    if (isWord(tokens[j], 'no', 'number')) j++;
-    const ref = tokens[j];
-    if (
-      ref !== undefined &&
-      (ref.kind === 'code' ||
-        (ref.kind === 'word' && !significant(ref)) ||
-        (ref.kind === 'amount' && ref.number.type === 'exact' && ref.currency === undefined && /^\d+$/.test(ref.text)))
-    ) {
-      const value = ref.kind === 'code' ? ref.value.replace(/^#/, '') : ref.text;
-      // A refund's or a status read's "ref" names the payment; a payout's or a split's, its own.
-      if ((intent === 'refund' || intent === 'payment_status') && slots.paymentIds.length === 0)
-        slots.lookup = { reference: value };
-      else slots.reference = value;
-      use(token, ref);
-      i = j;
-    }
-  } else if (intent === 'list_payments' && LIST_STATUS_WORDS.has(w)) {
+    const value = ref.kind === 'code' ? ref.value.replace(/^#/, '') : ref.text;
+    if ((intent === 'refund' || intent === 'payment_status') && slots.paymentIds.length === 0)
+      slots.lookup = { reference: value };
+    else slots.reference = value;
+    use(token, ref);
+    word.i = j;
+  }
+  return true;
+};
+
+/** The status a list asks for, and the words of revenue. */
+const listWords: WordReading = (word) => {
+  const { intent, token, w, next, slots, use } = word;
+  if (intent === 'list_payments' && LIST_STATUS_WORDS.has(w)) {
     slots.status = LIST_STATUS_WORDS.get(w);
   } else if (intent === 'list_payments' && w === 'partially' && isWord(next, 'refunded')) {
     slots.status = 'partially_refunded';
     use(token);
-    i++;
+    word.i++;
   } else if (REVENUE_WORDS.has(w)) {
     slots.revenueWord = true;
-  }
-  return { i, problem };
-}
+  } else return false;
+  return true;
+};
+
+/**
+ * The readings, in the order they are tried. Moved apart from the one chain they were, they keep
+ * its order wherever two could take the same word: each earlier group's words are its own (framing
+ * and share words share none with each other or with a refund's extent).
+ */
+const WORD_READINGS: readonly WordReading[] = [
+  framingWords,
+  shareWords,
+  refundExtentWords,
+  repetitionWords,
+  readWords,
+  memoWords,
+  reasonWords,
+  referenceWords,
+  listWords,
+];
 
 /**
  * An amount in a clause: the refund's part paid over ("the extra GH₵ 30"), a payout's or split's
