@@ -135,20 +135,7 @@ const NAIRA_LETTER = /(?<![\p{L}\p{N}_\-/#.])[Nn](?=\d[\d,.]*(?:k|m)?(?![\p{L}\p
 
 /** Tokens of one message. `now` resolves relative dates, in UTC. */
 export function tokenize(message: string, now: Date): Token[] {
-  const normalised = textingShorthand(withoutQuotedHistory(message.normalize('NFC')))
-    // "N2,500.00": Nigerian merchants write the naira sign as the letter N before the figure.
-    .replace(NAIRA_LETTER, '₦')
-    // "[voice note] eh hello, um, please pay …": a transcript's label says how the merchant spoke.
-    .replace(
-      /^\s*[[(](?:(?:voice (?:note|message|memo)|audio(?: message)?)(?: transcri(?:pt|ption|bed))?|transcri(?:pt|ption|bed))[\])]\s*/i,
-      '',
-    )
-    // "Order no. O-17", "ref no. 4471": the abbreviation of "number", whose dot ends no sentence.
-    .replace(/\b(order|invoice|receipt|transaction|booking|ref|reference|till)\s+no\.\s*(?=[#\w])/gi, '$1 number ')
-    .replace(/[\u2018\u2019\u02bc]/g, "'")
-    .replace(/[\u201c\u201d]/g, '"')
-    .replace(/[\u00a0\u2007\u202f]/g, ' ')
-    .replace(/\s*[\r\n]+\s*/g, ' ; ');
+  const normalised = normaliseMessage(message);
   const dates = datePhrases(normalised, now);
   const raw = pieces(normalised);
   const lowered = raw.map((piece) => piece.text.toLowerCase());
@@ -180,100 +167,13 @@ export function tokenize(message: string, now: Date): Token[] {
     const text = piece.text;
     const lower = text.toLowerCase();
 
-    if (
-      text.length >= 2 &&
-      ((text.startsWith('"') && text.endsWith('"')) || (text.startsWith("'") && text.endsWith("'")))
-    ) {
-      const value = text.slice(1, -1).trim();
-      push({ kind: 'quoted', text, value, carries: carriesMeaning(tokenize(value, now)) });
-      continue;
-    }
-    if (URL_LIKE.test(text)) {
-      push({ kind: 'url', text, value: text.replace(/[.,;:!?)\]]+$/, '') });
-      continue;
-    }
-    if (ADDRESS_LIKE.test(text) && text.length > 2) {
-      push(addressToken(text));
-      continue;
-    }
-    if (/^[x×]\d+$/i.test(text)) {
-      // "x3": three times.
-      push({ kind: 'word', text, lower: 'times' });
-      continue;
-    }
-    if (
-      isLetterLookAlike(text) &&
-      ((i + 1 < raw.length && currencyAt(raw, i + 1) !== undefined) || tokens.at(-1)?.kind === 'currency')
-    ) {
-      // "pay l00 USDC", "refund GH₵ I50": where an amount stands, letters among digits are asked back.
-      push({ kind: 'amount', text, number: lookAlike(text), currency: undefined, negative: false });
-      continue;
-    }
-    if (
-      /^\p{L}+\d{1,3}(?:,\d{3})+(?:\.\d+)?$/u.test(text) ||
-      /^\p{L}+\d+(?:\.\d+)?e[-+]?\d+$/iu.test(text) ||
-      /^n\d/i.test(text)
-    ) {
-      // "X1,005", "AB12,500": letters glued to a grouped figure stand where an amount would; read
-      // as a reference, the figure would be lost, and cut at its comma, a part of it paid. So do
-      // letters before an exponent ("N1e4") and an N before a figure with anything glued to it
-      // (an N before a clean figure is the naira sign, NAIRA_LETTER): never an order's reference.
-      push({
-        kind: 'amount',
-        text,
-        number: {
-          type: 'unreadable',
-          reason: `"${text}" is not an amount I can read: write the figure with its currency`,
-        },
-        currency: undefined,
-        negative: false,
-      });
-      continue;
-    }
-    if (
-      /^#\w/.test(text) ||
-      /^[a-z]+[-/]?\d[\w\-/]*(?:[.,]\d[\w\-/]*)*$/i.test(text) ||
-      /^[a-z]+(?:-[a-z0-9]+)*-[a-z]*\d[\w-]*$/i.test(text)
-    ) {
-      push({ kind: 'code', text, value: text.replace(/[.,;:!?]+$/, '') });
-      continue;
-    }
-    if (/^[a-z]{2,4}_[0-9a-z]+$/i.test(text)) {
-      if (/^pay_/i.test(text))
-        push(isId('pay', text) ? { kind: 'payment_id', text, value: text } : { kind: 'bad_payment_id', text });
-      // "po_…", "conf_…": an id has a long random body; "to_address", "redirect_url" are field names.
-      else if (/^[a-z]{2,4}_[0-9A-Za-z]{12,}$/.test(text) && /\d|[A-Z]/.test(text.slice(text.indexOf('_'))))
-        push({ kind: 'object_id', text, value: text });
-      else push({ kind: 'word', text, lower: lower });
+    const shaped = shapedToken(text, lower, raw, i, tokens.at(-1), now);
+    if (shaped !== undefined) {
+      push(shaped);
       continue;
     }
     if (/\d/.test(text) && /^(?:us\$|gh₵|[$€£₦₵])?-?\d/iu.test(text)) {
-      pushNumber(text, push);
-      const last = tokens.at(-1);
-      if (last?.kind === 'code' && i + 1 < raw.length && currencyAt(raw, i + 1) !== undefined) {
-        // "3rd naira", "5kg USDC": beside a currency it stands where an amount would, unread.
-        tokens[tokens.length - 1] = {
-          kind: 'amount',
-          text,
-          number: { type: 'unreadable', reason: `"${text}" is not an amount I can read: write it in digits` },
-          currency: undefined,
-          negative: false,
-          index: last.index,
-        };
-        continue;
-      }
-      if (last?.kind === 'amount' && last.number.type === 'exact' && /^[\d.,]+$/.test(text)) {
-        // "2 hundred", "1.5 million", "12 thousand 5 hundred": the words read on from the digits.
-        const phrase = readNumberPhrase(lowered, i, last.number);
-        if (phrase.next > i + 1) {
-          last.number = phrase.value;
-          last.text = raw
-            .slice(i, phrase.next)
-            .map((p) => p.text)
-            .join(' ');
-          i = phrase.next - 1;
-        }
-      }
+      i = readFigure(text, raw, lowered, i, tokens, push);
       continue;
     }
     const fraction = fractionAt(raw, i);
@@ -320,44 +220,7 @@ export function tokenize(message: string, now: Date): Token[] {
       continue;
     }
     if (/^\p{sc=Latin}/u.test(text) && !/[\uff00-\uffef]/u.test(text)) {
-      const folded = foldWord(text);
-      // "ıf" (a dotless i), "рау" does not reach here (another script): a letter that could hide a
-      // word of condition or negation is not read as a harmless word.
-      const previous = tokens.at(-1);
-      if (mayHide(folded)) push({ kind: 'punct', text });
-      // "…, my bad" says the message is wrong, as "oops" does: read as that word of correction, it
-      // corrects with the value after it ("₦500 my bad ₦300") and, with none, is asked, never dropped.
-      else if (folded === 'bad' && previous?.kind === 'word' && previous.lower === 'my')
-        push({ kind: 'word', text, lower: 'oops' });
-      // "from Till 884422", "Till No. 303030": a shop's M-Pesa till, named by its number, never
-      // "until" (a time or a day after "till" is still a wait: "till 5pm", "till Friday").
-      else if (
-        folded === 'till' &&
-        (lowered[i + 1] === 'number' ||
-          (/^\d{5,8}[.,;:!?)]?$/.test(lowered[i + 1] ?? '') &&
-            (text.startsWith('T') || (previous?.kind === 'word' && TILL_BEFORE.has(previous.lower)))))
-      )
-        push({ kind: 'word', text, lower: TILL_NUMBER });
-      // "for the double room booking", "a double bed frame": a kind of thing, not a multiplier.
-      // "double the 40 usdc", "double it", "the double charge on pay_…" still multiply or name money.
-      else if (
-        (folded === 'double' || folded === 'triple') &&
-        previous?.kind === 'word' &&
-        ['the', 'a', 'one', 'two', 'our', 'my', 'his', 'her', 'their'].includes(previous.lower) &&
-        /^\p{L}{3,}$/u.test(lowered[i + 1] ?? '') &&
-        !MULTIPLIED_NOUNS.has(lowered[i + 1] ?? '') &&
-        !CONTROL_WORDS.has(lowered[i + 1] ?? '')
-      )
-        push({ kind: 'word', text, lower: `${folded}-kind` });
-      // "na part payment for the cement", "as part payment": a part payment is what the payout is
-      // (a noun, its memo), not a share of it; "in part payments", "part of the 200" still ask.
-      else if (
-        folded === 'part' &&
-        /^(?:payment|pay)$/.test(lowered[i + 1] ?? '') &&
-        !(previous?.kind === 'word' && ['in', 'by', 'into'].includes(previous.lower))
-      )
-        push({ kind: 'word', text, lower: 'part-payment' });
-      else push({ kind: 'word', text, lower: typoOf(folded) ?? folded });
+      push(latinWord(text, lowered, i, tokens.at(-1)));
       continue;
     }
     const previous = tokens.at(-1);
@@ -382,6 +245,178 @@ export function tokenize(message: string, now: Date): Token[] {
   markUnreadMoney(tokens);
   markToldRepeats(tokens);
   return tokens.map((token, index) => ({ ...token, index }));
+}
+
+/**
+ * A figure: its amount (or its code, when letters are glued to it), then what reads on from it:
+ * "3rd naira" beside a currency is an amount unread; "2 hundred", "1.5 million" read on in words.
+ * Returns the index of the last piece read.
+ */
+function readFigure(
+  text: string,
+  raw: readonly RawPiece[],
+  lowered: readonly string[],
+  i: number,
+  tokens: Token[],
+  push: (token: NewToken) => void,
+): number {
+  pushNumber(text, push);
+  const last = tokens.at(-1);
+  if (last?.kind === 'code' && i + 1 < raw.length && currencyAt(raw, i + 1) !== undefined) {
+    // "3rd naira", "5kg USDC": beside a currency it stands where an amount would, unread.
+    tokens[tokens.length - 1] = {
+      kind: 'amount',
+      text,
+      number: { type: 'unreadable', reason: `"${text}" is not an amount I can read: write it in digits` },
+      currency: undefined,
+      negative: false,
+      index: last.index,
+    };
+    return i;
+  }
+  if (last?.kind === 'amount' && last.number.type === 'exact' && /^[\d.,]+$/.test(text)) {
+    // "2 hundred", "1.5 million", "12 thousand 5 hundred": the words read on from the digits.
+    const phrase = readNumberPhrase(lowered, i, last.number);
+    if (phrase.next > i + 1) {
+      last.number = phrase.value;
+      last.text = raw
+        .slice(i, phrase.next)
+        .map((p) => p.text)
+        .join(' ');
+      i = phrase.next - 1;
+    }
+  }
+  return i;
+}
+
+/** The message as the reader reads it: shorthand, the naira letter, labels, quotes and spaces made plain. */
+function normaliseMessage(message: string): string {
+  return (
+    textingShorthand(withoutQuotedHistory(message.normalize('NFC')))
+      // "N2,500.00": Nigerian merchants write the naira sign as the letter N before the figure.
+      .replace(NAIRA_LETTER, '₦')
+      // "[voice note] eh hello, um, please pay …": a transcript's label says how the merchant spoke.
+      .replace(
+        /^\s*[[(](?:(?:voice (?:note|message|memo)|audio(?: message)?)(?: transcri(?:pt|ption|bed))?|transcri(?:pt|ption|bed))[\])]\s*/i,
+        '',
+      )
+      // "Order no. O-17", "ref no. 4471": the abbreviation of "number", whose dot ends no sentence.
+      .replace(/\b(order|invoice|receipt|transaction|booking|ref|reference|till)\s+no\.\s*(?=[#\w])/gi, '$1 number ')
+      .replace(/[\u2018\u2019\u02bc]/g, "'")
+      .replace(/[\u201c\u201d]/g, '"')
+      .replace(/[\u00a0\u2007\u202f]/g, ' ')
+      .replace(/\s*[\r\n]+\s*/g, ' ; ')
+  );
+}
+
+/**
+ * A piece whose shape alone says what it is: quoted text, a URL, an address, a count ("x3"), an
+ * amount written with look-alike letters or glued to letters, a reference code, an id. Undefined
+ * for any other piece, which the reader goes on to read as a figure, a number word or a word.
+ */
+function shapedToken(
+  text: string,
+  lower: string,
+  raw: readonly RawPiece[],
+  i: number,
+  previous: Token | undefined,
+  now: Date,
+): NewToken | undefined {
+  if (
+    text.length >= 2 &&
+    ((text.startsWith('"') && text.endsWith('"')) || (text.startsWith("'") && text.endsWith("'")))
+  ) {
+    const value = text.slice(1, -1).trim();
+    return { kind: 'quoted', text, value, carries: carriesMeaning(tokenize(value, now)) };
+  }
+  if (URL_LIKE.test(text)) return { kind: 'url', text, value: text.replace(/[.,;:!?)\]]+$/, '') };
+  if (ADDRESS_LIKE.test(text) && text.length > 2) return addressToken(text);
+  // "x3": three times.
+  if (/^[x×]\d+$/i.test(text)) return { kind: 'word', text, lower: 'times' };
+  if (
+    isLetterLookAlike(text) &&
+    ((i + 1 < raw.length && currencyAt(raw, i + 1) !== undefined) || previous?.kind === 'currency')
+  ) {
+    // "pay l00 USDC", "refund GH₵ I50": where an amount stands, letters among digits are asked back.
+    return { kind: 'amount', text, number: lookAlike(text), currency: undefined, negative: false };
+  }
+  if (
+    /^\p{L}+\d{1,3}(?:,\d{3})+(?:\.\d+)?$/u.test(text) ||
+    /^\p{L}+\d+(?:\.\d+)?e[-+]?\d+$/iu.test(text) ||
+    /^n\d/i.test(text)
+  ) {
+    // "X1,005", "AB12,500": letters glued to a grouped figure stand where an amount would; read
+    // as a reference, the figure would be lost, and cut at its comma, a part of it paid. So do
+    // letters before an exponent ("N1e4") and an N before a figure with anything glued to it
+    // (an N before a clean figure is the naira sign, NAIRA_LETTER): never an order's reference.
+    return {
+      kind: 'amount',
+      text,
+      number: {
+        type: 'unreadable',
+        reason: `"${text}" is not an amount I can read: write the figure with its currency`,
+      },
+      currency: undefined,
+      negative: false,
+    };
+  }
+  if (
+    /^#\w/.test(text) ||
+    /^[a-z]+[-/]?\d[\w\-/]*(?:[.,]\d[\w\-/]*)*$/i.test(text) ||
+    /^[a-z]+(?:-[a-z0-9]+)*-[a-z]*\d[\w-]*$/i.test(text)
+  ) {
+    return { kind: 'code', text, value: text.replace(/[.,;:!?]+$/, '') };
+  }
+  if (/^[a-z]{2,4}_[0-9a-z]+$/i.test(text)) {
+    if (/^pay_/i.test(text))
+      return isId('pay', text) ? { kind: 'payment_id', text, value: text } : { kind: 'bad_payment_id', text };
+    // "po_…", "conf_…": an id has a long random body; "to_address", "redirect_url" are field names.
+    if (/^[a-z]{2,4}_[0-9A-Za-z]{12,}$/.test(text) && /\d|[A-Z]/.test(text.slice(text.indexOf('_'))))
+      return { kind: 'object_id', text, value: text };
+    return { kind: 'word', text, lower };
+  }
+  return undefined;
+}
+
+/** A word in the Latin script, folded, with the readings its neighbours decide. */
+function latinWord(text: string, lowered: readonly string[], i: number, previous: Token | undefined): NewToken {
+  const folded = foldWord(text);
+  // "ıf" (a dotless i), "рау" does not reach here (another script): a letter that could hide a
+  // word of condition or negation is not read as a harmless word.
+  if (mayHide(folded)) return { kind: 'punct', text };
+  // "…, my bad" says the message is wrong, as "oops" does: read as that word of correction, it
+  // corrects with the value after it ("₦500 my bad ₦300") and, with none, is asked, never dropped.
+  if (folded === 'bad' && previous?.kind === 'word' && previous.lower === 'my')
+    return { kind: 'word', text, lower: 'oops' };
+  // "from Till 884422", "Till No. 303030": a shop's M-Pesa till, named by its number, never
+  // "until" (a time or a day after "till" is still a wait: "till 5pm", "till Friday").
+  if (
+    folded === 'till' &&
+    (lowered[i + 1] === 'number' ||
+      (/^\d{5,8}[.,;:!?)]?$/.test(lowered[i + 1] ?? '') &&
+        (text.startsWith('T') || (previous?.kind === 'word' && TILL_BEFORE.has(previous.lower)))))
+  )
+    return { kind: 'word', text, lower: TILL_NUMBER };
+  // "for the double room booking", "a double bed frame": a kind of thing, not a multiplier.
+  // "double the 40 usdc", "double it", "the double charge on pay_…" still multiply or name money.
+  if (
+    (folded === 'double' || folded === 'triple') &&
+    previous?.kind === 'word' &&
+    ['the', 'a', 'one', 'two', 'our', 'my', 'his', 'her', 'their'].includes(previous.lower) &&
+    /^\p{L}{3,}$/u.test(lowered[i + 1] ?? '') &&
+    !MULTIPLIED_NOUNS.has(lowered[i + 1] ?? '') &&
+    !CONTROL_WORDS.has(lowered[i + 1] ?? '')
+  )
+    return { kind: 'word', text, lower: `${folded}-kind` };
+  // "na part payment for the cement", "as part payment": a part payment is what the payout is
+  // (a noun, its memo), not a share of it; "in part payments", "part of the 200" still ask.
+  if (
+    folded === 'part' &&
+    /^(?:payment|pay)$/.test(lowered[i + 1] ?? '') &&
+    !(previous?.kind === 'word' && ['in', 'by', 'into'].includes(previous.lower))
+  )
+    return { kind: 'word', text, lower: 'part-payment' };
+  return { kind: 'word', text, lower: typoOf(folded) ?? folded };
 }
 
 /**
