@@ -205,21 +205,62 @@ export function leadingWord(tokens: readonly Token[]): string | undefined {
   return undefined;
 }
 
+/** What a clause's intent is read from: its words, and which kinds of token it holds. */
+interface ClauseFeatures {
+  readonly tokens: readonly Token[];
+  readonly words: readonly string[];
+  readonly has: (...list: string[]) => boolean;
+  readonly hasId: boolean;
+  readonly hasReference: boolean;
+  readonly hasAddress: boolean;
+  readonly hasDate: boolean;
+  /** A date that names a period: "how much is in my account now?" asks about the present. */
+  readonly hasPeriod: boolean;
+  readonly hasUrl: boolean;
+  readonly hasAmount: boolean;
+  readonly pronoun: boolean;
+  readonly first: string | undefined;
+  /** The first word past the fillers: a verb must lead to ask ("create a payment …"). */
+  readonly lead: string | undefined;
+  /**
+   * A sentence about someone ("the customer wants money back…", "The customer received a damaged
+   * item yesterday") tells a story, which a request may follow.
+   */
+  readonly aboutSomeone: boolean;
+}
+
+/** One intent's reading: the intent when the clause says it, else undefined to try the next. */
+type IntentReading = (clause: ClauseFeatures) => Intent | undefined;
+
 /** Each clause's intent, from its words; undefined when it has none (chatter, or a fragment). */
 export function intentOf(tokens: readonly Token[]): Intent | undefined {
   const words = tokens.flatMap((token) => (token.kind === 'word' ? [token.lower] : []));
-  const has = (...list: string[]): boolean => list.some((word) => words.includes(word));
-  const hasId = tokens.some((token) => token.kind === 'payment_id' || token.kind === 'bad_payment_id');
-  const hasReference = tokens.some((_token, i) => referenceAt(tokens, i) !== undefined);
-  const hasAddress = tokens.some((token) => token.kind === 'address' || token.kind === 'bad_address');
-  const hasDate = tokens.some((token) => token.kind === 'date');
-  // "how much is in my account now?": "now" asks about the present, not a period.
-  const hasPeriod = tokens.some((token) => token.kind === 'date' && !/^(?:right\s+)?now$/i.test(token.text));
-  const hasUrl = tokens.some((token) => token.kind === 'url');
-  const hasAmount = tokens.some((token) => token.kind === 'amount');
-  const pronoun = has('it', 'this', 'that', 'they', 'them');
   const first = words[0];
+  const clause: ClauseFeatures = {
+    tokens,
+    words,
+    has: (...list) => list.some((word) => words.includes(word)),
+    hasId: tokens.some((token) => token.kind === 'payment_id' || token.kind === 'bad_payment_id'),
+    hasReference: tokens.some((_token, i) => referenceAt(tokens, i) !== undefined),
+    hasAddress: tokens.some((token) => token.kind === 'address' || token.kind === 'bad_address'),
+    hasDate: tokens.some((token) => token.kind === 'date'),
+    hasPeriod: tokens.some((token) => token.kind === 'date' && !/^(?:right\s+)?now$/i.test(token.text)),
+    hasUrl: tokens.some((token) => token.kind === 'url'),
+    hasAmount: tokens.some((token) => token.kind === 'amount'),
+    pronoun: words.some((word) => ['it', 'this', 'that', 'they', 'them'].includes(word)),
+    first,
+    lead: leadingWord(tokens),
+    aboutSomeone: STATEMENT_SUBJECTS.includes(words[0] === 'the' ? (words[1] ?? '') : (first ?? '')),
+  };
+  for (const read of INTENT_READINGS) {
+    const intent = read(clause);
+    if (intent !== undefined) return intent;
+  }
+  return undefined;
+}
 
+/** Approving a held action: "approve …", "please approve all pending confirmations". */
+const approveIntent: IntentReading = ({ tokens, first }) => {
   if (first !== undefined && ['approve', 'reject', 'deny', 'confirm', 'authorise', 'authorize'].includes(first))
     return 'approve';
   // "Ticket #4550: please approve all pending confirmations": approving is asked, not a status read.
@@ -235,6 +276,11 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
       )
   )
     return 'approve';
+  return undefined;
+};
+
+/** A refund: its verbs, "money back" for a payment or an order, "return the money". */
+const refundIntent: IntentReading = ({ words, has, hasId, hasReference, aboutSomeone }) => {
   if (words.some((word) => REFUND_VERBS.has(word) || word === 'refunds')) {
     // "has pay_… been refunded?" asks; "refund pay_…" acts.
     if (has('refunded') && !words.some((word) => REFUND_VERBS.has(word))) return 'payment_status';
@@ -242,7 +288,6 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   }
   // "money back for order #A-7731": an order named by its reference stands for the payment; "the
   // customer wants money back for order #A-7731" tells what someone wants, which a request may follow.
-  const aboutSomeone = STATEMENT_SUBJECTS.includes(words[0] === 'the' ? (words[1] ?? '') : (first ?? ''));
   if (
     (hasId || (hasReference && !aboutSomeone)) &&
     has('back') &&
@@ -250,16 +295,40 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   )
     return 'refund';
   if (hasId && has('return') && has('money', 'funds', 'payment', 'cash')) return 'refund';
+  return undefined;
+};
+
+/** A split of revenue between recipients. */
+const splitIntent: IntentReading = ({ words, has, hasAddress }) => {
   if (words.some((word) => SPLIT_VERBS.has(word)) && (hasAddress || has('between', 'among', 'amongst', 'with')))
     return 'split';
+  return undefined;
+};
+
+/** A new payment: a create verb or a charge that leads, or a link to send the payer back to. */
+const createIntent: IntentReading = ({ words, has, hasId, hasAddress, hasUrl, lead }) => {
   // "create a payment …" asks; "the new checkout links worked great" tells: the verb must lead.
-  const lead = leadingWord(tokens);
   const createVerb =
     (lead !== undefined && (CREATE_VERBS.has(lead) || lead === 'charge' || lead === 'bill')) ||
     has('create', 'generate');
   const paymentNoun = words.some((word) => PAYMENT_NOUNS.has(word));
   if (createVerb && (paymentNoun || has('charge', 'bill')) && !hasAddress) return 'create_payment';
   if (hasUrl && (paymentNoun || has('charge', 'bill')) && !hasAddress && !hasId) return 'create_payment';
+  return undefined;
+};
+
+/** What came in over a period. */
+const revenueIntent: IntentReading = ({
+  tokens,
+  words,
+  has,
+  hasId,
+  hasAddress,
+  hasDate,
+  hasPeriod,
+  hasAmount,
+  aboutSomeone,
+}) => {
   // "The customer received a damaged item yesterday": a sentence about someone tells a story; what
   // they received or took is no revenue question (aboutSomeone).
   if (
@@ -287,6 +356,11 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
         has('come', 'came', 'received', 'enter', 'entered')))
   )
     return 'revenue';
+  return undefined;
+};
+
+/** The balance: what is available to pay out. */
+const balanceIntent: IntentReading = ({ has, hasId, hasAddress, hasDate, hasPeriod, hasAmount }) => {
   if (
     !hasAddress &&
     !hasAmount &&
@@ -299,6 +373,11 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
       (has('available') && has('pay', 'payout', 'spend', 'withdraw') && !hasId))
   )
     return 'balance';
+  return undefined;
+};
+
+/** What waits for approval. */
+const pendingIntent: IntentReading = ({ has, hasId, hasAmount }) => {
   if (
     (has('approval', 'approvals', 'confirmation', 'confirmations', 'approve') &&
       has(
@@ -319,6 +398,11 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     (has('held', 'hold') && has('actions', 'payouts', 'payments', 'refunds') && !hasId && !hasAmount)
   )
     return 'pending_confirmations';
+  return undefined;
+};
+
+/** A payout: its verbs, an arrow ("100 USDC → 0x…"), or a payout ticket's labelled lines. */
+const payoutIntent: IntentReading = ({ tokens, words, has, hasId, hasAddress, hasAmount }) => {
   // "100 USDC → 0x…", "0x… gets 60 usdc", "30 usdc each to 0x…": a payout without a verb.
   const arrow =
     tokens.some((token) => token.kind === 'punct' && ['->', '→', '=>'].includes(token.text)) ||
@@ -351,6 +435,11 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
     if (has('paid', 'settled') && !hasAddress && hasId) return 'payment_status';
     return 'payout';
   }
+  return undefined;
+};
+
+/** A list of payments, with the status it names. */
+const listIntent: IntentReading = ({ words, has, hasId, hasAddress }) => {
   if (
     !hasId &&
     !hasAddress &&
@@ -360,6 +449,22 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
       words.some((word) => LIST_STATUS_WORDS.has(word)))
   )
     return 'list_payments';
+  return undefined;
+};
+
+/** A question about one payment: by id, by reference, by what was bought or what it was for, or "it". */
+const statusIntent: IntentReading = ({
+  tokens,
+  words,
+  has,
+  hasId,
+  hasReference,
+  hasAddress,
+  hasAmount,
+  pronoun,
+  lead,
+  aboutSomeone,
+}) => {
   const statusWord =
     words.some((word) => STATUS_WORDS.has(word)) || has('where', 'what', "what's", 'whats', 'how', 'happened');
   // "he paid shipping two times on pay_…" tells what someone did more than once (a story the
@@ -438,4 +543,21 @@ export function intentOf(tokens: readonly Token[]): Intent | undefined {
   )
     return 'payment_status';
   return undefined;
-}
+};
+
+/**
+ * The readings in the order they are tried: the first intent a clause says is its intent (a refund
+ * verb makes a refund before anything else is asked; a payout verb before a status word).
+ */
+const INTENT_READINGS: readonly IntentReading[] = [
+  approveIntent,
+  refundIntent,
+  splitIntent,
+  createIntent,
+  revenueIntent,
+  balanceIntent,
+  pendingIntent,
+  payoutIntent,
+  listIntent,
+  statusIntent,
+];
