@@ -124,55 +124,9 @@ function freeText(
       continue;
     }
     if (token.kind === 'word') {
-      // "return to https://…" names a payment's redirect; "customer return one of the bags" tells
-      // what the buyer did, and stays in the story.
-      const returnsTo =
-        !isWord(token, 'return', 'returning') || next?.kind === 'url' || isWord(next, 'to', 'url', 'link', ':');
-      if (FREE_TEXT_STOP.has(token.lower) && returnsTo) break;
-      if (SELF_CORRECTION.has(token.lower) || (isWord(token, 'my') && isWord(next, 'oops'))) break;
-      // "refund the customer for order NB-4410": the order named is the payment, not the reason.
-      // Beside a payment id it is the story ("refund pay_…, customer cancelled order #4471").
-      if (kind === 'reason' && referenceAt(tokens, i + 1) !== undefined && !tokens.some((t) => t.kind === 'payment_id'))
-        break;
-      if (isWord(token, 'to') && (next?.kind === 'address' || next?.kind === 'url')) break;
-      if (isWord(token, 'with') && next?.kind === 'word' && FREE_TEXT_STOP.has(next.lower)) break;
-      const quantityNext = next !== undefined && isQuantity(next, tokens[i + 2]);
-      if (
-        isWord(token, 'and', '&') &&
-        !quantityNext &&
-        (next === undefined || (next.kind !== 'word' && next.kind !== 'code' && next.kind !== 'quoted'))
-      )
-        break;
-      if (NEGATIONS.has(token.lower)) {
-        // "…, not 500 naira", "…, not all of it": a negation of a value or of how much is no reason;
-        // it ends the text and is left for the grammar to place (or ask about).
-        let k = i + 1;
-        while (isWord(tokens[k], 'a', 'an', 'the')) k++;
-        const negated = tokens[k];
-        // "…, not yet", "…, not now", "…, no": a negation of the request itself.
-        if (negated === undefined || negated.kind === 'punct' || isWord(negated, 'yet', 'now', 'today', 'anymore'))
-          break;
-        if (
-          ['amount', 'fraction', 'percent', 'ratio', 'payment_id', 'address'].includes(negated.kind) ||
-          (negated.kind === 'word' && (WHOLE_EXTENT.has(negated.lower) || PART_EXTENT.has(negated.lower)))
-        )
-          break;
-      }
-      if (CONTROL_WORDS.has(token.lower)) {
-        const allowed =
-          kind === 'reason'
-            ? REASON_WORDS.has(token.lower) ||
-              // "paid 2 weeks ago but never delivered": the story goes on.
-              (token.lower === 'but' && isWord(next, 'never', "wasn't", "didn't", 'nothing', 'still')) ||
-              !HARD_CONTROL_WORDS.has(token.lower) ||
-              // "she called yesterday to cancel": what the customer wanted, not an instruction.
-              (token.lower === 'cancel' && isWord(tokens[i - 1], 'to')) ||
-              // "…, customer only got part of the order": what happened, not a condition.
-              (token.lower === 'only' && next?.kind === 'word' && PAST.has(next.lower))
-            : !HARD_CONTROL_WORDS.has(token.lower);
-        if (!allowed) break;
-        consumed.push(token.index);
-      }
+      if (endsFreeText(tokens, i, token, next, kind)) break;
+      // A word of condition the text may hold ("paid twice", "never arrived") is placed by it.
+      if (CONTROL_WORDS.has(token.lower)) consumed.push(token.index);
       taken.push(token);
       continue;
     }
@@ -214,6 +168,83 @@ function freeText(
     }
     break;
   }
+  return closeFreeText(tokens, i, taken, consumed, kind);
+}
+
+/**
+ * Whether a word ends free text: a slot marker, a word of correction, an order named as the
+ * payment, a recipient, a list's "and", a negation of a value or of the request, or a word of
+ * condition the text may not hold.
+ */
+function endsFreeText(
+  tokens: readonly Token[],
+  i: number,
+  token: Extract<Token, { kind: 'word' }>,
+  next: Token | undefined,
+  kind: 'memo' | 'reason',
+): boolean {
+  // "return to https://…" names a payment's redirect; "customer return one of the bags" tells
+  // what the buyer did, and stays in the story.
+  const returnsTo =
+    !isWord(token, 'return', 'returning') || next?.kind === 'url' || isWord(next, 'to', 'url', 'link', ':');
+  if (FREE_TEXT_STOP.has(token.lower) && returnsTo) return true;
+  if (SELF_CORRECTION.has(token.lower) || (isWord(token, 'my') && isWord(next, 'oops'))) return true;
+  // "refund the customer for order NB-4410": the order named is the payment, not the reason.
+  // Beside a payment id it is the story ("refund pay_…, customer cancelled order #4471").
+  if (kind === 'reason' && referenceAt(tokens, i + 1) !== undefined && !tokens.some((t) => t.kind === 'payment_id'))
+    return true;
+  if (isWord(token, 'to') && (next?.kind === 'address' || next?.kind === 'url')) return true;
+  if (isWord(token, 'with') && next?.kind === 'word' && FREE_TEXT_STOP.has(next.lower)) return true;
+  const quantityNext = next !== undefined && isQuantity(next, tokens[i + 2]);
+  if (
+    isWord(token, 'and', '&') &&
+    !quantityNext &&
+    (next === undefined || (next.kind !== 'word' && next.kind !== 'code' && next.kind !== 'quoted'))
+  )
+    return true;
+  if (NEGATIONS.has(token.lower)) {
+    // "…, not 500 naira", "…, not all of it": a negation of a value or of how much is no reason;
+    // it ends the text and is left for the grammar to place (or ask about).
+    let k = i + 1;
+    while (isWord(tokens[k], 'a', 'an', 'the')) k++;
+    const negated = tokens[k];
+    // "…, not yet", "…, not now", "…, no": a negation of the request itself.
+    if (negated === undefined || negated.kind === 'punct' || isWord(negated, 'yet', 'now', 'today', 'anymore'))
+      return true;
+    if (
+      ['amount', 'fraction', 'percent', 'ratio', 'payment_id', 'address'].includes(negated.kind) ||
+      (negated.kind === 'word' && (WHOLE_EXTENT.has(negated.lower) || PART_EXTENT.has(negated.lower)))
+    )
+      return true;
+  }
+  if (CONTROL_WORDS.has(token.lower)) {
+    const allowed =
+      kind === 'reason'
+        ? REASON_WORDS.has(token.lower) ||
+          // "paid 2 weeks ago but never delivered": the story goes on.
+          (token.lower === 'but' && isWord(next, 'never', "wasn't", "didn't", 'nothing', 'still')) ||
+          !HARD_CONTROL_WORDS.has(token.lower) ||
+          // "she called yesterday to cancel": what the customer wanted, not an instruction.
+          (token.lower === 'cancel' && isWord(tokens[i - 1], 'to')) ||
+          // "…, customer only got part of the order": what happened, not a condition.
+          (token.lower === 'only' && next?.kind === 'word' && PAST.has(next.lower))
+        : !HARD_CONTROL_WORDS.has(token.lower);
+    if (!allowed) return true;
+  }
+  return false;
+}
+
+/**
+ * The free text taken, without trailing punctuation or fillers, and what it runs into: a value
+ * glued to it by a preposition, or a payment its reason leads into, which the clause asks about.
+ */
+function closeFreeText(
+  tokens: readonly Token[],
+  i: number,
+  taken: Token[],
+  consumed: number[],
+  kind: 'memo' | 'reason',
+): { value: string; end: number; consumed: number[]; runsInto?: Token } {
   while (
     taken.length > 0 &&
     (taken.at(-1)!.kind === 'punct' ||
