@@ -1,5 +1,5 @@
 import { explainAll, truncate, type Unplaced, unplacedTokens } from './checks.ts';
-import { type Clause, type Slots, text } from './clause.ts';
+import { type Clause, type Intent, type Slots, text } from './clause.ts';
 import { correctionAt, splitClauses, VALUE_KINDS } from './clauses.ts';
 import { intentOf, leadingWord, MONEY_VERBS } from './intents.ts';
 import { referenceAt } from './phrases.ts';
@@ -316,38 +316,8 @@ function lastCorrection(after: readonly Token[]): { after: Token[]; replaced: To
 function parseClause(tokens: Token[]): Clause {
   const significant = isSignificant;
   const consumed0 = new Set<number>();
-  // "X instead of Y": Y is the discarded value.
   const dropped = new Set<number>();
-  for (let i = 0; i + 2 < tokens.length; i++) {
-    const word = tokens[i]!;
-    if (
-      word.kind === 'word' &&
-      word.lower === 'instead' &&
-      tokens[i + 1]?.kind === 'word' &&
-      (tokens[i + 1] as { lower: string }).lower === 'of'
-    ) {
-      dropped
-        .add(word.index)
-        .add(tokens[i + 1]!.index)
-        .add(tokens[i + 2]!.index);
-    }
-  }
-  // "send 100 usdc not to A but to B": A is the discarded value.
-  for (let i = 0; i + 2 < tokens.length; i++) {
-    const word = tokens[i]!;
-    if (word.kind !== 'word' || word.lower !== 'not') continue;
-    const valueAt =
-      tokens[i + 1]?.kind === 'word' && (tokens[i + 1] as { lower: string }).lower === 'to' ? i + 2 : i + 1;
-    const value = tokens[valueAt];
-    const but = tokens[valueAt + 1];
-    if (
-      value !== undefined &&
-      ['address', 'amount', 'payment_id'].includes(value.kind) &&
-      but?.kind === 'word' &&
-      but.lower === 'but'
-    )
-      for (const token of tokens.slice(i, valueAt + 2)) dropped.add(token.index);
-  }
+  insteadOf(tokens, dropped);
   excludedAlternatives(tokens, dropped);
   ruledOutEverywhere(tokens, dropped);
   restatedInBrackets(tokens, dropped);
@@ -356,30 +326,9 @@ function parseClause(tokens: Token[]): Clause {
   const superseded = new Set(
     tokens.filter((token) => dropped.has(token.index) && VALUE_KINDS.includes(token.kind)).map((token) => token.index),
   );
-  let marker = -1;
-  let markerLength = 0;
-  const negation = negationLead(kept);
-  if (negation !== undefined) {
-    // "don't pay A, pay B 50 usdc": the negated action is corrected by the one after the comma.
-    for (const token of kept.slice(0, negation.length)) consumed0.add(token.index);
-    marker = negation.comma;
-    markerLength = 0;
-  } else {
-    for (let i = 0; i < kept.length; i++) {
-      const length = correctionAt(kept, i);
-      // A marker corrects a value or an action said before it. With only greetings before it
-      // ("no send am o, I just dey test: …", "oga abeg no send 50 usdc …": Pidgin for "don't
-      // send") it corrects nothing: its words stay to be placed, and the clause is asked back.
-      const said = kept.slice(0, i);
-      const contentBefore =
-        said.some((token) => isSignificant(token) && token.kind !== 'word') || intentOf(said) !== undefined;
-      if (length > 0 && contentBefore) {
-        marker = i;
-        markerLength = length;
-        break;
-      }
-    }
-  }
+  const { marker, markerLength, negation } = correctionMarker(kept);
+  // "don't pay A, pay B 50 usdc": the negated action's words are the correction's own.
+  if (negation !== undefined) for (const token of kept.slice(0, negation.length)) consumed0.add(token.index);
   const before = marker >= 0 ? kept.slice(negation?.length ?? 0, marker) : kept;
   const restating = marker >= 0 ? restatedReplacement(kept.slice(marker + markerLength)) : [];
   const corrected = marker >= 0 ? kept.slice(marker + markerLength).filter((t) => !restating.includes(t)) : [];
@@ -431,7 +380,82 @@ function parseClause(tokens: Token[]): Clause {
     consumed.clear();
     clauseProblem = undefined;
   }
-  const wantsPaymentFromContext =
+  const wantsPaymentFromContext = paymentFromContext(intent, slots, tokens);
+  return {
+    intent,
+    tokens,
+    slots,
+    consumed,
+    superseded,
+    wantsPaymentFromContext,
+    ...(clauseProblem ? { problem: clauseProblem } : {}),
+  };
+}
+
+/**
+ * "X instead of Y": Y is the discarded value; "send 100 usdc not to A but to B": A is. Adds their
+ * tokens to `dropped`.
+ */
+function insteadOf(tokens: readonly Token[], dropped: Set<number>): void {
+  for (let i = 0; i + 2 < tokens.length; i++) {
+    const word = tokens[i]!;
+    if (
+      word.kind === 'word' &&
+      word.lower === 'instead' &&
+      tokens[i + 1]?.kind === 'word' &&
+      (tokens[i + 1] as { lower: string }).lower === 'of'
+    ) {
+      dropped
+        .add(word.index)
+        .add(tokens[i + 1]!.index)
+        .add(tokens[i + 2]!.index);
+    }
+  }
+  // "send 100 usdc not to A but to B": A is the discarded value.
+  for (let i = 0; i + 2 < tokens.length; i++) {
+    const word = tokens[i]!;
+    if (word.kind !== 'word' || word.lower !== 'not') continue;
+    const valueAt =
+      tokens[i + 1]?.kind === 'word' && (tokens[i + 1] as { lower: string }).lower === 'to' ? i + 2 : i + 1;
+    const value = tokens[valueAt];
+    const but = tokens[valueAt + 1];
+    if (
+      value !== undefined &&
+      ['address', 'amount', 'payment_id'].includes(value.kind) &&
+      but?.kind === 'word' &&
+      but.lower === 'but'
+    )
+      for (const token of tokens.slice(i, valueAt + 2)) dropped.add(token.index);
+  }
+}
+
+/**
+ * Where a clause's correction starts and how long its marker is: after a negated action ("don't
+ * pay A, pay B …", at its comma), or at the first marker with a value or an action said before it.
+ * With only greetings before it ("no send am o, I just dey test: …", "oga abeg no send 50 usdc …":
+ * Pidgin for "don't send") a marker corrects nothing: its words stay to be placed, and the clause
+ * is asked back. marker is -1 when there is no correction.
+ */
+function correctionMarker(kept: readonly Token[]): {
+  marker: number;
+  markerLength: number;
+  negation: ReturnType<typeof negationLead>;
+} {
+  const negation = negationLead(kept);
+  if (negation !== undefined) return { marker: negation.comma, markerLength: 0, negation };
+  for (let i = 0; i < kept.length; i++) {
+    const length = correctionAt(kept, i);
+    const said = kept.slice(0, i);
+    const contentBefore =
+      said.some((token) => isSignificant(token) && token.kind !== 'word') || intentOf(said) !== undefined;
+    if (length > 0 && contentBefore) return { marker: i, markerLength: length, negation };
+  }
+  return { marker: -1, markerLength: 0, negation };
+}
+
+/** Whether a refund or a status read with no payment named means the one the message named elsewhere. */
+function paymentFromContext(intent: Intent | undefined, slots: Slots, tokens: readonly Token[]): boolean {
+  return (
     (intent === 'refund' || intent === 'payment_status') &&
     slots.paymentIds.length === 0 &&
     slots.lookup === undefined &&
@@ -461,16 +485,8 @@ function parseClause(tokens: Token[]): Clause {
             // on that payment ("the duplicate" could be another charge than the one named: asked).
             'extra',
           ].includes(token.lower),
-      ));
-  return {
-    intent,
-    tokens,
-    slots,
-    consumed,
-    superseded,
-    wantsPaymentFromContext,
-    ...(clauseProblem ? { problem: clauseProblem } : {}),
-  };
+      ))
+  );
 }
 
 const FORM_LABELS = new Set([
