@@ -208,150 +208,192 @@ export const VALUE_KINDS: readonly Token['kind'][] = ['amount', 'address', 'paym
 function dropCourtesy(tokens: Token[]): Token[] {
   const out: Token[] = [];
   for (let i = 0; i < tokens.length; i++) {
-    const t = tokens[i]!;
-    if (
-      isWord(t, 'let') &&
-      isWord(tokens[i + 1], 'me', 'us') &&
-      isWord(tokens[i + 2], 'know') &&
-      isWord(tokens[i + 3], 'if', 'when', 'once', 'whether', 'how', 'as', 'that', 'you')
-    ) {
-      // The rest of the sentence is the courtesy ("let me know if you need anything").
-      while (i < tokens.length && !(tokens[i]!.kind === 'punct' && /^[.;!?]$/.test(tokens[i]!.text))) i++;
-      i--;
-      continue;
-    }
-    if (isWord(t, 'if') && isWord(tokens[i + 1], 'possible', 'you')) {
-      const next = tokens[i + 1] as Extract<Token, { kind: 'word' }>;
-      if (next.lower === 'possible') {
-        i += 1;
-        continue;
-      }
-      // "if you can", "if you don't mind", "if you could"
-      if (isWord(tokens[i + 2], 'can', 'could', 'would', 'please')) {
-        i += 2;
-        continue;
-      }
-      if (isWord(tokens[i + 2], "don't", 'dont') && isWord(tokens[i + 3], 'mind')) {
-        i += 3;
-        continue;
-      }
-    }
-    // "when you have a minute", "whenever you get a chance": when the message is read.
-    if (
-      isWord(t, 'when', 'whenever') &&
-      isWord(tokens[i + 1], 'you') &&
-      isWord(tokens[i + 2], 'have', 'get') &&
-      isWord(tokens[i + 3], 'a', 'the') &&
-      isWord(tokens[i + 4], 'minute', 'moment', 'chance', 'sec', 'second')
-    ) {
-      i += 4;
-      continue;
-    }
-    // "whenever you see this", "when you get this", "when you can": when the message is read.
-    if (
-      isWord(t, 'when', 'whenever') &&
-      isWord(tokens[i + 1], 'you') &&
-      ((isWord(tokens[i + 2], 'see', 'get', 'read') && isWord(tokens[i + 3], 'this', 'it', 'am')) ||
-        (isWord(tokens[i + 2], 'can') && !tokens[i + 3]?.kind.match(/word|amount|date/)))
-    ) {
-      i += isWord(tokens[i + 2], 'can') ? 2 : 3;
-      continue;
-    }
-    // "that is all", "that's all": the message ends.
-    if (
-      (isWord(t, 'that') && isWord(tokens[i + 1], 'is') && isWord(tokens[i + 2], 'all')) ||
-      (isWord(t, "that's", 'thats') && isWord(tokens[i + 1], 'all'))
-    ) {
-      const end = isWord(t, 'that') ? i + 2 : i + 1;
-      // "…, that is all, thank you": only thanks may follow before the message or sentence ends.
-      let after = end + 1;
-      while (tokens[after]?.text === ',' || isWord(tokens[after], 'thank', 'thanks', 'you', 'cheers', 'bye')) after++;
-      if (tokens[after] === undefined || /^[.;!?]$/.test(tokens[after]!.text)) {
-        i = end;
-        continue;
-      }
-    }
-    if (isWord(t, 'no') && isWord(tokens[i + 1], 'problem', 'worries', 'rush', 'hurry', 'pressure', 'stress')) {
-      // "no rush, but please pay …": courtesy, and the "but" that leads to the request.
-      i += 1;
-      while (tokens[i + 1]?.text === ',') i++;
-      if (isWord(tokens[i + 1], 'but')) i++;
-      continue;
-    }
-    // "(…, pls just once)", "…, only once.": the message asks for one run, as it does anyway.
-    // "…, just once this time", "so only once please".
-    const onceEnd =
-      isWord(tokens[i + 2], 'this') && isWord(tokens[i + 3], 'time')
-        ? i + 3
-        : isWord(tokens[i + 2], 'please', 'pls', 'abeg')
-          ? i + 2
-          : i + 1;
-    if (
-      isWord(t, 'just', 'only') &&
-      isWord(tokens[i + 1], 'once') &&
-      (tokens[onceEnd + 1] === undefined || /^[.;!?,)]$/.test(tokens[onceEnd + 1]!.text))
-    ) {
-      i = onceEnd;
-      continue;
-    }
-    // "…, just one payment", "only one transfer": the message asks for one, as it says.
-    if (
-      isWord(t, 'just', 'only') &&
-      ['one', '1', 'a'].includes(tokens[i + 1]?.text.toLowerCase() ?? '') &&
-      (isWord(tokens[i + 2], 'payment', 'payout', 'transfer', 'time') ||
-        (isWord(tokens[i + 2], 'single') && isWord(tokens[i + 3], 'payment', 'payout', 'transfer'))) &&
-      (tokens[i + (isWord(tokens[i + 2], 'single') ? 4 : 3)] === undefined ||
-        /^[.;!?,]$/.test(tokens[i + (isWord(tokens[i + 2], 'single') ? 4 : 3)]!.text))
-    ) {
-      i += isWord(tokens[i + 2], 'single') ? 3 : 2;
-      continue;
-    }
-    // "exactly 33 usdc, no more no less": emphasis on the amount said.
-    if (
-      isWord(t, 'no', 'nothing') &&
-      isWord(tokens[i + 1], 'more') &&
-      tokens.slice(i + 2, i + 5).some((u, k, rest) => isWord(u, 'no', 'nothing') && isWord(rest[k + 1], 'less'))
-    ) {
-      while (!isWord(tokens[i], 'less')) i++;
-      continue;
-    }
-    // "just send 15 usdc to 0x…, nothing more", "— not a cent more": emphasis on the amount said,
-    // at the end of a sentence.
-    const coin =
-      isWord(t, 'not') &&
-      isWord(tokens[i + 1], 'a') &&
-      isWord(tokens[i + 2], 'cent', 'kobo', 'penny', 'pesewa', 'dime');
-    const more = coin ? i + 3 : i + 1;
-    if (
-      (isWord(t, 'nothing') || coin) &&
-      isWord(tokens[more], 'more', 'else', 'extra') &&
-      (tokens[more + 1] === undefined || /^[.;!?]$/.test(tokens[more + 1]!.text))
-    ) {
-      i = more;
-      continue;
-    }
-    if (isWord(t, 'not') && isWord(tokens[i + 1], 'urgent')) {
-      // "it's not urgent but pls pay …": courtesy, and the "but" that leads to the request.
-      i += isWord(tokens[i + 2], 'but') ? 2 : 1;
-      continue;
-    }
-    if (isWord(t, 'thanks', 'thank') && isWord(tokens[i + 1], 'in') && isWord(tokens[i + 2], 'advance')) {
-      i += 2;
-      continue;
-    }
-    if (
-      isWord(t, 'as') &&
-      isWord(tokens[i + 1], 'soon') &&
-      isWord(tokens[i + 2], 'as') &&
-      isWord(tokens[i + 3], 'possible', 'you')
-    ) {
-      i += 3;
-      continue;
-    }
-    out.push(t);
+    const end = courtesyEnd(tokens, i);
+    if (end === undefined) out.push(tokens[i]!);
+    else i = end;
   }
   return out;
 }
+
+/** Where a courtesy phrase starting at i ends (its last token), or undefined when none starts there. */
+function courtesyEnd(tokens: readonly Token[], i: number): number | undefined {
+  for (const phrase of COURTESY_PHRASES) {
+    const end = phrase(tokens, i);
+    if (end !== undefined) return end;
+  }
+  return undefined;
+}
+
+type CourtesyPhrase = (tokens: readonly Token[], i: number) => number | undefined;
+
+/** "let me know if …": the rest of the sentence is the courtesy ("let me know if you need anything"). */
+const letMeKnow: CourtesyPhrase = (tokens, i) => {
+  if (
+    !(
+      isWord(tokens[i], 'let') &&
+      isWord(tokens[i + 1], 'me', 'us') &&
+      isWord(tokens[i + 2], 'know') &&
+      isWord(tokens[i + 3], 'if', 'when', 'once', 'whether', 'how', 'as', 'that', 'you')
+    )
+  )
+    return undefined;
+  let end = i;
+  while (end < tokens.length && !(tokens[end]!.kind === 'punct' && /^[.;!?]$/.test(tokens[end]!.text))) end++;
+  return end - 1;
+};
+
+/** "if possible", "if you can", "if you could", "if you don't mind". */
+const ifPossible: CourtesyPhrase = (tokens, i) => {
+  if (!isWord(tokens[i], 'if')) return undefined;
+  if (isWord(tokens[i + 1], 'possible')) return i + 1;
+  if (!isWord(tokens[i + 1], 'you')) return undefined;
+  if (isWord(tokens[i + 2], 'can', 'could', 'would', 'please')) return i + 2;
+  if (isWord(tokens[i + 2], "don't", 'dont') && isWord(tokens[i + 3], 'mind')) return i + 3;
+  return undefined;
+};
+
+/**
+ * When the message is read: "when you have a minute", "whenever you get a chance", "whenever you
+ * see this", "when you get this", "when you can".
+ */
+const whenYouCan: CourtesyPhrase = (tokens, i) => {
+  if (!isWord(tokens[i], 'when', 'whenever') || !isWord(tokens[i + 1], 'you')) return undefined;
+  if (
+    isWord(tokens[i + 2], 'have', 'get') &&
+    isWord(tokens[i + 3], 'a', 'the') &&
+    isWord(tokens[i + 4], 'minute', 'moment', 'chance', 'sec', 'second')
+  )
+    return i + 4;
+  if (isWord(tokens[i + 2], 'see', 'get', 'read') && isWord(tokens[i + 3], 'this', 'it', 'am')) return i + 3;
+  if (isWord(tokens[i + 2], 'can') && !tokens[i + 3]?.kind.match(/word|amount|date/)) return i + 2;
+  return undefined;
+};
+
+/** "that is all", "that's all": the message ends; only thanks may follow before it or the sentence does. */
+const thatIsAll: CourtesyPhrase = (tokens, i) => {
+  const t = tokens[i];
+  if (
+    !(
+      (isWord(t, 'that') && isWord(tokens[i + 1], 'is') && isWord(tokens[i + 2], 'all')) ||
+      (isWord(t, "that's", 'thats') && isWord(tokens[i + 1], 'all'))
+    )
+  )
+    return undefined;
+  const end = isWord(t, 'that') ? i + 2 : i + 1;
+  // "…, that is all, thank you".
+  let after = end + 1;
+  while (tokens[after]?.text === ',' || isWord(tokens[after], 'thank', 'thanks', 'you', 'cheers', 'bye')) after++;
+  return tokens[after] === undefined || /^[.;!?]$/.test(tokens[after]!.text) ? end : undefined;
+};
+
+/** "no rush, but please pay …": courtesy, and the "but" that leads to the request. */
+const noRush: CourtesyPhrase = (tokens, i) => {
+  if (!isWord(tokens[i], 'no') || !isWord(tokens[i + 1], 'problem', 'worries', 'rush', 'hurry', 'pressure', 'stress'))
+    return undefined;
+  let end = i + 1;
+  while (tokens[end + 1]?.text === ',') end++;
+  if (isWord(tokens[end + 1], 'but')) end++;
+  return end;
+};
+
+/**
+ * "(…, pls just once)", "…, only once.", "…, just once this time", "so only once please": the
+ * message asks for one run, as it does anyway.
+ */
+const justOnce: CourtesyPhrase = (tokens, i) => {
+  const end =
+    isWord(tokens[i + 2], 'this') && isWord(tokens[i + 3], 'time')
+      ? i + 3
+      : isWord(tokens[i + 2], 'please', 'pls', 'abeg')
+        ? i + 2
+        : i + 1;
+  return isWord(tokens[i], 'just', 'only') &&
+    isWord(tokens[i + 1], 'once') &&
+    (tokens[end + 1] === undefined || /^[.;!?,)]$/.test(tokens[end + 1]!.text))
+    ? end
+    : undefined;
+};
+
+/** "…, just one payment", "only one transfer": the message asks for one, as it says. */
+const justOne: CourtesyPhrase = (tokens, i) => {
+  const single = isWord(tokens[i + 2], 'single');
+  const after = tokens[i + (single ? 4 : 3)];
+  return isWord(tokens[i], 'just', 'only') &&
+    ['one', '1', 'a'].includes(tokens[i + 1]?.text.toLowerCase() ?? '') &&
+    (isWord(tokens[i + 2], 'payment', 'payout', 'transfer', 'time') ||
+      (single && isWord(tokens[i + 3], 'payment', 'payout', 'transfer'))) &&
+    (after === undefined || /^[.;!?,]$/.test(after.text))
+    ? i + (single ? 3 : 2)
+    : undefined;
+};
+
+/** "exactly 33 usdc, no more no less": emphasis on the amount said. */
+const noMoreNoLess: CourtesyPhrase = (tokens, i) => {
+  if (
+    !(
+      isWord(tokens[i], 'no', 'nothing') &&
+      isWord(tokens[i + 1], 'more') &&
+      tokens.slice(i + 2, i + 5).some((u, k, rest) => isWord(u, 'no', 'nothing') && isWord(rest[k + 1], 'less'))
+    )
+  )
+    return undefined;
+  let end = i;
+  while (!isWord(tokens[end], 'less')) end++;
+  return end;
+};
+
+/**
+ * "just send 15 usdc to 0x…, nothing more", "— not a cent more": emphasis on the amount said, at
+ * the end of a sentence.
+ */
+const nothingMore: CourtesyPhrase = (tokens, i) => {
+  const t = tokens[i];
+  const coin =
+    isWord(t, 'not') && isWord(tokens[i + 1], 'a') && isWord(tokens[i + 2], 'cent', 'kobo', 'penny', 'pesewa', 'dime');
+  const more = coin ? i + 3 : i + 1;
+  return (isWord(t, 'nothing') || coin) &&
+    isWord(tokens[more], 'more', 'else', 'extra') &&
+    (tokens[more + 1] === undefined || /^[.;!?]$/.test(tokens[more + 1]!.text))
+    ? more
+    : undefined;
+};
+
+/** "it's not urgent but pls pay …": courtesy, and the "but" that leads to the request. */
+const notUrgent: CourtesyPhrase = (tokens, i) =>
+  isWord(tokens[i], 'not') && isWord(tokens[i + 1], 'urgent')
+    ? isWord(tokens[i + 2], 'but')
+      ? i + 2
+      : i + 1
+    : undefined;
+
+/** "thanks in advance", "as soon as possible", "as soon as you …". */
+const thanksAndSoon: CourtesyPhrase = (tokens, i) => {
+  if (isWord(tokens[i], 'thanks', 'thank') && isWord(tokens[i + 1], 'in') && isWord(tokens[i + 2], 'advance'))
+    return i + 2;
+  if (
+    isWord(tokens[i], 'as') &&
+    isWord(tokens[i + 1], 'soon') &&
+    isWord(tokens[i + 2], 'as') &&
+    isWord(tokens[i + 3], 'possible', 'you')
+  )
+    return i + 3;
+  return undefined;
+};
+
+/** In the order they are tried; each starts with words of its own, so none hides another. */
+const COURTESY_PHRASES: readonly CourtesyPhrase[] = [
+  letMeKnow,
+  ifPossible,
+  whenYouCan,
+  thatIsAll,
+  noRush,
+  justOnce,
+  justOne,
+  noMoreNoLess,
+  nothingMore,
+  notUrgent,
+  thanksAndSoon,
+];
 
 function startsNewAction(tokens: readonly Token[], i: number): boolean {
   // "…, send them back to https://…": a payment's redirect, not a new action.
