@@ -2,6 +2,13 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.ts';
 import type { Runtime } from '../../runtime.ts';
+import {
+  findMpesaAttempt,
+  findMpesaAttemptByCallbackHash,
+  findPaystackAttemptByReference,
+  mpesaReferenceTaken,
+  recordMissingProviderReference,
+} from '../../db/repositories/payment-attempts.ts';
 import { recordRailEvent } from '../../db/repositories/rail-events.ts';
 import { checkAttempt, collectionOfAttempt, keepSignedSuccess } from '../../payments/rails/attempts.ts';
 import { sha256Hex } from '../../core/sha256.ts';
@@ -28,132 +35,13 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-    app.post('/hooks/paystack', async (request) => {
-      const raw = typeof request.body === 'string' ? request.body : '';
-      const now = () => runtime.clock.now();
-      const event = parseJson(raw) as { event?: unknown; data?: Record<string, unknown> } | undefined;
-      // A charge event names its transaction's `reference`; a refund.* event its `transaction_reference`
-      // (Paystack's published samples).
-      const named = event?.data?.reference ?? event?.data?.transaction_reference;
-      const reference = typeof named === 'string' ? named : undefined;
-      if (!event || typeof event.event !== 'string' || !reference) {
-        await recordRailEvent(
-          runtime.db,
-          'paystack',
-          null,
-          'callback',
-          'refused_malformed',
-          'not a Paystack event',
-          now(),
-        );
-        throw new AppError('invalid_request', 'The body is not a Paystack event.');
-      }
-      const attempt = await runtime.db
-        .selectFrom('payment_attempts')
-        .selectAll()
-        .where('rail', '=', 'paystack')
-        .where('provider_reference', '=', reference)
-        .executeTakeFirst();
-      if (!attempt) {
-        // Another system on the same Paystack integration, or a forgery: acknowledged, never acted on.
-        await recordRailEvent(
-          runtime.db,
-          'paystack',
-          null,
-          'callback',
-          'refused_unknown',
-          `${event.event} for unknown reference ${reference.slice(0, 100)}`,
-          now(),
-        );
-        request.log.warn({ reference }, 'Paystack event for an unknown reference ignored');
-        return { received: true };
-      }
-      // Signed with the secret key of the integration the payer paid into.
-      const credentials = (await collectionOfAttempt<'paystack'>(runtime, attempt))?.credentials;
-      const signature = request.headers['x-paystack-signature'];
-      if (
-        !credentials ||
-        !paystackSignatureValid(credentials.secret_key, raw, typeof signature === 'string' ? signature : undefined)
-      ) {
-        await recordRailEvent(
-          runtime.db,
-          'paystack',
-          attempt,
-          'callback',
-          'refused_signature',
-          `${event.event}: x-paystack-signature does not match`,
-          now(),
-        );
-        request.log.warn({ attemptId: attempt.id }, 'Paystack event with a bad signature refused');
-        throw new AppError('authentication_failed', 'The x-paystack-signature header does not match the body.');
-      }
-      if (event.event !== 'charge.success') {
-        // A refund.* event is believed no more than a charge: the refunds worker reads the refund
-        // from Paystack's API (Fetch Refund), here only noted for finance.
-        const refundEvent = event.event.startsWith('refund.');
-        await recordRailEvent(
-          runtime.db,
-          'paystack',
-          attempt,
-          'callback',
-          refundEvent ? 'noted' : 'ignored',
-          refundEvent
-            ? `${event.event}: the refund is read from Paystack's API, not from this event`
-            : `${event.event} is not acted on`,
-          now(),
-        );
-        return { received: true };
-      }
-      if (attempt.outcome === 'succeeded' || attempt.outcome === 'flagged') {
-        await recordRailEvent(
-          runtime.db,
-          'paystack',
-          attempt,
-          'callback',
-          'duplicate',
-          `charge.success again: the attempt is already ${attempt.outcome}`,
-          now(),
-        );
-        return { received: true };
-      }
-      await recordRailEvent(
-        runtime.db,
-        'paystack',
-        attempt,
-        'callback',
-        'received',
-        'charge.success, signature valid: kept until verify confirms it',
-        now(),
-      );
-      await keepSignedSuccess(runtime.db, attempt.id, now());
-      // The event's own figures must agree with verify's: a signed event that disagrees flags the
-      // attempt. Both report in `amount` what the payer was charged, any fee passed to them included.
-      const claimed = {
-        amount_minor: String(event.data?.amount ?? ''),
-        currency: String(event.data?.currency ?? ''),
-        reference,
-      };
-      await checkAttempt(runtime, attempt, {
-        trigger: 'callback',
-        mayPay: true,
-        abandonIsFinal: false,
-        overlay: (v) => disagreeing(v, claimed),
-      });
-      // Confirmed, or kept: if verify did not answer or does not show the charge yet, the reconciler
-      // asks it again until it does (ended attempt or not), so Paystack need not send it again.
-      return { received: true };
-    });
+    app.post('/hooks/paystack', (request) => receivePaystackEvent(runtime, request));
 
     // The secret alone names the attempt (hex, 256 bits; stored hashed, so looked up by its hash).
     app.post<{ Params: { token: string } }>(`${STK_CALLBACK_PATH}/:token`, async (request) => {
       const { token } = request.params;
       const attempt = /^[0-9a-f]{64}$/.test(token)
-        ? await runtime.db
-            .selectFrom('payment_attempts')
-            .selectAll()
-            .where('callback_token_hash', '=', sha256Hex(token))
-            .where('rail', '=', 'mpesa')
-            .executeTakeFirst()
+        ? await findMpesaAttemptByCallbackHash(runtime.db, sha256Hex(token))
         : undefined;
       return receiveStkCallback(runtime, request, attempt, attempt !== undefined);
     });
@@ -164,18 +52,120 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
     // given it any more (stkCallbackUrl).
     app.post<{ Params: { attempt: string; token: string } }>('/hooks/mpesa/:attempt/:token', async (request) => {
       const attempt = isId('att', request.params.attempt)
-        ? await runtime.db
-            .selectFrom('payment_attempts')
-            .selectAll()
-            .where('id', '=', request.params.attempt)
-            .where('rail', '=', 'mpesa')
-            .executeTakeFirst()
+        ? await findMpesaAttempt(runtime.db, request.params.attempt)
         : undefined;
       const hash = attempt?.callback_token_hash;
       const known = hash ? sameHash(hash, sha256Hex(request.params.token)) : false;
       return receiveStkCallback(runtime, request, attempt, known);
     });
   };
+}
+
+/**
+ * A Paystack event, signed with the secret key of the integration the payer paid into. Only
+ * charge.success moves anything, and only once verify confirms it; every event is noted.
+ */
+async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): Promise<{ received: true }> {
+  const raw = typeof request.body === 'string' ? request.body : '';
+  const now = () => runtime.clock.now();
+  const event = parseJson(raw) as { event?: unknown; data?: Record<string, unknown> } | undefined;
+  // A charge event names its transaction's `reference`; a refund.* event its `transaction_reference`
+  // (Paystack's published samples).
+  const named = event?.data?.reference ?? event?.data?.transaction_reference;
+  const reference = typeof named === 'string' ? named : undefined;
+  if (!event || typeof event.event !== 'string' || !reference) {
+    await recordRailEvent(runtime.db, 'paystack', null, 'callback', 'refused_malformed', 'not a Paystack event', now());
+    throw new AppError('invalid_request', 'The body is not a Paystack event.');
+  }
+  const attempt = await findPaystackAttemptByReference(runtime.db, reference);
+  if (!attempt) {
+    // Another system on the same Paystack integration, or a forgery: acknowledged, never acted on.
+    await recordRailEvent(
+      runtime.db,
+      'paystack',
+      null,
+      'callback',
+      'refused_unknown',
+      `${event.event} for unknown reference ${reference.slice(0, 100)}`,
+      now(),
+    );
+    request.log.warn({ reference }, 'Paystack event for an unknown reference ignored');
+    return { received: true };
+  }
+  // Signed with the secret key of the integration the payer paid into.
+  const credentials = (await collectionOfAttempt<'paystack'>(runtime, attempt))?.credentials;
+  const signature = request.headers['x-paystack-signature'];
+  if (
+    !credentials ||
+    !paystackSignatureValid(credentials.secret_key, raw, typeof signature === 'string' ? signature : undefined)
+  ) {
+    await recordRailEvent(
+      runtime.db,
+      'paystack',
+      attempt,
+      'callback',
+      'refused_signature',
+      `${event.event}: x-paystack-signature does not match`,
+      now(),
+    );
+    request.log.warn({ attemptId: attempt.id }, 'Paystack event with a bad signature refused');
+    throw new AppError('authentication_failed', 'The x-paystack-signature header does not match the body.');
+  }
+  if (event.event !== 'charge.success') {
+    // A refund.* event is believed no more than a charge: the refunds worker reads the refund
+    // from Paystack's API (Fetch Refund), here only noted for finance.
+    const refundEvent = event.event.startsWith('refund.');
+    await recordRailEvent(
+      runtime.db,
+      'paystack',
+      attempt,
+      'callback',
+      refundEvent ? 'noted' : 'ignored',
+      refundEvent
+        ? `${event.event}: the refund is read from Paystack's API, not from this event`
+        : `${event.event} is not acted on`,
+      now(),
+    );
+    return { received: true };
+  }
+  if (attempt.outcome === 'succeeded' || attempt.outcome === 'flagged') {
+    await recordRailEvent(
+      runtime.db,
+      'paystack',
+      attempt,
+      'callback',
+      'duplicate',
+      `charge.success again: the attempt is already ${attempt.outcome}`,
+      now(),
+    );
+    return { received: true };
+  }
+  await recordRailEvent(
+    runtime.db,
+    'paystack',
+    attempt,
+    'callback',
+    'received',
+    'charge.success, signature valid: kept until verify confirms it',
+    now(),
+  );
+  await keepSignedSuccess(runtime.db, attempt.id, now());
+  // The event's own figures must agree with verify's: a signed event that disagrees flags the
+  // attempt. Both report in `amount` what the payer was charged, any fee passed to them included.
+  const claimed = {
+    amount_minor: String(event.data?.amount ?? ''),
+    currency: String(event.data?.currency ?? ''),
+    reference,
+  };
+  await checkAttempt(runtime, attempt, {
+    trigger: 'callback',
+    mayPay: true,
+    abandonIsFinal: false,
+    overlay: (v) => disagreeing(v, claimed),
+  });
+  // Confirmed, or kept: if verify did not answer or does not show the charge yet, the reconciler
+  // asks it again until it does (ended attempt or not), so Paystack need not send it again.
+  return { received: true };
 }
 
 /**
@@ -239,13 +229,7 @@ async function receiveStkCallback(
   if (attempt.provider_reference === null) {
     // The push's answer never came (lost, a timeout, a 5xx, a crash): only its callback names it
     // (the STK query needs the ID), unless another attempt has it.
-    const taken = await runtime.db
-      .selectFrom('payment_attempts')
-      .select('id')
-      .where('rail', '=', 'mpesa')
-      .where('provider_reference', '=', checkoutRequestId)
-      .executeTakeFirst();
-    if (taken) {
+    if (await mpesaReferenceTaken(runtime.db, checkoutRequestId)) {
       await recordRailEvent(
         runtime.db,
         'mpesa',
@@ -257,12 +241,7 @@ async function receiveStkCallback(
       );
       throw new AppError('invalid_request', 'The callback is about another request.');
     }
-    await runtime.db
-      .updateTable('payment_attempts')
-      .set({ provider_reference: checkoutRequestId })
-      .where('id', '=', attempt.id)
-      .where('provider_reference', 'is', null)
-      .execute();
+    await recordMissingProviderReference(runtime.db, attempt.id, checkoutRequestId);
     attempt.provider_reference = checkoutRequestId;
   }
   const claimed = mpesaClaim(callback);
