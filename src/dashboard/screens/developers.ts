@@ -21,6 +21,7 @@ import {
   rotateWebhookSecret,
   type WebhookSecretView,
 } from '../../webhooks/secrets.ts';
+import type { Runtime } from '../../runtime.ts';
 import { type DashboardDeps, formOf, pageContext, sendPage, sessionOf } from '../context.ts';
 import { clearedSessionCookie, type DashboardSession, endKeySessions } from '../sessions.ts';
 import { badge, csrfField, maybe, notice, param, renderPage, table, time } from '../view.ts';
@@ -80,22 +81,11 @@ ${extra}
 <p><a href="/dashboard/developers">Back to the developer screen</a></p>`;
 }
 
-export function registerDevelopers(
-  app: FastifyInstance,
-  deps: DashboardDeps,
-  options: { secureCookie: boolean },
-): void {
-  const { runtime } = deps;
-  const keys = { dashboard: { scopes: ['keys'] as const } };
-  const webhooks = { dashboard: { scopes: ['webhooks'] as const } };
-
-  const page = (request: FastifyRequest, reply: FastifyReply, status: number, title: string, body: SafeHtml) =>
-    sendPage(reply, status, renderPage(pageContext(deps, request), title, body, { section: 'developers' }));
-
-  const keysSection = async (session: DashboardSession): Promise<SafeHtml> => {
-    const now = runtime.clock.now();
-    const all = await listAccountApiKeys(runtime.db, session.accountId, session);
-    return html`<h2 id="api-keys">API keys</h2>
+/** The account's keys in the session's mode, and the form to create one. */
+async function keysSection(runtime: Runtime, session: DashboardSession): Promise<SafeHtml> {
+  const now = runtime.clock.now();
+  const all = await listAccountApiKeys(runtime.db, session.accountId, session);
+  return html`<h2 id="api-keys">API keys</h2>
 <p class="muted">Secrets are shown once, when a key is created or rotated; here you see only their first and last characters. These are the account's ${session.livemode ? 'live' : 'test'}-mode keys: sign in with a ${session.livemode ? 'test' : 'live'} key to see and manage ${session.livemode ? 'test' : 'live'}-mode keys.</p>
 ${table(
   ['Key', 'Name', 'Mode', 'Scopes', 'Created', 'Last used', 'State', ''],
@@ -130,21 +120,22 @@ ${API_KEY_SCOPES.map((scope) => {
 </fieldset>
 <button type="submit" class="primary">Create key</button>
 </form>`;
-  };
+}
 
-  const secretSection = async (session: DashboardSession, show: boolean): Promise<SafeHtml> => {
-    let secret: WebhookSecretView | undefined;
-    try {
-      secret = await readWebhookSecret(
-        runtime.db,
-        runtime.secretBox,
-        { accountId: session.accountId, livemode: session.livemode },
-        runtime.clock.now(),
-      );
-    } catch (error) {
-      if (!isAppError(error) || error.code !== 'not_found') throw error;
-    }
-    return html`<h2 id="webhook-secret">Webhook signing secret</h2>
+/** The mode's webhook signing secret (shown only when asked for) and the form to rotate it. */
+async function secretSection(runtime: Runtime, session: DashboardSession, show: boolean): Promise<SafeHtml> {
+  let secret: WebhookSecretView | undefined;
+  try {
+    secret = await readWebhookSecret(
+      runtime.db,
+      runtime.secretBox,
+      { accountId: session.accountId, livemode: session.livemode },
+      runtime.clock.now(),
+    );
+  } catch (error) {
+    if (!isAppError(error) || error.code !== 'not_found') throw error;
+  }
+  return html`<h2 id="webhook-secret">Webhook signing secret</h2>
 <div class="card">
 <p class="muted">The ${session.livemode ? 'live' : 'test'}-mode secret: it signs ${session.livemode ? 'live' : 'test'}-mode events only (each mode has its own). Deliveries carry a signature made with it (Standard Webhooks).</p>
 ${
@@ -163,68 +154,49 @@ ${
 <label for="grace_period_minutes">Old secret keeps signing</label>${graceSelect('grace_period_minutes', DEFAULT_ROTATION_GRACE_MINUTES)}
 <button type="submit" id="rotate-webhook-secret">Rotate secret</button></form>
 </div>`;
-  };
+}
 
-  app.get(
-    '/developers',
-    { config: { dashboard: { scopes: ['keys', 'webhooks'] as const } } },
-    async (request, reply) => {
-      const session = sessionOf(request);
-      const done = param(request.query, 'done');
-      const body = html`<h1>Developers</h1>
-${done && DONE[done] && notice('ok', DONE[done])}
-${session.scopes.has('keys') ? await keysSection(session) : notice('info', html`API keys need the <code>keys</code> scope.`)}
-${await railsSection(runtime, session)}
-${
-  session.scopes.has('webhooks')
-    ? await secretSection(session, param(request.query, 'show') === 'webhook-secret')
-    : notice('info', html`The webhook secret needs the <code>webhooks</code> scope.`)
-}`;
-      return page(request, reply, 200, 'Developers', body);
-    },
-  );
-
-  const loadKey = async (session: DashboardSession, id: string): Promise<ApiKeyView> => {
-    return presentApiKey(await getAccountApiKey(runtime.db, session.accountId, id, session));
-  };
-
-  app.get<{ Params: { id: string } }>('/developers/keys/:id', { config: keys }, async (request, reply) => {
-    const session = sessionOf(request);
-    const row = await getAccountApiKey(runtime.db, session.accountId, request.params.id, session);
-    const key = presentApiKey(row);
-    const now = runtime.clock.now();
-    const usable = isUsable(key, now);
-    const own = key.id === session.keyId;
-    // revokeAccountApiKey and rotateAccountApiKey enforce the scopes and approver rules; they are
-    // read here only so that the page offers no form that can only be refused, and says why.
-    const beyond = scopesNotHeld(session, key.scopes);
-    const rotation = beyond.length > 0 ? undefined : await rotationRefusal(runtime.db, session, row);
-    let manage: SafeHtml;
-    if (!usable) {
-      manage = html`<p class="muted">This key no longer works; there is nothing to manage.</p>`;
-    } else if (beyond.length > 0) {
-      manage = notice(
-        'info',
-        html`Your key cannot rotate or revoke this key: it holds scopes yours does not (${beyond.map((s) => html`<code>${s}</code> `)}). Sign in with a key that holds every one of them.`,
-      );
-    } else {
-      const rotate = rotation
-        ? notice(
-            'info',
-            html`Your key cannot rotate this key: it is an approver of another principal, so it may approve your key's requests; it is rotated by itself or by the key that created it.`,
-          )
-        : html`<h2>Rotate</h2>
+/** One key: its facts, and the forms to rotate or revoke it where the session may. */
+async function keyPage(
+  runtime: Runtime,
+  session: DashboardSession,
+  id: string,
+): Promise<{ title: string; body: SafeHtml }> {
+  const row = await getAccountApiKey(runtime.db, session.accountId, id, session);
+  const key = presentApiKey(row);
+  const now = runtime.clock.now();
+  const usable = isUsable(key, now);
+  const own = key.id === session.keyId;
+  // revokeAccountApiKey and rotateAccountApiKey enforce the scopes and approver rules; they are
+  // read here only so that the page offers no form that can only be refused, and says why.
+  const beyond = scopesNotHeld(session, key.scopes);
+  const rotation = beyond.length > 0 ? undefined : await rotationRefusal(runtime.db, session, row);
+  let manage: SafeHtml;
+  if (!usable) {
+    manage = html`<p class="muted">This key no longer works; there is nothing to manage.</p>`;
+  } else if (beyond.length > 0) {
+    manage = notice(
+      'info',
+      html`Your key cannot rotate or revoke this key: it holds scopes yours does not (${beyond.map((s) => html`<code>${s}</code> `)}). Sign in with a key that holds every one of them.`,
+    );
+  } else {
+    const rotate = rotation
+      ? notice(
+          'info',
+          html`Your key cannot rotate this key: it is an approver of another principal, so it may approve your key's requests; it is rotated by itself or by the key that created it.`,
+        )
+      : html`<h2>Rotate</h2>
 <form method="post" action="/dashboard/developers/keys/${key.id}/rotate" class="card">${csrfField(session)}
 <p>Issues a new key with the same mode, scopes and name. The new secret is shown once.</p>
 <div class="field"><label for="expires_in_minutes">This key keeps working</label>${graceSelect('expires_in_minutes', 60)}</div>
 <button type="submit" id="rotate-key">Rotate key</button></form>`;
-      manage = html`${rotate}
+    manage = html`${rotate}
 <h2>Revoke</h2>
 <form method="post" action="/dashboard/developers/keys/${key.id}/revoke" class="card">${csrfField(session)}
 <p>Requests with this key get 401 from now on, and its dashboard sessions end.${own && html` <strong>You are signed in with this key: you will be signed out.</strong>`} This cannot be undone.</p>
 <button type="submit" class="danger primary" id="revoke-key">Revoke key</button></form>`;
-    }
-    const body = html`<h1>API key <code>${key.redacted}</code></h1>
+  }
+  const body = html`<h1>API key <code>${key.redacted}</code></h1>
 <div class="card"><dl class="facts">
 <dt>Key id</dt><dd><code>${key.id}</code>${own && html` <span class="badge">you are signed in with it</span>`}</dd>
 <dt>Name</dt><dd>${maybe(key.name)}</dd>
@@ -239,33 +211,80 @@ ${key.rotated_from && html`<dt>Replaces</dt><dd><a href="/dashboard/developers/k
 </dl></div>
 ${manage}
 <p><a href="/dashboard/developers">Back to the developer screen</a></p>`;
-    return page(request, reply, 200, `API key ${key.redacted}`, body);
+  return { title: `API key ${key.redacted}`, body };
+}
+
+/** A new key from the create form, within what the session may grant. */
+async function createKeyFromForm(
+  runtime: Runtime,
+  session: DashboardSession,
+  form: URLSearchParams,
+): Promise<IssuedApiKey> {
+  const mode = param(form, 'mode') ?? (session.livemode ? 'live' : 'test');
+  if (mode !== 'test' && mode !== 'live') throw new AppError('invalid_request', 'Choose test or live mode.');
+  const scopes = form.getAll('scopes');
+  const unknown = scopes.filter((s) => !(API_KEY_SCOPES as readonly string[]).includes(s));
+  if (unknown.length > 0) throw new AppError('invalid_request', `Unknown scopes: ${unknown.join(', ')}.`);
+  if (scopes.length === 0) throw new AppError('invalid_request', 'Choose at least one scope for the new key.');
+  const name = param(form, 'name') ?? null;
+  if (name !== null && name.length > 100) throw new AppError('invalid_request', 'The name is at most 100 characters.');
+  const livemode = mode === 'live';
+  // The dashboard makes no assistant keys of its own (the API and the CLI do); one signed in with
+  // an assistant's key makes assistant keys only.
+  assertCanGrant(session, livemode, scopes, session.assistant);
+  const issued = await issueApiKey(runtime.db, {
+    accountId: session.accountId,
+    livemode,
+    scopes: [...new Set(scopes)] as ApiKeyScope[],
+    name,
+    createdByKey: session.keyId,
+    assistant: session.assistant,
+  });
+  return issued;
+}
+
+export function registerDevelopers(
+  app: FastifyInstance,
+  deps: DashboardDeps,
+  options: { secureCookie: boolean },
+): void {
+  const { runtime } = deps;
+  const keys = { dashboard: { scopes: ['keys'] as const } };
+  const webhooks = { dashboard: { scopes: ['webhooks'] as const } };
+
+  const page = (request: FastifyRequest, reply: FastifyReply, status: number, title: string, body: SafeHtml) =>
+    sendPage(reply, status, renderPage(pageContext(deps, request), title, body, { section: 'developers' }));
+
+  app.get(
+    '/developers',
+    { config: { dashboard: { scopes: ['keys', 'webhooks'] as const } } },
+    async (request, reply) => {
+      const session = sessionOf(request);
+      const done = param(request.query, 'done');
+      const body = html`<h1>Developers</h1>
+${done && DONE[done] && notice('ok', DONE[done])}
+${session.scopes.has('keys') ? await keysSection(runtime, session) : notice('info', html`API keys need the <code>keys</code> scope.`)}
+${await railsSection(runtime, session)}
+${
+  session.scopes.has('webhooks')
+    ? await secretSection(runtime, session, param(request.query, 'show') === 'webhook-secret')
+    : notice('info', html`The webhook secret needs the <code>webhooks</code> scope.`)
+}`;
+      return page(request, reply, 200, 'Developers', body);
+    },
+  );
+
+  const loadKey = async (session: DashboardSession, id: string): Promise<ApiKeyView> => {
+    return presentApiKey(await getAccountApiKey(runtime.db, session.accountId, id, session));
+  };
+
+  app.get<{ Params: { id: string } }>('/developers/keys/:id', { config: keys }, async (request, reply) => {
+    const { title, body } = await keyPage(runtime, sessionOf(request), request.params.id);
+    return page(request, reply, 200, title, body);
   });
 
   app.post('/developers/keys', { config: keys }, async (request, reply) => {
-    const session = sessionOf(request);
-    const form = formOf(request);
-    const mode = param(form, 'mode') ?? (session.livemode ? 'live' : 'test');
-    if (mode !== 'test' && mode !== 'live') throw new AppError('invalid_request', 'Choose test or live mode.');
-    const scopes = form.getAll('scopes');
-    const unknown = scopes.filter((s) => !(API_KEY_SCOPES as readonly string[]).includes(s));
-    if (unknown.length > 0) throw new AppError('invalid_request', `Unknown scopes: ${unknown.join(', ')}.`);
-    if (scopes.length === 0) throw new AppError('invalid_request', 'Choose at least one scope for the new key.');
-    const name = param(form, 'name') ?? null;
-    if (name !== null && name.length > 100)
-      throw new AppError('invalid_request', 'The name is at most 100 characters.');
-    const livemode = mode === 'live';
-    // The dashboard makes no assistant keys of its own (the API and the CLI do); one signed in with
-    // an assistant's key makes assistant keys only.
-    assertCanGrant(session, livemode, scopes, session.assistant);
-    const issued = await issueApiKey(runtime.db, {
-      accountId: session.accountId,
-      livemode,
-      scopes: [...new Set(scopes)] as ApiKeyScope[],
-      name,
-      createdByKey: session.keyId,
-      assistant: session.assistant,
-    });
+    const issued = await createKeyFromForm(runtime, sessionOf(request), formOf(request));
     return page(request, reply, 201, 'Key created', newSecretPage('Key created', issued, html``));
   });
 
