@@ -3,6 +3,7 @@ import { html, type SafeHtml } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
 import { parseInput } from '../../core/validation.ts';
 import {
+  type EventWithDeliveries,
   findEventWithDeliveries,
   listAttempts,
   listEventsWithDeliveriesPage,
@@ -24,6 +25,7 @@ import {
 import { ALL_EVENT_TYPES, describeEventType, EVENT_TYPES } from '../../webhooks/event-types.ts';
 import { presentAttempt, presentDelivery, presentEvent } from '../../webhooks/events.ts';
 import { type DashboardDeps, formOf, pageContext, sendPage, sessionOf } from '../context.ts';
+import type { Runtime } from '../../runtime.ts';
 import type { DashboardSession } from '../sessions.ts';
 import { badge, csrfField, json, maybe, notice, pager, param, renderPage, screen, table, time } from '../view.ts';
 
@@ -87,30 +89,20 @@ ${EVENT_TYPES.map(
 }`;
 }
 
-export function registerWebhooks(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
-  const access = { dashboard: { scopes: screen('webhooks').scopes } };
-
-  const ownedEvent = async (session: DashboardSession, id: string) => {
-    const found = await findEventWithDeliveries(runtime.db, session, id);
-    if (!found) throw new AppError('not_found', `No such event: '${id}'.`, { param: 'id' });
-    return found;
-  };
-
-  app.get('/webhooks', { config: access }, async (request, reply) => {
-    const session = sessionOf(request);
-    const type = param(request.query, 'type');
-    const objectId = param(request.query, 'object_id');
-    const startingAfter = param(request.query, 'starting_after');
-    const { data: shown, has_more } = await listEventsWithDeliveriesPage(
-      runtime.db,
-      session,
-      { type, objectId },
-      { limit: PAGE_SIZE, starting_after: startingAfter },
-    );
-    const endpoints = await listWebhookEndpoints(runtime.db, session, { limit: MAX_WEBHOOK_ENDPOINTS });
-    const done = param(request.query, 'done');
-    const body = html`<h1>Webhooks</h1>
+/** The account's endpoints and its events, newest first, filtered by type or object. */
+async function eventsPage(runtime: Runtime, session: DashboardSession, query: unknown): Promise<SafeHtml> {
+  const type = param(query, 'type');
+  const objectId = param(query, 'object_id');
+  const startingAfter = param(query, 'starting_after');
+  const { data: shown, has_more } = await listEventsWithDeliveriesPage(
+    runtime.db,
+    session,
+    { type, objectId },
+    { limit: PAGE_SIZE, starting_after: startingAfter },
+  );
+  const endpoints = await listWebhookEndpoints(runtime.db, session, { limit: MAX_WEBHOOK_ENDPOINTS });
+  const done = param(query, 'done');
+  const body = html`<h1>Webhooks</h1>
 ${done && DONE[done] && notice('ok', DONE[done])}
 ${endpointsSection(session, endpoints)}
 <h2 id="events">Events</h2>
@@ -140,28 +132,32 @@ ${table(
   'events',
 )}
 ${pager('/dashboard/webhooks', { type, object_id: objectId, starting_after: startingAfter }, has_more ? shown.at(-1)?.event.id : undefined)}`;
-    return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Webhooks', body, { section: 'webhooks' }));
-  });
+  return body;
+}
 
-  app.get<{ Params: { id: string } }>('/webhooks/events/:id', { config: access }, async (request, reply) => {
-    const session = sessionOf(request);
-    const found = await ownedEvent(session, request.params.id);
-    const event = presentEvent(found.event, found.deliveries);
-    const now = runtime.clock.now();
-    const attempts = (await listAttempts(runtime.db, found.event.id)).map((a) =>
-      presentAttempt(a, found.deliveries, now),
-    );
-    const d = event.delivery;
-    const body = html`<h1>Event <code>${event.id}</code></h1>
-${param(request.query, 'done') === 'redeliver' && notice('ok', 'Queued for redelivery: the worker sends it again shortly, with the same event id.')}
+/** One event: its body, its deliveries and every attempt, and the form to deliver it again. */
+async function eventPage(
+  runtime: Runtime,
+  session: DashboardSession,
+  found: EventWithDeliveries,
+  redelivered: boolean,
+): Promise<SafeHtml> {
+  const event = presentEvent(found.event, found.deliveries);
+  const now = runtime.clock.now();
+  const attempts = (await listAttempts(runtime.db, found.event.id)).map((a) =>
+    presentAttempt(a, found.deliveries, now),
+  );
+  const d = event.delivery;
+  const body = html`<h1>Event <code>${event.id}</code></h1>
+${redelivered && notice('ok', 'Queued for redelivery: the worker sends it again shortly, with the same event id.')}
 <div class="card"><dl class="facts">
 <dt>Type</dt><dd><code>${event.type}</code></dd>
 <dt>Object</dt><dd>${maybe(event.object_id)}</dd>
 <dt>Created</dt><dd>${time(event.created)}</dd>
 <dt>Webhook URL</dt><dd>${event.webhook_url ? html`<code>${event.webhook_url}</code>` : html`<span class="muted">none</span>`}</dd>
 <dt>Delivery</dt><dd id="delivery-status">${d ? badge(d.status) : maybe(null)}${
-      d?.next_attempt_at && html` <span class="muted">next attempt ${time(d.next_attempt_at)}</span>`
-    }</dd>
+    d?.next_attempt_at && html` <span class="muted">next attempt ${time(d.next_attempt_at)}</span>`
+  }</dd>
 ${event.endpoint_deliveries.map(
   (e) =>
     html`<dt>Endpoint <code>${e.endpoint_id}</code></dt><dd>${badge(e.status)}${
@@ -196,10 +192,32 @@ ${table(
   'attempts',
 )}
 <p><a href="/dashboard/webhooks">All events</a></p>`;
+  return body;
+}
+
+export function registerWebhooks(app: FastifyInstance, deps: DashboardDeps): void {
+  const { runtime } = deps;
+  const access = { dashboard: { scopes: screen('webhooks').scopes } };
+
+  const ownedEvent = async (session: DashboardSession, id: string) => {
+    const found = await findEventWithDeliveries(runtime.db, session, id);
+    if (!found) throw new AppError('not_found', `No such event: '${id}'.`, { param: 'id' });
+    return found;
+  };
+
+  app.get('/webhooks', { config: access }, async (request, reply) => {
+    const body = await eventsPage(runtime, sessionOf(request), request.query);
+    return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Webhooks', body, { section: 'webhooks' }));
+  });
+
+  app.get<{ Params: { id: string } }>('/webhooks/events/:id', { config: access }, async (request, reply) => {
+    const session = sessionOf(request);
+    const found = await ownedEvent(session, request.params.id);
+    const body = await eventPage(runtime, session, found, param(request.query, 'done') === 'redeliver');
     return sendPage(
       reply,
       200,
-      renderPage(pageContext(deps, request), `Event ${event.id}`, body, { section: 'webhooks' }),
+      renderPage(pageContext(deps, request), `Event ${found.event.id}`, body, { section: 'webhooks' }),
     );
   });
 
