@@ -100,6 +100,18 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     }
   });
 
+  admitByKey(app, runtime);
+
+  logEachRequest(app, runtime.logger, 'request');
+
+  await registerRoutes(app, runtime, options);
+  return app;
+}
+
+/**
+ * Authentication, the per-key rate limit and the scope, on every route whose config names `auth`.
+ */
+function admitByKey(app: FastifyInstance, runtime: Runtime): void {
   const touched = new Map<string, number>();
   let policy = { limit: -1, header: '' };
   /** The policy header, the same text for every request while the limit stays what it is. */
@@ -186,9 +198,11 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     };
     route.onRequest = [authHook, ...(route.onRequest === undefined ? [] : [route.onRequest].flat())];
   });
+}
 
-  logEachRequest(app, runtime.logger, 'request');
-
+/** Every route of the API host, and /openapi.json that documents them. */
+async function registerRoutes(app: FastifyInstance, runtime: Runtime, options: AppOptions): Promise<void> {
+  const { config } = runtime;
   await app.register(metricsPlugin(runtime));
   await app.register(healthRoutes(runtime));
   await app.register(pingRoutes());
@@ -236,5 +250,4 @@ export async function buildApp(runtime: Runtime, options: AppOptions = {}): Prom
     );
     return openApi;
   });
-  return app;
 }
