@@ -12,6 +12,7 @@ import { effectiveStatus, presentConfirmation } from '../../policy/confirmations
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
 import { loadKeyLabels } from '../../keys/labels.ts';
 import { type LinkedObject, linkedList, loadLinkedObjects } from '../linked.ts';
+import type { Runtime } from '../../runtime.ts';
 import type { DashboardSession } from '../sessions.ts';
 import {
   badge,
@@ -33,38 +34,33 @@ const FILTERS = ['pending', 'executed', 'rejected', 'expired', 'all'] as const;
 type Filter = (typeof FILTERS)[number];
 const PAGE_SIZE = 50;
 
-export function registerConfirmations(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
-  const view = { dashboard: { scopes: screen('confirmations').scopes } };
-  const decide = { dashboard: { scopes: ['approvals'] as const } };
-
-  app.get('/confirmations', { config: view }, async (request, reply) => {
-    const session = sessionOf(request);
-    const requested = param(request.query, 'status') ?? 'pending';
-    if (!FILTERS.includes(requested as Filter)) {
-      throw new AppError('invalid_request', `status must be one of ${FILTERS.join(', ')}.`, { param: 'status' });
-    }
-    const filter = requested as Filter;
-    const startingAfter = param(request.query, 'starting_after');
-    const now = runtime.clock.now();
-    const { data: shown, has_more } = await listConfirmationsPage(
-      runtime.db,
-      session,
-      filter,
-      { limit: PAGE_SIZE, starting_after: startingAfter },
-      now,
-    );
-    const labels = await loadKeyLabels(
-      runtime.db,
-      session.accountId,
-      shown.map((r) => r.requested_by_key),
-    );
-    const body = html`<h1>Approvals</h1>
+/** The held actions in the status asked for (pending by default), newest first. */
+async function confirmationsPage(runtime: Runtime, session: DashboardSession, query: unknown): Promise<SafeHtml> {
+  const requested = param(query, 'status') ?? 'pending';
+  if (!FILTERS.includes(requested as Filter)) {
+    throw new AppError('invalid_request', `status must be one of ${FILTERS.join(', ')}.`, { param: 'status' });
+  }
+  const filter = requested as Filter;
+  const startingAfter = param(query, 'starting_after');
+  const now = runtime.clock.now();
+  const { data: shown, has_more } = await listConfirmationsPage(
+    runtime.db,
+    session,
+    filter,
+    { limit: PAGE_SIZE, starting_after: startingAfter },
+    now,
+  );
+  const labels = await loadKeyLabels(
+    runtime.db,
+    session.accountId,
+    shown.map((r) => r.requested_by_key),
+  );
+  const body = html`<h1>Approvals</h1>
 <p class="muted">Actions the policy held for a human. ${
-      session.scopes.has('approvals')
-        ? 'Open one to approve or reject it. The key that asked for an action cannot decide it.'
-        : html`You can see them; deciding needs a key with the <code>approvals</code> scope.`
-    }</p>
+    session.scopes.has('approvals')
+      ? 'Open one to approve or reject it. The key that asked for an action cannot decide it.'
+      : html`You can see them; deciding needs a key with the <code>approvals</code> scope.`
+  }</p>
 <form class="filters" method="get" action="/dashboard/confirmations">
 ${select('status', 'Status', FILTERS, filter, 'pending')}
 <button type="submit">Show</button>
@@ -91,41 +87,39 @@ ${pager(
   { status: filter === 'pending' ? undefined : filter, starting_after: startingAfter },
   has_more ? shown.at(-1)?.id : undefined,
 )}`;
-    return sendPage(
-      reply,
-      200,
-      renderPage(pageContext(deps, request), 'Approvals', body, { section: 'confirmations' }),
-    );
-  });
+  return body;
+}
 
-  const load = async (session: DashboardSession, id: string): Promise<ConfirmationRow> => {
-    const row = await findConfirmation(runtime.db, session, id);
-    if (!row) throw new AppError('not_found', `No such confirmation: '${id}'.`, { param: 'id' });
-    return row;
-  };
-
-  app.get<{ Params: { id: string } }>('/confirmations/:id', { config: view }, async (request, reply) => {
-    const session = sessionOf(request);
-    const row = await load(session, request.params.id);
-    const now = runtime.clock.now();
-    const c = presentConfirmation(runtime.config, row, now);
-    const labels = await loadKeyLabels(runtime.db, session.accountId, [c.requested_by_key, c.decided_by_key]);
-    const linked = await loadLinkedObjects(runtime.db, session, [c.result]);
-    const action = await findActionHeldBy(runtime.db, session.accountId, c.id);
-    const money = deps.tools.find((t) => t.name === c.tool)?.effect === 'money';
-    const funds =
-      c.status === 'pending' && money
-        ? fundsFor(
-            await custodialBalance(runtime.db, session),
-            PAID_FROM_BALANCE.has(c.tool) ? (action?.amount_settlement_minor ?? null) : null,
-          )
-        : undefined;
-    const blocked = await blockers(runtime.db, session, row, c.status, funds);
-    const sentence = html`${withShortAddresses(c.summary)}${
-      typeof c.input['memo'] === 'string' && html` — memo: ${c.input['memo']}`
-    } — asked by ${await askerName(runtime.db, session.accountId, c.requested_by_key)}`;
-    const body = html`<h1>Held action <code>${c.id}</code></h1>
-${messageOf(request.query)}
+/**
+ * One held action in a finance reader's words: why it was held, what it would move, whether the
+ * balance covers it, what stands in the way of deciding it, and the forms to decide it.
+ */
+async function heldActionPage(
+  deps: DashboardDeps,
+  session: DashboardSession,
+  row: ConfirmationRow,
+  query: unknown,
+): Promise<SafeHtml> {
+  const { runtime } = deps;
+  const now = runtime.clock.now();
+  const c = presentConfirmation(runtime.config, row, now);
+  const labels = await loadKeyLabels(runtime.db, session.accountId, [c.requested_by_key, c.decided_by_key]);
+  const linked = await loadLinkedObjects(runtime.db, session, [c.result]);
+  const action = await findActionHeldBy(runtime.db, session.accountId, c.id);
+  const money = deps.tools.find((t) => t.name === c.tool)?.effect === 'money';
+  const funds =
+    c.status === 'pending' && money
+      ? fundsFor(
+          await custodialBalance(runtime.db, session),
+          PAID_FROM_BALANCE.has(c.tool) ? (action?.amount_settlement_minor ?? null) : null,
+        )
+      : undefined;
+  const blocked = await blockers(runtime.db, session, row, c.status, funds);
+  const sentence = html`${withShortAddresses(c.summary)}${
+    typeof c.input['memo'] === 'string' && html` — memo: ${c.input['memo']}`
+  } — asked by ${await askerName(runtime.db, session.accountId, c.requested_by_key)}`;
+  const body = html`<h1>Held action <code>${c.id}</code></h1>
+${messageOf(query)}
 <div class="card">
 <p id="confirmation-summary"><strong>${sentence}</strong></p>
 <dl class="facts">
@@ -144,10 +138,37 @@ ${c.result !== null && html`<dt>Result</dt><dd id="confirmation-result">${create
 ${funds && fundsCard(funds)}
 ${decisionForms(session, c.id, blocked)}
 <p><a href="/dashboard/confirmations">All approvals</a></p>`;
+  return body;
+}
+
+export function registerConfirmations(app: FastifyInstance, deps: DashboardDeps): void {
+  const { runtime } = deps;
+  const view = { dashboard: { scopes: screen('confirmations').scopes } };
+  const decide = { dashboard: { scopes: ['approvals'] as const } };
+
+  app.get('/confirmations', { config: view }, async (request, reply) => {
+    const body = await confirmationsPage(runtime, sessionOf(request), request.query);
     return sendPage(
       reply,
       200,
-      renderPage(pageContext(deps, request), `Held action ${c.id}`, body, { section: 'confirmations' }),
+      renderPage(pageContext(deps, request), 'Approvals', body, { section: 'confirmations' }),
+    );
+  });
+
+  const load = async (session: DashboardSession, id: string): Promise<ConfirmationRow> => {
+    const row = await findConfirmation(runtime.db, session, id);
+    if (!row) throw new AppError('not_found', `No such confirmation: '${id}'.`, { param: 'id' });
+    return row;
+  };
+
+  app.get<{ Params: { id: string } }>('/confirmations/:id', { config: view }, async (request, reply) => {
+    const session = sessionOf(request);
+    const row = await load(session, request.params.id);
+    const body = await heldActionPage(deps, session, row, request.query);
+    return sendPage(
+      reply,
+      200,
+      renderPage(pageContext(deps, request), `Held action ${row.id}`, body, { section: 'confirmations' }),
     );
   });
 
