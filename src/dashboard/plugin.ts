@@ -76,89 +76,12 @@ function dashboard(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAs
     );
 
     const refuse = (request: FastifyRequest, reply: FastifyReply, status: number, heading: string, text: string) =>
-      sendPage(
-        reply,
-        status,
-        renderPage(
-          pageContext(deps, request),
-          heading,
-          html`<h1>${heading}</h1><p id="error-message">${text}</p><p><a href="/dashboard">Back to the overview</a></p>`,
-          { narrow: true },
-        ),
-      );
+      refusePage(deps, request, reply, status, heading, text);
 
-    app.addHook('onRequest', async (request, reply) => {
-      for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
-      reply.header('Cache-Control', 'no-store');
-      const rule = request.routeOptions.config?.dashboard ?? {};
-      const access = rule.access ?? 'session';
-      if (access === 'asset') return;
-
-      const cookie = readSessionCookie(request.headers.cookie);
-      const session = await loadSession(runtime.db, cookie, runtime.clock.now());
-      request.dashboardSession = session ?? null;
-      if (access === 'public') return;
-
-      if (!session) {
-        // A cookie that no longer opens a session is removed, so the browser stops sending it.
-        if (cookie) reply.header('Set-Cookie', clearedSessionCookie(secureCookie));
-        if (request.method === 'GET' || request.method === 'HEAD') {
-          const next = safeNext(request.url);
-          return reply.redirect(withQuery('/dashboard/sign-in', { next, ended: cookie ? '1' : undefined }), 303);
-        }
-        return sendPage(
-          reply,
-          401,
-          signInPage(pageContext(deps, request), {
-            message: cookie
-              ? 'Your session has ended, so the form was not sent. Sign in again and repeat it.'
-              : 'Sign in to use the dashboard.',
-          }),
-        );
-      }
-
-      const limit = await runtime.rateLimiter.hit(session.keyId, runtime.clock.now().getTime());
-      if (!limit.allowed) {
-        reply.header('Retry-After', String(limit.resetSeconds));
-        return refuse(request, reply, 429, 'Too many requests', `Wait ${limit.resetSeconds} s and reload the page.`);
-      }
-      if (!allows(session, rule.scopes ?? [])) {
-        const needed = (rule.scopes ?? []).join("' or '");
-        return refuse(
-          request,
-          reply,
-          403,
-          'Not allowed with this key',
-          `This needs an API key with the '${needed}' scope. The key you signed in with has: ${[...session.scopes].join(', ') || 'no scopes'}.`,
-        );
-      }
-    });
+    app.addHook('onRequest', (request, reply) => admitSession(deps, secureCookie, refuse, request, reply));
 
     // Forms: after the body is parsed, before any handler runs.
-    app.addHook('preHandler', async (request, reply) => {
-      if (request.method !== 'POST') return;
-      if (!isSameOriginPost(request.headers, apiOrigin)) {
-        return refuse(
-          request,
-          reply,
-          403,
-          'Form not accepted',
-          'This form was sent from another site. For your safety the dashboard only accepts its own forms: open the dashboard and try again.',
-        );
-      }
-      // The sign-in form has no session and so no token: the origin check above is its defence.
-      if ((request.routeOptions.config?.dashboard?.access ?? 'session') !== 'session') return;
-      const session = request.dashboardSession;
-      if (!session || !csrfTokenMatches(session.csrfToken, formOf(request).get(CSRF_FIELD))) {
-        return refuse(
-          request,
-          reply,
-          403,
-          'Form not accepted',
-          'The form was out of date or did not come from this dashboard (its security token did not match). Reload the page and try again.',
-        );
-      }
-    });
+    app.addHook('preHandler', (request, reply) => checkForm(apiOrigin, refuse, request, reply));
 
     app.setErrorHandler((raw: FastifyError | AppError, request, reply) => {
       const error = translate(raw);
@@ -203,6 +126,119 @@ function dashboard(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAs
     registerWebhooks(app, deps);
     registerDevelopers(app, deps, { secureCookie });
   };
+}
+
+type Refuse = (request: FastifyRequest, reply: FastifyReply, status: number, heading: string, text: string) => unknown;
+
+/** A dashboard page that says why a request was refused, with the status it was refused with. */
+function refusePage(
+  deps: DashboardDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  heading: string,
+  text: string,
+) {
+  return sendPage(
+    reply,
+    status,
+    renderPage(
+      pageContext(deps, request),
+      heading,
+      html`<h1>${heading}</h1><p id="error-message">${text}</p><p><a href="/dashboard">Back to the overview</a></p>`,
+      { narrow: true },
+    ),
+  );
+}
+
+/**
+ * Who may reach a dashboard route (its config's `dashboard` rule): assets anyone, public pages
+ * with any session or none, every other page a signed-in session within the key's rate limit and
+ * holding one of the route's scopes. Security headers on every answer.
+ */
+async function admitSession(
+  deps: DashboardDeps,
+  secureCookie: boolean,
+  refuse: Refuse,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<unknown> {
+  const { runtime } = deps;
+  for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
+  reply.header('Cache-Control', 'no-store');
+  const rule = request.routeOptions.config?.dashboard ?? {};
+  const access = rule.access ?? 'session';
+  if (access === 'asset') return;
+
+  const cookie = readSessionCookie(request.headers.cookie);
+  const session = await loadSession(runtime.db, cookie, runtime.clock.now());
+  request.dashboardSession = session ?? null;
+  if (access === 'public') return;
+
+  if (!session) {
+    // A cookie that no longer opens a session is removed, so the browser stops sending it.
+    if (cookie) reply.header('Set-Cookie', clearedSessionCookie(secureCookie));
+    if (request.method === 'GET' || request.method === 'HEAD') {
+      const next = safeNext(request.url);
+      return reply.redirect(withQuery('/dashboard/sign-in', { next, ended: cookie ? '1' : undefined }), 303);
+    }
+    return sendPage(
+      reply,
+      401,
+      signInPage(pageContext(deps, request), {
+        message: cookie
+          ? 'Your session has ended, so the form was not sent. Sign in again and repeat it.'
+          : 'Sign in to use the dashboard.',
+      }),
+    );
+  }
+
+  const limit = await runtime.rateLimiter.hit(session.keyId, runtime.clock.now().getTime());
+  if (!limit.allowed) {
+    reply.header('Retry-After', String(limit.resetSeconds));
+    return refuse(request, reply, 429, 'Too many requests', `Wait ${limit.resetSeconds} s and reload the page.`);
+  }
+  if (!allows(session, rule.scopes ?? [])) {
+    const needed = (rule.scopes ?? []).join("' or '");
+    return refuse(
+      request,
+      reply,
+      403,
+      'Not allowed with this key',
+      `This needs an API key with the '${needed}' scope. The key you signed in with has: ${[...session.scopes].join(', ') || 'no scopes'}.`,
+    );
+  }
+}
+
+/** A form must come from this dashboard: same origin, and (past sign-in) the session's token. */
+async function checkForm(
+  apiOrigin: string,
+  refuse: Refuse,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<unknown> {
+  if (request.method !== 'POST') return;
+  if (!isSameOriginPost(request.headers, apiOrigin)) {
+    return refuse(
+      request,
+      reply,
+      403,
+      'Form not accepted',
+      'This form was sent from another site. For your safety the dashboard only accepts its own forms: open the dashboard and try again.',
+    );
+  }
+  // The sign-in form has no session and so no token: the origin check above is its defence.
+  if ((request.routeOptions.config?.dashboard?.access ?? 'session') !== 'session') return;
+  const session = request.dashboardSession;
+  if (!session || !csrfTokenMatches(session.csrfToken, formOf(request).get(CSRF_FIELD))) {
+    return refuse(
+      request,
+      reply,
+      403,
+      'Form not accepted',
+      'The form was out of date or did not come from this dashboard (its security token did not match). Reload the page and try again.',
+    );
+  }
 }
 
 const HEADINGS: Record<number, string> = {
