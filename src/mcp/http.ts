@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.ts';
 import { readJsonBody } from '../http/json-body.ts';
 import type { AuthContext } from '../http/plugins/auth.ts';
@@ -120,30 +120,9 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
         }
         let body: unknown;
         if (request.method === 'POST') {
-          const type = String(request.headers['content-type'] ?? '');
-          if (!/^application\/json\s*(;|$)/i.test(type)) {
-            return rpcError(reply, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
-          }
-          try {
-            // The API's body rules (UTF-8 only, no content encoding, no lone surrogate), as JSON-RPC errors.
-            body = readJsonBody(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers);
-          } catch (error) {
-            if (error instanceof AppError && error.code === 'unsupported_media_type') {
-              return rpcError(reply, 415, -32000, `Unsupported Media Type: ${error.message}`);
-            }
-            return rpcError(
-              reply,
-              400,
-              -32700,
-              `Parse error: ${error instanceof AppError ? error.message : 'Invalid JSON'}`,
-            );
-          }
-          if (body === undefined) return rpcError(reply, 400, -32700, 'Parse error: the body is empty');
-          const malformed = malformedMessage(body);
-          if (malformed) return rpcError(reply, malformed.status, malformed.code, malformed.message, malformed.id);
-          if (repeatsARequestId(body)) {
-            return rpcError(reply, 400, -32600, 'Invalid Request: each request in a batch needs an id of its own');
-          }
+          const read = readRpcBody(request, reply);
+          if (!read.read) return read.answered;
+          body = read.body;
         }
 
         const sessionHeader = request.headers['mcp-session-id'];
@@ -206,6 +185,43 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
       },
     });
   };
+}
+
+/**
+ * A POST's body read as JSON-RPC under the API's body rules (UTF-8 only, no content encoding, no
+ * lone surrogate), or the reply already answered with the JSON-RPC error that says why not.
+ */
+function readRpcBody(
+  request: FastifyRequest,
+  reply: FastifyReply,
+): { read: true; body: unknown } | { read: false; answered: FastifyReply } {
+  let body: unknown;
+  const type = String(request.headers['content-type'] ?? '');
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    return refused(rpcError(reply, 415, -32000, 'Unsupported Media Type: Content-Type must be application/json'));
+  }
+  try {
+    // The API's body rules (UTF-8 only, no content encoding, no lone surrogate), as JSON-RPC errors.
+    body = readJsonBody(Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0), request.headers);
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'unsupported_media_type') {
+      return refused(rpcError(reply, 415, -32000, `Unsupported Media Type: ${error.message}`));
+    }
+    return refused(
+      rpcError(reply, 400, -32700, `Parse error: ${error instanceof AppError ? error.message : 'Invalid JSON'}`),
+    );
+  }
+  if (body === undefined) return refused(rpcError(reply, 400, -32700, 'Parse error: the body is empty'));
+  const malformed = malformedMessage(body);
+  if (malformed) return refused(rpcError(reply, malformed.status, malformed.code, malformed.message, malformed.id));
+  if (repeatsARequestId(body)) {
+    return refused(rpcError(reply, 400, -32600, 'Invalid Request: each request in a batch needs an id of its own'));
+  }
+  return { read: true, body };
+}
+
+function refused(answered: FastifyReply): { read: false; answered: FastifyReply } {
+  return { read: false, answered };
 }
 
 /**
