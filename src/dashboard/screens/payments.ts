@@ -1,39 +1,38 @@
 import type { FastifyInstance } from 'fastify';
-import { html } from '../../checkout/html.ts';
+import { html, type SafeHtml } from '../../checkout/html.ts';
 import { AppError } from '../../core/errors.ts';
 import { listPaymentAttempts, listRailEvents } from '../../db/repositories/payment-attempts.ts';
+import type { PaymentRow } from '../../db/database.ts';
 import { findPayment, listPaymentsPage } from '../../db/repositories/payments.ts';
 import { listPaymentRefunds } from '../../db/repositories/refunds.ts';
 import { refundActionRequired } from '../../refunds/refunds.ts';
 import { formatDisplay } from '../../domain/money.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../../domain/payment-status.ts';
 import { checkoutUrl, currencyOf, presentPayment } from '../../domain/present-payment.ts';
+import type { Runtime } from '../../runtime.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
+import type { DashboardSession } from '../sessions.ts';
 import { badge, json, maybe, pager, param, renderPage, screen, select, table, time, usdc } from '../view.ts';
 
 const PAGE_SIZE = 50;
 
-export function registerPayments(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
-  const access = { dashboard: { scopes: screen('payments').scopes } };
-
-  app.get('/payments', { config: access }, async (request, reply) => {
-    const session = sessionOf(request);
-    const status = param(request.query, 'status');
-    const reference = param(request.query, 'reference');
-    const startingAfter = param(request.query, 'starting_after');
-    if (status !== undefined && !PAYMENT_STATUSES.includes(status as PaymentStatus)) {
-      throw new AppError('invalid_request', `status must be one of ${PAYMENT_STATUSES.join(', ')}.`, {
-        param: 'status',
-      });
-    }
-    const { data: shown, has_more } = await listPaymentsPage(
-      runtime.db,
-      session,
-      { status: status as PaymentStatus | undefined, reference },
-      { limit: PAGE_SIZE, starting_after: startingAfter },
-    );
-    const body = html`<h1>Payments</h1>
+/** The mode's payments, newest first, filtered by status or reference. */
+async function paymentsPage(runtime: Runtime, session: DashboardSession, query: unknown): Promise<SafeHtml> {
+  const status = param(query, 'status');
+  const reference = param(query, 'reference');
+  const startingAfter = param(query, 'starting_after');
+  if (status !== undefined && !PAYMENT_STATUSES.includes(status as PaymentStatus)) {
+    throw new AppError('invalid_request', `status must be one of ${PAYMENT_STATUSES.join(', ')}.`, {
+      param: 'status',
+    });
+  }
+  const { data: shown, has_more } = await listPaymentsPage(
+    runtime.db,
+    session,
+    { status: status as PaymentStatus | undefined, reference },
+    { limit: PAGE_SIZE, starting_after: startingAfter },
+  );
+  const body = html`<h1>Payments</h1>
 <form class="filters" method="get" action="/dashboard/payments">
 ${select('status', 'Status', PAYMENT_STATUSES, status)}
 <label>Reference<input type="text" name="reference" value="${reference ?? ''}" maxlength="64"></label>
@@ -57,24 +56,22 @@ ${table(
   'payments',
 )}
 ${pager('/dashboard/payments', { status, reference, starting_after: startingAfter }, has_more ? shown.at(-1)?.id : undefined)}`;
-    return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Payments', body, { section: 'payments' }));
-  });
+  return body;
+}
 
-  app.get<{ Params: { id: string } }>('/payments/:id', { config: access }, async (request, reply) => {
-    const session = sessionOf(request);
-    const row = await findPayment(runtime.db, session, request.params.id);
-    if (!row) throw new AppError('not_found', `No such payment: '${request.params.id}'.`, { param: 'id' });
-    const p = presentPayment(runtime.config, row);
-    // What finance needs to answer "did this payer pay?": every attempt and every provider message.
-    const attempts = await listPaymentAttempts(runtime.db, row.id);
-    const railEvents = await listRailEvents(runtime.db, row.id);
-    const refunds = await listPaymentRefunds(runtime.db, session, row.id);
-    const body = html`<h1>Payment <code>${p.id}</code></h1>
+/** One payment for finance: its record, every attempt to pay it, its refunds and every provider message. */
+async function paymentPage(runtime: Runtime, session: DashboardSession, row: PaymentRow): Promise<SafeHtml> {
+  const p = presentPayment(runtime.config, row);
+  // What finance needs to answer "did this payer pay?": every attempt and every provider message.
+  const attempts = await listPaymentAttempts(runtime.db, row.id);
+  const railEvents = await listRailEvents(runtime.db, row.id);
+  const refunds = await listPaymentRefunds(runtime.db, session, row.id);
+  const body = html`<h1>Payment <code>${p.id}</code></h1>
 <div class="card"><dl class="facts">
 <dt>Status</dt><dd>${badge(p.status)}</dd>
 <dt>Amount</dt><dd>${formatDisplay(row.amount_minor, currencyOf(row))}${
-      row.refunded_minor > 0n && html` (refunded ${formatDisplay(row.refunded_minor, currencyOf(row))})`
-    }</dd>
+    row.refunded_minor > 0n && html` (refunded ${formatDisplay(row.refunded_minor, currencyOf(row))})`
+  }</dd>
 <dt>Merchant name</dt><dd>${maybe(p.merchant_name)}</dd>
 <dt>Description</dt><dd>${maybe(p.description)}</dd>
 <dt>Reference</dt><dd>${maybe(p.reference)}</dd>
@@ -143,10 +140,27 @@ ${table(
   'rail-events',
 )}
 <p><a href="/dashboard/payments">All payments</a></p>`;
+  return body;
+}
+
+export function registerPayments(app: FastifyInstance, deps: DashboardDeps): void {
+  const { runtime } = deps;
+  const access = { dashboard: { scopes: screen('payments').scopes } };
+
+  app.get('/payments', { config: access }, async (request, reply) => {
+    const body = await paymentsPage(runtime, sessionOf(request), request.query);
+    return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Payments', body, { section: 'payments' }));
+  });
+
+  app.get<{ Params: { id: string } }>('/payments/:id', { config: access }, async (request, reply) => {
+    const session = sessionOf(request);
+    const row = await findPayment(runtime.db, session, request.params.id);
+    if (!row) throw new AppError('not_found', `No such payment: '${request.params.id}'.`, { param: 'id' });
+    const body = await paymentPage(runtime, session, row);
     return sendPage(
       reply,
       200,
-      renderPage(pageContext(deps, request), `Payment ${p.id}`, body, { section: 'payments' }),
+      renderPage(pageContext(deps, request), `Payment ${row.id}`, body, { section: 'payments' }),
     );
   });
 }
