@@ -11,7 +11,6 @@ import { type ChainConnection, connectChain, readTokenBalance, readTreasuryBalan
 import { plainUsdAbi } from '../src/chain/contracts/abis.ts';
 import { DEV_ACCOUNTS } from '../src/chain/devnet.ts';
 import { sendAs } from '../src/chain/testing.ts';
-import type { Runtime } from '../src/runtime.ts';
 import { type SettlementWorker, startSettlementWorker } from '../src/settlement/worker.ts';
 import { caip2, type PaymentPayload, type PaymentRequirements } from '../src/x402/messages.ts';
 import { settleAuthorization } from '../src/x402/settle.ts';
@@ -20,7 +19,7 @@ import { type TestAccount, testAccount } from './support/harness.ts';
 import { expectSettlementInvariants, settlementRuntime, waitUntil } from './support/settlement.ts';
 
 let chain: ChainConnection;
-let runtime: Runtime;
+let runtime: Awaited<ReturnType<typeof settlementRuntime>>;
 let merchant: TestAccount;
 const workers: SettlementWorker[] = [];
 const payer = privateKeyToAccount(keccak256(toHex('x402 faults payer')));
@@ -44,15 +43,18 @@ function worker(): SettlementWorker {
 }
 
 /** A payment of `value` as @x402/evm's client signs it, to plainpay's treasury. */
-async function payment(value: bigint): Promise<{ payload: PaymentPayload; requirements: PaymentRequirements }> {
+async function payment(
+  value: bigint,
+  window?: { validAfter: bigint; validBefore: bigint },
+): Promise<{ payload: PaymentPayload; requirements: PaymentRequirements }> {
   const target = await x402Target(chain);
   const now = BigInt(Math.floor(Date.now() / 1000));
   const authorization = {
     from: payer.address,
     to: target.payTo,
     value,
-    validAfter: now - 600n,
-    validBefore: now + 3600n,
+    validAfter: window?.validAfter ?? now - 600n,
+    validBefore: window?.validBefore ?? now + 3600n,
     nonce: keccak256(toHex(`faults ${Math.random()}`)),
   };
   const signature = await payer.signTypedData({
@@ -139,4 +141,21 @@ it('after a crash between submit and confirm, broadcasts the stored transaction 
     .execute();
   expect(received).toEqual([{ kind: 'usdc_received' }]);
   await expectSettlementInvariants(runtime, chain);
+});
+
+it('settles a fresh payload on an idle devnet whose newest block is old (validAfter after that block)', async () => {
+  // The node's clock runs 20 minutes past its newest block, as on a devnet idle that long; the
+  // service's clock agrees with the node's. A client signs validAfter = now - 10 min, after that block.
+  await chain.publicClient.request({ method: 'evm_increaseTime', params: [1200] } as never);
+  runtime.clock.advance(1_200_000);
+  const now = BigInt(Math.floor(runtime.clock.now().getTime() / 1000));
+  const newest = (await chain.publicClient.getBlock({ blockTag: 'latest' })).timestamp;
+  expect(newest).toBeLessThan(now - 600n);
+  const fresh = await payment(150_000n, { validAfter: now - 600n, validBefore: now + 600n });
+  const outcome = await settleAuthorization(
+    runtime,
+    { accountId: merchant.accountId, livemode: false, ...fresh },
+    { waitMs: 20_000 },
+  );
+  expect(outcome).toMatchObject({ status: 'settled', payer: payer.address });
 });
