@@ -1,7 +1,8 @@
 // x402 settle under faults, in the style of the settlement crash tests (test/settlement.relayer.test.ts):
 // the worker dies between storing the signed transferWithAuthorization and its confirmation, and the
 // node loses the transaction; the next worker broadcasts the stored bytes again (never re-signing),
-// and the payment is credited once.
+// and the payment is credited once. And a payload signed a minute ago settles on an idle devnet
+// whose newest block is older than its validAfter. (The reorg case: test/chaos/x402-reorg.test.ts.)
 
 import type { Hex } from 'viem';
 import { encodeFunctionData, keccak256, toHex } from 'viem';
@@ -12,9 +13,9 @@ import { plainUsdAbi } from '../src/chain/contracts/abis.ts';
 import { DEV_ACCOUNTS } from '../src/chain/devnet.ts';
 import { sendAs } from '../src/chain/testing.ts';
 import { type SettlementWorker, startSettlementWorker } from '../src/settlement/worker.ts';
-import { caip2, type PaymentPayload, type PaymentRequirements } from '../src/x402/messages.ts';
+import { caip2 } from '../src/x402/messages.ts';
 import { settleAuthorization } from '../src/x402/settle.ts';
-import { TRANSFER_WITH_AUTHORIZATION_TYPES, x402Target } from '../src/x402/verify-exact.ts';
+import { signExactPayment } from './support/x402.ts';
 import { type TestAccount, testAccount } from './support/harness.ts';
 import { expectSettlementInvariants, settlementRuntime, waitUntil } from './support/settlement.ts';
 
@@ -42,43 +43,6 @@ function worker(): SettlementWorker {
   return w;
 }
 
-/** A payment of `value` as @x402/evm's client signs it, to plainpay's treasury. */
-async function payment(
-  value: bigint,
-  window?: { validAfter: bigint; validBefore: bigint },
-): Promise<{ payload: PaymentPayload; requirements: PaymentRequirements }> {
-  const target = await x402Target(chain);
-  const now = BigInt(Math.floor(Date.now() / 1000));
-  const authorization = {
-    from: payer.address,
-    to: target.payTo,
-    value,
-    validAfter: window?.validAfter ?? now - 600n,
-    validBefore: window?.validBefore ?? now + 3600n,
-    nonce: keccak256(toHex(`faults ${Math.random()}`)),
-  };
-  const signature = await payer.signTypedData({
-    domain: { name: target.name, version: target.version, chainId: chain.chainId, verifyingContract: target.asset },
-    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
-    primaryType: 'TransferWithAuthorization',
-    message: authorization,
-  });
-  const requirements = {
-    scheme: 'exact',
-    network: caip2(chain.chainId),
-    amount: value.toString(),
-    asset: target.asset,
-    payTo: target.payTo,
-    maxTimeoutSeconds: 60,
-    extra: { name: target.name, version: target.version },
-  };
-  const wire = Object.fromEntries(Object.entries(authorization).map(([k, v]) => [k, v.toString()]));
-  return {
-    requirements,
-    payload: { x402Version: 2, accepted: requirements, payload: { signature, authorization: wire } },
-  };
-}
-
 async function authorizationTransactions(id: string) {
   return await runtime.db
     .selectFrom('chain_transactions')
@@ -90,7 +54,7 @@ async function authorizationTransactions(id: string) {
 
 it('after a crash between submit and confirm, broadcasts the stored transaction again and credits once', async () => {
   await chain.setAutomine!(false);
-  const paid = await payment(400_000n);
+  const paid = await signExactPayment(chain, payer, 400_000n);
   const input = { accountId: merchant.accountId, livemode: false, ...paid };
   const [payerBefore, treasuryBefore] = [
     await readTokenBalance(chain, payer.address),
@@ -151,7 +115,7 @@ it('settles a fresh payload on an idle devnet whose newest block is old (validAf
   const now = BigInt(Math.floor(runtime.clock.now().getTime() / 1000));
   const newest = (await chain.publicClient.getBlock({ blockTag: 'latest' })).timestamp;
   expect(newest).toBeLessThan(now - 600n);
-  const fresh = await payment(150_000n, { validAfter: now - 600n, validBefore: now + 600n });
+  const fresh = await signExactPayment(chain, payer, 150_000n, { validAfter: now - 600n, validBefore: now + 600n });
   const outcome = await settleAuthorization(
     runtime,
     { accountId: merchant.accountId, livemode: false, ...fresh },
