@@ -149,6 +149,7 @@ const authorizationStillSubmitted: StillInFlight = async (trx, tx) =>
  * Returns how many ended or moved on.
  */
 export async function trackSubmittedAuthorizations(ctx: SettlementContext, session: ChainSession): Promise<number> {
+  await resubmitFromGoneChains(ctx, session);
   const submitted = await ofThisChain(ctx, session)
     .where('status', '=', 'submitted')
     .where('chain_key', '=', session.key)
@@ -216,6 +217,35 @@ export async function trackSubmittedAuthorizations(ctx: SettlementContext, sessi
     }
   }
   return moved;
+}
+
+/**
+ * Authorizations submitted on an in-process devnet that no longer exists (its process ended: no
+ * live lease on it) are recorded again, to be judged afresh on this chain, as
+ * replanBatchesFromGoneChains does for batches: that chain, with anything that was on it, is gone.
+ */
+async function resubmitFromGoneChains(ctx: SettlementContext, session: ChainSession): Promise<void> {
+  const orphans = await ctx.db
+    .selectFrom('x402_authorizations as x')
+    .innerJoin('chains as c', 'c.chain_key', 'x.chain_key')
+    .select('x.id')
+    .where('x.status', '=', 'submitted')
+    .where('x.chain_key', '!=', session.key)
+    .where('c.ephemeral', '=', true)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('relayer_leases as l')
+            .select('l.chain_key')
+            .whereRef('l.chain_key', '=', 'x.chain_key')
+            .where('l.expires_at', '>', sql<Date>`now()`),
+        ),
+      ),
+    )
+    .execute();
+  for (const orphan of orphans) {
+    await resubmit(ctx, orphan.id, 'the in-process devnet this was signed for is gone');
+  }
 }
 
 async function resubmit(ctx: SettlementContext, id: string, why: string): Promise<void> {
