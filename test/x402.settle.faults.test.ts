@@ -2,7 +2,8 @@
 // the worker dies between storing the signed transferWithAuthorization and its confirmation, and the
 // node loses the transaction; the next worker broadcasts the stored bytes again (never re-signing),
 // and the payment is credited once. And a payload signed a minute ago settles on an idle devnet
-// whose newest block is older than its validAfter. (The reorg case: test/chaos/x402-reorg.test.ts.)
+// whose newest block is older than its validAfter; and two settles of one new payload at once pay
+// once. (The reorg case: test/chaos/x402-reorg.test.ts.)
 
 import type { Hex } from 'viem';
 import { encodeFunctionData, keccak256, toHex } from 'viem';
@@ -122,4 +123,26 @@ it('settles a fresh payload on an idle devnet whose newest block is old (validAf
     { waitMs: 20_000 },
   );
   expect(outcome).toMatchObject({ status: 'settled', payer: payer.address });
+});
+
+it('two settles of one new payload at once: one records, the other waits for it; one transfer, one payment', async () => {
+  const input = { accountId: merchant.accountId, livemode: false, ...(await signExactPayment(chain, payer, 50_000n)) };
+  const count = async (table: 'payments' | 'x402_authorizations') =>
+    Number(
+      (
+        await runtime.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const before = { payer: await readTokenBalance(chain, payer.address), payments: await count('payments') };
+  const [a, b] = await Promise.all([
+    settleAuthorization(runtime, input, { waitMs: 20_000 }),
+    settleAuthorization(runtime, input, { waitMs: 20_000 }),
+  ]);
+  expect(a).toMatchObject({ status: 'settled' });
+  expect(b).toEqual(a);
+  expect(await readTokenBalance(chain, payer.address)).toBe(before.payer - 50_000n);
+  expect(await count('payments')).toBe(before.payments + 1);
 });
