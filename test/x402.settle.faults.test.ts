@@ -3,9 +3,10 @@
 // node loses the transaction; the next worker broadcasts the stored bytes again (never re-signing),
 // and the payment is credited once. And a payload signed a minute ago settles on an idle devnet
 // whose newest block is older than its validAfter; and two settles of one new payload at once pay
-// once. (The reorg case: test/chaos/x402-reorg.test.ts.)
+// once; an unmined transfer is fee-bumped at the same nonce, to the token, with the same calldata.
+// (The reorg case: test/chaos/x402-reorg.test.ts.)
 
-import type { Hex } from 'viem';
+import { type Hex, parseTransaction } from 'viem';
 import { encodeFunctionData, keccak256, toHex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -38,8 +39,8 @@ afterAll(async () => {
   await chain?.close();
 });
 
-function worker(): SettlementWorker {
-  const w = startSettlementWorker(runtime, { pollIntervalMs: 20 });
+function worker(options: Parameters<typeof startSettlementWorker>[1] = {}): SettlementWorker {
+  const w = startSettlementWorker(runtime, { pollIntervalMs: 20, ...options });
   workers.push(w);
   return w;
 }
@@ -145,4 +146,32 @@ it('two settles of one new payload at once: one records, the other waits for it;
   expect(b).toEqual(a);
   expect(await readTokenBalance(chain, payer.address)).toBe(before.payer - 50_000n);
   expect(await count('payments')).toBe(before.payments + 1);
+});
+
+it('an unmined transfer is replaced at the same nonce, to the token, with the same calldata and a higher fee', async () => {
+  // The workers before give the relayer lease up: the one that bumps soon must hold it.
+  for (const w of workers) await w.stop();
+  await chain.setAutomine!(false);
+  const input = { accountId: merchant.accountId, livemode: false, ...(await signExactPayment(chain, payer, 70_000n)) };
+  const bumping = worker({ feeBumpAfterMs: 300, rebroadcastAfterMs: 200 });
+  expect(await settleAuthorization(runtime, input, { waitMs: 0 })).toMatchObject({ status: 'pending' });
+  const row = await runtime.db
+    .selectFrom('x402_authorizations')
+    .select('id')
+    .orderBy('created_at', 'desc')
+    .executeTakeFirstOrThrow();
+  await waitUntil('a fee bump', async () => (await authorizationTransactions(row.id)).length >= 2);
+  await chain.mine!(1);
+  await chain.setAutomine!(true);
+  const outcome = await settleAuthorization(runtime, input, { waitMs: 20_000 });
+  expect(outcome).toMatchObject({ status: 'settled' });
+  await bumping.stop();
+  const txs = await authorizationTransactions(row.id);
+  const parsed = txs.map((t) => parseTransaction(t.raw_transaction as Hex));
+  expect(new Set(parsed.map((t) => t.nonce)).size).toBe(1);
+  expect(new Set(parsed.map((t) => t.data)).size).toBe(1);
+  expect(parsed.every((t) => t.to?.toLowerCase() === chain.tokenAddress.toLowerCase())).toBe(true);
+  expect(txs.filter((t) => t.status === 'mined').map((t) => t.hash)).toEqual([
+    (outcome as { transaction: string }).transaction,
+  ]);
 });

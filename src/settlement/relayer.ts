@@ -146,6 +146,7 @@ export async function sendPlannedBatches(ctx: SettlementContext, session: ChainS
   let sent = 0;
   for (const batch of planned) {
     const data = batchCalldata(session, batch);
+    const owner: NonceOwner = { batch_id: batch.id };
     let gas: bigint;
     try {
       gas = await estimateBatchGas(session.conn, data);
@@ -166,20 +167,15 @@ export async function sendPlannedBatches(ctx: SettlementContext, session: ChainS
         .forUpdate()
         .executeTakeFirst();
       if (locked?.status !== 'planned') return null;
-      const nonce = await allocateNonce(trx, ctx, session, { batch_id: batch.id }, BigInt(chainNonce));
+      const nonce = await allocateNonce(trx, ctx, session, owner, BigInt(chainNonce));
       if (nonce === undefined) return 'lease_lost' as const;
-      const row = await signAndStore(
-        trx,
-        session,
-        { batch_id: batch.id },
-        {
-          nonce,
-          data,
-          gas,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-        },
-      );
+      const row = await signAndStore(trx, session, owner, {
+        nonce,
+        data,
+        gas,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      });
       await trx
         .updateTable('settlement_batches')
         .set({
