@@ -470,6 +470,15 @@ export const failX402Authorization = defineTool({
       failure_reason: `${input.reason}: ${input.message}`.slice(0, 300),
       completed_at: now,
     });
+    if (authorization.reversals > 0) {
+      // It was credited once, then a reorg took the transfer away, and now it can never land again:
+      // the merchant holds a credit no money backs. The collection invariant names the payment (its
+      // day's reconciliation: credit_without_operator_collection); settling it is an operator's task.
+      ctx.logger.error(
+        { authorization: authorization.id, payment: authorization.payment_id },
+        'a credited x402 payment lost its transfer to a reorg and can no longer land',
+      );
+    }
     const reopened = await transitionPayment(db, authorization.payment_id, 'processing', 'pending', {}, now);
     const payment =
       reopened ??
