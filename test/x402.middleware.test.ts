@@ -314,6 +314,32 @@ describe('settle refuses, with the specification reason, and moves nothing', () 
     });
     expect(await snapshot(payer)).toEqual(before);
   });
+
+  it('answers a malformed body with the reason naming the field, never a 500', async () => {
+    const good = await signed();
+    const cases: Array<[unknown, string, RegExp]> = [
+      [{}, 'invalid_payload', /paymentPayload, paymentRequirements/],
+      [
+        { ...good, paymentRequirements: { ...good.paymentRequirements, amount: '-1' } },
+        'invalid_payment_requirements',
+        /amount/,
+      ],
+      [
+        { ...good, paymentPayload: { ...good.paymentPayload, payload: { signature: 'nope' } } },
+        'invalid_payload',
+        /signature/,
+      ],
+    ];
+    const before = await snapshot();
+    for (const [body, reason, names] of cases) {
+      const answer = await settleAt(merchant.apiKey, body);
+      expect(answer.statusCode).toBe(200);
+      const json = answer.json() as SettleResponse;
+      expect(json).toMatchObject({ success: false, errorReason: reason, transaction: '' });
+      expect(json.errorMessage).toMatch(names);
+    }
+    expect(await snapshot()).toEqual(before);
+  });
 });
 
 /** A payload of the exact scheme as @x402/evm's client builds it, with `change` applied to the authorization. */
