@@ -8,10 +8,12 @@ import Fastify, {
 import { type CompressedAsset, checkoutAssets } from './assets.ts';
 import { compressPage, negotiateEncoding } from './encoding.ts';
 import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt, type PaymentAttemptRow } from './attempts.ts';
+import { answerUnpaidRequest, isAgentRequest } from './agent-answer.ts';
 import { isSameOriginPost } from './csrf.ts';
 import { ATTEMPT_NOTICES, type CheckoutPageOptions, checkoutPage, type MessagePage, messagePage } from './pages.ts';
 import { STATUS_STREAM_LIMITS, type StatusStreamLimits, statusStreams } from './status-stream.ts';
 import { type CheckoutStatusBody, checkoutView, payPath, presentCheckoutStatus } from './view.ts';
+import type { ChainConnection } from '../chain/chain.ts';
 import { AppError, isAppError } from '../core/errors.ts';
 import { isOpenAttempt, type PaymentRow } from '../db/database.ts';
 import { findPaymentById } from '../db/repositories/payments.ts';
@@ -215,6 +217,8 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
 
   const load = async (id: string): Promise<PaymentRow | undefined> =>
     isId('pay', id) ? findPaymentById(runtime.db, id) : undefined;
+  const noSuchSession = (id: string): AppError =>
+    new AppError('not_found', `No such checkout session: '${id}'.`, { param: 'id' });
 
   const viewOf = async (row: PaymentRow, open?: PaymentAttemptRow) => {
     const accountName = row.merchant_name === null ? await findAccountName(runtime.db, row.account_id) : undefined;
@@ -256,6 +260,10 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     '/pay/:id',
     async (request, reply) => {
       const row = await load(request.params.id);
+      if (isAgentRequest(request.headers)) {
+        if (!row) throw noSuchSession(request.params.id);
+        return answerUnpaidRequest(reply, config, await chainOrUnavailable(runtime), row, runtime.clock.now());
+      }
       if (!row) return unknownSession(reply);
       return renderCheckout(reply, row, 200, request.query.attempt, undefined, request.query.open === '1');
     },
@@ -353,8 +361,6 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     const row = await load(id);
     return row && presentCheckoutStatus(await viewOf(row, await openAttemptOf(row)));
   };
-  const noSuchSession = (id: string): AppError =>
-    new AppError('not_found', `No such checkout session: '${id}'.`, { param: 'id' });
 
   const streams = statusStreams(statusOf, runtime.notifications, runtime.logger, {
     ...STATUS_STREAM_LIMITS,
@@ -427,9 +433,25 @@ function pathOf(request: FastifyRequest): string {
   return request.url.split('?')[0] ?? request.url;
 }
 
-/** The polling endpoint speaks the API's error object; everything else on this host is a page. */
+/**
+ * The polling endpoint, the page's USDC endpoint and an agent on the checkout URL speak the API's
+ * error object; everything else on this host is a page.
+ */
 function wantsJson(request: FastifyRequest): boolean {
-  return pathOf(request).endsWith('/status');
+  const path = pathOf(request);
+  return path.endsWith('/status') || path.endsWith('/usdc') || isAgentRequest(request.headers);
+}
+
+/** The chain, or a 503 the payer can retry: USDC cannot be offered while the node does not answer. */
+async function chainOrUnavailable(runtime: Runtime): Promise<ChainConnection> {
+  try {
+    return await runtime.chain();
+  } catch (error) {
+    throw new AppError('unavailable', 'USDC payments are unavailable for a moment: please retry shortly.', {
+      cause: error,
+      headers: { 'Retry-After': '10' },
+    });
+  }
 }
 
 function translate(error: FastifyError | AppError): AppError {
