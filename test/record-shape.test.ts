@@ -50,6 +50,8 @@ const NOT_RECORDS: Record<string, string> = {
   'GET /x402/supported':
     "the x402 v2 facilitator interface fixes its fields (kinds, extensions, signers): the ecosystem's clients parse it",
   'POST /x402/verify': 'the x402 v2 facilitator interface fixes its fields (isValid, invalidReason, payer)',
+  'POST /x402/settle':
+    'the x402 v2 facilitator interface fixes its fields (success, errorReason, payer, transaction, network)',
 };
 
 /** A money call the policy held (202): nothing was made yet; confirmation_id names the held action. */

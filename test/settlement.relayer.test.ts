@@ -98,12 +98,12 @@ describe('relayer', () => {
     worker(runtime, { feeBumpAfterMs: 300, rebroadcastAfterMs: 200 });
 
     const first = await waitForPendingTx(runtime);
-    await waitUntil('a fee bump', async () => (await batchTransactions(runtime, first.batch_id)).length >= 2);
+    await waitUntil('a fee bump', async () => (await batchTransactions(runtime, first.batch_id!)).length >= 2);
     await chain.mine!(1);
     await chain.setAutomine!(true);
     await waitUntil('settlement', async () => (await findPaymentById(runtime.db, payment!.id))?.status === 'settled');
 
-    const txs = await batchTransactions(runtime, first.batch_id);
+    const txs = await batchTransactions(runtime, first.batch_id!);
     expect(new Set(txs.map((t) => t.nonce)).size).toBe(1);
     const calldata = txs.map((t) => parseTransaction(t.raw_transaction as Hex).data);
     expect(new Set(calldata).size).toBe(1);
@@ -135,7 +135,7 @@ describe('relayer', () => {
     await chain.setAutomine!(true);
     worker(runtime);
     await waitUntil('settlement', async () => (await findPaymentById(runtime.db, payment!.id))?.status === 'settled');
-    const txs = await batchTransactions(runtime, stored.batch_id);
+    const txs = await batchTransactions(runtime, stored.batch_id!);
     expect(txs).toHaveLength(1);
     expect(txs[0]!.hash).toBe(stored.hash);
     expect(txs[0]!.raw_transaction).toBe(stored.raw_transaction);
@@ -183,7 +183,7 @@ describe('relayer', () => {
     expect(failed.failure_reason).toContain('reverted');
     expect(failed.tx_hash).toBe(doomed.hash);
     expect(failed.gas_used).toBe(receipt.gasUsed);
-    expect((await batchTransactions(runtime, doomed.batch_id))[0]?.status).toBe('reverted');
+    expect((await batchTransactions(runtime, doomed.batch_id!))[0]?.status).toBe('reverted');
     const transfers = await runtime.db
       .selectFrom('transfers')
       .selectAll()
@@ -225,7 +225,7 @@ describe('relayer', () => {
       .executeTakeFirstOrThrow();
     expect(batch.status).toBe('confirmed');
     expect(batch.chain_key).not.toBe(null);
-    const txs = await batchTransactions(runtime, stored.batch_id);
+    const txs = await batchTransactions(runtime, stored.batch_id!);
     // By chain and hash: re-signing the same transfer at the same nonce and fee on the new devnet
     // gives the same hash (signatures are deterministic), so the two chains' rows may share it and
     // their order (by fee) is not fixed.

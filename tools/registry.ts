@@ -28,6 +28,11 @@ import {
 } from './system/settlement-batches.ts';
 import { startPaymentAttempt } from './system/start-payment-attempt.ts';
 import { startPaymentSettlements } from './system/start-payment-settlements.ts';
+import {
+  confirmX402Authorization,
+  failX402Authorization,
+  recordX402Authorization,
+} from './system/x402-authorizations.ts';
 
 /**
  * The catalogue: every tool, in one explicit list (no autoloading). The REST routes, the agent,
@@ -74,4 +79,7 @@ export const SYSTEM_TOOLS: readonly AnyTool[] = [
   expirePayments,
   fundTestBalance,
   recordTreasuryOpening,
+  recordX402Authorization,
+  confirmX402Authorization,
+  failX402Authorization,
 ];

@@ -6,6 +6,7 @@ import type { SettlementTables } from './tables/settlement.ts';
 import type { WebhookTables } from './tables/webhooks.ts';
 import type { RailTables } from './tables/rails.ts';
 import type { ReconciliationTables } from './tables/reconciliation.ts';
+import type { X402Tables } from './tables/x402.ts';
 import type { EventType } from '../webhooks/event-types.ts';
 
 /**
@@ -202,6 +203,7 @@ export interface Database
     DashboardTables,
     RailTables,
     ReconciliationTables,
+    X402Tables,
     AuditTables {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;

@@ -13,8 +13,11 @@ import {
   SETTLEMENT_CURRENCY,
 } from './money.ts';
 
-/** Where a rate came from; stored with every quote so a sandbox rate is never mistaken for a market one. */
-export type RateSource = 'sandbox' | 'file';
+/**
+ * Where a rate came from; stored with every quote so a sandbox rate is never mistaken for a market
+ * one. `identity`: the payer paid in the settlement asset itself (USDC in), no conversion.
+ */
+export type RateSource = 'sandbox' | 'file' | 'identity';
 
 /** Local-currency units per 1 unit of `base` (the settlement stablecoin), as decimal strings. */
 export interface RateTable {

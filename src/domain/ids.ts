@@ -27,6 +27,7 @@ export const ID_PREFIXES = [
   'fund', // test-mode balance funding
   'whsec', // webhook signing secret (the row; the secret itself is whsec_ + base64)
   'col', // collection account: the operator's provider integration that collects payers' money
+  'xauth', // x402 authorization: an EIP-3009 authorization plainpay was asked to settle
 ] as const;
 
 export type IdPrefix = (typeof ID_PREFIXES)[number];

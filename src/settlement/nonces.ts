@@ -2,10 +2,10 @@
 // chain: a reorg takes mined transactions off it, a node restart loses its pool. Every later
 // transaction then waits behind the first missing nonce, for ever. Each turn the worker compares
 // the stored next nonce with the chain's (pending) and fills the first gap, oldest first:
-// - the nonce belongs to a batch still in flight: its stored signed transaction is sent again, the
-//   same bytes (the newest sibling if fees were bumped);
-// - the nonce belongs to a confirmed batch: the reorg watch decides (it puts the batch back in
-//   flight if its transaction is really gone), nothing is done here;
+// - the nonce belongs to a batch (or an x402 authorization, migration 031) still in flight: its
+//   stored signed transaction is sent again, the same bytes (the newest sibling if fees were bumped);
+// - the nonce belongs to a confirmed batch or authorization: the reorg watch decides (it puts the
+//   batch back in flight if its transaction is really gone), nothing is done here;
 // - otherwise (its batch failed and its transfers were released, or the nonce was never ours): that
 //   transaction must never land, so the nonce is refilled with a zero-value transfer from the
 //   relayer to itself (gas estimated), stored before it is broadcast, signed again at the same
@@ -81,29 +81,20 @@ async function repairNonce(
     .leftJoin('settlement_batches as b', (join) =>
       join.onRef('b.id', '=', 'n.batch_id').on('b.chain_key', '=', session.key),
     )
-    .select(['n.batch_id', 'b.id', 'b.status'])
+    .leftJoin('x402_authorizations as x', 'x.id', 'n.authorization_id')
+    .select(['n.batch_id', 'b.id', 'b.status', 'n.authorization_id', 'x.status as authorization_status'])
     .where('n.chain_key', '=', session.key)
     .where('n.relayer_address', '=', session.relayer)
     .where('n.nonce', '=', nonce)
     .executeTakeFirst();
-  if (owner?.status === 'confirmed') return 'wait';
+  if (owner?.status === 'confirmed' || owner?.authorization_status === 'confirmed') return 'wait';
+  if (owner?.authorization_id && owner.authorization_status === 'submitted') {
+    // An authorization's transfer in flight: its stored bytes, as for a batch (the token's nonce
+    // lets it land once whichever of its transactions is mined).
+    return await rebroadcastLive(ctx, session, nonce, 'authorization_id', owner.authorization_id);
+  }
   if (owner?.status === 'sent' && owner.id !== null) {
-    const live = await ctx.db
-      .selectFrom('chain_transactions')
-      .select(['chain_key', 'hash', 'raw_transaction'])
-      .where('chain_key', '=', session.key)
-      .where('batch_id', '=', owner.id)
-      .where('nonce', '=', nonce)
-      .where('status', 'in', ['signed', 'broadcast'])
-      .orderBy('max_fee_per_gas', 'desc')
-      .executeTakeFirst();
-    if (!live) return 'wait';
-    ctx.logger.warn(
-      { batch: owner.id, nonce, tx: live.hash },
-      'nonce gap: the node has no transaction for this nonce; sending the stored one again',
-    );
-    await broadcastStored(ctx, session, live);
-    return 'rebroadcast';
+    return await rebroadcastLive(ctx, session, nonce, 'batch_id', owner.id);
   }
   if (!owner) {
     // Never handed out by this relayer: give whoever used the key time to send it again.
@@ -142,6 +133,32 @@ async function repairNonce(
     await broadcastFill(ctx, session, fill);
   }
   return 'refill';
+}
+
+/** Sends the newest stored transaction of a batch or authorization in flight at `nonce` again. */
+async function rebroadcastLive(
+  ctx: SettlementContext,
+  session: ChainSession,
+  nonce: bigint,
+  ownerColumn: 'batch_id' | 'authorization_id',
+  ownerId: string,
+): Promise<'rebroadcast' | 'wait'> {
+  const live = await ctx.db
+    .selectFrom('chain_transactions')
+    .select(['chain_key', 'hash', 'raw_transaction'])
+    .where('chain_key', '=', session.key)
+    .where(ownerColumn, '=', ownerId)
+    .where('nonce', '=', nonce)
+    .where('status', 'in', ['signed', 'broadcast'])
+    .orderBy('max_fee_per_gas', 'desc')
+    .executeTakeFirst();
+  if (!live) return 'wait';
+  ctx.logger.warn(
+    { [ownerColumn === 'batch_id' ? 'batch' : 'authorization']: ownerId, nonce, tx: live.hash },
+    'nonce gap: the node has no transaction for this nonce; sending the stored one again',
+  );
+  await broadcastStored(ctx, session, live);
+  return 'rebroadcast';
 }
 
 /** Signs and stores (lease-fenced) a zero-value transfer to the relayer at `nonce`; above `previous`'s fees if given. */

@@ -16,6 +16,7 @@
 
 import { sql } from 'kysely';
 import {
+  type Address,
   BaseError,
   decodeErrorResult,
   type Hex,
@@ -31,7 +32,7 @@ import {
   estimateFees,
   isBatchPaid,
   readTreasuryBalance,
-  signBatchTransaction,
+  signRelayerTransaction,
 } from '../chain/chain.ts';
 import { batchPayoutAbi } from '../chain/contracts/abis.ts';
 import type { Db } from '../db/database.ts';
@@ -45,16 +46,19 @@ import { holdsLease } from '../db/repositories/relayer-leases.ts';
 // ---------------------------------------------------------------------------------------------------
 // Nonces
 
+/** What a relayer nonce and its signed transactions pay: a settlement batch, or an x402 authorization (migration 031). */
+export type NonceOwner = { batch_id: string } | { authorization_id: string };
+
 /**
- * Hands out the next nonce to `batchId`, in the caller's transaction, only while this worker holds
+ * Hands out the next nonce to `owner`, in the caller's transaction, only while this worker holds
  * the lease (checked under the row lock). Skips ahead when the chain shows the key used nonces we
  * did not hand out (another tool used the key). Undefined when the lease is not ours.
  */
-async function allocateNonce(
+export async function allocateNonce(
   trx: Db,
   ctx: SettlementContext,
   session: ChainSession,
-  batchId: string,
+  owner: NonceOwner,
   chainNonce: bigint,
 ): Promise<bigint | undefined> {
   const lease = await trx
@@ -68,7 +72,7 @@ async function allocateNonce(
   const nonce = lease.next_nonce > chainNonce ? lease.next_nonce : chainNonce;
   await trx
     .insertInto('relayer_nonces')
-    .values({ chain_key: session.key, relayer_address: session.relayer, nonce, batch_id: batchId })
+    .values({ chain_key: session.key, relayer_address: session.relayer, nonce, ...owner })
     .execute();
   await trx
     .updateTable('relayer_leases')
@@ -88,13 +92,15 @@ interface Fees {
 }
 
 /** Signs locally and stores the raw transaction and hash, in the caller's transaction, before any broadcast. */
-async function signAndStore(
+export async function signAndStore(
   trx: Db,
   session: ChainSession,
-  batchId: string,
-  tx: { nonce: bigint; data: Hex; gas: bigint } & Fees,
+  owner: NonceOwner,
+  tx: { nonce: bigint; data: Hex; gas: bigint; to?: Address } & Fees,
 ): Promise<ChainTransactionRow> {
-  const signed = await signBatchTransaction(session.conn, {
+  // A batch goes to the batch contract; an authorization to the token (transferWithAuthorization).
+  const signed = await signRelayerTransaction(session.conn, {
+    to: tx.to ?? session.conn.batchAddress,
     nonce: Number(tx.nonce),
     data: tx.data,
     gas: tx.gas,
@@ -108,7 +114,7 @@ async function signAndStore(
       chain_key: session.key,
       relayer_address: session.relayer,
       nonce: tx.nonce,
-      batch_id: batchId,
+      ...owner,
       raw_transaction: signed.rawTransaction,
       gas_limit: tx.gas,
       max_fee_per_gas: tx.maxFeePerGas,
@@ -160,15 +166,20 @@ export async function sendPlannedBatches(ctx: SettlementContext, session: ChainS
         .forUpdate()
         .executeTakeFirst();
       if (locked?.status !== 'planned') return null;
-      const nonce = await allocateNonce(trx, ctx, session, batch.id, BigInt(chainNonce));
+      const nonce = await allocateNonce(trx, ctx, session, { batch_id: batch.id }, BigInt(chainNonce));
       if (nonce === undefined) return 'lease_lost' as const;
-      const row = await signAndStore(trx, session, batch.id, {
-        nonce,
-        data,
-        gas,
-        maxFeePerGas: fees.maxFeePerGas,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-      });
+      const row = await signAndStore(
+        trx,
+        session,
+        { batch_id: batch.id },
+        {
+          nonce,
+          data,
+          gas,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        },
+      );
       await trx
         .updateTable('settlement_batches')
         .set({
@@ -341,9 +352,9 @@ export async function trackSentBatches(ctx: SettlementContext, session: ChainSes
   // Nonce order: a pending transaction must be on the node before the ones after it can be mined.
   const byBatch = new Map<string, typeof txs>();
   for (const tx of txs) {
-    const list = byBatch.get(tx.batch_id);
+    const list = byBatch.get(tx.batch_id!);
     if (list) list.push(tx);
-    else byBatch.set(tx.batch_id, [tx]);
+    else byBatch.set(tx.batch_id!, [tx]);
   }
   const ordered = [...batches].sort((a, b) => {
     const na = byBatch.get(a.id)?.[0]?.nonce ?? 0n;
@@ -418,13 +429,35 @@ async function markNonceUsed(ctx: SettlementContext, batchId: string, used: bool
     .execute();
 }
 
-type TrackedTx = ChainTransactionRow & { age_ms: number; since_broadcast_ms: number | null };
+export type TrackedTx = ChainTransactionRow & { age_ms: number; since_broadcast_ms: number | null };
 
 /**
- * An unmined batch: make sure the node has its newest transaction (broadcast it if this process never
- * did, or again after rebroadcastAfterMs), and replace it with a higher fee after feeBumpAfterMs.
+ * Whether a transaction's owner still wants it mined, checked under the owner's row lock in the
+ * transaction that signs its fee bump. A batch's: still `sent`.
  */
-async function keepMoving(ctx: SettlementContext, session: ChainSession, own: TrackedTx[]): Promise<void> {
+export type StillInFlight = (trx: Db, tx: ChainTransactionRow) => Promise<boolean>;
+
+const batchStillSent: StillInFlight = async (trx, tx) => {
+  const batch = await trx
+    .selectFrom('settlement_batches')
+    .select('status')
+    .where('id', '=', tx.batch_id!)
+    .forUpdate()
+    .executeTakeFirst();
+  return batch?.status === 'sent';
+};
+
+/**
+ * An unmined batch (or authorization): make sure the node has its newest transaction (broadcast it
+ * if this process never did, or again after rebroadcastAfterMs), and replace it with a higher fee
+ * after feeBumpAfterMs.
+ */
+export async function keepMoving(
+  ctx: SettlementContext,
+  session: ChainSession,
+  own: TrackedTx[],
+  stillInFlight: StillInFlight = batchStillSent,
+): Promise<void> {
   const newest = own[own.length - 1]!;
   const first = own[0]!;
   const stale = newest.since_broadcast_ms === null || newest.since_broadcast_ms >= ctx.options.rebroadcastAfterMs;
@@ -440,7 +473,7 @@ async function keepMoving(ctx: SettlementContext, session: ChainSession, own: Tr
         ctx.logger.error({ tx: newest.hash, cap: cap.toString() }, 'fee bump cap reached; transaction still unmined');
       return;
     }
-    await bumpFee(ctx, session, newest, cap);
+    await bumpFee(ctx, session, newest, cap, stillInFlight);
   }
 }
 
@@ -450,6 +483,7 @@ async function bumpFee(
   session: ChainSession,
   tx: ChainTransactionRow,
   cap: bigint,
+  stillInFlight: StillInFlight,
 ): Promise<void> {
   const estimate = await estimateFees(session.conn);
   const raise = (value: bigint): bigint => (value * 125n + 99n) / 100n;
@@ -462,14 +496,10 @@ async function bumpFee(
   if (!original.data) throw new Error(`stored transaction ${tx.hash} has no calldata`);
   const data = original.data;
   const bumped = await ctx.db.transaction().execute(async (trx) => {
-    const batch = await trx
-      .selectFrom('settlement_batches')
-      .select('status')
-      .where('id', '=', tx.batch_id)
-      .forUpdate()
-      .executeTakeFirst();
-    if (batch?.status !== 'sent' || !(await holdsLease(trx, ctx, session))) return null;
-    return await signAndStore(trx, session, tx.batch_id, {
+    if (!(await stillInFlight(trx, tx)) || !(await holdsLease(trx, ctx, session))) return null;
+    const owner: NonceOwner = tx.batch_id ? { batch_id: tx.batch_id } : { authorization_id: tx.authorization_id! };
+    return await signAndStore(trx, session, owner, {
+      to: original.to ?? undefined,
       nonce: tx.nonce,
       data,
       gas: tx.gas_limit,
@@ -479,7 +509,14 @@ async function bumpFee(
   });
   if (!bumped) return;
   ctx.logger.info(
-    { batch: tx.batch_id, nonce: tx.nonce, replaces: tx.hash, tx: bumped.hash, maxFeePerGas },
+    {
+      batch: tx.batch_id,
+      authorization: tx.authorization_id,
+      nonce: tx.nonce,
+      replaces: tx.hash,
+      tx: bumped.hash,
+      maxFeePerGas,
+    },
     'fee bump: same nonce, same calldata, higher fee',
   );
   await broadcastStored(ctx, session, bumped);

@@ -4,7 +4,8 @@
 //      node; otherwise refuse to go on: chain-health.ts), and if this worker holds the relayer lease
 //      for the chain: re-check confirmed batches for reorgs (reorgs.ts), repair nonce gaps
 //      (nonces.ts), follow sent batches (confirm / fail / re-broadcast / fee bump), plan batches
-//      from queued transfers (netted), sign-store-broadcast planned batches.
+//      from queued transfers (netted), sign-store-broadcast planned batches, then follow and
+//      submit x402 authorizations (authorizations.ts) the same way.
 // While on-chain work is in flight the loop turns every pollIntervalMs (a busy turn goes again at
 // once); with none it sleeps until a paid payment or a queued transfer is announced (notifications),
 // the next held transfer falls due, or idlePollMs passes (a lost notification costs no more).
@@ -31,6 +32,7 @@ import { defaultSettlementOptions, newHolderId, type SettlementContext, type Set
 import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
 import { settlePaidPayments } from './payment-settlement.ts';
 import { sendPlannedBatches, trackSentBatches } from './relayer.ts';
+import { submitRecordedAuthorizations, trackSubmittedAuthorizations } from './authorizations.ts';
 import { acquireRelayerLease, releaseRelayerLease } from './relayer-lease.ts';
 
 export interface SettlementWorkerOptions extends Partial<SettlementOptions> {
@@ -126,7 +128,10 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
     const ended = await trackSentBatches(ctx, session);
     const planned = await planBatches(ctx, session);
     const sent = await sendPlannedBatches(ctx, session);
-    return reverted > 0 || repaired > 0 || ended > 0 || planned > 0 || sent > 0 ? 0 : idle();
+    // USDC paid in by x402 authorizations rides the same lease and nonces (authorizations.ts).
+    const authorizations =
+      (await trackSubmittedAuthorizations(ctx, session)) + (await submitRecordedAuthorizations(ctx, session));
+    return reverted > 0 || repaired > 0 || ended > 0 || planned > 0 || sent > 0 || authorizations > 0 ? 0 : idle();
   };
 
   let identity: ChainIdentity | undefined;
@@ -205,6 +210,7 @@ async function chainWork(ctx: SettlementContext): Promise<{ active: boolean; nex
     sql<{ active: boolean }>`
       select exists (select 1 from transfers where status in ('batched', 'sent'))
           or exists (select 1 from transfers where status = 'queued' and due_at is null)
+          or exists (select 1 from x402_authorizations where status in ('recorded', 'submitted'))
           or exists (select 1 from settlement_batches b
                       where b.status = 'confirmed' and b.finalized_at is null
                         and (b.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current')

@@ -122,6 +122,21 @@ export const verifyResponse = z
   .describe('x402 VerifyResponse (spec 5.4).');
 export type VerifyResponse = z.output<typeof verifyResponse>;
 
+export const settleResponse = z
+  .object({
+    success: z.boolean().describe('Whether the transfer is on chain and the payment paid.'),
+    errorReason: z
+      .string()
+      .optional()
+      .describe('Why not: the specification\'s code, e.g. "invalid_exact_evm_payload_signature".'),
+    errorMessage: z.string().optional().describe('The same in words.'),
+    payer: z.string().optional().describe("The payer's address, when the payload names one."),
+    transaction: z.string().describe('The transaction hash of the transfer; "" when there is none.'),
+    network: z.string().describe('CAIP-2 id of the chain.'),
+  })
+  .describe('x402 SettleResponse (spec 5.3).');
+export type SettleResponse = z.output<typeof settleResponse>;
+
 export const supportedResponse = z
   .object({
     kinds: z

@@ -1,20 +1,21 @@
 // plainpay as an x402 v2 facilitator for a merchant's own resources: the merchant's middleware
 // (@x402/express, @x402/hono, ...) is pointed at {base_url}/x402 and sends its API key as the bearer
 // (HTTPFacilitatorClient's createAuthHeaders). The interface is the specification's (x402 v2, 7.1
-// /verify, 7.3 /supported); a refused payment is a 200 with isValid false and the spec's reason, as
-// the reference facilitator answers, so the middleware tells the payer why. plainpay's own errors
-// (no key, a body that is not JSON) keep plainpay's error object.
-//
-// POST /x402/settle is not served yet: settling moves money, and its path (authorization recorded
-// before submission, the relayer, a system tool crediting the merchant) is the next step (docs/x402.md).
+// /verify, 7.2 /settle, 7.3 /supported); a refused payment is a 200 with isValid (success) false
+// and the spec's reason, as the reference facilitator answers, so the middleware tells the payer
+// why. plainpay's own errors (no key, a body that is not JSON) keep plainpay's error object.
 
 import type { FastifyPluginAsync } from 'fastify';
-import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
 import type { ApiOperation } from '../http/openapi.ts';
 import { requestAuth } from '../http/plugins/auth.ts';
 import type { Runtime } from '../runtime.ts';
 import {
+  caip2,
   facilitatorRequest,
+  paymentPayload,
+  paymentRequirements,
+  type SettleResponse,
+  settleResponse,
   type SupportedResponse,
   supportedResponse,
   type VerifyResponse,
@@ -22,7 +23,10 @@ import {
   X402_REASONS,
   X402_VERSION,
 } from './messages.ts';
-import { type ExactVerification, verifyExactPayment, x402Target } from './verify-exact.ts';
+import { settleAuthorization } from './settle.ts';
+import type { ExactVerification } from './verify-exact.ts';
+import { x402Target } from './verify-exact.ts';
+import { modeRefusal, verifyForMode } from './verify-for-mode.ts';
 
 export const x402Operations: ApiOperation[] = [
   {
@@ -48,6 +52,18 @@ export const x402Operations: ApiOperation[] = [
     body: facilitatorRequest,
     response: verifyResponse,
   },
+  {
+    method: 'POST',
+    path: '/x402/settle',
+    operationId: 'x402_settle',
+    summary: 'x402: settle a payment',
+    description:
+      "The x402 v2 facilitator's POST /settle: verifies the payment again, records the authorization, submits it (plainpay pays the gas) and answers once the transfer is confirmed, as a payment of the merchant credited to its balance (payment.settled follows). The same request again answers the first result; the same authorization offered for anything else is refused. A refusal is a 200 with success false and the specification's reason; a transfer still in flight when the wait ends answers success false with unexpected_settle_error: settle the same payload again to learn its outcome.",
+    tag: 'x402',
+    scope: 'payments:write',
+    body: facilitatorRequest,
+    response: settleResponse,
+  },
 ];
 
 export function x402Routes(runtime: Runtime): FastifyPluginAsync {
@@ -55,23 +71,28 @@ export function x402Routes(runtime: Runtime): FastifyPluginAsync {
     app.get(
       '/x402/supported',
       { config: { auth: { scope: 'payments:read' } } },
-      async (): Promise<SupportedResponse> => {
-        const target = await x402Target(await runtime.chain());
+      async (request): Promise<SupportedResponse> => {
+        const conn = await runtime.chain();
+        const target = await x402Target(conn);
+        // As verify answers: a key whose mode this network's money cannot serve is offered no kind.
+        const servable = modeRefusal(requestAuth(request).livemode, conn) === undefined;
         return {
-          kinds: [
-            {
-              x402Version: X402_VERSION,
-              scheme: 'exact',
-              network: target.network,
-              extra: {
-                asset: target.asset,
-                payTo: target.payTo,
-                name: target.name,
-                version: target.version,
-                decimals: target.decimals,
-              },
-            },
-          ],
+          kinds: !servable
+            ? []
+            : [
+                {
+                  x402Version: X402_VERSION,
+                  scheme: 'exact',
+                  network: target.network,
+                  extra: {
+                    asset: target.asset,
+                    payTo: target.payTo,
+                    name: target.name,
+                    version: target.version,
+                    decimals: target.decimals,
+                  },
+                },
+              ],
           extensions: [],
           signers: { 'eip155:*': [target.relayer] },
         };
@@ -87,40 +108,59 @@ export function x402Routes(runtime: Runtime): FastifyPluginAsync {
         return verifyAnswer(verified);
       },
     );
-  };
-}
 
-/**
- * Verification for a key of this mode. A key's mode and the network's money must agree: a test-mode
- * key is only answered on a test network, and a live key never on one, since test tokens there can
- * be minted by anyone who holds the (often public) deployer key, and a live merchant would ship
- * goods for them.
- */
-export async function verifyForMode(runtime: Runtime, livemode: boolean, body: unknown): Promise<ExactVerification> {
-  const parsed = facilitatorRequest.safeParse(body ?? {});
-  if (!parsed.success) {
-    return {
-      ok: false,
-      reason: X402_REASONS.payload,
-      message: 'the body must be { paymentPayload, paymentRequirements }',
-    };
-  }
-  const conn = await runtime.chain();
-  if (!livemode && !testMoneyMayMoveOn(conn)) {
-    return {
-      ok: false,
-      reason: X402_REASONS.network,
-      message: `a test-mode key takes payments only on a test network, and chain ${conn.chainId} is not one: use a live key`,
-    };
-  }
-  if (livemode && testMoneyMayMoveOn(conn)) {
-    return {
-      ok: false,
-      reason: X402_REASONS.network,
-      message: `a live key takes payments only on a live network, and chain ${conn.chainId} is a test network whose tokens are not money: use a test-mode key`,
-    };
-  }
-  return await verifyExactPayment(conn, parsed.data, runtime.clock.now());
+    app.post(
+      '/x402/settle',
+      { config: { auth: { scope: 'payments:write' } } },
+      async (request): Promise<SettleResponse> => {
+        const auth = requestAuth(request);
+        const network = caip2((await runtime.chain()).chainId);
+        const body = facilitatorRequest.safeParse(request.body ?? {});
+        const payload = paymentPayload.safeParse(body.success ? body.data.paymentPayload : undefined);
+        const requirements = paymentRequirements.safeParse(body.success ? body.data.paymentRequirements : undefined);
+        if (!requirements.success || !payload.success) {
+          // verifyForMode names the first problem with the spec's reason.
+          const verified = await verifyForMode(runtime, auth.livemode, request.body);
+          const refusal = verified.ok ? { reason: X402_REASONS.payload, message: 'malformed' } : verified;
+          return {
+            success: false,
+            errorReason: refusal.reason,
+            errorMessage: refusal.message,
+            transaction: '',
+            network,
+          };
+        }
+        const outcome = await settleAuthorization(runtime, {
+          accountId: auth.accountId,
+          livemode: auth.livemode,
+          payload: payload.data,
+          requirements: requirements.data,
+        });
+        switch (outcome.status) {
+          case 'settled':
+            return { success: true, payer: outcome.payer, transaction: outcome.transaction, network: outcome.network };
+          case 'refused':
+            return {
+              success: false,
+              errorReason: outcome.reason,
+              errorMessage: outcome.message,
+              ...(outcome.payer ? { payer: outcome.payer } : {}),
+              transaction: '',
+              network,
+            };
+          case 'pending':
+            return {
+              success: false,
+              errorReason: X402_REASONS.unexpectedSettle,
+              errorMessage: `the transfer of payment ${outcome.paymentId} is still in flight (unknown, not failed): settle the same payload again to learn its outcome`,
+              payer: outcome.payer,
+              transaction: '',
+              network,
+            };
+        }
+      },
+    );
+  };
 }
 
 export function verifyAnswer(verified: ExactVerification): VerifyResponse {

@@ -131,7 +131,9 @@ export interface RelayerNoncesTable {
   chain_key: string;
   relayer_address: string;
   nonce: bigint;
-  batch_id: string;
+  /** Migration 031: a nonce belongs to one batch or one x402 authorization. */
+  batch_id: string | null;
+  authorization_id: ColumnType<string | null, string | null | undefined, never>;
   created_at: CreatedAt;
 }
 
@@ -142,7 +144,9 @@ export interface ChainTransactionsTable {
   chain_key: string;
   relayer_address: string;
   nonce: bigint;
-  batch_id: string;
+  /** Migration 031: a transaction belongs to one batch or one x402 authorization. */
+  batch_id: string | null;
+  authorization_id: ColumnType<string | null, string | null | undefined, never>;
   raw_transaction: string;
   gas_limit: bigint;
   max_fee_per_gas: bigint;

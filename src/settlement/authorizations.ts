@@ -1,0 +1,327 @@
+// x402 authorizations on chain: the relayer submits each recorded EIP-3009 authorization
+// (transferWithAuthorization to the token, the relayer paying the gas) and follows it to its end,
+// with the relayer machinery batches use (relayer.ts): a nonce only while the lease is held, the
+// raw transaction stored before its first broadcast, the same bytes broadcast again after a
+// restart, fee bumps at the same nonce with the same calldata.
+//
+// The token is the truth: authorizationState(from, nonce) says whether the authorization was used,
+// its AuthorizationUsed event in which transaction. Unlike a batch, an authorization can be
+// submitted again with a new relayer nonce whenever its earlier transaction provably failed to use
+// it: the token lets it move money once, whichever transaction carries it. A transfer at depth is
+// confirmed through confirm_x402_authorization (tools/system/), which credits the merchant.
+
+import { type Address, type Hex, parseEventLogs, type TransactionReceipt } from 'viem';
+import { sql } from 'kysely';
+import { estimateFees } from '../chain/chain.ts';
+import { plainUsdAbi } from '../chain/contracts/abis.ts';
+import type { Db } from '../db/database.ts';
+import type { X402AuthorizationRow } from '../db/tables/x402.ts';
+import { runSystemTool } from '../pipeline/system-runs.ts';
+import {
+  type Authorization,
+  simulateTransfer,
+  transferWithAuthorizationData,
+  x402Target,
+} from '../x402/verify-exact.ts';
+import { X402_REASONS } from '../x402/messages.ts';
+import type { ChainSession } from './chain-session.ts';
+import type { SettlementContext } from './context.ts';
+import {
+  allocateNonce,
+  broadcastStored,
+  errorMessage,
+  keepMoving,
+  receiptOf,
+  signAndStore,
+  type StillInFlight,
+  type TrackedTx,
+} from './relayer.ts';
+import { confirmX402Authorization, failX402Authorization } from '../../tools/system/x402-authorizations.ts';
+
+function authorizationOf(row: X402AuthorizationRow): Authorization {
+  return {
+    from: row.payer as Address,
+    to: row.pay_to as Address,
+    value: row.value_minor,
+    validAfter: row.valid_after,
+    validBefore: row.valid_before,
+    nonce: row.nonce as Hex,
+  };
+}
+
+/** Authorizations of this chain and token in the given states, oldest first. */
+function ofThisChain(ctx: SettlementContext, session: ChainSession) {
+  return ctx.db
+    .selectFrom('x402_authorizations')
+    .selectAll()
+    .where('chain_id', '=', session.chainId)
+    .where('token', '=', session.conn.tokenAddress.toLowerCase())
+    .orderBy('created_at')
+    .orderBy('id');
+}
+
+/**
+ * Submits every recorded authorization (oldest first): checked once more on chain (used already?
+ * would it revert?), then a nonce, signed, stored and broadcast. Returns how many moved on.
+ */
+export async function submitRecordedAuthorizations(ctx: SettlementContext, session: ChainSession): Promise<number> {
+  const recorded = await ofThisChain(ctx, session)
+    .where('status', '=', 'recorded')
+    .limit(ctx.options.maxBatchesPerTurn)
+    .execute();
+  let moved = 0;
+  for (const row of recorded) {
+    const auth = authorizationOf(row);
+    if (await usedOnChain(session, auth)) {
+      // Used by a transaction that is not one of ours in flight (the payer submitted it, or an
+      // earlier one of ours landed after all): its event says which, and that one is confirmed.
+      if (await confirmFromEvent(ctx, session, row)) moved += 1;
+      continue;
+    }
+    const target = await x402Target(session.conn);
+    const refusal = await simulateTransfer(session.conn, target, auth, row.signature as Hex);
+    if (refusal) {
+      // Nothing is signed yet, so nothing can land: it fails here, with the token's reason.
+      await fail(ctx, row, refusal.reason, refusal.message);
+      moved += 1;
+      continue;
+    }
+    const data = transferWithAuthorizationData(auth, row.signature as Hex);
+    const [gas, fees, chainNonce] = await Promise.all([
+      session.conn.publicClient.estimateGas({ account: session.relayer, to: target.asset, data }),
+      estimateFees(session.conn),
+      session.conn.publicClient.getTransactionCount({ address: session.relayer, blockTag: 'pending' }),
+    ]);
+    const stored = await ctx.db.transaction().execute(async (trx) => {
+      if ((await lockAuthorization(trx, row.id)) !== 'recorded') return null;
+      const nonce = await allocateNonce(trx, ctx, session, { authorization_id: row.id }, BigInt(chainNonce));
+      if (nonce === undefined) return 'lease_lost' as const;
+      const tx = await signAndStore(
+        trx,
+        session,
+        { authorization_id: row.id },
+        {
+          to: target.asset,
+          nonce,
+          data,
+          // A margin over the estimate: the token's storage writes cost the same, but a node's estimate may be tight.
+          gas: (gas * 12n) / 10n,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        },
+      );
+      await trx
+        .updateTable('x402_authorizations')
+        .set({ status: 'submitted', chain_key: session.key, submitted_at: sql`now()`, updated_at: sql`now()` })
+        .where('id', '=', row.id)
+        .execute();
+      return tx;
+    });
+    if (stored === 'lease_lost') break;
+    if (stored === null) continue;
+    moved += 1;
+    if ((await broadcastStored(ctx, session, stored)) !== 'ok') break;
+  }
+  return moved;
+}
+
+async function lockAuthorization(trx: Db, id: string): Promise<string | undefined> {
+  const row = await trx
+    .selectFrom('x402_authorizations')
+    .select('status')
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+  return row?.status;
+}
+
+const authorizationStillSubmitted: StillInFlight = async (trx, tx) =>
+  tx.authorization_id !== null && (await lockAuthorization(trx, tx.authorization_id)) === 'submitted';
+
+/**
+ * Follows every submitted authorization of this chain to its end: confirmed at depth from the
+ * transaction that used it; submitted again when its transaction can no longer use it and it is
+ * still valid; failed when it expired unused; otherwise kept moving (re-broadcast, fee bump).
+ * Returns how many ended or moved on.
+ */
+export async function trackSubmittedAuthorizations(ctx: SettlementContext, session: ChainSession): Promise<number> {
+  const submitted = await ofThisChain(ctx, session)
+    .where('status', '=', 'submitted')
+    .where('chain_key', '=', session.key)
+    .execute();
+  if (submitted.length === 0) return 0;
+  const txs = await ctx.db
+    .selectFrom('chain_transactions')
+    .selectAll()
+    .select(sql<number>`(extract(epoch from now() - created_at) * 1000)::int`.as('age_ms'))
+    .select(sql<number | null>`(extract(epoch from now() - last_broadcast_at) * 1000)::int`.as('since_broadcast_ms'))
+    .where('chain_key', '=', session.key)
+    .where(
+      'authorization_id',
+      'in',
+      submitted.map((a) => a.id),
+    )
+    .where('status', 'in', ['signed', 'broadcast'])
+    .orderBy('nonce')
+    .orderBy('max_fee_per_gas')
+    .execute();
+  const client = session.conn.publicClient;
+  const [latestBlock, minedNonce] = await Promise.all([
+    client.getBlockNumber({ cacheTime: 0 }),
+    client.getTransactionCount({ address: session.relayer, blockTag: 'latest' }).then(BigInt),
+  ]);
+  const depth = BigInt(session.conn.confirmations);
+  const failureDepth = session.ephemeral ? depth : BigInt(session.conn.finalityDepth);
+  let moved = 0;
+  for (const row of submitted) {
+    const own: TrackedTx[] = txs.filter((t) => t.authorization_id === row.id);
+    try {
+      const nonce = own[0]?.nonce;
+      if (nonce !== undefined && nonce >= minedNonce) {
+        await keepMoving(ctx, session, own, authorizationStillSubmitted);
+        continue;
+      }
+      const receipts = await Promise.all(own.map((tx) => receiptOf(session, tx.hash as Hex)));
+      const success = receipts.find((r) => r?.status === 'success');
+      if (success) {
+        if (latestBlock - success.blockNumber + 1n < depth) continue;
+        const fresh = await receiptOf(session, success.transactionHash);
+        if (fresh?.status !== 'success' || fresh.blockHash !== success.blockHash) continue; // reorg: look again
+        if (await confirm(ctx, session, row, fresh)) moved += 1;
+        continue;
+      }
+      // Our nonce is used and none of ours succeeded: what the token says decides, once it is deep.
+      const deepBlock = latestBlock - failureDepth + 1n;
+      if (deepBlock < 0n) continue;
+      const reverted = receipts.find((r) => r?.status === 'reverted');
+      if (reverted && reverted.blockNumber > deepBlock) continue;
+      if (await usedOnChain(session, authorizationOf(row), deepBlock)) {
+        if (await confirmFromEvent(ctx, session, row)) moved += 1;
+        continue;
+      }
+      const deep = await client.getBlock({ blockNumber: deepBlock });
+      if (deep.timestamp >= row.valid_before) {
+        await fail(ctx, row, X402_REASONS.validBefore, `the authorization expired unused (block ${deepBlock})`);
+      } else {
+        // Still valid and unused, and our transaction can no longer carry it: submit it again.
+        await resubmit(ctx, row.id, reverted ? `transaction ${reverted.transactionHash} reverted` : 'nonce taken');
+      }
+      moved += 1;
+    } catch (error) {
+      ctx.logger.warn({ authorization: row.id, err: errorMessage(error) }, 'could not follow authorization this turn');
+    }
+  }
+  return moved;
+}
+
+async function resubmit(ctx: SettlementContext, id: string, why: string): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    if ((await lockAuthorization(trx, id)) !== 'submitted') return;
+    await trx
+      .updateTable('chain_transactions')
+      .set({ status: 'dropped', last_error: why })
+      .where('authorization_id', '=', id)
+      .where('status', 'in', ['signed', 'broadcast'])
+      .execute();
+    await trx
+      .updateTable('x402_authorizations')
+      .set({ status: 'recorded', updated_at: sql`now()` })
+      .where('id', '=', id)
+      .execute();
+  });
+  ctx.logger.warn({ authorization: id, why }, 'authorization not carried by its transaction; submitting it again');
+}
+
+async function usedOnChain(session: ChainSession, auth: Authorization, blockNumber?: bigint): Promise<boolean> {
+  return await session.conn.publicClient.readContract({
+    address: session.conn.tokenAddress,
+    abi: plainUsdAbi,
+    functionName: 'authorizationState',
+    args: [auth.from, auth.nonce],
+    ...(blockNumber === undefined ? {} : { blockNumber }),
+  });
+}
+
+/** Confirms from the transaction the token's AuthorizationUsed event names; fails a canceled one. */
+async function confirmFromEvent(
+  ctx: SettlementContext,
+  session: ChainSession,
+  row: X402AuthorizationRow,
+): Promise<boolean> {
+  const logs = await session.conn.publicClient.getContractEvents({
+    address: session.conn.tokenAddress,
+    abi: plainUsdAbi,
+    eventName: 'AuthorizationUsed',
+    args: { authorizer: row.payer as Address, nonce: row.nonce as Hex },
+    fromBlock: 0n,
+  });
+  const log = logs[0];
+  if (!log) {
+    // Used but never by a transfer: the payer canceled it. Nothing moved.
+    await fail(ctx, row, X402_REASONS.nonceUsed, `nonce ${row.nonce} of ${row.payer} was canceled or used elsewhere`);
+    return true;
+  }
+  const receipt = await receiptOf(session, log.transactionHash);
+  if (receipt?.status !== 'success') return false;
+  const head = await session.conn.publicClient.getBlockNumber({ cacheTime: 0 });
+  if (head - receipt.blockNumber + 1n < BigInt(session.conn.confirmations)) return false;
+  return await confirm(ctx, session, row, receipt);
+}
+
+async function confirm(
+  ctx: SettlementContext,
+  session: ChainSession,
+  row: X402AuthorizationRow,
+  receipt: TransactionReceipt,
+): Promise<boolean> {
+  if (!paysTheAuthorization(receipt, row)) {
+    throw new Error(`transaction ${receipt.transactionHash} succeeded without using authorization ${row.id}`);
+  }
+  const result = await runSystemTool(
+    ctx.runtime,
+    confirmX402Authorization,
+    {
+      authorization_id: row.id,
+      chain: {
+        key: session.key,
+        chain_id: session.chainId,
+        batch_address: session.conn.batchAddress,
+        asset: session.asset,
+        ephemeral: session.ephemeral,
+      },
+      receipt: {
+        hash: receipt.transactionHash,
+        block_number: receipt.blockNumber.toString(),
+        block_hash: receipt.blockHash,
+        gas_used: receipt.gasUsed.toString(),
+        effective_gas_price: receipt.effectiveGasPrice.toString(),
+      },
+    },
+    { accountId: row.account_id, livemode: row.livemode },
+  );
+  if (result.changed) {
+    ctx.logger.info(
+      { authorization: row.id, tx: receipt.transactionHash, payment: row.payment_id },
+      'authorization confirmed',
+    );
+  }
+  return result.changed;
+}
+
+/** A successful transaction must carry this authorization's AuthorizationUsed; anything else is a bug. */
+function paysTheAuthorization(receipt: TransactionReceipt, row: X402AuthorizationRow): boolean {
+  const events = parseEventLogs({ abi: plainUsdAbi, eventName: 'AuthorizationUsed', logs: receipt.logs });
+  return events.some(
+    (e) => e.args.authorizer.toLowerCase() === row.payer && e.args.nonce.toLowerCase() === row.nonce.toLowerCase(),
+  );
+}
+
+async function fail(ctx: SettlementContext, row: X402AuthorizationRow, reason: string, message: string): Promise<void> {
+  await runSystemTool(
+    ctx.runtime,
+    failX402Authorization,
+    { authorization_id: row.id, reason, message: message.slice(0, 2000) },
+    { accountId: row.account_id, livemode: row.livemode },
+  );
+  ctx.logger.warn({ authorization: row.id, reason, message }, 'authorization cannot land; nothing moved');
+}
