@@ -61,7 +61,7 @@ export function notPayableError(standing: 'expired' | 'in_progress', row: Paymen
       )
     : new AppError(
         'conflict',
-        `Checkout session ${row.id} has a payment in progress by another method, which may still complete: it cannot be paid in USDC now. Read GET /checkout/${row.id} for its outcome.`,
+        `Checkout session ${row.id} has a payment in progress, which may still complete: it cannot be paid again now. Read GET /checkout/${row.id} for its outcome.`,
       );
 }
 

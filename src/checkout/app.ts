@@ -9,6 +9,7 @@ import { type CompressedAsset, checkoutAssets } from './assets.ts';
 import { compressPage, negotiateEncoding } from './encoding.ts';
 import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt, type PaymentAttemptRow } from './attempts.ts';
 import { answerUnpaidRequest, isAgentRequest } from './agent-answer.ts';
+import { answerPaymentSignature } from './agent-payment.ts';
 import { isSameOriginPost } from './csrf.ts';
 import { ATTEMPT_NOTICES, type CheckoutPageOptions, checkoutPage, type MessagePage, messagePage } from './pages.ts';
 import { STATUS_STREAM_LIMITS, type StatusStreamLimits, statusStreams } from './status-stream.ts';
@@ -86,7 +87,9 @@ const SANDBOX_OUTCOMES = ['succeeded', 'declined'] as const;
  * The seed's {checkout_host}: a separate listener that serves the hosted payment page to payers.
  * It shares no cookies or routes with the API host. Routes:
  *
- *   GET  /pay/:id          the page (server-rendered; works without JavaScript)
+ *   GET  /pay/:id          the page (server-rendered; works without JavaScript); to an x402 client
+ *                          (an agent: no text/html in Accept, or a PAYMENT-SIGNATURE), 402 with
+ *                          PAYMENT-REQUIRED, and its paid retry (agent-answer.ts, agent-payment.ts)
  *   POST /pay/:id          the form post: rail=paystack (email) or rail=mpesa (phone) starts an attempt
  *                          (303 to Paystack's page, or back here to "check your phone"); outcome=
  *                          succeeded|declined pays on the sandbox rail (test mode), then 303 to the page
@@ -262,7 +265,11 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
       const row = await load(request.params.id);
       if (isAgentRequest(request.headers)) {
         if (!row) throw noSuchSession(request.params.id);
-        return answerUnpaidRequest(reply, config, await chainOrUnavailable(runtime), row, runtime.clock.now());
+        const conn = await chainOrUnavailable(runtime);
+        const signature = request.headers['payment-signature'];
+        return signature === undefined
+          ? answerUnpaidRequest(reply, config, conn, row, runtime.clock.now())
+          : answerPaymentSignature(reply, runtime, conn, row, signature);
       }
       if (!row) return unknownSession(reply);
       return renderCheckout(reply, row, 200, request.query.attempt, undefined, request.query.open === '1');
@@ -433,13 +440,9 @@ function pathOf(request: FastifyRequest): string {
   return request.url.split('?')[0] ?? request.url;
 }
 
-/**
- * The polling endpoint, the page's USDC endpoint and an agent on the checkout URL speak the API's
- * error object; everything else on this host is a page.
- */
+/** The polling endpoint and an agent on the checkout URL speak the API's error object; everything else on this host is a page. */
 function wantsJson(request: FastifyRequest): boolean {
-  const path = pathOf(request);
-  return path.endsWith('/status') || path.endsWith('/usdc') || isAgentRequest(request.headers);
+  return pathOf(request).endsWith('/status') || isAgentRequest(request.headers);
 }
 
 /** The chain, or a 503 the payer can retry: USDC cannot be offered while the node does not answer. */
