@@ -14,6 +14,7 @@ import { isSameOriginPost } from './csrf.ts';
 import { ATTEMPT_NOTICES, type CheckoutPageOptions, checkoutPage, type MessagePage, messagePage } from './pages.ts';
 import { STATUS_STREAM_LIMITS, type StatusStreamLimits, statusStreams } from './status-stream.ts';
 import { type CheckoutStatusBody, checkoutView, payPath, presentCheckoutStatus } from './view.ts';
+import { payFromWallet, type WalletPaymentAnswer } from './wallet-payment.ts';
 import type { ChainConnection } from '../chain/chain.ts';
 import { AppError, isAppError } from '../core/errors.ts';
 import { isOpenAttempt, type PaymentRow } from '../db/database.ts';
@@ -95,6 +96,8 @@ const SANDBOX_OUTCOMES = ['succeeded', 'declined'] as const;
  *                          succeeded|declined pays on the sandbox rail (test mode), then 303 to the page
  *   GET  /pay/:id/return/:attempt   where Paystack sends the payer back: asks Paystack, 303 to the page
  *   POST /pay/:id/abandon  "Pay another way": ends the open attempt if the provider says it is not paid
+ *   POST /pay/:id/usdc     "Pay with USDC": the authorization the payer's wallet signed (wallet-payment.ts),
+ *                          then 303 to the attempt it made, or the page with the refusal
  *   GET  /pay/:id/status   the status as JSON; with `Accept: text/event-stream`, its live stream (status-stream.ts)
  *   GET  /assets/…         the stylesheet and the script, content-hashed, compressed, cached for good
  *   GET  /healthz
@@ -117,7 +120,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: requestLoggerFactory(runtime.logger),
     schemaController: noSchemaCompilers,
-    // The only body is a one-field form.
+    // The only bodies are small forms; the largest, a signed USDC authorization, is under 1 KB.
     bodyLimit: 4096,
     genReqId: randomRequestId,
     routerOptions: { ignoreTrailingSlash: true },
@@ -214,7 +217,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
 
   app.get('/healthz', async () => ({ ok: true }));
 
-  for (const asset of [assets.css, assets.js]) {
+  for (const asset of [assets.css, assets.js, assets.usdcJs]) {
     app.get(asset.path, async (request, reply) => serveAsset(request, reply, asset));
   }
 
@@ -348,6 +351,34 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
       await checkAttempt(runtime, attempt, { trigger: 'return', mayPay: false, abandonIsFinal: true });
     }
     return reply.redirect(`${payPath(row.id)}?attempt=${attempt.id}`, 303);
+  });
+
+  // "Pay with USDC": the payer's wallet signed the authorization; the page's script submits it here.
+  app.post<{ Params: { id: string }; Body: URLSearchParams | undefined }>('/pay/:id/usdc', async (request, reply) => {
+    const row = await load(request.params.id);
+    if (!row) return unknownSession(reply);
+    if (!isSameOriginPost(request.headers, checkoutOrigin)) return crossSite(reply);
+    const back = payPath(row.id);
+    let answer: WalletPaymentAnswer;
+    try {
+      answer = await payFromWallet(
+        runtime,
+        await chainOrUnavailable(runtime),
+        row,
+        request.body ?? new URLSearchParams(),
+      );
+    } catch (error) {
+      if (isAppError(error) && error.code === 'invalid_request') throw error;
+      // The authorization may have been submitted: the page shows the session as it now is (in
+      // progress if it was), never "nothing was charged".
+      request.log.error({ err: error }, 'USDC payment outcome unknown');
+      return reply.redirect(back, 303);
+    }
+    if (answer.show === 'attempt') return reply.redirect(`${back}?attempt=${answer.attemptId}`, 303);
+    if (answer.show === 'session') return reply.redirect(back, 303);
+    request.log.info({ reason: answer.reason }, 'USDC payment refused');
+    const fresh = (await load(row.id)) ?? row;
+    return renderCheckout(reply, fresh, 402, undefined, { rail: 'usdc', message: answer.message });
   });
 
   app.post<{ Params: { id: string } }>('/pay/:id/abandon', async (request, reply) => {

@@ -74,14 +74,22 @@ function load(file: string, contentType: string, minify: (source: string) => str
 export interface CheckoutAssets {
   css: CompressedAsset;
   js: CompressedAsset;
+  /** "Pay with USDC": a module the page's script imports only when the browser has a wallet (its path is in js). */
+  usdcJs: CompressedAsset;
 }
 
 let loaded: CheckoutAssets | undefined;
 
+/** The module's path as checkout.js names it; replaced by its content-hashed path before hashing checkout.js. */
+const USDC_SCRIPT_NAME = "'/assets/checkout-usdc.js'";
+
 export function checkoutAssets(): CheckoutAssets {
-  loaded ??= {
-    css: load('checkout.css', 'text/css; charset=utf-8', minifyCss),
-    js: load('checkout.js', 'text/javascript; charset=utf-8', minifyJs),
-  };
+  if (!loaded) {
+    const usdcJs = load('checkout-usdc.js', 'text/javascript; charset=utf-8', minifyJs);
+    const js = load('checkout.js', 'text/javascript; charset=utf-8', (source) =>
+      minifyJs(source).replace(USDC_SCRIPT_NAME, `'${usdcJs.path}'`),
+    );
+    loaded = { css: load('checkout.css', 'text/css; charset=utf-8', minifyCss), js, usdcJs };
+  }
   return loaded;
 }
