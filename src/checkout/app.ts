@@ -22,6 +22,7 @@ import { findPaymentById } from '../db/repositories/payments.ts';
 import { isId } from '../domain/ids.ts';
 import type { Config } from '../config/config.ts';
 import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
+import { USDC_RAIL } from '../db/tables/x402.ts';
 import { attemptNotice, beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
@@ -92,12 +93,11 @@ const SANDBOX_OUTCOMES = ['succeeded', 'declined'] as const;
  *                          (an agent: no text/html in Accept, or a PAYMENT-SIGNATURE), 402 with
  *                          PAYMENT-REQUIRED, and its paid retry (agent-answer.ts, agent-payment.ts)
  *   POST /pay/:id          the form post: rail=paystack (email) or rail=mpesa (phone) starts an attempt
+ *                          (rail=usdc: the authorization the payer's wallet signed, paid: wallet-payment.ts)
  *                          (303 to Paystack's page, or back here to "check your phone"); outcome=
  *                          succeeded|declined pays on the sandbox rail (test mode), then 303 to the page
  *   GET  /pay/:id/return/:attempt   where Paystack sends the payer back: asks Paystack, 303 to the page
  *   POST /pay/:id/abandon  "Pay another way": ends the open attempt if the provider says it is not paid
- *   POST /pay/:id/usdc     "Pay with USDC": the authorization the payer's wallet signed (wallet-payment.ts),
- *                          then 303 to the attempt it made, or the page with the refusal
  *   GET  /pay/:id/status   the status as JSON; with `Accept: text/event-stream`, its live stream (status-stream.ts)
  *   GET  /assets/…         the stylesheet and the script, content-hashed, compressed, cached for good
  *   GET  /healthz
@@ -286,6 +286,31 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
       text: 'For your safety, payments are only accepted from this checkout page. Open the checkout link again and pay there.',
     });
 
+  /** "Pay with USDC": the authorization the payer's wallet signed, submitted by the page's script. */
+  const payWithWallet = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    row: PaymentRow,
+    form: URLSearchParams,
+  ): Promise<FastifyReply> => {
+    const back = payPath(row.id);
+    let answer: WalletPaymentAnswer;
+    try {
+      answer = await payFromWallet(runtime, await chainOrUnavailable(runtime), row, form);
+    } catch (error) {
+      if (isAppError(error) && error.code === 'invalid_request') throw error;
+      // The authorization may have been submitted: the page shows the session as it now is (in
+      // progress if it was), never "nothing was charged".
+      request.log.error({ err: error }, 'USDC payment outcome unknown');
+      return reply.redirect(back, 303);
+    }
+    if (answer.show === 'attempt') return reply.redirect(`${back}?attempt=${answer.attemptId}`, 303);
+    if (answer.show === 'session') return reply.redirect(back, 303);
+    request.log.info({ reason: answer.reason }, 'USDC payment refused');
+    const fresh = (await load(row.id)) ?? row;
+    return renderCheckout(reply, fresh, 402, undefined, { rail: USDC_RAIL, message: answer.message });
+  };
+
   app.post<{ Params: { id: string }; Body: URLSearchParams | undefined }>('/pay/:id', async (request, reply) => {
     const row = await load(request.params.id);
     if (!row) return unknownSession(reply);
@@ -293,6 +318,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     const form = request.body ?? new URLSearchParams();
     const back = payPath(row.id);
     const rail = form.get('rail') ?? (form.has('outcome') ? 'sandbox' : undefined);
+    if (rail === USDC_RAIL) return payWithWallet(request, reply, row, form);
 
     if (rail !== undefined && (PROVIDER_RAIL_NAMES as readonly string[]).includes(rail)) {
       try {
@@ -351,34 +377,6 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
       await checkAttempt(runtime, attempt, { trigger: 'return', mayPay: false, abandonIsFinal: true });
     }
     return reply.redirect(`${payPath(row.id)}?attempt=${attempt.id}`, 303);
-  });
-
-  // "Pay with USDC": the payer's wallet signed the authorization; the page's script submits it here.
-  app.post<{ Params: { id: string }; Body: URLSearchParams | undefined }>('/pay/:id/usdc', async (request, reply) => {
-    const row = await load(request.params.id);
-    if (!row) return unknownSession(reply);
-    if (!isSameOriginPost(request.headers, checkoutOrigin)) return crossSite(reply);
-    const back = payPath(row.id);
-    let answer: WalletPaymentAnswer;
-    try {
-      answer = await payFromWallet(
-        runtime,
-        await chainOrUnavailable(runtime),
-        row,
-        request.body ?? new URLSearchParams(),
-      );
-    } catch (error) {
-      if (isAppError(error) && error.code === 'invalid_request') throw error;
-      // The authorization may have been submitted: the page shows the session as it now is (in
-      // progress if it was), never "nothing was charged".
-      request.log.error({ err: error }, 'USDC payment outcome unknown');
-      return reply.redirect(back, 303);
-    }
-    if (answer.show === 'attempt') return reply.redirect(`${back}?attempt=${answer.attemptId}`, 303);
-    if (answer.show === 'session') return reply.redirect(back, 303);
-    request.log.info({ reason: answer.reason }, 'USDC payment refused');
-    const fresh = (await load(row.id)) ?? row;
-    return renderCheckout(reply, fresh, 402, undefined, { rail: 'usdc', message: answer.message });
   });
 
   app.post<{ Params: { id: string } }>('/pay/:id/abandon', async (request, reply) => {

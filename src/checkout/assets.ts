@@ -58,12 +58,25 @@ export function minifyJs(source: string): string {
     .trimEnd();
 }
 
-function load(file: string, contentType: string, minify: (source: string) => string): CompressedAsset {
-  const body = Buffer.from(minify(readFileSync(new URL(`./assets/${file}`, import.meta.url), 'utf8')));
-  const hash = createHash('sha256').update(body).digest('hex').slice(0, 10);
+function read(file: string, minify: (source: string) => string): Buffer {
+  return Buffer.from(minify(readFileSync(new URL(`./assets/${file}`, import.meta.url), 'utf8')));
+}
+
+function hashOf(...bodies: Buffer[]): string {
+  const hash = createHash('sha256');
+  for (const body of bodies) hash.update(body);
+  return hash.digest('hex').slice(0, 10);
+}
+
+/** /assets/<name>.<hash><ext> */
+function hashedPath(file: string, hash: string): string {
   const dot = file.lastIndexOf('.');
+  return `/assets/${file.slice(0, dot)}.${hash}${file.slice(dot)}`;
+}
+
+function asset(path: string, contentType: string, body: Buffer, hash: string): CompressedAsset {
   return {
-    path: `/assets/${file.slice(0, dot)}.${hash}${file.slice(dot)}`,
+    path,
     contentType,
     body,
     encoded: compressStatic(body),
@@ -71,25 +84,37 @@ function load(file: string, contentType: string, minify: (source: string) => str
   };
 }
 
+function load(file: string, contentType: string, minify: (source: string) => string): CompressedAsset {
+  const body = read(file, minify);
+  const hash = hashOf(body);
+  return asset(hashedPath(file, hash), contentType, body, hash);
+}
+
 export interface CheckoutAssets {
   css: CompressedAsset;
   js: CompressedAsset;
-  /** "Pay with USDC": a module the page's script imports only when the browser has a wallet (its path is in js). */
+  /**
+   * "Pay with USDC": a module the page's script imports only when the browser has a wallet. It
+   * shares the script's hash, so the script finds it by its own name (checkout.<hash>.js →
+   * checkout.<hash>.usdc.js) and carries no second hash for every payer to download.
+   */
   usdcJs: CompressedAsset;
 }
 
 let loaded: CheckoutAssets | undefined;
 
-/** The module's path as checkout.js names it; replaced by its content-hashed path before hashing checkout.js. */
-const USDC_SCRIPT_NAME = "'/assets/checkout-usdc.js'";
-
 export function checkoutAssets(): CheckoutAssets {
   if (!loaded) {
-    const usdcJs = load('checkout-usdc.js', 'text/javascript; charset=utf-8', minifyJs);
-    const js = load('checkout.js', 'text/javascript; charset=utf-8', (source) =>
-      minifyJs(source).replace(USDC_SCRIPT_NAME, `'${usdcJs.path}'`),
-    );
-    loaded = { css: load('checkout.css', 'text/css; charset=utf-8', minifyCss), js, usdcJs };
+    const JS = 'text/javascript; charset=utf-8';
+    const [js, usdcJs] = [read('checkout.js', minifyJs), read('checkout-usdc.js', minifyJs)];
+    // Hashed together: a change to either renames both, so neither is ever cached stale.
+    const hash = hashOf(js, usdcJs);
+    const jsPath = hashedPath('checkout.js', hash);
+    loaded = {
+      css: load('checkout.css', 'text/css; charset=utf-8', minifyCss),
+      js: asset(jsPath, JS, js, hash),
+      usdcJs: asset(jsPath.replace(/js$/, 'usdc.js'), JS, usdcJs, hash),
+    };
   }
   return loaded;
 }

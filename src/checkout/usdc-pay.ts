@@ -1,5 +1,5 @@
 // Paying a checkout session with an EIP-3009 authorization, for both USDC payers: an agent's x402
-// PAYMENT-SIGNATURE on GET /pay/:id and the page's wallet signature (POST /pay/:id/usdc). The
+// PAYMENT-SIGNATURE on GET /pay/:id and the page's wallet signature (POST /pay/:id, rail=usdc). The
 // authorization is checked against the session's own requirements, never the client's, and the
 // money moves only through settleAuthorization (src/x402/settle.ts), which verifies and records it
 // before submitting and pays the session's payment through the system tools.

@@ -1,5 +1,5 @@
 // "Pay with USDC" on the hosted page: the page's script has the payer's browser wallet sign one
-// EIP-3009 TransferWithAuthorization and submits it as a form of the page (POST /pay/:id/usdc,
+// EIP-3009 TransferWithAuthorization and submits it as a form of the page (POST /pay/:id, rail=usdc,
 // checked as every form of the page is). The authorization becomes the x402 payload an agent would
 // send, and is paid the same way (usdc-pay.ts). As for the other rails, the answer is the page
 // again: the attempt it made, or the page with the refusal in plain words (the x402 reason stays on

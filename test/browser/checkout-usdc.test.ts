@@ -75,7 +75,11 @@ describe.skipIf(skip)('Pay with USDC on the checkout page, in a browser', () => 
       });
       // Before the page's own scripts: the provider is there when checkout.js looks for one.
       await context.addInitScript({
-        content: 'window.ethereum = { request: ({ method, params }) => window.testWallet(method, params ?? []) };',
+        content: `window.ethereum = { request: async ({ method, params }) => {
+          const answer = await window.testWallet(method, params ?? []);
+          if (answer?.rejected) throw { code: answer.rejected, message: 'rejected' };
+          return answer;
+        } };`,
       });
     }
     const page = await context.newPage();
@@ -83,19 +87,28 @@ describe.skipIf(skip)('Pay with USDC on the checkout page, in a browser', () => 
     return page;
   }
 
+  /** The account the test wallet holds, and whether it declines the next signature (EIP-1193's 4001). */
+  let wallet = { account: payer, decline: false };
+
   /** What the payer's wallet answers: its account, the devnet's chain, and a signature of the typed data. */
   async function answerWallet(method: string, params: unknown[]): Promise<unknown> {
     switch (method) {
       case 'eth_requestAccounts':
-        return [payer.address];
+        return [wallet.account.address];
       case 'eth_chainId':
         return toHex(chain.chainId);
       case 'eth_signTypedData_v4': {
+        if (wallet.decline) return { rejected: 4001 };
         const { types, domain, primaryType, message } = JSON.parse(params[1] as string) as TypedDataDefinition & {
           types: Record<string, unknown>;
         };
         const { EIP712Domain: _domainType, ...messageTypes } = types;
-        return payer.signTypedData({ domain, types: messageTypes, primaryType, message } as TypedDataDefinition);
+        return wallet.account.signTypedData({
+          domain,
+          types: messageTypes,
+          primaryType,
+          message,
+        } as TypedDataDefinition);
       }
       default:
         throw new Error(`the test wallet does not answer ${method}`);
@@ -125,6 +138,28 @@ describe.skipIf(skip)('Pay with USDC on the checkout page, in a browser', () => 
     expect(calls.filter((method) => method === 'eth_signTypedData_v4')).toHaveLength(1);
     expect(await readTokenBalance(chain, payer.address)).toBe(before - gross);
     expect((await findPaymentById(runtime.db, payment.id))?.status).toBe('settled');
+  });
+
+  it('says in plain words when the wallet declines and when it holds too little USDC; nothing moves', async () => {
+    const payment = await createPayment(api, merchant.apiKey, { currency: 'GHS', amount: 12.5 });
+    const broke = privateKeyToAccount(keccak256(toHex('checkout usdc payer without USDC')));
+    wallet = { account: broke, decline: true };
+    const page = await openPage(payment.checkout_url, []);
+    const pay = page.getByRole('button', { name: /^Pay [\d.]+ USDC$/ });
+    await pay.click();
+    await page.getByRole('alert').filter({ hasText: 'You declined in your wallet. Nothing was paid.' }).waitFor();
+    wallet = { account: broke, decline: false };
+    await pay.click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /^Your wallet does not hold enough USDC: this payment needs [\d.]+ USDC\. Nothing was taken/ })
+      .waitFor();
+    await page.screenshot({ path: join(shots, '32-usdc-not-enough.png'), fullPage: true });
+    // The refusal is the page itself again, at its own address, with "Pay with USDC" to try again.
+    expect(page.url()).toBe(payment.checkout_url);
+    await pay.waitFor();
+    expect((await findPaymentById(runtime.db, payment.id))?.status).toBe('pending');
+    wallet = { account: payer, decline: false };
   });
 
   it('offers no USDC button without a wallet', async () => {

@@ -122,7 +122,8 @@ async function offerUsdc() {
   fieldset.append(element('legend', {}, 'USDC from your wallet'), hint, problem, button);
   form.append(fieldset);
   form.setAttribute('method', 'post');
-  form.setAttribute('action', `${location.pathname}/usdc`);
+  form.setAttribute('action', location.pathname);
+  form.append(element('input', { type: 'hidden', name: 'rail', value: 'usdc' }, ''));
   form.classList.add('pay-form');
   form.hidden = false;
 

@@ -69,9 +69,9 @@
     });
   }
 
-  // "Pay with USDC" needs a browser wallet (EIP-1193): its module (which offers it on a payable page)
-  // is fetched only when there is one. The path becomes the content-hashed one in assets.ts.
-  if (window.ethereum) import('/assets/checkout-usdc.js');
+  // "Pay with USDC" needs a browser wallet (EIP-1193): its module, which offers it on a payable page,
+  // is fetched only when there is one. It is this script's name with .usdc (assets.ts).
+  if (window.ethereum) import(document.currentScript.src.replace(/js$/, 'usdc.js'));
 
   if (!statusUrl) return;
   const SETTLE_PATIENCE_MS = 20000;
