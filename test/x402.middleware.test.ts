@@ -23,6 +23,7 @@ import { plainUsdAbi } from '../src/chain/contracts/abis.ts';
 import { DEV_ACCOUNTS } from '../src/chain/devnet.ts';
 import { sendAs } from '../src/chain/testing.ts';
 import { getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
+import { checkCollectionInvariant } from '../src/payments/rails/collections.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { startSettlementWorker } from '../src/settlement/worker.ts';
 import { startDeliveryWorker } from '../src/webhooks/delivery-worker.ts';
@@ -219,6 +220,8 @@ describe('@x402/express pointed at plainpay, paid by @x402/fetch', () => {
     expect(events.map((e) => [e.type, e.data.object.id, e.data.object.status])).toEqual([
       ['payment.settled', paid.id, 'settled'],
     ]);
+    // Collected by the operator's own treasury: no credit without collection (docs/rails.md).
+    expect(await checkCollectionInvariant(runtime.db)).toEqual([]);
     await expectSettlementInvariants(runtime, chain);
   });
 

@@ -1,7 +1,9 @@
 // x402 settle under faults, in the style of the settlement crash tests (test/settlement.relayer.test.ts):
 // the worker dies between storing the signed transferWithAuthorization and its confirmation, and the
 // node loses the transaction; the next worker broadcasts the stored bytes again (never re-signing),
-// and the payment is credited once.
+// and the payment is credited once. And a payload signed a minute ago settles on an idle devnet
+// whose newest block is older than its validAfter; and two settles of one new payload at once pay
+// once. (The reorg case: test/chaos/x402-reorg.test.ts.)
 
 import type { Hex } from 'viem';
 import { encodeFunctionData, keccak256, toHex } from 'viem';
@@ -11,16 +13,15 @@ import { type ChainConnection, connectChain, readTokenBalance, readTreasuryBalan
 import { plainUsdAbi } from '../src/chain/contracts/abis.ts';
 import { DEV_ACCOUNTS } from '../src/chain/devnet.ts';
 import { sendAs } from '../src/chain/testing.ts';
-import type { Runtime } from '../src/runtime.ts';
 import { type SettlementWorker, startSettlementWorker } from '../src/settlement/worker.ts';
-import { caip2, type PaymentPayload, type PaymentRequirements } from '../src/x402/messages.ts';
+import { caip2 } from '../src/x402/messages.ts';
 import { settleAuthorization } from '../src/x402/settle.ts';
-import { TRANSFER_WITH_AUTHORIZATION_TYPES, x402Target } from '../src/x402/verify-exact.ts';
+import { signExactPayment } from './support/x402.ts';
 import { type TestAccount, testAccount } from './support/harness.ts';
 import { expectSettlementInvariants, settlementRuntime, waitUntil } from './support/settlement.ts';
 
 let chain: ChainConnection;
-let runtime: Runtime;
+let runtime: Awaited<ReturnType<typeof settlementRuntime>>;
 let merchant: TestAccount;
 const workers: SettlementWorker[] = [];
 const payer = privateKeyToAccount(keccak256(toHex('x402 faults payer')));
@@ -43,40 +44,6 @@ function worker(): SettlementWorker {
   return w;
 }
 
-/** A payment of `value` as @x402/evm's client signs it, to plainpay's treasury. */
-async function payment(value: bigint): Promise<{ payload: PaymentPayload; requirements: PaymentRequirements }> {
-  const target = await x402Target(chain);
-  const now = BigInt(Math.floor(Date.now() / 1000));
-  const authorization = {
-    from: payer.address,
-    to: target.payTo,
-    value,
-    validAfter: now - 600n,
-    validBefore: now + 3600n,
-    nonce: keccak256(toHex(`faults ${Math.random()}`)),
-  };
-  const signature = await payer.signTypedData({
-    domain: { name: target.name, version: target.version, chainId: chain.chainId, verifyingContract: target.asset },
-    types: TRANSFER_WITH_AUTHORIZATION_TYPES,
-    primaryType: 'TransferWithAuthorization',
-    message: authorization,
-  });
-  const requirements = {
-    scheme: 'exact',
-    network: caip2(chain.chainId),
-    amount: value.toString(),
-    asset: target.asset,
-    payTo: target.payTo,
-    maxTimeoutSeconds: 60,
-    extra: { name: target.name, version: target.version },
-  };
-  const wire = Object.fromEntries(Object.entries(authorization).map(([k, v]) => [k, v.toString()]));
-  return {
-    requirements,
-    payload: { x402Version: 2, accepted: requirements, payload: { signature, authorization: wire } },
-  };
-}
-
 async function authorizationTransactions(id: string) {
   return await runtime.db
     .selectFrom('chain_transactions')
@@ -88,7 +55,7 @@ async function authorizationTransactions(id: string) {
 
 it('after a crash between submit and confirm, broadcasts the stored transaction again and credits once', async () => {
   await chain.setAutomine!(false);
-  const paid = await payment(400_000n);
+  const paid = await signExactPayment(chain, payer, 400_000n);
   const input = { accountId: merchant.accountId, livemode: false, ...paid };
   const [payerBefore, treasuryBefore] = [
     await readTokenBalance(chain, payer.address),
@@ -139,4 +106,43 @@ it('after a crash between submit and confirm, broadcasts the stored transaction 
     .execute();
   expect(received).toEqual([{ kind: 'usdc_received' }]);
   await expectSettlementInvariants(runtime, chain);
+});
+
+it('settles a fresh payload on an idle devnet whose newest block is old (validAfter after that block)', async () => {
+  // The node's clock runs 20 minutes past its newest block, as on a devnet idle that long; the
+  // service's clock agrees with the node's. A client signs validAfter = now - 10 min, after that block.
+  await chain.publicClient.request({ method: 'evm_increaseTime', params: [1200] } as never);
+  runtime.clock.advance(1_200_000);
+  const now = BigInt(Math.floor(runtime.clock.now().getTime() / 1000));
+  const newest = (await chain.publicClient.getBlock({ blockTag: 'latest' })).timestamp;
+  expect(newest).toBeLessThan(now - 600n);
+  const fresh = await signExactPayment(chain, payer, 150_000n, { validAfter: now - 600n, validBefore: now + 600n });
+  const outcome = await settleAuthorization(
+    runtime,
+    { accountId: merchant.accountId, livemode: false, ...fresh },
+    { waitMs: 20_000 },
+  );
+  expect(outcome).toMatchObject({ status: 'settled', payer: payer.address });
+});
+
+it('two settles of one new payload at once: one records, the other waits for it; one transfer, one payment', async () => {
+  const input = { accountId: merchant.accountId, livemode: false, ...(await signExactPayment(chain, payer, 50_000n)) };
+  const count = async (table: 'payments' | 'x402_authorizations') =>
+    Number(
+      (
+        await runtime.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const before = { payer: await readTokenBalance(chain, payer.address), payments: await count('payments') };
+  const [a, b] = await Promise.all([
+    settleAuthorization(runtime, input, { waitMs: 20_000 }),
+    settleAuthorization(runtime, input, { waitMs: 20_000 }),
+  ]);
+  expect(a).toMatchObject({ status: 'settled' });
+  expect(b).toEqual(a);
+  expect(await readTokenBalance(chain, payer.address)).toBe(before.payer - 50_000n);
+  expect(await count('payments')).toBe(before.payments + 1);
 });

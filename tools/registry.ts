@@ -32,6 +32,7 @@ import {
   confirmX402Authorization,
   failX402Authorization,
   recordX402Authorization,
+  revertX402Authorization,
 } from './system/x402-authorizations.ts';
 
 /**
@@ -82,4 +83,5 @@ export const SYSTEM_TOOLS: readonly AnyTool[] = [
   recordX402Authorization,
   confirmX402Authorization,
   failX402Authorization,
+  revertX402Authorization,
 ];

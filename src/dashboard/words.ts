@@ -31,6 +31,10 @@ const TOOL_WORDS: Readonly<Record<string, string>> = {
   expire_payments: 'Payments expired',
   fund_test_balance: 'Test funding',
   record_treasury_opening: 'Treasury opening balance',
+  record_x402_authorization: 'USDC payment received for settling',
+  confirm_x402_authorization: 'USDC payment landed on chain',
+  fail_x402_authorization: 'USDC payment could not land',
+  revert_x402_authorization: 'USDC payment undone by a reorg',
 };
 
 export function toolWords(tool: string): string {

@@ -10,7 +10,7 @@
 // it: the token lets it move money once, whichever transaction carries it. A transfer at depth is
 // confirmed through confirm_x402_authorization (tools/system/), which credits the merchant.
 
-import { type Address, type Hex, parseEventLogs, type TransactionReceipt } from 'viem';
+import { type Address, BlockNotFoundError, type Hex, parseEventLogs, type TransactionReceipt } from 'viem';
 import { sql } from 'kysely';
 import { estimateFees } from '../chain/chain.ts';
 import { plainUsdAbi } from '../chain/contracts/abis.ts';
@@ -36,7 +36,11 @@ import {
   type StillInFlight,
   type TrackedTx,
 } from './relayer.ts';
-import { confirmX402Authorization, failX402Authorization } from '../../tools/system/x402-authorizations.ts';
+import {
+  confirmX402Authorization,
+  failX402Authorization,
+  revertX402Authorization,
+} from '../../tools/system/x402-authorizations.ts';
 
 function authorizationOf(row: X402AuthorizationRow): Authorization {
   return {
@@ -145,6 +149,7 @@ const authorizationStillSubmitted: StillInFlight = async (trx, tx) =>
  * Returns how many ended or moved on.
  */
 export async function trackSubmittedAuthorizations(ctx: SettlementContext, session: ChainSession): Promise<number> {
+  await resubmitFromGoneChains(ctx, session);
   const submitted = await ofThisChain(ctx, session)
     .where('status', '=', 'submitted')
     .where('chain_key', '=', session.key)
@@ -214,6 +219,35 @@ export async function trackSubmittedAuthorizations(ctx: SettlementContext, sessi
   return moved;
 }
 
+/**
+ * Authorizations submitted on an in-process devnet that no longer exists (its process ended: no
+ * live lease on it) are recorded again, to be judged afresh on this chain, as
+ * replanBatchesFromGoneChains does for batches: that chain, with anything that was on it, is gone.
+ */
+async function resubmitFromGoneChains(ctx: SettlementContext, session: ChainSession): Promise<void> {
+  const orphans = await ctx.db
+    .selectFrom('x402_authorizations as x')
+    .innerJoin('chains as c', 'c.chain_key', 'x.chain_key')
+    .select('x.id')
+    .where('x.status', '=', 'submitted')
+    .where('x.chain_key', '!=', session.key)
+    .where('c.ephemeral', '=', true)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('relayer_leases as l')
+            .select('l.chain_key')
+            .whereRef('l.chain_key', '=', 'x.chain_key')
+            .where('l.expires_at', '>', sql<Date>`now()`),
+        ),
+      ),
+    )
+    .execute();
+  for (const orphan of orphans) {
+    await resubmit(ctx, orphan.id, 'the in-process devnet this was signed for is gone');
+  }
+}
+
 async function resubmit(ctx: SettlementContext, id: string, why: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     if ((await lockAuthorization(trx, id)) !== 'submitted') return;
@@ -268,6 +302,106 @@ async function confirmFromEvent(
   return await confirm(ctx, session, row, receipt);
 }
 
+/**
+ * The reorg watch for authorizations, as reorgs.ts is for batches: each confirmed authorization of
+ * this chain not yet final is re-checked against the chain's block at its height until it is
+ * finalityDepth deep. A replaced block whose transaction is not mined deep enough elsewhere puts
+ * the authorization back in flight (revert_x402_authorization). Returns how many were reverted.
+ */
+export async function watchConfirmedAuthorizations(ctx: SettlementContext, session: ChainSession): Promise<number> {
+  const watched = await ofThisChain(ctx, session)
+    .where('status', '=', 'confirmed')
+    .where('finalized_at', 'is', null)
+    .where('chain_key', '=', session.key)
+    .limit(1_000)
+    .execute();
+  if (watched.length === 0) return 0;
+  const client = session.conn.publicClient;
+  const head = await client.getBlockNumber({ cacheTime: 0 });
+  const need = BigInt(Math.max(session.conn.finalityDepth, session.conn.confirmations));
+  let reverted = 0;
+  for (const row of watched) {
+    try {
+      if (row.block_number === null || row.block_hash === null || row.tx_hash === null) continue;
+      if (row.block_number > head) continue; // a node behind us says nothing yet
+      const seen = await blockHashAt(session, row.block_number);
+      if (seen === null) continue; // not found is not replaced: look again later
+      if (seen.toLowerCase() === row.block_hash.toLowerCase()) {
+        if (head - row.block_number + 1n >= need) await markFinal(ctx, row.id);
+        continue;
+      }
+      const receipt = await receiptOf(session, row.tx_hash as Hex);
+      if (receipt?.status === 'success' && head - receipt.blockNumber + 1n >= BigInt(session.conn.confirmations)) {
+        const canonical = await blockHashAt(session, receipt.blockNumber);
+        if (canonical?.toLowerCase() === receipt.blockHash.toLowerCase()) {
+          // Mined again in another block, deep enough: the credit stands, only its block changes.
+          await ctx.db
+            .updateTable('x402_authorizations')
+            .set({ block_number: receipt.blockNumber, block_hash: receipt.blockHash, updated_at: sql`now()` })
+            .where('id', '=', row.id)
+            .where('status', '=', 'confirmed')
+            .execute();
+          continue;
+        }
+      }
+      const result = await runSystemTool(
+        ctx.runtime,
+        revertX402Authorization,
+        {
+          authorization_id: row.id,
+          chain: chainFactsOf(session),
+          tx_hash: row.tx_hash,
+          reason: `reorg: block ${row.block_number} (${row.block_hash}) is no longer the chain's (now ${seen})`,
+        },
+        { accountId: row.account_id, livemode: row.livemode },
+      );
+      if (!result.changed) continue;
+      reverted += 1;
+      // Broadcast again at once: this process's memory of having sent them is about a chain that is gone.
+      for (const key of [...ctx.broadcastHere]) if (key.startsWith(`${session.key}/`)) ctx.broadcastHere.delete(key);
+      ctx.logger.error(
+        { authorization: row.id, tx: row.tx_hash, payment: row.payment_id },
+        'reorg: a confirmed x402 transfer is back in flight; its signed transaction will be broadcast again',
+      );
+    } catch (error) {
+      ctx.logger.warn(
+        { authorization: row.id, err: errorMessage(error) },
+        'could not re-check an authorization this turn',
+      );
+    }
+  }
+  return reverted;
+}
+
+async function blockHashAt(session: ChainSession, height: bigint): Promise<Hex | null> {
+  try {
+    return (await session.conn.publicClient.getBlock({ blockNumber: height })).hash;
+  } catch (error) {
+    if (error instanceof BlockNotFoundError) return null;
+    throw error;
+  }
+}
+
+async function markFinal(ctx: SettlementContext, id: string): Promise<void> {
+  await ctx.db
+    .updateTable('x402_authorizations')
+    .set({ finalized_at: sql`now()`, updated_at: sql`now()` })
+    .where('id', '=', id)
+    .where('status', '=', 'confirmed')
+    .where('finalized_at', 'is', null)
+    .execute();
+}
+
+function chainFactsOf(session: ChainSession) {
+  return {
+    key: session.key,
+    chain_id: session.chainId,
+    batch_address: session.conn.batchAddress,
+    asset: session.asset,
+    ephemeral: session.ephemeral,
+  };
+}
+
 async function confirm(
   ctx: SettlementContext,
   session: ChainSession,
@@ -282,13 +416,7 @@ async function confirm(
     confirmX402Authorization,
     {
       authorization_id: row.id,
-      chain: {
-        key: session.key,
-        chain_id: session.chainId,
-        batch_address: session.conn.batchAddress,
-        asset: session.asset,
-        ephemeral: session.ephemeral,
-      },
+      chain: chainFactsOf(session),
       receipt: {
         hash: receipt.transactionHash,
         block_number: receipt.blockNumber.toString(),

@@ -32,7 +32,11 @@ import { defaultSettlementOptions, newHolderId, type SettlementContext, type Set
 import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
 import { settlePaidPayments } from './payment-settlement.ts';
 import { sendPlannedBatches, trackSentBatches } from './relayer.ts';
-import { submitRecordedAuthorizations, trackSubmittedAuthorizations } from './authorizations.ts';
+import {
+  submitRecordedAuthorizations,
+  trackSubmittedAuthorizations,
+  watchConfirmedAuthorizations,
+} from './authorizations.ts';
 import { acquireRelayerLease, releaseRelayerLease } from './relayer-lease.ts';
 
 export interface SettlementWorkerOptions extends Partial<SettlementOptions> {
@@ -130,7 +134,9 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
     const sent = await sendPlannedBatches(ctx, session);
     // USDC paid in by x402 authorizations rides the same lease and nonces (authorizations.ts).
     const authorizations =
-      (await trackSubmittedAuthorizations(ctx, session)) + (await submitRecordedAuthorizations(ctx, session));
+      (await watchConfirmedAuthorizations(ctx, session)) +
+      (await trackSubmittedAuthorizations(ctx, session)) +
+      (await submitRecordedAuthorizations(ctx, session));
     return reverted > 0 || repaired > 0 || ended > 0 || planned > 0 || sent > 0 || authorizations > 0 ? 0 : idle();
   };
 
@@ -211,6 +217,9 @@ async function chainWork(ctx: SettlementContext): Promise<{ active: boolean; nex
       select exists (select 1 from transfers where status in ('batched', 'sent'))
           or exists (select 1 from transfers where status = 'queued' and due_at is null)
           or exists (select 1 from x402_authorizations where status in ('recorded', 'submitted'))
+          or exists (select 1 from x402_authorizations x
+                      where x.status = 'confirmed' and x.finalized_at is null
+                        and x.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current'))
           or exists (select 1 from settlement_batches b
                       where b.status = 'confirmed' and b.finalized_at is null
                         and (b.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current')

@@ -7,11 +7,13 @@
 // a few seconds on validBefore, follow x402's reference facilitator (@x402/evm 2.27
 // `exact/facilitator/eip3009.ts`), so plainpay refuses what it refuses, with the spec's codes.
 //
-// Time: the contract compares validAfter/validBefore with block.timestamp, but the newest block's
-// timestamp can be stale (an idle automine devnet mines no block until a transaction comes), so a
-// payload already expired by the wall clock could pass on it alone. Both clocks are read, and the
-// stricter answer wins: expired when either says so (validBefore against the later of the two),
-// not yet valid when either says so (validAfter against the earlier).
+// Time: the contract compares validAfter/validBefore with the timestamp of the block the transfer
+// lands in. That block is still to come: stamped no earlier than the newest block and about now,
+// so the later of the newest block's time and the service's clock stands for it at both ends of
+// the window. The newest block alone is not enough: an idle automine devnet mines no block until a
+// transaction comes, so its newest block can be hours old, which would pass a payload already
+// expired and refuse one signed a minute ago (validAfter after that block). The simulation runs on
+// the pending block for the same reason.
 
 import {
   type Address,
@@ -248,13 +250,14 @@ async function checkAuthorization(
   }
   const chainNow = (await conn.publicClient.getBlock({ blockTag: 'latest' })).timestamp;
   const clockNow = BigInt(Math.floor(serviceNow.getTime() / 1000));
-  const latest = chainNow > clockNow ? chainNow : clockNow;
-  const earliest = chainNow < clockNow ? chainNow : clockNow;
+  // The transfer lands in a block still to come, stamped no earlier than the newest block and about
+  // now: the later of the two clocks is when it lands, for both ends of the window.
+  const landing = chainNow > clockNow ? chainNow : clockNow;
   const times = `chain time ${chainNow}, service time ${clockNow}`;
-  if (auth.validBefore < latest + VALID_BEFORE_MARGIN_SECONDS) {
+  if (auth.validBefore < landing + VALID_BEFORE_MARGIN_SECONDS) {
     return no(X402_REASONS.validBefore, `the authorization expired (validBefore ${auth.validBefore}, ${times})`);
   }
-  if (auth.validAfter >= earliest) {
+  if (auth.validAfter >= landing) {
     return no(X402_REASONS.validAfter, `the authorization is not valid yet (validAfter ${auth.validAfter}, ${times})`);
   }
   const required = BigInt(requirements.amount);
@@ -327,6 +330,9 @@ export async function simulateTransfer(
 ): Promise<{ reason: X402Reason; message: string } | undefined> {
   try {
     await conn.publicClient.call({
+      // In the block it would land in: on an idle chain the newest block can be older than the
+      // authorization's validAfter, the next one is not.
+      blockTag: 'pending',
       account: target.relayer,
       to: target.asset,
       data: transferWithAuthorizationData(auth, signature),

@@ -17,6 +17,7 @@ import {
   insertX402Authorization,
   markX402AuthorizationConfirmed,
   markX402AuthorizationFailed,
+  markX402AuthorizationReverted,
 } from '../../src/db/money-writes/x402-authorizations.ts';
 import { findCreationSettings } from '../../src/db/repositories/payments.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
@@ -322,6 +323,14 @@ export const confirmX402Authorization = defineTool({
       provider_receipt: input.receipt.hash,
       completed_at: now,
     });
+    if (authorization.reversals > 0) {
+      // Landed again after a reorg took it off the chain: the payment was paid the first time.
+      ctx.logger.warn(
+        { authorization: authorization.id, tx: input.receipt.hash },
+        'a transfer a reorg undid landed again',
+      );
+      return outcome(authorization, true, payment);
+    }
     const paid = await transitionPayment(db, payment.id, 'processing', 'paid', { paid_at: now }, now);
     if (!paid) {
       // Recorded before submission, the payment was held `processing` for this attempt alone.
@@ -360,6 +369,64 @@ function usdcReceivedEntries(chain: z.output<typeof chainFacts>, payment: Paymen
     credit(ledgerAccount.railClearing(mode, payment.currency), payment.amount_minor),
   ];
 }
+
+/**
+ * A reorg took the authorization's confirmed transfer off the chain (its block is no longer the
+ * chain's and its transaction is not mined deep enough elsewhere): the treasury no longer holds its
+ * value, so usdc_received is reversed by a posting of its own (the rail clearing account shows the
+ * payer's money outstanding again), and the authorization is back in flight with its signed
+ * transactions live: the worker broadcasts the same bytes again, and the token's nonce lets it land
+ * once. The payment keeps its status (it may have settled into the balance or been paid out): its
+ * credit stands on the transfer landing again, which confirm_x402_authorization records. One that
+ * never lands again is failed loudly (fail_x402_authorization) for an operator to settle with the
+ * merchant (docs/x402.md).
+ */
+export const revertX402Authorization = defineTool({
+  name: 'revert_x402_authorization',
+  title: 'Record a USDC authorization a reorg took off the chain',
+  description: "Reverses an authorization's treasury credit after a reorg and puts it back in flight.",
+  input: z.strictObject({
+    authorization_id: z.string().min(1).max(100),
+    chain: chainFacts,
+    tx_hash: z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{64}$/)
+      .describe('The confirmed transaction the reorg took away.'),
+    reason: z.string().min(1).max(2000),
+  }),
+  output: outcomeOutput,
+  effect: 'money',
+  scope: 'payments:write',
+  system: {},
+  async handler(input, ctx) {
+    const { db, now } = ctx;
+    const authorization = await db
+      .selectFrom('x402_authorizations')
+      .selectAll()
+      .where('id', '=', input.authorization_id)
+      .where('account_id', '=', ctx.actor.accountId)
+      .forUpdate()
+      .executeTakeFirstOrThrow();
+    const payment = await db
+      .selectFrom('payments')
+      .selectAll()
+      .where('id', '=', authorization.payment_id)
+      .executeTakeFirstOrThrow();
+    if (authorization.status !== 'confirmed' || authorization.tx_hash !== input.tx_hash) {
+      return outcome(authorization, false, payment);
+    }
+    await postLedger(db, {
+      kind: 'usdc_reverted',
+      reference: `${authorization.id}:${authorization.reversals}`,
+      at: now,
+      entries: usdcReceivedEntries(input.chain, payment, authorization.value_minor).map((e) =>
+        e.side === 'debit' ? credit(e.account, e.amount) : debit(e.account, e.amount),
+      ),
+    });
+    const reverted = await markX402AuthorizationReverted(db, authorization.id, input.tx_hash, now);
+    return outcome(reverted ?? authorization, reverted !== undefined, payment);
+  },
+});
 
 /**
  * The authorization can never land (refused on simulation, expired unsubmitted, canceled by its

@@ -98,3 +98,44 @@ export async function markX402AuthorizationFailed(
   }
   return row;
 }
+
+/**
+ * confirmed → submitted after a reorg took its transaction off the chain: the chain facts cleared,
+ * the count of reversals raised, and its signed transactions live again (the same bytes are
+ * broadcast again). Undefined when it was no longer confirmed by `txHash`.
+ */
+export async function markX402AuthorizationReverted(
+  db: Db,
+  id: string,
+  txHash: string,
+  at: Date,
+): Promise<X402AuthorizationRow | undefined> {
+  const row = await db
+    .updateTable('x402_authorizations')
+    .set((eb) => ({
+      status: 'submitted',
+      tx_hash: null,
+      block_number: null,
+      block_hash: null,
+      gas_used: null,
+      effective_gas_price: null,
+      confirmed_at: null,
+      finalized_at: null,
+      reversals: eb('reversals', '+', 1),
+      updated_at: at,
+    }))
+    .where('id', '=', id)
+    .where('status', '=', 'confirmed')
+    .where('tx_hash', '=', txHash)
+    .returningAll()
+    .executeTakeFirst();
+  if (row) {
+    await db
+      .updateTable('chain_transactions')
+      .set({ status: 'broadcast', block_number: null, block_hash: null, gas_used: null })
+      .where('authorization_id', '=', id)
+      .where('status', 'in', ['mined', 'replaced'])
+      .execute();
+  }
+  return row;
+}

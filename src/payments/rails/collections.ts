@@ -374,8 +374,8 @@ export interface CreditWithoutOperatorCollection {
 /**
  * The collection invariant (docs/rails.md): a merchant is credited stablecoin only for local money
  * that reached an operator-owned collection account. Every `payment_received` posting needs a
- * success of that payment on the sandbox (test mode: no money) or on an operator's collection
- * account. Returns the payments that break it (those paid in `paid` only, when given); tests check
+ * success of that payment on the sandbox (test mode: no money), on an operator's collection
+ * account, or on the usdc rail with its transfer confirmed into the operator's treasury. Returns the payments that break it (those paid in `paid` only, when given); tests check
  * it after every file, and the daily reconciliation names each one.
  */
 export async function creditsWithoutOperatorCollection(
@@ -390,7 +390,11 @@ export async function creditsWithoutOperatorCollection(
        and not exists (
          select 1 from payment_attempts a left join collection_accounts c on c.id = a.collection_id
           where a.payment_id = p.id and a.outcome = 'succeeded' and not a.late
-            and ((a.rail = 'sandbox' and not p.livemode) or (a.rail <> 'sandbox' and c.owner = 'operator')))
+            and ((a.rail = 'sandbox' and not p.livemode)
+                 or (a.rail not in ('sandbox', 'usdc') and c.owner = 'operator')
+                 -- USDC paid in is collected by the operator's treasury itself: its transfer confirmed there.
+                 or (a.rail = 'usdc' and exists (
+                       select 1 from x402_authorizations x where x.attempt_id = a.id and x.status = 'confirmed'))))
        ${paid ? sql`and p.paid_at >= ${paid.from} and p.paid_at < ${paid.to}` : sql``}
      order by p.id
      ${limit === undefined ? sql`` : sql`limit ${limit}`}`.execute(db);
