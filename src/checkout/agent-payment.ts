@@ -22,7 +22,7 @@ import { sessionPaymentRequired } from './usdc-session.ts';
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /** The PAYMENT-SIGNATURE header's PaymentPayload, or a 400 naming the header and the rule. */
-export function decodePaymentSignature(header: string | string[]): unknown {
+function decodePaymentSignature(header: string | string[]): unknown {
   const malformed = (rule: string): AppError =>
     new AppError('invalid_request', `The PAYMENT-SIGNATURE header must be ${rule}.`, { param: 'PAYMENT-SIGNATURE' });
   if (typeof header !== 'string') throw malformed('sent once');

@@ -16,7 +16,7 @@ import { sessionRequirements, type UsdcStanding, usdcStanding } from './usdc-ses
  * confirming" (the page and the agent then follow the status; a retry of the same authorization
  * answers its result, never pays twice).
  */
-export const SETTLE_WAIT_MS = 30_000;
+const SETTLE_WAIT_MS = 30_000;
 
 export type SessionPayment =
   | { kind: 'settled'; transaction: string; network: string; payer: string }

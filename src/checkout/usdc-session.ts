@@ -16,7 +16,7 @@ import { x402Target } from '../x402/verify-exact.ts';
  * (validBefore = now + this). The reference middleware's default: long enough for a slow chain,
  * short enough that a signature left unused soon means nothing.
  */
-export const USDC_MAX_TIMEOUT_SECONDS = 300;
+const USDC_MAX_TIMEOUT_SECONDS = 300;
 
 /** x402 v2 PaymentRequired (specification 5.1's envelope): what a 402 carries in PAYMENT-REQUIRED. */
 export interface PaymentRequired {

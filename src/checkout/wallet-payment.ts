@@ -21,7 +21,7 @@ const FIELDS = ['from', 'to', 'value', 'valid_after', 'valid_before', 'nonce', '
 const NOTHING_TAKEN = 'Nothing was taken from your wallet.';
 
 /** What the payer is told when their authorization is refused, by the x402 reason. */
-export function refusalWords(reason: X402Reason, usdc: string): string {
+function refusalWords(reason: X402Reason, usdc: string): string {
   switch (reason) {
     case X402_REASONS.insufficientFunds:
       return `Your wallet does not hold enough USDC: this payment needs ${usdc}. ${NOTHING_TAKEN}`;
