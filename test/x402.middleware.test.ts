@@ -24,6 +24,8 @@ import { DEV_ACCOUNTS } from '../src/chain/devnet.ts';
 import { sendAs } from '../src/chain/testing.ts';
 import { getLedgerBalance, ledgerAccount } from '../src/ledger/ledger.ts';
 import { checkCollectionInvariant } from '../src/payments/rails/collections.ts';
+import { reconcileCollections } from '../src/reconciliation/collections.ts';
+import { dayWindow } from '../src/reconciliation/day.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { startSettlementWorker } from '../src/settlement/worker.ts';
 import { startDeliveryWorker } from '../src/webhooks/delivery-worker.ts';
@@ -220,8 +222,21 @@ describe('@x402/express pointed at plainpay, paid by @x402/fetch', () => {
     expect(events.map((e) => [e.type, e.data.object.id, e.data.object.status])).toEqual([
       ['payment.settled', paid.id, 'settled'],
     ]);
-    // Collected by the operator's own treasury: no credit without collection (docs/rails.md).
+    // Collected by the operator's own treasury: no credit without collection (docs/rails.md), and
+    // the reconciliation counts it on both sides, the chain standing for the usdc rail's provider.
     expect(await checkCollectionInvariant(runtime.db)).toEqual([]);
+    const collections = await reconcileCollections(runtime, dayWindow(runtime.clock.now().toISOString().slice(0, 10)));
+    expect(collections.lines.filter((l) => l.payment_id === paid.id)).toEqual([]);
+    expect(collections.totals).toContainEqual({
+      livemode: false,
+      currency: 'USDC',
+      rail: 'usdc',
+      provider_count: 1,
+      provider_amount_minor: '250000',
+      payer_fees_minor: '0',
+      ledger_count: 1,
+      ledger_amount_minor: '250000',
+    });
     await expectSettlementInvariants(runtime, chain);
   });
 

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { AttemptOutcome, Db } from '../db/database.ts';
 import type { CollectionOwner, ProviderRail } from '../db/tables/rails.ts';
+import { USDC_RAIL } from '../db/tables/x402.ts';
 import { PROVIDER_RAILS } from '../payments/rails/attempts.ts';
 import { collectionById, creditsWithoutOperatorCollection } from '../payments/rails/collections.ts';
 import { type ProviderCollectedPayment, RailUnavailableError } from '../payments/rails/rail.ts';
@@ -128,6 +129,19 @@ export async function reconcileCollections(runtime: Runtime, window: DayWindow):
     t.ledger_count += 1;
     t.ledger_amount_minor = (BigInt(t.ledger_amount_minor) + p.amount_minor).toString();
   }
+  // USDC paid in has no provider listing: the chain is its provider, and what it confirmed into the
+  // treasury is what the usdc rail collected (the treasury itself is checked against the chain).
+  const onChain = await confirmedUsdcPayments(
+    db,
+    booked.filter((p) => p.rail === USDC_RAIL).map((p) => p.id),
+  );
+  for (const p of booked.filter((b) => b.rail === USDC_RAIL)) {
+    const t = totalsOf(p.livemode, p.currency, USDC_RAIL);
+    const confirmed = onChain.has(p.id);
+    t.provider_count = (t.provider_count ?? 0) + (confirmed ? 1 : 0);
+    t.provider_amount_minor = (BigInt(t.provider_amount_minor ?? '0') + (confirmed ? p.amount_minor : 0n)).toString();
+    t.payer_fees_minor ??= '0';
+  }
 
   // Booked payments a provider row (or an unreadable listing) accounted for.
   const accounted = new Set<string>();
@@ -250,6 +264,21 @@ async function collectionsInUse(db: Db, window: DayWindow, booked: readonly Book
     .orderBy('rail')
     .orderBy('id')
     .execute();
+}
+
+/** Of these payments, those paid by an x402 authorization whose transfer is confirmed on chain. */
+async function confirmedUsdcPayments(db: Db, paymentIds: readonly string[]): Promise<Set<string>> {
+  const confirmed = new Set<string>();
+  for (let i = 0; i < paymentIds.length; i += CHUNK) {
+    const rows = await db
+      .selectFrom('x402_authorizations')
+      .select('payment_id')
+      .where('payment_id', 'in', paymentIds.slice(i, i + CHUNK))
+      .where('status', '=', 'confirmed')
+      .execute();
+    for (const row of rows) confirmed.add(row.payment_id);
+  }
+  return confirmed;
 }
 
 /** Payments booked to collection (payment_received) that were paid on the day, with their collecting attempt. */
