@@ -8,16 +8,21 @@ import Fastify, {
 import { type CompressedAsset, checkoutAssets } from './assets.ts';
 import { compressPage, negotiateEncoding } from './encoding.ts';
 import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt, type PaymentAttemptRow } from './attempts.ts';
+import { answerUnpaidRequest, isAgentRequest } from './agent-answer.ts';
+import { answerPaymentSignature } from './agent-payment.ts';
 import { isSameOriginPost } from './csrf.ts';
 import { ATTEMPT_NOTICES, type CheckoutPageOptions, checkoutPage, type MessagePage, messagePage } from './pages.ts';
 import { STATUS_STREAM_LIMITS, type StatusStreamLimits, statusStreams } from './status-stream.ts';
 import { type CheckoutStatusBody, checkoutView, payPath, presentCheckoutStatus } from './view.ts';
+import { payFromWallet, type WalletPaymentAnswer } from './wallet-payment.ts';
+import type { ChainConnection } from '../chain/chain.ts';
 import { AppError, isAppError } from '../core/errors.ts';
 import { isOpenAttempt, type PaymentRow } from '../db/database.ts';
 import { findPaymentById } from '../db/repositories/payments.ts';
 import { isId } from '../domain/ids.ts';
 import type { Config } from '../config/config.ts';
 import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
+import { USDC_RAIL } from '../db/tables/x402.ts';
 import { attemptNotice, beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
 import type { Runtime } from '../runtime.ts';
@@ -84,8 +89,11 @@ const SANDBOX_OUTCOMES = ['succeeded', 'declined'] as const;
  * The seed's {checkout_host}: a separate listener that serves the hosted payment page to payers.
  * It shares no cookies or routes with the API host. Routes:
  *
- *   GET  /pay/:id          the page (server-rendered; works without JavaScript)
+ *   GET  /pay/:id          the page (server-rendered; works without JavaScript); to an x402 client
+ *                          (an agent: no text/html in Accept, or a PAYMENT-SIGNATURE), 402 with
+ *                          PAYMENT-REQUIRED, and its paid retry (agent-answer.ts, agent-payment.ts)
  *   POST /pay/:id          the form post: rail=paystack (email) or rail=mpesa (phone) starts an attempt
+ *                          (rail=usdc: the authorization the payer's wallet signed, paid: wallet-payment.ts)
  *                          (303 to Paystack's page, or back here to "check your phone"); outcome=
  *                          succeeded|declined pays on the sandbox rail (test mode), then 303 to the page
  *   GET  /pay/:id/return/:attempt   where Paystack sends the payer back: asks Paystack, 303 to the page
@@ -112,7 +120,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: requestLoggerFactory(runtime.logger),
     schemaController: noSchemaCompilers,
-    // The only body is a one-field form.
+    // The only bodies are small forms; the largest, a signed USDC authorization, is under 1 KB.
     bodyLimit: 4096,
     genReqId: randomRequestId,
     routerOptions: { ignoreTrailingSlash: true },
@@ -209,12 +217,14 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
 
   app.get('/healthz', async () => ({ ok: true }));
 
-  for (const asset of [assets.css, assets.js]) {
+  for (const asset of [assets.css, assets.js, assets.usdcJs]) {
     app.get(asset.path, async (request, reply) => serveAsset(request, reply, asset));
   }
 
   const load = async (id: string): Promise<PaymentRow | undefined> =>
     isId('pay', id) ? findPaymentById(runtime.db, id) : undefined;
+  const noSuchSession = (id: string): AppError =>
+    new AppError('not_found', `No such checkout session: '${id}'.`, { param: 'id' });
 
   const viewOf = async (row: PaymentRow, open?: PaymentAttemptRow) => {
     const accountName = row.merchant_name === null ? await findAccountName(runtime.db, row.account_id) : undefined;
@@ -256,6 +266,14 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     '/pay/:id',
     async (request, reply) => {
       const row = await load(request.params.id);
+      if (isAgentRequest(request.headers)) {
+        if (!row) throw noSuchSession(request.params.id);
+        const conn = await chainOrUnavailable(runtime);
+        const signature = request.headers['payment-signature'];
+        return signature === undefined
+          ? answerUnpaidRequest(reply, config, conn, row, runtime.clock.now())
+          : answerPaymentSignature(reply, runtime, conn, row, signature);
+      }
       if (!row) return unknownSession(reply);
       return renderCheckout(reply, row, 200, request.query.attempt, undefined, request.query.open === '1');
     },
@@ -268,6 +286,31 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
       text: 'For your safety, payments are only accepted from this checkout page. Open the checkout link again and pay there.',
     });
 
+  /** "Pay with USDC": the authorization the payer's wallet signed, submitted by the page's script. */
+  const payWithWallet = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    row: PaymentRow,
+    form: URLSearchParams,
+  ): Promise<FastifyReply> => {
+    const back = payPath(row.id);
+    let answer: WalletPaymentAnswer;
+    try {
+      answer = await payFromWallet(runtime, await chainOrUnavailable(runtime), row, form);
+    } catch (error) {
+      if (isAppError(error) && error.code === 'invalid_request') throw error;
+      // The authorization may have been submitted: the page shows the session as it now is (in
+      // progress if it was), never "nothing was charged".
+      request.log.error({ err: error }, 'USDC payment outcome unknown');
+      return reply.redirect(back, 303);
+    }
+    if (answer.show === 'attempt') return reply.redirect(`${back}?attempt=${answer.attemptId}`, 303);
+    if (answer.show === 'session') return reply.redirect(back, 303);
+    request.log.info({ reason: answer.reason }, 'USDC payment refused');
+    const fresh = (await load(row.id)) ?? row;
+    return renderCheckout(reply, fresh, 402, undefined, { rail: USDC_RAIL, message: answer.message });
+  };
+
   app.post<{ Params: { id: string }; Body: URLSearchParams | undefined }>('/pay/:id', async (request, reply) => {
     const row = await load(request.params.id);
     if (!row) return unknownSession(reply);
@@ -275,6 +318,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     const form = request.body ?? new URLSearchParams();
     const back = payPath(row.id);
     const rail = form.get('rail') ?? (form.has('outcome') ? 'sandbox' : undefined);
+    if (rail === USDC_RAIL) return payWithWallet(request, reply, row, form);
 
     if (rail !== undefined && (PROVIDER_RAIL_NAMES as readonly string[]).includes(rail)) {
       try {
@@ -353,8 +397,6 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     const row = await load(id);
     return row && presentCheckoutStatus(await viewOf(row, await openAttemptOf(row)));
   };
-  const noSuchSession = (id: string): AppError =>
-    new AppError('not_found', `No such checkout session: '${id}'.`, { param: 'id' });
 
   const streams = statusStreams(statusOf, runtime.notifications, runtime.logger, {
     ...STATUS_STREAM_LIMITS,
@@ -427,9 +469,21 @@ function pathOf(request: FastifyRequest): string {
   return request.url.split('?')[0] ?? request.url;
 }
 
-/** The polling endpoint speaks the API's error object; everything else on this host is a page. */
+/** The polling endpoint and an agent on the checkout URL speak the API's error object; everything else on this host is a page. */
 function wantsJson(request: FastifyRequest): boolean {
-  return pathOf(request).endsWith('/status');
+  return pathOf(request).endsWith('/status') || isAgentRequest(request.headers);
+}
+
+/** The chain, or a 503 the payer can retry: USDC cannot be offered while the node does not answer. */
+async function chainOrUnavailable(runtime: Runtime): Promise<ChainConnection> {
+  try {
+    return await runtime.chain();
+  } catch (error) {
+    throw new AppError('unavailable', 'USDC payments are unavailable for a moment: please retry shortly.', {
+      cause: error,
+      headers: { 'Retry-After': '10' },
+    });
+  }
 }
 
 function translate(error: FastifyError | AppError): AppError {

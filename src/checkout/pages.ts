@@ -84,6 +84,11 @@ const HEADINGS: Record<CheckoutView['state'], (justPaid: boolean) => string> = {
   expired: () => 'This checkout session has expired',
 };
 
+/**
+ * On a payable page, `<form id="usdc" hidden>` is where "Pay with USDC" goes: checkout-usdc.js fills
+ * and shows it when the browser has a wallet and the session offers USDC. Empty and hidden
+ * otherwise, it costs a payer without a wallet a few bytes and nothing to press.
+ */
 function stateSection(view: CheckoutView, options: CheckoutPageOptions): SafeHtml {
   const heading = html`<h2 id="state-heading">${HEADINGS[view.state](options.justPaid)}</h2>`;
   const status = (text: string) => html`<p id="status" role="status" aria-live="polite">${text}</p>`;
@@ -105,6 +110,7 @@ ${
   html`<p class="notice bad" role="alert">${options.formError.message}</p>`
 }
 ${view.rails.map((rail) => railForm(view, rail, options.formError))}
+<form id="usdc" hidden></form>
 ${
   view.sandbox &&
   html`<form id="pay-form" class="pay-form" method="post" action="${payPath(view.id)}">

@@ -69,6 +69,10 @@
     });
   }
 
+  // "Pay with USDC" needs a browser wallet (EIP-1193): its module, which offers it on a payable page,
+  // is fetched only when there is one. It is this script's name with .usdc (assets.ts).
+  if (window.ethereum) import(document.currentScript.src.replace(/js$/, 'usdc.js'));
+
   if (!statusUrl) return;
   const SETTLE_PATIENCE_MS = 20000;
   const SLOW_POLL_MS = 15000;
