@@ -20,6 +20,15 @@ export function systemActor(scope?: ModeScope): Actor {
 }
 
 /**
+ * The operator at the command line (`plainpay chain adopt`): no API key and no account, so, like
+ * the service, it runs system tools on the `system` channel; a step it starts by hand is its own,
+ * not a worker's, and named so where it is run.
+ */
+export function operatorActor(): Actor {
+  return systemActor();
+}
+
+/**
  * Runs a system tool (tools/system/) through the pipeline, as the workers, the payer's page and the
  * test helpers do: for one account and mode, or, without a scope, for the accounts the tool names.
  */

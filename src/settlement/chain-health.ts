@@ -13,6 +13,10 @@ import type { Logger } from '../core/logger.ts';
 import type { Database, Db } from '../db/database.ts';
 import { recordChainIdentityMismatch, recordStuckBatches } from '../metrics/metrics.ts';
 import { LOCAL_CHAIN_IDS } from '../chain/test-networks.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
+import { operatorActor, runSystemToolIn } from '../pipeline/system-runs.ts';
+import { finalizeSettlementBatches } from '../../tools/system/confirmed-settlement-batches.ts';
+import { replanSettlementBatches } from '../../tools/system/replan-settlement-batches.ts';
 import type { ChainIdentity } from './chain-session.ts';
 
 export type ChainIdentityVerdict =
@@ -171,13 +175,15 @@ export class ChainAdoptionError extends Error {
  * node) do they go back to planned, with the same batch id, to be signed on the new chain; that is
  * refused unless the old chain is a local development node (LOCAL_CHAIN_IDS) or was recorded as
  * ephemeral. Confirmed batches of the old chain stay confirmed and are no longer watched for reorgs.
+ * Both batch steps are system tools run under the operator's actor, in the adoption's transaction:
+ * the batches move with the chain settlement signs for, or not at all.
  */
 export async function adoptObservedChain(
-  db: Kysely<Database>,
+  env: ToolEnvironment,
   chainKey: string,
   options: { oldChainGone: boolean },
 ): Promise<ChainAdoption> {
-  return db.transaction().execute(async (trx) => {
+  return env.db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('settlement_chain')
       .selectAll()
@@ -225,38 +231,22 @@ export async function adoptObservedChain(
       .execute();
     let replanned = 0;
     if (options.oldChainGone && stranded.length > 0) {
-      const ids = stranded.map((b) => b.id);
-      await trx
-        .updateTable('settlement_batches')
-        .set({ status: 'planned', chain_key: null, sent_at: null, updated_at: sql`now()` })
-        .where('id', 'in', ids)
-        .execute();
-      await trx
-        .updateTable('chain_transactions')
-        .set({
-          status: 'dropped',
-          last_error: 'the chain this was signed for was declared gone (chain adopt --old-chain-gone)',
-        })
-        .where('batch_id', 'in', ids)
-        .where('status', 'in', ['signed', 'broadcast'])
-        .execute();
-      await trx
-        .updateTable('transfers')
-        .set({ status: 'batched', updated_at: sql`now()` })
-        .where('batch_id', 'in', ids)
-        .where('status', '=', 'sent')
-        .execute();
-      replanned = ids.length;
+      const run = await runSystemToolIn(
+        trx,
+        env,
+        replanSettlementBatches,
+        {
+          batch_ids: stranded.map((b) => b.id),
+          chain_key: row.chain_key,
+          reason: 'the chain this was signed for was declared gone (chain adopt --old-chain-gone)',
+        },
+        operatorActor(),
+      );
+      replanned = run.replanned.length;
     }
     // Settlement no longer follows the old chain: its confirmed batches stay confirmed, and the reorg
     // watch stops looking at them (it only watches the chain settlement signs for).
-    await trx
-      .updateTable('settlement_batches')
-      .set({ finalized_at: sql`now()`, updated_at: sql`now()` })
-      .where('chain_key', '=', row.chain_key)
-      .where('status', '=', 'confirmed')
-      .where('finalized_at', 'is', null)
-      .execute();
+    await runSystemToolIn(trx, env, finalizeSettlementBatches, { chain_key: row.chain_key }, operatorActor());
     await ensureChainRow(trx, row.observed_chain_key, row.observed_chain_id, row.observed_genesis_hash);
     await trx
       .updateTable('settlement_chain')
