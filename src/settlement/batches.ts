@@ -6,12 +6,14 @@
 // a batch's rows is a system tool's run too (plan_settlement_batch, replan_settlement_batches), and
 // every write is in src/db/money-writes/settlement-batches.ts.
 
-import { sql, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import { getAddress, type Hex } from 'viem';
 import { encodeBatchPayout } from '../chain/chain.ts';
 import { runSystemTool, runSystemToolIn } from '../pipeline/system-runs.ts';
 import type { Database, Db } from '../db/database.ts';
 import type { SettlementBatchRow, TransferRow } from '../db/tables/settlement.ts';
+import { sentBatchesOnGoneDevnets } from '../db/repositories/settlement-batches.ts';
+import { lockDueTransfers, queuedTransferWindow } from '../db/repositories/transfers.ts';
 import { testMoneyMayMoveOn, testMoneyRefusal } from '../chain/test-networks.ts';
 import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
@@ -91,14 +93,7 @@ export async function planBatches(ctx: SettlementContext, session: ChainSession)
  */
 async function batchIsDue(trx: Db, ctx: SettlementContext, now: Date): Promise<boolean> {
   const { batchMax, batchMaxTransfers, batchWindowMs, batchMaxWaitMs } = ctx.options;
-  const stats = await sql<{ n: number; recipients: number; overdue: boolean; quiet: boolean; scheduled: boolean }>`
-    select count(*)::int as n,
-           count(distinct lower(recipient))::int as recipients,
-           coalesce(bool_or(created_at <= now() - (${batchMaxWaitMs}::int * interval '1 millisecond')), false) as overdue,
-           coalesce(bool_and(created_at <= now() - (${batchWindowMs}::int * interval '1 millisecond')), false) as quiet,
-           exists (select 1 from transfers w where w.status = 'queued' and w.due_at <= ${now}) as scheduled
-      from transfers where status = 'queued' and due_at is null`.execute(trx);
-  const row = stats.rows[0];
+  const row = await queuedTransferWindow(trx, now, { batchWindowMs, batchMaxWaitMs });
   if (!row) return false;
   if (row.scheduled) return true;
   if (row.n === 0) return false;
@@ -135,17 +130,7 @@ async function planOneBatch(
   if (!(await batchIsDue(trx, ctx, now))) return false;
 
   // Every due transfer, oldest first: instant ones (the window closed) and scheduled ones.
-  const candidates = await trx
-    .selectFrom('transfers')
-    .selectAll()
-    .where('status', '=', 'queued')
-    .where((eb) => eb.or([eb('due_at', 'is', null), eb('due_at', '<=', now)]))
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(batchMaxTransfers)
-    .forUpdate()
-    .skipLocked()
-    .execute();
+  const candidates = await lockDueTransfers(trx, now, batchMaxTransfers);
   if (candidates.length === 0) return false;
 
   // Guardrail at the side effect: tokens sent to the token or batch contract would be lost or land
@@ -297,24 +282,7 @@ export async function failBatch(
  * the contract has never seen the batch id. Chains reached over RPC are never treated this way.
  */
 export async function replanBatchesFromGoneChains(ctx: SettlementContext, session: ChainSession): Promise<number> {
-  const orphans = await ctx.db
-    .selectFrom('settlement_batches as b')
-    .innerJoin('chains as c', 'c.chain_key', 'b.chain_key')
-    .select(['b.id', 'b.chain_key'])
-    .where('b.status', '=', 'sent')
-    .where('b.chain_key', '!=', session.key)
-    .where('c.ephemeral', '=', true)
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('relayer_leases as l')
-            .select('l.chain_key')
-            .whereRef('l.chain_key', '=', 'b.chain_key')
-            .where('l.expires_at', '>', sql<Date>`now()`),
-        ),
-      ),
-    )
-    .execute();
+  const orphans = await sentBatchesOnGoneDevnets(ctx.db, session.key);
   let moved = 0;
   for (const orphan of orphans) {
     const { replanned } = await runSystemTool(ctx.runtime, replanSettlementBatches, {
