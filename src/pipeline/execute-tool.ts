@@ -162,6 +162,9 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
   rawInput: unknown,
   options: ExecuteOptions,
 ): Promise<ToolResult<z.output<O>>> {
+  if (options.transaction && !tool.system) {
+    throw new Error(`${tool.name} is not a system tool: only a system run joins its caller's transaction`);
+  }
   const call = describeCall(tool, options);
   const input = await admit(call, rawInput);
 

@@ -1,11 +1,13 @@
 // runSystemToolIn: a system run inside the caller's open transaction commits with it and rolls back
-// with it (the worker's write and the tool's are one), and a tool that acts for an account is
-// refused there, before it writes: its action-log lock would come after the caller's row locks.
+// with it (the worker's write and the tool's are one). Refused there, before anything is written: a
+// tool that is not a system tool, and one that acts for an account (its action-log lock would come
+// after the caller's row locks).
 
 import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { getLedgerBalance, ledgerAccount } from '../ledger/ledger.ts';
 import { testAccount, testRuntime, type TestRuntime } from '../../test/support/harness.ts';
+import { createPayment } from '../../tools/create-payment.ts';
 import { fundTestBalance } from '../../tools/system/fund-test-balance.ts';
 import { recordTreasuryOpening } from '../../tools/system/record-treasury-opening.ts';
 import { runSystemToolIn, systemActor } from './system-runs.ts';
@@ -48,6 +50,26 @@ describe('runSystemToolIn', () => {
       }),
     ).rejects.toBeInstanceOf(CallerFailed);
     expect(await getLedgerBalance(runtime.db, treasury)).toBe(0n);
+  });
+
+  it('refuses a tool that is not a system tool, before it writes', async () => {
+    const merchant = await testAccount(runtime);
+    await expect(
+      runtime.db
+        .transaction()
+        .execute((trx) =>
+          runSystemToolIn(
+            trx,
+            runtime,
+            createPayment,
+            { amount: 5000, currency: 'NGN' },
+            systemActor({ accountId: merchant.accountId, livemode: false }),
+          ),
+        ),
+    ).rejects.toThrow(/not a system tool/);
+    expect(
+      await runtime.db.selectFrom('payments').select('id').where('account_id', '=', merchant.accountId).execute(),
+    ).toEqual([]);
   });
 
   it('refuses a tool that acts for an account, before it writes', async () => {
