@@ -20,6 +20,10 @@ import { recordRefundOutcome } from './system/record-refund-outcome.ts';
 import { recordLateSuccessRefund } from './system/record-late-success-refund.ts';
 import { recordRefundSubmission } from './system/record-refund-submission.ts';
 import { recordTreasuryOpening } from './system/record-treasury-opening.ts';
+import { finalizeSettlementBatches, recordSettlementBatchBlock } from './system/confirmed-settlement-batches.ts';
+import { planSettlementBatch } from './system/plan-settlement-batch.ts';
+import { finalizeGoneDevnetBatches, replanSettlementBatches } from './system/replan-settlement-batches.ts';
+import { recordSettlementBatchNonce, recordSettlementBatchSent } from './system/send-settlement-batch.ts';
 import {
   confirmSettlementBatch,
   failQueuedTransfers,
@@ -70,6 +74,13 @@ export const SYSTEM_TOOLS: readonly AnyTool[] = [
   startPaymentAttempt,
   recordPaymentAttempt,
   startPaymentSettlements,
+  planSettlementBatch,
+  recordSettlementBatchSent,
+  recordSettlementBatchNonce,
+  recordSettlementBatchBlock,
+  finalizeSettlementBatches,
+  replanSettlementBatches,
+  finalizeGoneDevnetBatches,
   confirmSettlementBatch,
   failSettlementBatch,
   revertSettlementBatch,

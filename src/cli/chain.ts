@@ -40,7 +40,7 @@ See docs/operations.md, "Node serving another chain".`,
       }),
     );
     const chainKey = positionals[0];
-    return async ({ db }, out) => {
+    return async ({ db, runtime }, out) => {
       if (chainKey === undefined) {
         const state = await describeChainIdentity(db);
         if (values.json) {
@@ -73,9 +73,12 @@ See docs/operations.md, "Node serving another chain".`,
         }
         return EXIT.ok;
       }
+      // The adoption's batch steps are system tools, run through the pipeline with the runtime's
+      // clock and services.
+      if (!runtime) throw new Error('plainpay chain adopt needs the service runtime, which this context lacks');
       let adopted: Awaited<ReturnType<typeof adoptObservedChain>>;
       try {
-        adopted = await adoptObservedChain(db, chainKey, { oldChainGone: values['old-chain-gone'] });
+        adopted = await adoptObservedChain(await runtime(), chainKey, { oldChainGone: values['old-chain-gone'] });
       } catch (error) {
         // The typed refusal becomes the error object (exit 1) in the CLI's one place (failures.ts).
         if (error instanceof ChainAdoptionError)

@@ -1,3 +1,4 @@
+import type { Transaction } from 'kysely';
 import type { z } from 'zod';
 import { lockAccountActions, lockActionLogs } from '../audit/action-log.ts';
 import { type ActionRecord, advanceHeldAction, recordAction, recordFailedAttempt } from '../audit/actions.ts';
@@ -8,7 +9,7 @@ import type { Actor, PolicySubject, SingleInsert, ToolContext, ToolDefinition, T
 import { parseInput } from '../core/validation.ts';
 import { isDatabaseUnreachable } from '../db/connect.ts';
 import { recordMoneyApproval, recordMoneyRequest } from '../metrics/metrics.ts';
-import type { Db, ModeScope } from '../db/database.ts';
+import type { Database, Db, ModeScope } from '../db/database.ts';
 import {
   findIdempotencyRecord,
   insertIdempotencyRecord,
@@ -68,6 +69,11 @@ export interface ExecuteOptions {
   dryRun?: boolean;
   /** Executing a held action a human approved (see approveConfirmation). */
   confirmation?: { id: string; approverKeyId: string };
+  /**
+   * The caller's open transaction, for a system run that must commit or roll back with what the
+   * caller wrote before it (runSystemToolIn): the run joins it instead of opening its own.
+   */
+  transaction?: Transaction<Database>;
 }
 
 export type ToolResult<O> =
@@ -156,6 +162,9 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
   rawInput: unknown,
   options: ExecuteOptions,
 ): Promise<ToolResult<z.output<O>>> {
+  if (options.transaction && !tool.system) {
+    throw new Error(`${tool.name} is not a system tool: only a system run joins its caller's transaction`);
+  }
   const call = describeCall(tool, options);
   const input = await admit(call, rawInput);
 
@@ -172,7 +181,7 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
   let outcome: Outcome<z.output<O>>;
   try {
     const run = call.judged ? await runScope(call) : null;
-    outcome = await call.env.db.transaction().execute(async (trx) => {
+    outcome = await inTransaction(call, async (trx) => {
       const ctx = toolContext(call, trx);
       const scopes = call.logged ? await lockActionScopes(call, input, ctx) : [];
       const replay = await claimIdempotencyKey<z.output<O>>(call, requestHash, trx);
@@ -191,6 +200,15 @@ export async function executeTool<I extends z.ZodType, O extends z.ZodType>(
   }
   countOutcome(tool.name, outcome, options);
   return resultOf(outcome);
+}
+
+/** Runs `work` in the caller's transaction (ExecuteOptions.transaction), or in a new one. */
+function inTransaction<T>(
+  call: Call<z.ZodType, z.ZodType>,
+  work: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
+  const joined = call.options.transaction;
+  return joined ? work(joined) : call.env.db.transaction().execute(work);
 }
 
 /**
@@ -298,6 +316,16 @@ async function admit<I extends z.ZodType, O extends z.ZodType>(
  */
 async function lockActionScopes(call: Call<z.ZodType, z.ZodType>, input: unknown, ctx: ToolContext) {
   const spec = call.tool.system;
+  if (call.options.transaction) {
+    // The caller's transaction may already hold row locks: an action-log lock taken after them
+    // would be taken in the other order from every money call's, so a joined run acts for no one.
+    const named = spec?.accounts ? await spec.accounts(input, ctx) : undefined;
+    if (named === undefined || named.length > 0) {
+      throw new Error(`${call.tool.name} acts for an account: it cannot run in its caller's transaction`);
+    }
+    ctx.scopes = [];
+    return [];
+  }
   if (!spec?.accounts) {
     await lockActionLogs(ctx.db, [call.actor.accountId]);
     return [{ accountId: call.actor.accountId, livemode: call.actor.livemode }];

@@ -2,16 +2,18 @@
 // batch ends, each one run of a system tool (tools/system/settlement-batches.ts), which makes the
 // money moves: confirmed (transfers confirmed, ledger in-flight → treasury, per-kind outcomes:
 // payment settled + event), failed (transfers released for a new attempt, or failed for good with
-// their money returned) or undone by a reorg. This file plans the batches and writes the new batch
-// rows; how an ended batch's rows are written is src/db/money-writes/settlement-batches.ts.
+// their money returned) or undone by a reorg. This file chooses what to batch and when; each step of
+// a batch's rows is a system tool's run too (plan_settlement_batch, replan_settlement_batches), and
+// every write is in src/db/money-writes/settlement-batches.ts.
 
-import { sql } from 'kysely';
+import type { Transaction } from 'kysely';
 import { getAddress, type Hex } from 'viem';
-import { batchIdFromKey, encodeBatchPayout } from '../chain/chain.ts';
-import { runSystemTool } from '../pipeline/system-runs.ts';
-import type { Db } from '../db/database.ts';
+import { encodeBatchPayout } from '../chain/chain.ts';
+import { runSystemTool, runSystemToolIn } from '../pipeline/system-runs.ts';
+import type { Database, Db } from '../db/database.ts';
 import type { SettlementBatchRow, TransferRow } from '../db/tables/settlement.ts';
-import { newId } from '../domain/ids.ts';
+import { sentBatchesOnGoneDevnets } from '../db/repositories/settlement-batches.ts';
+import { lockDueTransfers, queuedTransferWindow } from '../db/repositories/transfers.ts';
 import { testMoneyMayMoveOn, testMoneyRefusal } from '../chain/test-networks.ts';
 import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
@@ -25,6 +27,8 @@ import {
   failSettlementBatch,
   revertSettlementBatch,
 } from '../../tools/system/settlement-batches.ts';
+import { planSettlementBatch } from '../../tools/system/plan-settlement-batch.ts';
+import { finalizeGoneDevnetBatches, replanSettlementBatches } from '../../tools/system/replan-settlement-batches.ts';
 
 /**
  * The longest reason a batch's outcome records (a node's error text can be long; a reason the
@@ -89,14 +93,7 @@ export async function planBatches(ctx: SettlementContext, session: ChainSession)
  */
 async function batchIsDue(trx: Db, ctx: SettlementContext, now: Date): Promise<boolean> {
   const { batchMax, batchMaxTransfers, batchWindowMs, batchMaxWaitMs } = ctx.options;
-  const stats = await sql<{ n: number; recipients: number; overdue: boolean; quiet: boolean; scheduled: boolean }>`
-    select count(*)::int as n,
-           count(distinct lower(recipient))::int as recipients,
-           coalesce(bool_or(created_at <= now() - (${batchMaxWaitMs}::int * interval '1 millisecond')), false) as overdue,
-           coalesce(bool_and(created_at <= now() - (${batchWindowMs}::int * interval '1 millisecond')), false) as quiet,
-           exists (select 1 from transfers w where w.status = 'queued' and w.due_at <= ${now}) as scheduled
-      from transfers where status = 'queued' and due_at is null`.execute(trx);
-  const row = stats.rows[0];
+  const row = await queuedTransferWindow(trx, now, { batchWindowMs, batchMaxWaitMs });
   if (!row) return false;
   if (row.scheduled) return true;
   if (row.n === 0) return false;
@@ -123,23 +120,17 @@ interface Refusal {
   reason: string;
 }
 
-async function planOneBatch(trx: Db, ctx: SettlementContext, session: ChainSession): Promise<boolean | Refusal> {
+async function planOneBatch(
+  trx: Transaction<Database>,
+  ctx: SettlementContext,
+  session: ChainSession,
+): Promise<boolean | Refusal> {
   const { batchMax, batchMaxTransfers, isolateAfterAttempts } = ctx.options;
   const now = ctx.clock.now();
   if (!(await batchIsDue(trx, ctx, now))) return false;
 
   // Every due transfer, oldest first: instant ones (the window closed) and scheduled ones.
-  const candidates = await trx
-    .selectFrom('transfers')
-    .selectAll()
-    .where('status', '=', 'queued')
-    .where((eb) => eb.or([eb('due_at', 'is', null), eb('due_at', '<=', now)]))
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(batchMaxTransfers)
-    .forUpdate()
-    .skipLocked()
-    .execute();
+  const candidates = await lockDueTransfers(trx, now, batchMaxTransfers);
   if (candidates.length === 0) return false;
 
   // Guardrail at the side effect: tokens sent to the token or batch contract would be lost or land
@@ -171,36 +162,11 @@ async function planOneBatch(trx: Db, ctx: SettlementContext, session: ChainSessi
 
   const lines = netTransfers(chosen);
   const total = lines.reduce((sum, l) => sum + l.amount, 0n);
-  const id = newId('batch');
-  await trx
-    .insertInto('settlement_batches')
-    .values({
-      id,
-      batch_key: batchIdFromKey(id),
-      asset: session.asset,
-      status: 'planned',
-      chain_key: null,
-      lines: JSON.stringify(lines.map((l) => ({ recipient: l.recipient, amount: l.amount.toString() }))),
-      total_minor: total,
-      transfer_count: chosen.length,
-    })
-    .execute();
-  await trx
-    .insertInto('settlement_batch_transfers')
-    .values(chosen.map((t) => ({ batch_id: id, transfer_id: t.id })))
-    .execute();
-  const moved = await trx
-    .updateTable('transfers')
-    .set({ status: 'batched', batch_id: id, updated_at: sql`now()` })
-    .where(
-      'id',
-      'in',
-      chosen.map((t) => t.id),
-    )
-    .where('status', '=', 'queued')
-    .executeTakeFirst();
-  if (Number(moved.numUpdatedRows) !== chosen.length)
-    throw new Error('a locked queued transfer changed under its lock');
+  const { batch_id: id } = await runSystemToolIn(trx, ctx.runtime, planSettlementBatch, {
+    asset: session.asset,
+    transfer_ids: chosen.map((t) => t.id),
+    lines: lines.map((l) => ({ recipient: l.recipient, amount: l.amount.toString() })),
+  });
   ctx.logger.debug({ batch: id, transfers: chosen.length, recipients: lines.length, total }, 'batch planned');
   return true;
 }
@@ -316,64 +282,19 @@ export async function failBatch(
  * the contract has never seen the batch id. Chains reached over RPC are never treated this way.
  */
 export async function replanBatchesFromGoneChains(ctx: SettlementContext, session: ChainSession): Promise<number> {
-  const orphans = await ctx.db
-    .selectFrom('settlement_batches as b')
-    .innerJoin('chains as c', 'c.chain_key', 'b.chain_key')
-    .select(['b.id', 'b.chain_key'])
-    .where('b.status', '=', 'sent')
-    .where('b.chain_key', '!=', session.key)
-    .where('c.ephemeral', '=', true)
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('relayer_leases as l')
-            .select('l.chain_key')
-            .whereRef('l.chain_key', '=', 'b.chain_key')
-            .where('l.expires_at', '>', sql<Date>`now()`),
-        ),
-      ),
-    )
-    .execute();
+  const orphans = await sentBatchesOnGoneDevnets(ctx.db, session.key);
   let moved = 0;
   for (const orphan of orphans) {
-    const done = await ctx.db.transaction().execute(async (trx) => {
-      const batch = await trx
-        .selectFrom('settlement_batches')
-        .select(['status', 'chain_key'])
-        .where('id', '=', orphan.id)
-        .forUpdate()
-        .executeTakeFirst();
-      if (batch?.status !== 'sent' || batch.chain_key !== orphan.chain_key) return false;
-      await trx
-        .updateTable('settlement_batches')
-        .set({ status: 'planned', chain_key: null, sent_at: null, updated_at: sql`now()` })
-        .where('id', '=', orphan.id)
-        .execute();
-      await trx
-        .updateTable('chain_transactions')
-        .set({ status: 'dropped', last_error: 'the in-process devnet this was signed for is gone' })
-        .where('batch_id', '=', orphan.id)
-        .where('status', 'in', ['signed', 'broadcast'])
-        .execute();
-      await trx
-        .updateTable('transfers')
-        .set({ status: 'batched', updated_at: sql`now()` })
-        .where('batch_id', '=', orphan.id)
-        .where('status', '=', 'sent')
-        .execute();
-      return true;
+    const { replanned } = await runSystemTool(ctx.runtime, replanSettlementBatches, {
+      batch_ids: [orphan.id],
+      chain_key: orphan.chain_key,
+      reason: 'the in-process devnet this was signed for is gone',
     });
-    if (done) moved += 1;
+    moved += replanned.length;
   }
   if (moved > 0) ctx.logger.warn({ batches: moved }, 'batches from a devnet that is gone will be sent again here');
   // A gone devnet can no longer reorganise anything: its confirmed batches are as final as they get.
-  await sql`
-    update settlement_batches b set finalized_at = now(), updated_at = now()
-     where b.status = 'confirmed' and b.finalized_at is null and b.chain_key <> ${session.key}
-       and exists (select 1 from chains c where c.chain_key = b.chain_key and c.ephemeral)
-       and not exists (select 1 from relayer_leases l where l.chain_key = b.chain_key and l.expires_at > now())`.execute(
-    ctx.db,
-  );
+  await runSystemTool(ctx.runtime, finalizeGoneDevnetBatches, { current_chain_key: session.key });
   return moved;
 }
 

@@ -7,25 +7,32 @@
 // (error log, metric, readiness) until an operator runs `plainpay chain adopt` or the node serves
 // the expected chain again. The in-process devnet is a new chain every start and is never pinned.
 
-import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { Logger } from '../core/logger.ts';
-import type { Database, Db } from '../db/database.ts';
+import type { Database } from '../db/database.ts';
 import { recordChainIdentityMismatch, recordStuckBatches } from '../metrics/metrics.ts';
 import { LOCAL_CHAIN_IDS } from '../chain/test-networks.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
+import { operatorActor, runSystemToolIn } from '../pipeline/system-runs.ts';
+import { finalizeSettlementBatches } from '../../tools/system/confirmed-settlement-batches.ts';
+import { replanSettlementBatches } from '../../tools/system/replan-settlement-batches.ts';
 import type { ChainIdentity } from './chain-session.ts';
+import { speaksForSettlement } from '../db/repositories/relayer-leases.ts';
+import { countSentBatchesOn, lockSentBatchesOn, stuckBatches } from '../db/repositories/settlement-batches.ts';
+import {
+  clearObservedChain,
+  ensureChain,
+  findSettlementChain,
+  isChainEphemeral,
+  newestOpenRemoteChain,
+  recordAdoptedChain,
+  recordFirstSettlementChain,
+  recordObservedChain,
+} from '../db/repositories/settlement-chain.ts';
 
 export type ChainIdentityVerdict =
   | { ok: true }
   | { ok: false; expected: { key: string; chainId: number }; observed: ChainIdentity; reason: string };
-
-/** The settlement_chain columns of a node found serving another chain, cleared. */
-const NOTHING_OBSERVED = {
-  observed_chain_key: null,
-  observed_chain_id: null,
-  observed_genesis_hash: null,
-  observed_at: null,
-} as const;
 
 /**
  * Compares what the node serves now with the expected chain, recording the first chain ever seen
@@ -42,45 +49,23 @@ export async function verifyChainIdentity(
   signerChainId: number,
   logger: Logger,
 ): Promise<ChainIdentityVerdict> {
-  let expected = await db.selectFrom('settlement_chain').selectAll().where('id', '=', 'current').executeTakeFirst();
+  let expected = await findSettlementChain(db);
   if (!expected) {
-    const open = await db
-      .selectFrom('settlement_batches as b')
-      .innerJoin('chains as c', 'c.chain_key', 'b.chain_key')
-      .select(['c.chain_key', 'c.chain_id', 'c.genesis_hash'])
-      .where('c.ephemeral', '=', false)
-      .where((eb) =>
-        eb.or([
-          eb('b.status', '=', 'sent'),
-          eb.and([eb('b.status', '=', 'confirmed'), eb('b.finalized_at', 'is', null)]),
-        ]),
-      )
-      .orderBy('b.sent_at', 'desc')
-      .executeTakeFirst();
-    const first = open?.genesis_hash
-      ? { chain_key: open.chain_key, chain_id: open.chain_id, genesis_hash: open.genesis_hash }
-      : { chain_key: observed.key, chain_id: observed.chainId, genesis_hash: observed.genesisHash };
-    await ensureChainRow(db, first.chain_key, first.chain_id, first.genesis_hash);
-    await db
-      .insertInto('settlement_chain')
-      .values({ id: 'current', ...first, adopted_by: 'first_use' })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
-    expected = await db
-      .selectFrom('settlement_chain')
-      .selectAll()
-      .where('id', '=', 'current')
-      .executeTakeFirstOrThrow();
+    const first = (await newestOpenRemoteChain(db)) ?? {
+      chain_key: observed.key,
+      chain_id: observed.chainId,
+      genesis_hash: observed.genesisHash,
+    };
+    await ensureChain(db, first);
+    await recordFirstSettlementChain(db, first);
+    expected = await findSettlementChain(db);
+    if (!expected) throw new Error('no settlement chain after recording the first one');
     logger.info({ chain: expected.chain_key }, 'settlement signs for this chain (recorded on first use)');
   }
 
   if (expected.chain_key === observed.key && observed.chainId === signerChainId) {
     if (expected.observed_chain_key !== null) {
-      await db
-        .updateTable('settlement_chain')
-        .set({ ...NOTHING_OBSERVED, updated_at: sql`now()` })
-        .where('id', '=', 'current')
-        .execute();
+      await clearObservedChain(db);
       logger.warn({ chain: observed.key }, 'the node serves the expected chain again; signing resumes');
     }
     recordChainIdentityMismatch(false);
@@ -102,28 +87,14 @@ export async function verifyChainIdentity(
   }
   const reason = `the node serves chain ${observed.key}, not ${expected.chain_key} that settlement signs for: check CHAIN_RPC_URL, or run 'plainpay chain adopt ${observed.key}' (docs/operations.md)`;
   if (expected.observed_chain_key !== observed.key) {
-    await db
-      .updateTable('settlement_chain')
-      .set({
-        observed_chain_key: observed.key,
-        observed_chain_id: observed.chainId,
-        observed_genesis_hash: observed.genesisHash,
-        observed_at: sql`now()`,
-        updated_at: sql`now()`,
-      })
-      .where('id', '=', 'current')
-      .execute();
+    await recordObservedChain(db, {
+      chain_key: observed.key,
+      chain_id: observed.chainId,
+      genesis_hash: observed.genesisHash,
+    });
   }
   recordChainIdentityMismatch(true);
   return { ok: false, expected: { key: expected.chain_key, chainId: expected.chain_id }, observed, reason };
-}
-
-async function ensureChainRow(db: Db, key: string, chainId: number, genesisHash: string): Promise<void> {
-  await db
-    .insertInto('chains')
-    .values({ chain_key: key, chain_id: chainId, genesis_hash: genesisHash, ephemeral: false })
-    .onConflict((oc) => oc.column('chain_key').doNothing())
-    .execute();
 }
 
 export interface ChainReadiness {
@@ -136,11 +107,7 @@ export interface ChainReadiness {
  * one settlement signs for. One indexed read of one row, no RPC (the workers do the checking).
  */
 export async function chainReadiness(runtime: { db: Kysely<Database> }): Promise<ChainReadiness> {
-  const row = await runtime.db
-    .selectFrom('settlement_chain')
-    .select(['chain_key', 'observed_chain_key'])
-    .where('id', '=', 'current')
-    .executeTakeFirst();
+  const row = await findSettlementChain(runtime.db);
   if (!row || row.observed_chain_key === null) return { ready: true };
   return {
     ready: false,
@@ -171,19 +138,16 @@ export class ChainAdoptionError extends Error {
  * node) do they go back to planned, with the same batch id, to be signed on the new chain; that is
  * refused unless the old chain is a local development node (LOCAL_CHAIN_IDS) or was recorded as
  * ephemeral. Confirmed batches of the old chain stay confirmed and are no longer watched for reorgs.
+ * Both batch steps are system tools run under the operator's actor, in the adoption's transaction:
+ * the batches move with the chain settlement signs for, or not at all.
  */
 export async function adoptObservedChain(
-  db: Kysely<Database>,
+  env: ToolEnvironment,
   chainKey: string,
   options: { oldChainGone: boolean },
 ): Promise<ChainAdoption> {
-  return db.transaction().execute(async (trx) => {
-    const row = await trx
-      .selectFrom('settlement_chain')
-      .selectAll()
-      .where('id', '=', 'current')
-      .forUpdate()
-      .executeTakeFirst();
+  return env.db.transaction().execute(async (trx) => {
+    const row = await findSettlementChain(trx, { forUpdate: true });
     if (!row) throw new ChainAdoptionError('no chain is recorded yet: a worker records the first chain it signs for');
     if (row.observed_chain_key === null || row.observed_chain_id === null || row.observed_genesis_hash === null) {
       throw new ChainAdoptionError(
@@ -205,72 +169,38 @@ export async function adoptObservedChain(
       // transactions can still land there, paying twice. Only a local development node (which can
       // be reset for good) or a chain recorded as ephemeral qualifies; every other chain, known or
       // not, may come back.
-      const old = await trx
-        .selectFrom('chains')
-        .select('ephemeral')
-        .where('chain_key', '=', row.chain_key)
-        .executeTakeFirst();
-      if (!LOCAL_CHAIN_IDS.has(row.chain_id) && old?.ephemeral !== true) {
+      if (!LOCAL_CHAIN_IDS.has(row.chain_id) && (await isChainEphemeral(trx, row.chain_key)) !== true) {
         throw new ChainAdoptionError(
           `chain id ${row.chain_id} is not a local development node (${[...LOCAL_CHAIN_IDS].join(', ')}): it may still be live, and its batches may still land there; adopt without --old-chain-gone`,
         );
       }
     }
-    const stranded = await trx
-      .selectFrom('settlement_batches')
-      .select('id')
-      .where('chain_key', '=', row.chain_key)
-      .where('status', '=', 'sent')
-      .forUpdate()
-      .execute();
+    const stranded = await lockSentBatchesOn(trx, row.chain_key);
     let replanned = 0;
     if (options.oldChainGone && stranded.length > 0) {
-      const ids = stranded.map((b) => b.id);
-      await trx
-        .updateTable('settlement_batches')
-        .set({ status: 'planned', chain_key: null, sent_at: null, updated_at: sql`now()` })
-        .where('id', 'in', ids)
-        .execute();
-      await trx
-        .updateTable('chain_transactions')
-        .set({
-          status: 'dropped',
-          last_error: 'the chain this was signed for was declared gone (chain adopt --old-chain-gone)',
-        })
-        .where('batch_id', 'in', ids)
-        .where('status', 'in', ['signed', 'broadcast'])
-        .execute();
-      await trx
-        .updateTable('transfers')
-        .set({ status: 'batched', updated_at: sql`now()` })
-        .where('batch_id', 'in', ids)
-        .where('status', '=', 'sent')
-        .execute();
-      replanned = ids.length;
+      const run = await runSystemToolIn(
+        trx,
+        env,
+        replanSettlementBatches,
+        {
+          batch_ids: stranded.map((b) => b.id),
+          chain_key: row.chain_key,
+          reason: 'the chain this was signed for was declared gone (chain adopt --old-chain-gone)',
+        },
+        operatorActor(),
+      );
+      replanned = run.replanned.length;
     }
     // Settlement no longer follows the old chain: its confirmed batches stay confirmed, and the reorg
     // watch stops looking at them (it only watches the chain settlement signs for).
-    await trx
-      .updateTable('settlement_batches')
-      .set({ finalized_at: sql`now()`, updated_at: sql`now()` })
-      .where('chain_key', '=', row.chain_key)
-      .where('status', '=', 'confirmed')
-      .where('finalized_at', 'is', null)
-      .execute();
-    await ensureChainRow(trx, row.observed_chain_key, row.observed_chain_id, row.observed_genesis_hash);
-    await trx
-      .updateTable('settlement_chain')
-      .set({
-        chain_key: row.observed_chain_key,
-        chain_id: row.observed_chain_id,
-        genesis_hash: row.observed_genesis_hash,
-        adopted_at: sql`now()`,
-        adopted_by: 'operator',
-        ...NOTHING_OBSERVED,
-        updated_at: sql`now()`,
-      })
-      .where('id', '=', 'current')
-      .execute();
+    await runSystemToolIn(trx, env, finalizeSettlementBatches, { chain_key: row.chain_key }, operatorActor());
+    const adopted = {
+      chain_key: row.observed_chain_key,
+      chain_id: row.observed_chain_id,
+      genesis_hash: row.observed_genesis_hash,
+    };
+    await ensureChain(trx, adopted);
+    await recordAdoptedChain(trx, adopted);
     return {
       previous: row.chain_key,
       adopted: row.observed_chain_key,
@@ -288,21 +218,13 @@ export async function describeChainIdentity(db: Kysely<Database>): Promise<{
   observedAt: Date | null;
   openBatchesOnExpected: number;
 }> {
-  const row = await db.selectFrom('settlement_chain').selectAll().where('id', '=', 'current').executeTakeFirst();
-  const open = row
-    ? await db
-        .selectFrom('settlement_batches')
-        .select((eb) => eb.fn.countAll<string>().as('n'))
-        .where('chain_key', '=', row.chain_key)
-        .where('status', '=', 'sent')
-        .executeTakeFirstOrThrow()
-    : { n: '0' };
+  const row = await findSettlementChain(db);
   return {
     expected: row?.chain_key ?? null,
     adoptedBy: row?.adopted_by ?? null,
     observed: row?.observed_chain_key ?? null,
     observedAt: row?.observed_at ?? null,
-    openBatchesOnExpected: Number(open.n),
+    openBatchesOnExpected: row ? await countSentBatchesOn(db, row.chain_key) : 0,
   };
 }
 
@@ -326,30 +248,14 @@ export async function checkStuckBatches(
   options: { stuckAfterMs: number; stuckAwaitingFinalityAfterMs: number },
   alarmed: Set<string>,
 ): Promise<number> {
-  const { stuckAfterMs, stuckAwaitingFinalityAfterMs } = options;
-  const stuck = await db
-    .selectFrom('settlement_batches')
-    .select(['id', 'chain_key', 'sent_at', 'reorg_count', 'nonce_used_at'])
-    .where('status', '=', 'sent')
-    .where('sent_at', '<', sql<Date>`now() - (${stuckAfterMs}::int * interval '1 millisecond')`)
-    .where((eb) =>
-      eb.or([
-        eb('nonce_used_at', 'is', null),
-        eb('nonce_used_at', '<', sql<Date>`now() - (${stuckAwaitingFinalityAfterMs}::int * interval '1 millisecond')`),
-      ]),
-    )
-    .orderBy('sent_at')
-    .limit(1_000)
-    .execute();
+  const { stuckAfterMs } = options;
+  const stuck = await stuckBatches(db, options);
   recordStuckBatches(stuck.length);
   const now = new Set(stuck.map((b) => b.id));
   for (const id of alarmed) if (!now.has(id)) alarmed.delete(id);
   const fresh = stuck.filter((b) => !alarmed.has(b.id));
   if (fresh.length === 0) return stuck.length;
-  const lease = await sql<{ speaks: boolean }>`
-    select exists (select 1 from relayer_leases where holder = ${holder} and expires_at > now())
-        or not exists (select 1 from relayer_leases where expires_at > now()) as speaks`.execute(db);
-  if (lease.rows[0]?.speaks !== true) return stuck.length;
+  if (!(await speaksForSettlement(db, holder))) return stuck.length;
   for (const b of fresh) alarmed.add(b.id);
   logger.error(
     {

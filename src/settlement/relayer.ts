@@ -42,6 +42,8 @@ import { batchCalldata, confirmBatch, failBatch } from './batches.ts';
 import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
 import { holdsLease } from '../db/repositories/relayer-leases.ts';
+import { runSystemTool, runSystemToolIn } from '../pipeline/system-runs.ts';
+import { recordSettlementBatchNonce, recordSettlementBatchSent } from '../../tools/system/send-settlement-batch.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Nonces
@@ -176,25 +178,12 @@ export async function sendPlannedBatches(ctx: SettlementContext, session: ChainS
         maxFeePerGas: fees.maxFeePerGas,
         maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
       });
-      await trx
-        .updateTable('settlement_batches')
-        .set({
-          status: 'sent',
-          chain_key: session.key,
-          sent_at: sql`now()`,
-          nonce_used_at: null,
-          updated_at: sql`now()`,
-        })
-        .where('id', '=', batch.id)
-        .execute();
-      // "sent" from here on: a signed transaction exists and may land, so these transfers stay with
-      // this batch until it is confirmed or provably dead.
-      await trx
-        .updateTable('transfers')
-        .set({ status: 'sent', updated_at: sql`now()` })
-        .where('batch_id', '=', batch.id)
-        .where('status', '=', 'batched')
-        .execute();
+      // "sent" from here on, with the stored bytes: a signed transaction exists and may land, so
+      // these transfers stay with this batch until it is confirmed or provably dead.
+      await runSystemToolIn(trx, ctx.runtime, recordSettlementBatchSent, {
+        batch_id: batch.id,
+        chain_key: session.key,
+      });
       return row;
     });
     if (stored === 'lease_lost') break;
@@ -417,12 +406,7 @@ export async function trackSentBatches(ctx: SettlementContext, session: ChainSes
 }
 
 async function markNonceUsed(ctx: SettlementContext, batchId: string, used: boolean): Promise<void> {
-  await ctx.db
-    .updateTable('settlement_batches')
-    .set({ nonce_used_at: used ? sql`now()` : null })
-    .where('id', '=', batchId)
-    .where('status', '=', 'sent')
-    .execute();
+  await runSystemTool(ctx.runtime, recordSettlementBatchNonce, { batch_id: batchId, used });
 }
 
 export type TrackedTx = ChainTransactionRow & { age_ms: number; since_broadcast_ms: number | null };

@@ -10,15 +10,17 @@
 // about one block; a batch is only declared final from a read of its own block, once per batch.
 
 import { BlockNotFoundError, type Hex } from 'viem';
-import type { Kysely } from 'kysely';
-import { sql } from 'kysely';
 import type { ChainConnection } from '../chain/chain.ts';
-import type { Database } from '../db/database.ts';
 import { recordSettlementReorg } from '../metrics/metrics.ts';
 import { revertConfirmedBatch } from './batches.ts';
 import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
 import { errorMessage, receiptOf } from './relayer.ts';
+import { runSystemTool } from '../pipeline/system-runs.ts';
+import {
+  finalizeSettlementBatches,
+  recordSettlementBatchBlock,
+} from '../../tools/system/confirmed-settlement-batches.ts';
 
 export interface ChainHead {
   number: bigint;
@@ -128,7 +130,7 @@ export async function watchConfirmedBatches(
       ctx.logger.warn({ batch: batch.id, err: errorMessage(error) }, 'could not re-check a confirmed batch this turn');
     }
   }
-  if (final.length > 0) await markFinal(ctx.db, session, final);
+  if (final.length > 0) await markFinal(ctx, session, final);
   return { reverted, complete };
 }
 
@@ -167,20 +169,12 @@ async function handleReplacedBlock(
     }
     if (block === null || block.toLowerCase() !== receipt.blockHash.toLowerCase()) return 'later';
     if (head.number - receipt.blockNumber + 1n >= BigInt(session.conn.confirmations)) {
-      await ctx.db.transaction().execute(async (trx) => {
-        await trx
-          .updateTable('settlement_batches')
-          .set({ block_number: receipt.blockNumber, block_hash: receipt.blockHash, updated_at: sql`now()` })
-          .where('id', '=', batch.id)
-          .where('status', '=', 'confirmed')
-          .where('tx_hash', '=', batch.tx_hash)
-          .execute();
-        await trx
-          .updateTable('chain_transactions')
-          .set({ block_number: receipt.blockNumber, block_hash: receipt.blockHash })
-          .where('chain_key', '=', session.key)
-          .where('hash', '=', batch.tx_hash)
-          .execute();
+      await runSystemTool(ctx.runtime, recordSettlementBatchBlock, {
+        batch_id: batch.id,
+        chain_key: session.key,
+        tx_hash: batch.tx_hash,
+        block_number: receipt.blockNumber.toString(),
+        block_hash: receipt.blockHash,
       });
       ctx.logger.warn(
         { batch: batch.id, from: batch.block_hash, to: receipt.blockHash, block: receipt.blockNumber },
@@ -198,13 +192,6 @@ async function handleReplacedBlock(
   return reverted ? 'reverted' : 'later';
 }
 
-async function markFinal(db: Kysely<Database>, session: ChainSession, ids: readonly string[]): Promise<void> {
-  await db
-    .updateTable('settlement_batches')
-    .set({ finalized_at: sql`now()`, updated_at: sql`now()` })
-    .where('id', 'in', ids)
-    .where('status', '=', 'confirmed')
-    .where('chain_key', '=', session.key)
-    .where('finalized_at', 'is', null)
-    .execute();
+async function markFinal(ctx: SettlementContext, session: ChainSession, ids: readonly string[]): Promise<void> {
+  await runSystemTool(ctx.runtime, finalizeSettlementBatches, { chain_key: session.key, batch_ids: ids });
 }

@@ -10,6 +10,7 @@ import { chainAdopt } from '../../src/cli/chain.ts';
 import type { CliOutput } from '../../src/cli/command.ts';
 import { systemClock } from '../../src/core/clock.ts';
 import { chainReadiness } from '../../src/settlement/chain-health.ts';
+import type { Runtime } from '../../src/runtime.ts';
 import { identifyChain } from '../../src/settlement/chain-session.ts';
 import { testAccount, testApp } from '../support/harness.ts';
 import { payoutAddresses } from '../support/settlement.ts';
@@ -25,15 +26,21 @@ import {
   waitFor,
 } from './support/chain.ts';
 
-async function runCli(
-  db: Parameters<ReturnType<typeof chainAdopt.parse>>[0]['db'],
-  args: string[],
-): Promise<{ code: number; stdout: string[]; stderr: string[] }> {
+async function runCli(runtime: Runtime, args: string[]): Promise<{ code: number; stdout: string[]; stderr: string[] }> {
   const stdout: string[] = [];
   const stderr: string[] = [];
   const out: CliOutput = { stdout: (l) => stdout.push(l), stderr: (l) => stderr.push(l) };
   const work = chainAdopt.parse(args);
-  const code = await work({ db, clock: systemClock, secretBox: undefined as never, config: undefined as never }, out);
+  const code = await work(
+    {
+      db: runtime.db,
+      clock: systemClock,
+      secretBox: undefined as never,
+      config: undefined as never,
+      runtime: async () => runtime,
+    },
+    out,
+  );
   return { code, stdout, stderr };
 }
 
@@ -117,10 +124,10 @@ describe('chaos: the node restarts with a new chain', () => {
     ).toEqual([]);
 
     // The operator: a wrong key is refused; the observed one, with the old (reset) chain declared gone.
-    await expect(runCli(runtime.db, [oldChain.key])).rejects.toThrow(/observed chain is/);
-    const shown = await runCli(runtime.db, []);
+    await expect(runCli(runtime, [oldChain.key])).rejects.toThrow(/observed chain is/);
+    const shown = await runCli(runtime, []);
     expect(shown.stdout.join('\n')).toContain(`plainpay chain adopt ${newChain.key}`);
-    const adopted = await runCli(runtime.db, [newChain.key, '--old-chain-gone', '--json']);
+    const adopted = await runCli(runtime, [newChain.key, '--old-chain-gone', '--json']);
     expect(adopted.code).toBe(0);
     expect(JSON.parse(adopted.stdout[0]!)).toMatchObject({
       previous: oldChain.key,

@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
+import type { SystemToolSpec } from '../../src/core/tool.ts';
 import type { ModeScope } from '../../src/db/database.ts';
 
 /** The distinct (account, mode) pairs of some rows, as a many-account system run names them. */
@@ -18,4 +19,18 @@ export function inScope(row: { account_id: string; livemode: boolean }, scope: M
 export function inScopes(scopes: readonly ModeScope[]): RawBuilder<boolean> {
   if (scopes.length === 0) return sql<boolean>`false`;
   return sql<boolean>`(account_id, livemode) in (${sql.join(scopes.map((s) => sql`(${s.accountId}, ${s.livemode})`))})`;
+}
+
+/**
+ * A batch's progress that moves no merchant's money (planned, sent, its block, final, re-planned):
+ * its run acts for no merchant, so it takes no action-log lock, and may run inside the worker's own
+ * transaction after its row locks (runSystemToolIn). No merchant's log records it: what a merchant
+ * sees of a batch is its outcome (confirmed, failed, undone), and a row per step would be noise.
+ */
+export function forNoMerchant<I, O>(): SystemToolSpec<I, O> {
+  return {
+    async accounts() {
+      return [];
+    },
+  };
 }

@@ -162,6 +162,43 @@ export async function releaseReachedThresholds(db: Db, queued: readonly Transfer
   }
 }
 
+/**
+ * Queued transfers taken into a planned batch (compare-and-set on rows the planner holds locked).
+ * Returns how many moved: fewer than asked means a locked row changed under its lock.
+ */
+export async function batchQueuedTransfers(db: Db, batchId: string, transferIds: readonly string[]): Promise<number> {
+  const moved = await db
+    .updateTable('transfers')
+    .set({ status: 'batched', batch_id: batchId, updated_at: sql`now()` })
+    .where('id', 'in', transferIds)
+    .where('status', '=', 'queued')
+    .executeTakeFirst();
+  return Number(moved.numUpdatedRows);
+}
+
+/**
+ * A batch's transfers once its signed transaction is stored: a transaction exists that may land, so
+ * they stay with this batch until it is confirmed or provably dead.
+ */
+export async function sendBatchTransfers(db: Db, batchId: string): Promise<void> {
+  await db
+    .updateTable('transfers')
+    .set({ status: 'sent', updated_at: sql`now()` })
+    .where('batch_id', '=', batchId)
+    .where('status', '=', 'batched')
+    .execute();
+}
+
+/** The transfers of batches re-planned after their chain was gone: `batched` again, in the same batch. */
+export async function rebatchSentTransfers(db: Db, batchIds: readonly string[]): Promise<void> {
+  await db
+    .updateTable('transfers')
+    .set({ status: 'batched', updated_at: sql`now()` })
+    .where('batch_id', 'in', batchIds)
+    .where('status', '=', 'sent')
+    .execute();
+}
+
 /** A mined batch's transfers confirmed (confirm_settlement_batch): their money reached the recipients. */
 export async function confirmBatchTransfers(db: Db, batchId: string): Promise<void> {
   await db

@@ -19,3 +19,14 @@ export async function holdsLease(
     .executeTakeFirst();
   return row?.held === true;
 }
+
+/**
+ * True when `holder` holds a live relayer lease, or no live lease exists at all (the node is down):
+ * the workers that speak for settlement, so that an alarm is raised once, not once per process.
+ */
+export async function speaksForSettlement(db: Db, holder: string): Promise<boolean> {
+  const lease = await sql<{ speaks: boolean }>`
+    select exists (select 1 from relayer_leases where holder = ${holder} and expires_at > now())
+        or not exists (select 1 from relayer_leases where expires_at > now()) as speaks`.execute(db);
+  return lease.rows[0]?.speaks === true;
+}

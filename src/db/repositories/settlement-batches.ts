@@ -1,0 +1,82 @@
+// Reads of settlement batches for the settlement worker. Every write to them is in
+// src/db/money-writes/settlement-batches.ts.
+
+import { sql } from 'kysely';
+import type { Db } from '../database.ts';
+
+/**
+ * Batches sent on an in-process devnet that is gone: an ephemeral chain other than the current one
+ * on which no lease is live (its process ended).
+ */
+export async function sentBatchesOnGoneDevnets(
+  db: Db,
+  currentChainKey: string,
+): Promise<{ id: string; chain_key: string }[]> {
+  return (
+    db
+      .selectFrom('settlement_batches as b')
+      .innerJoin('chains as c', 'c.chain_key', 'b.chain_key')
+      .select(['b.id', 'b.chain_key'])
+      .where('b.status', '=', 'sent')
+      .where('b.chain_key', '!=', currentChainKey)
+      .where('c.ephemeral', '=', true)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('relayer_leases as l')
+              .select('l.chain_key')
+              .whereRef('l.chain_key', '=', 'b.chain_key')
+              .where('l.expires_at', '>', sql<Date>`now()`),
+          ),
+        ),
+      )
+      // The inner join on chains has no row for a null chain_key.
+      .$narrowType<{ chain_key: string }>()
+      .execute()
+  );
+}
+
+/** The ids of the batches sent on a chain, locked for the caller's transaction. */
+export async function lockSentBatchesOn(trx: Db, chainKey: string): Promise<{ id: string }[]> {
+  return trx
+    .selectFrom('settlement_batches')
+    .select('id')
+    .where('chain_key', '=', chainKey)
+    .where('status', '=', 'sent')
+    .forUpdate()
+    .execute();
+}
+
+/** How many batches are sent on a chain and not confirmed there. */
+export async function countSentBatchesOn(db: Db, chainKey: string): Promise<number> {
+  const open = await db
+    .selectFrom('settlement_batches')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('chain_key', '=', chainKey)
+    .where('status', '=', 'sent')
+    .executeTakeFirstOrThrow();
+  return Number(open.n);
+}
+
+/**
+ * Batches sent (or back in flight after a reorg) longer ago than `stuckAfterMs` and still
+ * unconfirmed, oldest first; one whose nonce is used without a successful receipt of its own only
+ * once it has waited `stuckAwaitingFinalityAfterMs` since that was seen.
+ */
+export async function stuckBatches(db: Db, options: { stuckAfterMs: number; stuckAwaitingFinalityAfterMs: number }) {
+  const { stuckAfterMs, stuckAwaitingFinalityAfterMs } = options;
+  return db
+    .selectFrom('settlement_batches')
+    .select(['id', 'chain_key', 'sent_at', 'reorg_count', 'nonce_used_at'])
+    .where('status', '=', 'sent')
+    .where('sent_at', '<', sql<Date>`now() - (${stuckAfterMs}::int * interval '1 millisecond')`)
+    .where((eb) =>
+      eb.or([
+        eb('nonce_used_at', 'is', null),
+        eb('nonce_used_at', '<', sql<Date>`now() - (${stuckAwaitingFinalityAfterMs}::int * interval '1 millisecond')`),
+      ]),
+    )
+    .orderBy('sent_at')
+    .limit(1_000)
+    .execute();
+}

@@ -1,0 +1,58 @@
+// Reads of the transfer queue (transfers) for the settlement worker's planner. Every write to it is
+// in src/db/money-writes/transfers.ts.
+
+import { sql } from 'kysely';
+import type { Db } from '../database.ts';
+import type { TransferRow } from '../tables/settlement.ts';
+
+/** The instant transfers waiting for a batch, and whether a scheduled one is due. */
+export interface QueuedTransferWindow {
+  /** Instant transfers queued (no due_at). */
+  n: number;
+  /** Their distinct recipients. */
+  recipients: number;
+  /** The oldest of them has waited batchMaxWaitMs or longer. */
+  overdue: boolean;
+  /** None arrived in the last batchWindowMs. */
+  quiet: boolean;
+  /** A scheduled transfer's due_at has passed. */
+  scheduled: boolean;
+}
+
+/**
+ * The queue as the batch window sees it. Instant ages are measured on the database's clock, where
+ * created_at is written; due_at against `now`, the runtime clock that computed it.
+ */
+export async function queuedTransferWindow(
+  db: Db,
+  now: Date,
+  window: { batchWindowMs: number; batchMaxWaitMs: number },
+): Promise<QueuedTransferWindow | undefined> {
+  const { batchWindowMs, batchMaxWaitMs } = window;
+  const stats = await sql<QueuedTransferWindow>`
+    select count(*)::int as n,
+           count(distinct lower(recipient))::int as recipients,
+           coalesce(bool_or(created_at <= now() - (${batchMaxWaitMs}::int * interval '1 millisecond')), false) as overdue,
+           coalesce(bool_and(created_at <= now() - (${batchWindowMs}::int * interval '1 millisecond')), false) as quiet,
+           exists (select 1 from transfers w where w.status = 'queued' and w.due_at <= ${now}) as scheduled
+      from transfers where status = 'queued' and due_at is null`.execute(db);
+  return stats.rows[0];
+}
+
+/**
+ * Every due transfer, oldest first (instant ones and scheduled ones whose due_at passed), up to
+ * `limit`, locked for the caller's transaction; rows another planner holds are skipped.
+ */
+export async function lockDueTransfers(trx: Db, now: Date, limit: number): Promise<TransferRow[]> {
+  return trx
+    .selectFrom('transfers')
+    .selectAll()
+    .where('status', '=', 'queued')
+    .where((eb) => eb.or([eb('due_at', 'is', null), eb('due_at', '<=', now)]))
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+}
