@@ -5,7 +5,7 @@ import Fastify, {
   type FastifyRequest,
   LogController,
 } from 'fastify';
-import { type CompressedAsset, checkoutAssets } from './assets.ts';
+import { type CheckoutAssets, type CompressedAsset, checkoutAssets } from './assets.ts';
 import { compressPage, negotiateEncoding } from './encoding.ts';
 import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt, type PaymentAttemptRow } from './attempts.ts';
 import { answerUnpaidRequest, isAgentRequest } from './agent-answer.ts';
@@ -13,7 +13,7 @@ import { answerPaymentSignature } from './agent-payment.ts';
 import { isSameOriginPost } from './csrf.ts';
 import { ATTEMPT_NOTICES, type CheckoutPageOptions, checkoutPage, type MessagePage, messagePage } from './pages.ts';
 import { STATUS_STREAM_LIMITS, type StatusStreamLimits, statusStreams } from './status-stream.ts';
-import { type CheckoutStatusBody, checkoutView, payPath, presentCheckoutStatus } from './view.ts';
+import { type CheckoutStatusBody, type CheckoutView, checkoutView, payPath, presentCheckoutStatus } from './view.ts';
 import { payFromWallet, type WalletPaymentAnswer } from './wallet-payment.ts';
 import type { ChainConnection } from '../chain/chain.ts';
 import { AppError, isAppError } from '../core/errors.ts';
@@ -110,11 +110,28 @@ export interface CheckoutAppOptions {
 }
 
 export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOptions = {}): Promise<FastifyInstance> {
-  const { config } = runtime;
-  const SECURITY_HEADER_ENTRIES = Object.entries(securityHeaders(config));
   const assets = checkoutAssets();
-  const checkoutOrigin = new URL(config.checkoutBaseUrl).origin;
-  const app = Fastify({
+  const headers = Object.entries(securityHeaders(runtime.config));
+  const app = checkoutFastify(runtime, assets, headers);
+  installPageHooks(app, runtime, assets, headers);
+  installErrorPages(app, assets);
+
+  app.get('/healthz', async () => ({ ok: true }));
+  for (const asset of [assets.css, assets.js, assets.usdcJs]) {
+    app.get(asset.path, async (request, reply) => serveAsset(request, reply, asset));
+  }
+
+  const host = checkoutHost(runtime, assets);
+  registerPayRoutes(app, host);
+  registerStatusRoutes(app, host, options);
+  return app;
+}
+
+type HeaderEntries = readonly (readonly [string, string])[];
+
+/** The host's fastify instance: no fastify logging, no schema compilers, small bodies. */
+function checkoutFastify(runtime: Runtime, assets: CheckoutAssets, headers: HeaderEntries): FastifyInstance {
+  return Fastify({
     // Requests log through the runtime's logger (request-log.ts), fastify itself through none.
     logger: false,
     logController: new LogController({ disableRequestLogging: true }),
@@ -130,19 +147,28 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     frameworkErrors: (error, request, raw) => {
       const reply = raw as FastifyReply;
       reply.header('Request-Id', request.id).header('Cache-Control', 'no-store');
-      for (const [name, value] of SECURITY_HEADER_ENTRIES) reply.header(name, value);
+      for (const [name, value] of headers) reply.header(name, value);
       if (wantsJson(request)) return sendError(reply, translate(error));
       return reply.code(404).type('text/html; charset=utf-8').send(messagePage(assets, UNKNOWN_SESSION));
     },
     // While stopping, graceful-stop.ts answers (a page, or the error object to the poller).
     return503OnClosing: false,
   });
+}
+
+/** What every answer of the host gets: the graceful stop, its headers, a log line, compressed pages, form bodies. */
+function installPageHooks(
+  app: FastifyInstance,
+  runtime: Runtime,
+  assets: CheckoutAssets,
+  headers: HeaderEntries,
+): void {
   // First of the onRequest hooks, so the headers the next one sets are set here too.
   installGracefulStop(app, {
     logger: runtime.logger,
     refuse: (request, reply, error) => {
       reply.header('Request-Id', request.id).header('Cache-Control', 'no-store');
-      for (const [name, value] of SECURITY_HEADER_ENTRIES) reply.header(name, value);
+      for (const [name, value] of headers) reply.header(name, value);
       if (wantsJson(request)) return sendError(reply, error);
       for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
       return reply.code(error.status).type('text/html; charset=utf-8').send(messagePage(assets, STOPPING_PAGE));
@@ -152,7 +178,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
   // A callback-style hook: no promise per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('Request-Id', request.id);
-    for (const [name, value] of SECURITY_HEADER_ENTRIES) reply.header(name, value);
+    for (const [name, value] of headers) reply.header(name, value);
     reply.header('Cache-Control', 'no-store');
     done();
   });
@@ -175,25 +201,22 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     done(null, new URLSearchParams(body as string));
   });
+}
 
-  const page = (reply: FastifyReply, status: number, body: string): FastifyReply =>
-    reply.code(status).type('text/html; charset=utf-8').send(body);
-  const errorPage = (reply: FastifyReply, status: number, message: MessagePage): FastifyReply =>
-    page(reply, status, messagePage(assets, message));
-  const unknownSession = (reply: FastifyReply): FastifyReply => errorPage(reply, 404, UNKNOWN_SESSION);
-
+/** Errors as pages for a payer, as the error object for the poller and an agent. */
+function installErrorPages(app: FastifyInstance, assets: CheckoutAssets): void {
   app.setErrorHandler((raw: FastifyError | AppError, request, reply) => {
     const error = translate(raw);
     if (error.status >= 500) request.log.error({ err: isAppError(raw) ? (raw.cause ?? raw) : raw }, 'request failed');
     if (wantsJson(request)) return sendError(reply, error);
     if (error.status >= 500) {
-      return errorPage(reply, error.status, {
+      return errorPage(reply, assets, error.status, {
         title: 'Something went wrong',
         heading: 'Something went wrong on our side',
         text: 'Nothing was charged by this error. Please reload the page in a moment.',
       });
     }
-    return errorPage(reply, error.status, {
+    return errorPage(reply, assets, error.status, {
       title: 'Request not accepted',
       heading: 'This request could not be handled',
       text: error.message,
@@ -207,168 +230,133 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
         new AppError('not_found', `Unrecognized request URL (${request.method} ${pathOf(request)}).`),
       );
     }
-    if (pathOf(request).startsWith('/pay/')) return unknownSession(reply);
-    return errorPage(reply, 404, {
+    if (pathOf(request).startsWith('/pay/')) return unknownSession(reply, assets);
+    return errorPage(reply, assets, 404, {
       title: 'Page not found',
       heading: 'There is no page here',
       text: 'This host only serves checkout pages. Use the checkout link the merchant gave you.',
     });
   });
+}
 
-  app.get('/healthz', async () => ({ ok: true }));
+function page(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply.code(status).type('text/html; charset=utf-8').send(body);
+}
 
-  for (const asset of [assets.css, assets.js, assets.usdcJs]) {
-    app.get(asset.path, async (request, reply) => serveAsset(request, reply, asset));
-  }
+function errorPage(reply: FastifyReply, assets: CheckoutAssets, status: number, message: MessagePage): FastifyReply {
+  return page(reply, status, messagePage(assets, message));
+}
 
-  const load = async (id: string): Promise<PaymentRow | undefined> =>
-    isId('pay', id) ? findPaymentById(runtime.db, id) : undefined;
-  const noSuchSession = (id: string): AppError =>
-    new AppError('not_found', `No such checkout session: '${id}'.`, { param: 'id' });
+function unknownSession(reply: FastifyReply, assets: CheckoutAssets): FastifyReply {
+  return errorPage(reply, assets, 404, UNKNOWN_SESSION);
+}
 
-  const viewOf = async (row: PaymentRow, open?: PaymentAttemptRow) => {
-    const accountName = row.merchant_name === null ? await findAccountName(runtime.db, row.account_id) : undefined;
-    const rails: ProviderRail[] = row.status === 'pending' ? await offeredRails(runtime, row) : [];
-    return checkoutView(row, accountName, runtime.clock.now(), rails, open?.outcome);
-  };
+function crossSite(reply: FastifyReply, assets: CheckoutAssets): FastifyReply {
+  return errorPage(reply, assets, 403, {
+    title: 'Payment not accepted',
+    heading: 'This payment form was sent from another site',
+    text: 'For your safety, payments are only accepted from this checkout page. Open the checkout link again and pay there.',
+  });
+}
+
+function noSuchSession(id: string): AppError {
+  return new AppError('not_found', `No such checkout session: '${id}'.`, { param: 'id' });
+}
+
+/** What the routes share: the session as the page sees it, and the form posts' origin. */
+interface CheckoutHost {
+  runtime: Runtime;
+  assets: CheckoutAssets;
+  checkoutOrigin: string;
+  load(id: string): Promise<PaymentRow | undefined>;
+  viewOf(row: PaymentRow, open?: PaymentAttemptRow): Promise<CheckoutView>;
   /** The attempt in flight on a processing payment: its outcome is part of the page's state. */
-  const openAttemptOf = (row: PaymentRow) =>
-    row.status === 'processing' ? findOpenPaymentAttempt(runtime.db, row.id) : Promise.resolve(undefined);
+  openAttemptOf(row: PaymentRow): Promise<PaymentAttemptRow | undefined>;
+}
 
-  const renderCheckout = async (
-    reply: FastifyReply,
-    row: PaymentRow,
-    status: number,
-    attemptId: string | undefined,
-    formError?: CheckoutPageOptions['formError'],
-    stillOpen = false,
-  ): Promise<FastifyReply> => {
-    const open = await openAttemptOf(row);
-    const view = await viewOf(row, open);
-    const now = runtime.clock.now();
-    const options: CheckoutPageOptions = { justPaid: false, formError, stillOpen };
-    if (isId('att', attemptId)) {
-      const attempt = await findPaymentAttempt(runtime.db, row.id, attemptId);
-      if (attempt) {
-        if (view.state === 'payable')
-          options.attemptNotice = attemptNotice(attempt) ?? ATTEMPT_NOTICES[attempt.outcome];
-        options.justPaid =
-          attempt.outcome === 'succeeded' &&
-          !attempt.late &&
-          now.getTime() - attempt.created_at.getTime() < JUST_PAID_WINDOW_MS;
-      }
-    }
-    if (open) options.openAttempt = { rail: open.rail, payerUrl: open.payer_url, payerHint: open.payer_hint };
-    return page(reply, status, checkoutPage(assets, view, options));
+function checkoutHost(runtime: Runtime, assets: CheckoutAssets): CheckoutHost {
+  return {
+    runtime,
+    assets,
+    checkoutOrigin: new URL(runtime.config.checkoutBaseUrl).origin,
+    load: async (id) => (isId('pay', id) ? findPaymentById(runtime.db, id) : undefined),
+    viewOf: async (row, open) => {
+      const accountName = row.merchant_name === null ? await findAccountName(runtime.db, row.account_id) : undefined;
+      const rails: ProviderRail[] = row.status === 'pending' ? await offeredRails(runtime, row) : [];
+      return checkoutView(row, accountName, runtime.clock.now(), rails, open?.outcome);
+    },
+    openAttemptOf: (row) =>
+      row.status === 'processing' ? findOpenPaymentAttempt(runtime.db, row.id) : Promise.resolve(undefined),
   };
+}
 
+/** The checkout page for a session, with what the attempt named in the URL says and a form's error. */
+async function renderCheckout(
+  host: CheckoutHost,
+  reply: FastifyReply,
+  row: PaymentRow,
+  status: number,
+  attemptId: string | undefined,
+  formError?: CheckoutPageOptions['formError'],
+  stillOpen = false,
+): Promise<FastifyReply> {
+  const { runtime } = host;
+  const open = await host.openAttemptOf(row);
+  const view = await host.viewOf(row, open);
+  const now = runtime.clock.now();
+  const options: CheckoutPageOptions = { justPaid: false, formError, stillOpen };
+  if (isId('att', attemptId)) {
+    const attempt = await findPaymentAttempt(runtime.db, row.id, attemptId);
+    if (attempt) {
+      if (view.state === 'payable') options.attemptNotice = attemptNotice(attempt) ?? ATTEMPT_NOTICES[attempt.outcome];
+      options.justPaid =
+        attempt.outcome === 'succeeded' &&
+        !attempt.late &&
+        now.getTime() - attempt.created_at.getTime() < JUST_PAID_WINDOW_MS;
+    }
+  }
+  if (open) options.openAttempt = { rail: open.rail, payerUrl: open.payer_url, payerHint: open.payer_hint };
+  return page(reply, status, checkoutPage(host.assets, view, options));
+}
+
+/** The page, the form posts, the payer's return from Paystack and "pay another way". */
+function registerPayRoutes(app: FastifyInstance, host: CheckoutHost): void {
+  const { runtime, assets } = host;
   app.get<{ Params: { id: string }; Querystring: { attempt?: string; open?: string } }>(
     '/pay/:id',
     async (request, reply) => {
-      const row = await load(request.params.id);
+      const row = await host.load(request.params.id);
       if (isAgentRequest(request.headers)) {
         if (!row) throw noSuchSession(request.params.id);
         const conn = await chainOrUnavailable(runtime);
         const signature = request.headers['payment-signature'];
         return signature === undefined
-          ? answerUnpaidRequest(reply, config, conn, row, runtime.clock.now())
+          ? answerUnpaidRequest(reply, runtime.config, conn, row, runtime.clock.now())
           : answerPaymentSignature(reply, runtime, conn, row, signature);
       }
-      if (!row) return unknownSession(reply);
-      return renderCheckout(reply, row, 200, request.query.attempt, undefined, request.query.open === '1');
+      if (!row) return unknownSession(reply, assets);
+      return renderCheckout(host, reply, row, 200, request.query.attempt, undefined, request.query.open === '1');
     },
   );
 
-  const crossSite = (reply: FastifyReply): FastifyReply =>
-    errorPage(reply, 403, {
-      title: 'Payment not accepted',
-      heading: 'This payment form was sent from another site',
-      text: 'For your safety, payments are only accepted from this checkout page. Open the checkout link again and pay there.',
-    });
-
-  /** "Pay with USDC": the authorization the payer's wallet signed, submitted by the page's script. */
-  const payWithWallet = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    row: PaymentRow,
-    form: URLSearchParams,
-  ): Promise<FastifyReply> => {
-    const back = payPath(row.id);
-    let answer: WalletPaymentAnswer;
-    try {
-      answer = await payFromWallet(runtime, await chainOrUnavailable(runtime), row, form);
-    } catch (error) {
-      if (isAppError(error) && error.code === 'invalid_request') throw error;
-      // The authorization may have been submitted: the page shows the session as it now is (in
-      // progress if it was), never "nothing was charged".
-      request.log.error({ err: error }, 'USDC payment outcome unknown');
-      return reply.redirect(back, 303);
-    }
-    if (answer.show === 'attempt') return reply.redirect(`${back}?attempt=${answer.attemptId}`, 303);
-    if (answer.show === 'session') return reply.redirect(back, 303);
-    request.log.info({ reason: answer.reason }, 'USDC payment refused');
-    const fresh = (await load(row.id)) ?? row;
-    return renderCheckout(reply, fresh, 402, undefined, { rail: USDC_RAIL, message: answer.message });
-  };
-
   app.post<{ Params: { id: string }; Body: URLSearchParams | undefined }>('/pay/:id', async (request, reply) => {
-    const row = await load(request.params.id);
-    if (!row) return unknownSession(reply);
-    if (!isSameOriginPost(request.headers, checkoutOrigin)) return crossSite(reply);
+    const row = await host.load(request.params.id);
+    if (!row) return unknownSession(reply, assets);
+    if (!isSameOriginPost(request.headers, host.checkoutOrigin)) return crossSite(reply, assets);
     const form = request.body ?? new URLSearchParams();
-    const back = payPath(row.id);
     const rail = form.get('rail') ?? (form.has('outcome') ? 'sandbox' : undefined);
-    if (rail === USDC_RAIL) return payWithWallet(request, reply, row, form);
-
+    if (rail === USDC_RAIL) return payWithWallet(host, request, reply, row, form);
     if (rail !== undefined && (PROVIDER_RAIL_NAMES as readonly string[]).includes(rail)) {
-      try {
-        const { attemptId, payerUrl } = await beginAttempt(runtime, row, rail as ProviderRail, form);
-        return reply.redirect(payerUrl ?? `${back}?attempt=${attemptId}`, 303);
-      } catch (error) {
-        if (!isAppError(error)) throw error;
-        if (error.code === 'conflict' || error.code === 'not_found') return reply.redirect(back, 303);
-        // A mistyped email or phone, or a provider that did not answer: the page again, saying so.
-        const fresh = (await load(row.id)) ?? row;
-        // Only an error about what the payer typed marks their field; a provider failure is not theirs.
-        const field = error.param === 'email' || error.param === 'phone';
-        // What they typed stays in the field, so trying again is one press.
-        const typed = form.get(rail === 'paystack' ? 'email' : 'phone')?.slice(0, 254) ?? undefined;
-        return renderCheckout(reply, fresh, error.status, undefined, { rail, message: error.message, field, typed });
-      }
+      return payOnProviderRail(host, reply, row, rail as ProviderRail, form);
     }
-
-    const outcome = form.get('outcome');
-    if (rail !== 'sandbox' || !SANDBOX_OUTCOMES.includes(outcome as (typeof SANDBOX_OUTCOMES)[number])) {
-      return errorPage(reply, 400, {
-        title: 'Payment not accepted',
-        heading: 'Please choose how to pay',
-        text: 'The form did not say which payment option was chosen. Go back and press one of the buttons.',
-      });
-    }
-    // The sandbox rail exists in test mode only: a live page never shows its buttons.
-    if (row.livemode) return reply.redirect(back, 303);
-    try {
-      const result = await paySandbox(
-        runtime,
-        { accountId: row.account_id, livemode: row.livemode },
-        row.id,
-        outcome as SandboxOutcome,
-      );
-      return reply.redirect(`${back}?attempt=${result.attempt_id}`, 303);
-    } catch (error) {
-      // Expired, already paid, paid in another tab: the page shows the payment as it now is.
-      if (isAppError(error) && (error.code === 'conflict' || error.code === 'not_found')) {
-        return reply.redirect(back, 303);
-      }
-      throw error;
-    }
+    return payOnSandbox(host, reply, row, rail, form.get('outcome'));
   });
 
   // Paystack's callback_url (and cancel_action): the payer is back. Their browser proves nothing, so
   // Paystack is asked; a failure or abandonment ends the attempt, a success waits for Paystack's event.
   app.get<{ Params: { id: string; attempt: string } }>('/pay/:id/return/:attempt', async (request, reply) => {
-    const row = await load(request.params.id);
-    if (!row) return unknownSession(reply);
+    const row = await host.load(request.params.id);
+    if (!row) return unknownSession(reply, assets);
     const attempt = isId('att', request.params.attempt)
       ? await findPaymentAttempt(runtime.db, row.id, request.params.attempt)
       : undefined;
@@ -380,9 +368,9 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
   });
 
   app.post<{ Params: { id: string } }>('/pay/:id/abandon', async (request, reply) => {
-    const row = await load(request.params.id);
-    if (!row) return unknownSession(reply);
-    if (!isSameOriginPost(request.headers, checkoutOrigin)) return crossSite(reply);
+    const row = await host.load(request.params.id);
+    if (!row) return unknownSession(reply, assets);
+    if (!isSameOriginPost(request.headers, host.checkoutOrigin)) return crossSite(reply, assets);
     const open = await findOpenPaymentAttempt(runtime.db, row.id);
     if (!open) return reply.redirect(payPath(row.id), 303);
     // Ended only if the provider says no money moved; a success still pays, later, through its event.
@@ -391,14 +379,103 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     const stillOpen = after && isOpenAttempt(after.outcome) ? '&open=1' : '';
     return reply.redirect(`${payPath(row.id)}?attempt=${open.id}${stillOpen}`, 303);
   });
+}
 
+/** Paystack or M-Pesa: an attempt begun, the payer sent to the provider's page or back here. */
+async function payOnProviderRail(
+  host: CheckoutHost,
+  reply: FastifyReply,
+  row: PaymentRow,
+  rail: ProviderRail,
+  form: URLSearchParams,
+): Promise<FastifyReply> {
+  const back = payPath(row.id);
+  try {
+    const { attemptId, payerUrl } = await beginAttempt(host.runtime, row, rail, form);
+    return reply.redirect(payerUrl ?? `${back}?attempt=${attemptId}`, 303);
+  } catch (error) {
+    if (!isAppError(error)) throw error;
+    if (error.code === 'conflict' || error.code === 'not_found') return reply.redirect(back, 303);
+    // A mistyped email or phone, or a provider that did not answer: the page again, saying so.
+    const fresh = (await host.load(row.id)) ?? row;
+    // Only an error about what the payer typed marks their field; a provider failure is not theirs.
+    const field = error.param === 'email' || error.param === 'phone';
+    // What they typed stays in the field, so trying again is one press.
+    const typed = form.get(rail === 'paystack' ? 'email' : 'phone')?.slice(0, 254) ?? undefined;
+    return renderCheckout(host, reply, fresh, error.status, undefined, { rail, message: error.message, field, typed });
+  }
+}
+
+/** The sandbox rail's buttons (test mode only): the outcome pressed, then the page. */
+async function payOnSandbox(
+  host: CheckoutHost,
+  reply: FastifyReply,
+  row: PaymentRow,
+  rail: string | undefined,
+  outcome: string | null,
+): Promise<FastifyReply> {
+  const back = payPath(row.id);
+  if (rail !== 'sandbox' || !SANDBOX_OUTCOMES.includes(outcome as (typeof SANDBOX_OUTCOMES)[number])) {
+    return errorPage(reply, host.assets, 400, {
+      title: 'Payment not accepted',
+      heading: 'Please choose how to pay',
+      text: 'The form did not say which payment option was chosen. Go back and press one of the buttons.',
+    });
+  }
+  // The sandbox rail exists in test mode only: a live page never shows its buttons.
+  if (row.livemode) return reply.redirect(back, 303);
+  try {
+    const result = await paySandbox(
+      host.runtime,
+      { accountId: row.account_id, livemode: row.livemode },
+      row.id,
+      outcome as SandboxOutcome,
+    );
+    return reply.redirect(`${back}?attempt=${result.attempt_id}`, 303);
+  } catch (error) {
+    // Expired, already paid, paid in another tab: the page shows the payment as it now is.
+    if (isAppError(error) && (error.code === 'conflict' || error.code === 'not_found')) {
+      return reply.redirect(back, 303);
+    }
+    throw error;
+  }
+}
+
+/** "Pay with USDC": the authorization the payer's wallet signed, submitted by the page's script. */
+async function payWithWallet(
+  host: CheckoutHost,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  row: PaymentRow,
+  form: URLSearchParams,
+): Promise<FastifyReply> {
+  const back = payPath(row.id);
+  let answer: WalletPaymentAnswer;
+  try {
+    answer = await payFromWallet(host.runtime, await chainOrUnavailable(host.runtime), row, form);
+  } catch (error) {
+    if (isAppError(error) && error.code === 'invalid_request') throw error;
+    // The authorization may have been submitted: the page shows the session as it now is (in
+    // progress if it was), never "nothing was charged".
+    request.log.error({ err: error }, 'USDC payment outcome unknown');
+    return reply.redirect(back, 303);
+  }
+  if (answer.show === 'attempt') return reply.redirect(`${back}?attempt=${answer.attemptId}`, 303);
+  if (answer.show === 'session') return reply.redirect(back, 303);
+  request.log.info({ reason: answer.reason }, 'USDC payment refused');
+  const fresh = (await host.load(row.id)) ?? row;
+  return renderCheckout(host, reply, fresh, 402, undefined, { rail: USDC_RAIL, message: answer.message });
+}
+
+/** The status as JSON, and its live stream for the page (status-stream.ts). */
+function registerStatusRoutes(app: FastifyInstance, host: CheckoutHost, options: CheckoutAppOptions): void {
   /** The one projection of the status: the JSON read, and every event of the stream. */
   const statusOf = async (id: string): Promise<CheckoutStatusBody | undefined> => {
-    const row = await load(id);
-    return row && presentCheckoutStatus(await viewOf(row, await openAttemptOf(row)));
+    const row = await host.load(id);
+    return row && presentCheckoutStatus(await host.viewOf(row, await host.openAttemptOf(row)));
   };
 
-  const streams = statusStreams(statusOf, runtime.notifications, runtime.logger, {
+  const streams = statusStreams(statusOf, host.runtime.notifications, host.runtime.logger, {
     ...STATUS_STREAM_LIMITS,
     ...options.statusStreams,
   });
@@ -437,8 +514,6 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
       place.release();
     }
   });
-
-  return app;
 }
 
 function serveAsset(request: FastifyRequest, reply: FastifyReply, asset: CompressedAsset): FastifyReply {
