@@ -57,5 +57,8 @@ export async function runSystemToolIn<T extends AnyTool>(
   input: unknown,
   actor: Actor = systemActor(),
 ): Promise<Awaited<ReturnType<T['handler']>>> {
+  // A precheck reads through the runtime's database, outside the caller's transaction: on PGlite
+  // (one connection, held by that transaction) the read would wait for ever.
+  if (tool.precheck) throw new Error(`${tool.name} has a precheck: it cannot run in its caller's transaction`);
   return executedOutput(await executeTool(tool, input, { runtime, actor, transaction: trx }));
 }
