@@ -58,7 +58,10 @@ export async function runSystemToolIn<T extends AnyTool>(
   actor: Actor = systemActor(),
 ): Promise<Awaited<ReturnType<T['handler']>>> {
   // A precheck reads through the runtime's database, outside the caller's transaction: on PGlite
-  // (one connection, held by that transaction) the read would wait for ever.
-  if (tool.precheck) throw new Error(`${tool.name} has a precheck: it cannot run in its caller's transaction`);
+  // (one connection, held by that transaction) the read would wait for ever. (A tool that is not a
+  // system tool is refused by the pipeline, as anywhere off its channel.)
+  if (tool.system && tool.precheck) {
+    throw new Error(`${tool.name} has a precheck: it cannot run in its caller's transaction`);
+  }
   return executedOutput(await executeTool(tool, input, { runtime, actor, transaction: trx }));
 }
