@@ -1,7 +1,7 @@
 // runSystemToolIn: a system run inside the caller's open transaction commits with it and rolls back
 // with it (the worker's write and the tool's are one). Refused there, before anything is written: a
-// tool that is not a system tool, and one that acts for an account (its action-log lock would come
-// after the caller's row locks).
+// tool that is not a system tool, one that acts for an account (its action-log lock would come
+// after the caller's row locks), and one with a precheck (it reads outside the caller's transaction).
 
 import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -89,5 +89,16 @@ describe('runSystemToolIn', () => {
         ),
     ).rejects.toThrow(/cannot run in its caller's transaction/);
     expect(await getLedgerBalance(runtime.db, balance)).toBe(0n);
+  });
+
+  it('refuses a system tool with a precheck, before the precheck waits on the held connection', async () => {
+    let prechecked = false;
+    const withPrecheck = { ...recordTreasuryOpening, precheck: async () => void (prechecked = true) };
+    const { opening, treasury } = freshOpening();
+    await expect(
+      runtime.db.transaction().execute((trx) => runSystemToolIn(trx, runtime, withPrecheck, opening)),
+    ).rejects.toThrow(/has a precheck/);
+    expect(prechecked).toBe(false);
+    expect(await getLedgerBalance(runtime.db, treasury)).toBe(0n);
   });
 });
