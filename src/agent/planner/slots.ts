@@ -980,21 +980,55 @@ function amountSlot(
   use: (...used: Token[]) => void,
   problem: string | undefined,
 ): { i: number; problem: string | undefined } {
-  // "refund ₦4,000 of pay_… - she paid the delivery fee twice, so return the extra ₦4,000",
-  // "refund the extra GH₵ 30": the part paid over, said with its currency, is the refund's
-  // amount; said again, the same amount is no second one.
-  if (
-    intent === 'refund' &&
-    token.currency !== undefined &&
-    isWord(tokens[i - 1], 'extra') &&
-    isWord(tokens[i - 2], 'the')
-  ) {
-    use(tokens[i - 1]!);
-    if (slots.amounts.some((amount) => sameAmount(amount, token))) {
-      use(token);
-      return { i, problem };
-    }
+  const at: AmountAt = { intent, tokens, significant, i, token, next, slots, use };
+  // The first reading that takes the number says where the loop goes on; none, and it is an amount.
+  const taken = extraPaidOver(at) ?? sharesOrRecipients(at) ?? countInStory(at) ?? countOfThings(at);
+  if (taken !== undefined) return { i: taken, problem };
+  slots.amounts.push(token);
+  use(token);
+  if (isWord(next, 'each', 'apiece')) {
+    slots.each = true;
+    use(next!);
+    return { i: i + 1, problem };
   }
+  return { i, problem };
+}
+
+/** One number being read in a clause. */
+interface AmountAt {
+  readonly intent: Intent | undefined;
+  readonly tokens: readonly Token[];
+  readonly significant: (t: Token) => boolean;
+  readonly i: number;
+  readonly token: Extract<Token, { kind: 'amount' }>;
+  readonly next: Token | undefined;
+  readonly slots: Slots;
+  readonly use: (...used: Token[]) => void;
+}
+
+/**
+ * "refund ₦4,000 of pay_… - she paid the delivery fee twice, so return the extra ₦4,000", "refund
+ * the extra GH₵ 30": the part paid over, said with its currency, is the refund's amount; said
+ * again, the same amount is no second one. Returns where the loop goes on, or undefined to read on.
+ */
+function extraPaidOver({ intent, tokens, i, token, slots, use }: AmountAt): number | undefined {
+  if (
+    !(
+      intent === 'refund' &&
+      token.currency !== undefined &&
+      isWord(tokens[i - 1], 'extra') &&
+      isWord(tokens[i - 2], 'the')
+    )
+  )
+    return undefined;
+  use(tokens[i - 1]!);
+  if (!slots.amounts.some((amount) => sameAmount(amount, token))) return undefined;
+  use(token);
+  return i;
+}
+
+/** Numbers that shape a split or a payout: "sixty forty", "among these 6 people", "three ways". */
+function sharesOrRecipients({ intent, tokens, significant, i, token, next, slots, use }: AmountAt): number | undefined {
   // "split … sixty forty between …": two whole numbers adding up to 100 are shares.
   if (
     intent === 'split' &&
@@ -1009,8 +1043,7 @@ function amountSlot(
   ) {
     slots.ratio = [BigInt(token.number.text) * 100n, BigInt(next.number.text) * 100n];
     use(token, next);
-    i++;
-    return { i, problem };
+    return i + 1;
   }
   // "among these 6 people", "our 3 partners:", "equally among 3:", "pay my 3 workers 20 usdc
   // each": how many recipients, which the addresses written must match.
@@ -1024,11 +1057,9 @@ function amountSlot(
   ) {
     slots.recipients = Number(token.number.text);
     use(token);
-    if (next?.kind === 'word') {
-      use(next);
-      i++;
-    }
-    return { i, problem };
+    if (next?.kind !== 'word') return i;
+    use(next);
+    return i + 1;
   }
   // "evenly among our 6 stall keepers:": a count after "among", named by any plain words up
   // to the colon before the list, counts the recipients too (the addresses must match it).
@@ -1036,21 +1067,24 @@ function amountSlot(
   if (intent === 'split' && token.currency === undefined && token.number.type === 'exact' && named !== undefined) {
     slots.recipients = Number(token.number.text);
     use(token, ...tokens.slice(i + 1, named));
-    i = named - 1;
-    return { i, problem };
+    return named - 1;
   }
   // "three ways", "3 ways": the number of equal shares.
   if (isWord(next, 'ways', 'way') && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
     slots.equal = { ways: Number(token.number.text) };
     use(token, next!);
-    i++;
-    return { i, problem };
+    return i + 1;
   }
-  // "Guest checked out 2 nights early — refund KSh 9,000": a count in the story told before
-  // the request. After the verb a count shapes the action ("in two instalments", "among 3
+  return undefined;
+}
+
+/**
+ * A count in the story rather than the request: "Guest checked out 2 nights early — refund KSh
+ * 9,000" (before the verb); "…, one cup was chipped", "…, 2 items came back" (a statement after it).
+ */
+function countInStory({ tokens, i, token, next, slots, use }: AmountAt): number | undefined {
+  // Before the request. After the verb a count shapes the action ("in two instalments", "among 3
   // people") and is left to be placed.
-  // After the request, a statement of its own after a comma tells the story too: "refund 2,000
-  // naira on order ORD-7781, customer returned one plate".
   const verb = tokens.findIndex((t) => t.kind === 'word' && MONEY_VERBS.has(t.lower));
   if (
     isQuantity(token, next) &&
@@ -1059,51 +1093,47 @@ function amountSlot(
     tokens.some((t, k) => k > verb && t.kind === 'amount')
   ) {
     use(token);
-    return { i, problem };
+    return i;
   }
-  // "…, one cup was chipped", "…, 2 items came back", "— size 44 was too small": a bare number
-  // in a statement after the request tells the story. Beside an amount said with its currency
-  // it is left out; with none, the refund may be meant for those items only, so it stays to be
-  // placed and the clause is asked back.
-  if (token.currency === undefined && toldAfterRequest(tokens, i)) {
-    // "…, card was charged 2 times": how often it happened, which no refund is for.
-    // "…, 3 times as was agreed" says how often to act, and stays to be placed.
-    if (isWord(next, 'times') && tellsThePast(tokens, i + 1)) use(token, next!);
-    // "…, customer ordered 5 but only 3 arrived": beside the part said, every count there is story.
-    const partSaid =
-      slots.full ||
-      slots.fraction !== undefined ||
-      slots.percents.length > 0 ||
-      slots.amounts.some((amount) => amount.currency !== undefined);
-    if (partSaid && (isQuantity(token, next) || (isCount(token) && !isWord(next, 'times', 'as', 'x')))) use(token);
-    return { i, problem };
-  }
+  // After the request, a statement of its own after a comma ("refund 2,000 naira on order
+  // ORD-7781, customer returned one plate"), "— size 44 was too small": a bare number there tells
+  // the story. Beside an amount said with its currency it is left out; with none, the refund may be
+  // meant for those items only, so it stays to be placed and the clause is asked back.
+  if (token.currency !== undefined || !toldAfterRequest(tokens, i)) return undefined;
+  // "…, card was charged 2 times": how often it happened, which no refund is for.
+  // "…, 3 times as was agreed" says how often to act, and stays to be placed.
+  if (isWord(next, 'times') && tellsThePast(tokens, i + 1)) use(token, next!);
+  // "…, customer ordered 5 but only 3 arrived": beside the part said, every count there is story.
+  const partSaid =
+    slots.full ||
+    slots.fraction !== undefined ||
+    slots.percents.length > 0 ||
+    slots.amounts.some((amount) => amount.currency !== undefined);
+  if (partSaid && (isQuantity(token, next) || (isCount(token) && !isWord(next, 'times', 'as', 'x')))) use(token);
+  return i;
+}
+
+/** Numbers that count things, not money: "2 of the plates", "last 5 payments", "2 crates", "two times". */
+function countOfThings({ intent, tokens, i, token, next, slots, use }: AmountAt): number | undefined {
   // "refund 2 of the plates on pay_…": a count of things is no amount of money; it stays to be
   // placed, and the clause is asked back.
-  if (isCountOf(tokens, i)) return { i, problem };
+  if (isCountOf(tokens, i)) return i;
   // "last 5 payments": a list's length.
   if (intent === 'list_payments' && token.number.type === 'exact' && /^\d+$/.test(token.number.text)) {
     slots.limit = Number(token.number.text);
     use(token);
-    return { i, problem };
+    return i;
   }
   // "in two instalments", "2 crates", "3 people": a number before a count noun counts things and
   // is never an amount; left unplaced, the clause is asked back.
-  if (token.currency === undefined && isCountNoun(next)) return { i, problem };
+  if (token.currency === undefined && isCountNoun(next)) return i;
   // "customer charged two times" tells how often it happened; "refund pay_… 2 times" says how
   // often to act, which is asked. Either way the number is no amount (it refunded 2).
   if (token.currency === undefined && isWord(next, 'times')) {
     if (tellsThePast(tokens, i + 1)) use(token, next!);
-    return { i, problem };
+    return i;
   }
-  slots.amounts.push(token);
-  use(token);
-  if (isWord(next, 'each', 'apiece')) {
-    slots.each = true;
-    use(next!);
-    i++;
-  }
-  return { i, problem };
+  return undefined;
 }
 
 /**
