@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { expireUnansweredRuns, loadRunView } from '../../agent/runtime.ts';
-import { html } from '../../checkout/html.ts';
+import { type AgentRunView, expireUnansweredRuns, loadRunView } from '../../agent/runtime.ts';
+import { html, type SafeHtml } from '../../checkout/html.ts';
 import { parseInput } from '../../core/validation.ts';
 import { findAgentRun, listRunsPage } from '../../db/repositories/agent-runs.ts';
 import { currentRunStatuses } from '../run-status.ts';
+import type { Runtime } from '../../runtime.ts';
 import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
+import type { DashboardSession } from '../sessions.ts';
 import { loadKeyLabels } from '../../keys/labels.ts';
 import { linkedList, loadLinkedObjects } from '../linked.ts';
 import {
@@ -44,31 +46,27 @@ function shorten(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-export function registerRuns(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
-  const access = { dashboard: { scopes: screen('runs').scopes } };
-
-  app.get('/runs', { config: access }, async (request, reply) => {
-    const session = sessionOf(request);
-    const filters = { status: param(request.query, 'status'), starting_after: param(request.query, 'starting_after') };
-    const query = parseInput(runsFilter, filters);
-    // A question nobody answered in time is shown as what it is now: expired.
-    await expireUnansweredRuns(runtime, session);
-    const { data: shown, has_more } = await listRunsPage(
-      runtime.db,
-      session,
-      { status: query.status },
-      { limit: PAGE_SIZE, starting_after: query.starting_after },
-    );
-    const labels = await loadKeyLabels(
-      runtime.db,
-      session.accountId,
-      shown.map((r) => r.key_id),
-    );
-    const current = await currentRunStatuses(runtime.db, session, shown, runtime.clock.now());
-    const body = html`<h1>Agent runs</h1>
+/** The agent runs in the session's mode, newest first, filtered by status. */
+async function runsPage(runtime: Runtime, session: DashboardSession, query: unknown): Promise<SafeHtml> {
+  const filters = { status: param(query, 'status'), starting_after: param(query, 'starting_after') };
+  const filter = parseInput(runsFilter, filters);
+  // A question nobody answered in time is shown as what it is now: expired.
+  await expireUnansweredRuns(runtime, session);
+  const { data: shown, has_more } = await listRunsPage(
+    runtime.db,
+    session,
+    { status: filter.status },
+    { limit: PAGE_SIZE, starting_after: filter.starting_after },
+  );
+  const labels = await loadKeyLabels(
+    runtime.db,
+    session.accountId,
+    shown.map((r) => r.key_id),
+  );
+  const current = await currentRunStatuses(runtime.db, session, shown, runtime.clock.now());
+  const body = html`<h1>Agent runs</h1>
 <form class="filters" method="get" action="/dashboard/runs">
-${select('status', 'Status', RUN_STATUSES, query.status)}
+${select('status', 'Status', RUN_STATUSES, filter.status)}
 <button type="submit">Filter</button> <a href="/dashboard/runs">Clear</a>
 </form>
 ${table(
@@ -87,28 +85,27 @@ ${table(
   'runs',
 )}
 ${pager('/dashboard/runs', filters, has_more ? shown.at(-1)?.id : undefined)}`;
-    return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Agent runs', body, { section: 'runs' }));
-  });
+  return body;
+}
 
-  app.get<{ Params: { id: string } }>('/runs/:id', { config: access }, async (request, reply) => {
-    const session = sessionOf(request);
-    const view = await loadRunView(runtime, session, request.params.id);
-    // loadRunView has found the run among the session's own: it is there.
-    const row = (await findAgentRun(runtime.db, session, view.run_id))!;
-    const labels = await loadKeyLabels(runtime.db, session.accountId, [
-      row.key_id,
-      ...view.actions.map((a) => a.approved_by_key),
-    ]);
-    const linked = await loadLinkedObjects(
-      runtime.db,
-      session,
-      view.actions.map((a) => a.result),
-    );
-    const status =
-      (await currentRunStatuses(runtime.db, session, [{ id: row.id, status: view.status }], runtime.clock.now())).get(
-        row.id,
-      ) ?? view.status;
-    const body = html`<h1>Agent run <code>${view.run_id}</code></h1>
+/** One run: the instruction, its conversation, every step with its decision and result, what it holds. */
+async function runPage(runtime: Runtime, session: DashboardSession, view: AgentRunView): Promise<SafeHtml> {
+  // loadRunView has found the run among the session's own: it is there.
+  const row = (await findAgentRun(runtime.db, session, view.run_id))!;
+  const labels = await loadKeyLabels(runtime.db, session.accountId, [
+    row.key_id,
+    ...view.actions.map((a) => a.approved_by_key),
+  ]);
+  const linked = await loadLinkedObjects(
+    runtime.db,
+    session,
+    view.actions.map((a) => a.result),
+  );
+  const status =
+    (await currentRunStatuses(runtime.db, session, [{ id: row.id, status: view.status }], runtime.clock.now())).get(
+      row.id,
+    ) ?? view.status;
+  const body = html`<h1>Agent run <code>${view.run_id}</code></h1>
 <div class="card">
 <dl class="facts">
 <dt>Instruction</dt><dd id="run-instruction">${view.instruction}</dd>
@@ -161,6 +158,22 @@ ${
       html`<li><a href="/dashboard/confirmations/${c.id}"><code>${c.id}</code></a>: ${c.summary} <span class="muted">(expires ${time(c.expires_at)})</span></li>`,
   )}</ul>`
 }`;
+  return body;
+}
+
+export function registerRuns(app: FastifyInstance, deps: DashboardDeps): void {
+  const { runtime } = deps;
+  const access = { dashboard: { scopes: screen('runs').scopes } };
+
+  app.get('/runs', { config: access }, async (request, reply) => {
+    const body = await runsPage(runtime, sessionOf(request), request.query);
+    return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Agent runs', body, { section: 'runs' }));
+  });
+
+  app.get<{ Params: { id: string } }>('/runs/:id', { config: access }, async (request, reply) => {
+    const session = sessionOf(request);
+    const view = await loadRunView(runtime, session, request.params.id);
+    const body = await runPage(runtime, session, view);
     return sendPage(
       reply,
       200,
