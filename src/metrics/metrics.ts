@@ -457,7 +457,6 @@ const OPEN_TRANSFER_STATUSES = ['queued', 'batched', 'sent'] as const satisfies 
 
 export function createServiceMetrics(sources: MetricSources, options: Partial<CollectOptions> = {}): ServiceMetrics {
   const opts = { ...DEFAULT_COLLECT_OPTIONS, ...options };
-  const { clock, logger } = sources;
   const own = new Registry();
 
   const httpRequestSeconds = new Histogram({
@@ -468,57 +467,70 @@ export function createServiceMetrics(sources: MetricSources, options: Partial<Co
     registers: [own],
   });
 
-  // The gauges below are filled at scrape time by the collectors further down (`refresh`).
+  // Filled at scrape time by the reads (scrapeReads), each gauge asking for its read when scraped.
+  const gauges = scrapeGauges(own, (name) => refresh[name]());
+  const refresh = scrapeReads(sources, opts, gauges);
+
+  return {
+    registry: Registry.merge([processMetrics(), own]),
+    observeRequest(method, route, statusCode, seconds) {
+      httpRequestSeconds.observe({ method, route, status_code: statusCode }, seconds);
+    },
+  };
+}
+
+/** The gauges read at scrape time, each asking `refresh` for its collector's read, and the count of reads that failed. */
+function scrapeGauges(own: Registry, refresh: (name: CollectorName) => Promise<void>) {
   const transferDepth = new Gauge({
     name: 'plainpay_transfer_queue_depth',
     help: 'On-chain transfers not yet confirmed, by status: queued (waiting for a batch), batched (in a planned batch), sent (broadcast, waiting for confirmations).',
     labelNames: ['status'] as const,
     registers: [own],
-    collect: () => refresh.transfer_queue(),
+    collect: () => refresh('transfer_queue'),
   });
   const transferOldest = new Gauge({
     name: 'plainpay_transfer_queue_oldest_age_seconds',
     help: 'Age of the oldest unconfirmed transfer in each status, since it was queued; 0 when there is none.',
     labelNames: ['status'] as const,
     registers: [own],
-    collect: () => refresh.transfer_queue(),
+    collect: () => refresh('transfer_queue'),
   });
   const webhookDepth = new Gauge({
     name: 'plainpay_webhook_queue_depth',
     help: 'Webhook deliveries neither delivered nor given up, by state: due (may be attempted now) or waiting (backing off before a retry, or an attempt in flight).',
     labelNames: ['state'] as const,
     registers: [own],
-    collect: () => refresh.webhook_queue(),
+    collect: () => refresh('webhook_queue'),
   });
   const webhookOldest = new Gauge({
     name: 'plainpay_webhook_queue_oldest_age_seconds',
     help: 'Age of the oldest pending webhook delivery, since its event was written; 0 when there is none.',
     registers: [own],
-    collect: () => refresh.webhook_queue(),
+    collect: () => refresh('webhook_queue'),
   });
   const confirmationsWaiting = new Gauge({
     name: 'plainpay_confirmations_waiting',
     help: 'Actions the policy held for a human that are neither approved, rejected nor lapsed.',
     registers: [own],
-    collect: () => refresh.confirmations(),
+    collect: () => refresh('confirmations'),
   });
   const confirmationsOldest = new Gauge({
     name: 'plainpay_confirmations_oldest_waiting_age_seconds',
     help: 'Age of the oldest held action still waiting for a human; 0 when there is none.',
     registers: [own],
-    collect: () => refresh.confirmations(),
+    collect: () => refresh('confirmations'),
   });
   const relayerGasEther = new Gauge({
     name: 'plainpay_relayer_gas_balance_ether',
     help: 'Native balance of the relayer account that pays settlement gas, in ether (1e18 wei). Read from the node at most every few seconds.',
     registers: [own],
-    collect: () => refresh.chain(),
+    collect: () => refresh('chain'),
   });
   const treasuryUsdc = new Gauge({
     name: 'plainpay_treasury_balance_usdc',
     help: 'Settlement stablecoin held by the treasury (the batch contract), in whole tokens (6 decimals). Read from the node at most every few seconds.',
     registers: [own],
-    collect: () => refresh.chain(),
+    collect: () => refresh('chain'),
   });
   // The latest reconciliation (docs/reconciliation.md): read from the run it stored, so every
   // instance reports the same; it changes once a day, and with each run the operator asks for.
@@ -527,31 +539,31 @@ export function createServiceMetrics(sources: MetricSources, options: Partial<Co
     help: 'Differences the latest reconciliation of the latest day found, by kind and mode (live, test, or both for the treasury).',
     labelNames: ['kind', 'mode'] as const,
     registers: [own],
-    collect: () => refresh.reconciliation(),
+    collect: () => refresh('reconciliation'),
   });
   const reconciliationDay = new Gauge({
     name: 'plainpay_reconciliation_day_timestamp_seconds',
     help: 'Start (UTC midnight, Unix seconds) of the latest day reconciled; 0 before the first run.',
     registers: [own],
-    collect: () => refresh.reconciliation(),
+    collect: () => refresh('reconciliation'),
   });
   const reconciliationLastRun = new Gauge({
     name: 'plainpay_reconciliation_last_run_timestamp_seconds',
     help: 'When that reconciliation run finished (Unix seconds); 0 before the first run.',
     registers: [own],
-    collect: () => refresh.reconciliation(),
+    collect: () => refresh('reconciliation'),
   });
   const treasuryCoverRatio = new Gauge({
     name: 'plainpay_treasury_cover_ratio',
     help: 'Treasury tokens held / everything owed (custodial balances, open transfers, paid payments), at the latest reconciliation; +Inf when nothing is owed, NaN when not read.',
     registers: [own],
-    collect: () => refresh.reconciliation(),
+    collect: () => refresh('reconciliation'),
   });
   const treasuryShortfall = new Gauge({
     name: 'plainpay_treasury_shortfall_usdc',
     help: 'How much the treasury lacked of what it owes at the latest reconciliation, in whole tokens; 0 when covered, NaN when not read.',
     registers: [own],
-    collect: () => refresh.reconciliation(),
+    collect: () => refresh('reconciliation'),
   });
   const collectErrors = new Counter({
     name: 'plainpay_metrics_collect_errors_total',
@@ -560,11 +572,54 @@ export function createServiceMetrics(sources: MetricSources, options: Partial<Co
     registers: [own],
     // Waits for this scrape's reads, so that a failure shows in the scrape it happened in.
     collect: async () => {
-      await Promise.all(COLLECTORS.map((name) => refresh[name]()));
+      await Promise.all(COLLECTORS.map((name) => refresh(name)));
     },
   });
   for (const collector of COLLECTORS) collectErrors.inc({ collector }, 0);
+  return {
+    transferDepth,
+    transferOldest,
+    webhookDepth,
+    webhookOldest,
+    confirmationsWaiting,
+    confirmationsOldest,
+    relayerGasEther,
+    treasuryUsdc,
+    reconciliationDifferences,
+    reconciliationDay,
+    reconciliationLastRun,
+    treasuryCoverRatio,
+    treasuryShortfall,
+    collectErrors,
+  };
+}
 
+/**
+ * The reads behind the gauges, one per collector. Each sets its gauges from what it read, or to NaN
+ * when the read failed or timed out (counted in collectErrors).
+ */
+function scrapeReads(
+  sources: MetricSources,
+  opts: CollectOptions,
+  gauges: ReturnType<typeof scrapeGauges>,
+): Record<CollectorName, () => Promise<void>> {
+  const { clock, logger } = sources;
+  const {
+    transferDepth,
+    transferOldest,
+    webhookDepth,
+    webhookOldest,
+    confirmationsWaiting,
+    confirmationsOldest,
+    relayerGasEther,
+    treasuryUsdc,
+    reconciliationDifferences,
+    reconciliationDay,
+    reconciliationLastRun,
+    treasuryCoverRatio,
+    treasuryShortfall,
+    collectErrors,
+  } = gauges;
   /**
    * One read per collector and scrape: prom-client runs every metric's collect() at once, and the
    * gauges a read fills share the read in flight. A read that fails or outlasts its timeout sets
@@ -652,13 +707,7 @@ export function createServiceMetrics(sources: MetricSources, options: Partial<Co
       },
     ),
   };
-
-  return {
-    registry: Registry.merge([processMetrics(), own]),
-    observeRequest(method, route, statusCode, seconds) {
-      httpRequestSeconds.observe({ method, route, status_code: statusCode }, seconds);
-    },
-  };
+  return refresh;
 }
 
 // The scrape-time reads. Each walks a partial index of the open rows (migrations 003 and 004) or a
