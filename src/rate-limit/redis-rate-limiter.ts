@@ -39,17 +39,7 @@ export function createRedisRateLimiter(limit: number, url: string, options: Redi
   const slowAfterMs = options.slowAfterMs ?? 100;
   const commandTimeoutMs = options.commandTimeoutMs ?? 500;
   const probeEveryMs = options.probeEveryMs ?? 1_000;
-  const redis = new Redis(url, {
-    // Fail fast: a command while disconnected is refused at once rather than queued, and none is
-    // re-sent after a reconnect (the window it counted for is over by then).
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false,
-    commandTimeout: commandTimeoutMs,
-    connectTimeout: 2_000,
-    // Keep trying for ever, at most every 2 s: counting moves back to Redis on its own.
-    retryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
-  });
+  const redis = connectForCounting(url, commandTimeoutMs);
   const local = createMemoryRateLimiter(limit);
   /** When the outage began (Date.now()); undefined while Redis answers. */
   let downSince: number | undefined;
@@ -108,21 +98,6 @@ export function createRedisRateLimiter(limit: number, url: string, options: Redi
       });
   };
 
-  const counted = async (bucket: string, now: number): Promise<RateLimitDecision> => {
-    const window = Math.floor(now / WINDOW_MS);
-    const key = `plainpay:rl:${bucket}:${window}`;
-    const result = await redis
-      .multi()
-      .incr(key)
-      .pexpire(key, WINDOW_MS * 2)
-      .exec();
-    // null: the transaction was aborted. Counted in-process then, never taken as a count of 1.
-    if (!result?.[0]) throw new Error('the Redis transaction was aborted');
-    const [error, count] = result[0];
-    if (error) throw error;
-    return decide(Number(count), limit, now);
-  };
-
   /** The count in Redis, or undefined when Redis failed, was too slow, or was given up meanwhile. */
   const countedInRedis = async (bucket: string, now: number): Promise<RateLimitDecision | undefined> => {
     const given = leftRedis.promise;
@@ -134,7 +109,7 @@ export function createRedisRateLimiter(limit: number, url: string, options: Redi
     try {
       // A count that answers after it was given up may still land in Redis: one extra in a window
       // that is counted in-process anyway.
-      return await Promise.race([counted(bucket, now), given]);
+      return await Promise.race([countInRedis(redis, limit, bucket, now), given]);
     } catch (error) {
       lost(error);
       return undefined;
@@ -167,6 +142,37 @@ export function createRedisRateLimiter(limit: number, url: string, options: Redi
       else redis.disconnect();
     },
   };
+}
+
+/** A client that fails fast and never queues or re-sends a count: a late count is worth nothing. */
+function connectForCounting(url: string, commandTimeoutMs: number): Redis {
+  return new Redis(url, {
+    // Fail fast: a command while disconnected is refused at once rather than queued, and none is
+    // re-sent after a reconnect (the window it counted for is over by then).
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    commandTimeout: commandTimeoutMs,
+    connectTimeout: 2_000,
+    // Keep trying for ever, at most every 2 s: counting moves back to Redis on its own.
+    retryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
+  });
+}
+
+/** One request counted in its key's window, in one MULTI: the count, and its key's expiry. */
+async function countInRedis(redis: Redis, limit: number, bucket: string, now: number): Promise<RateLimitDecision> {
+  const window = Math.floor(now / WINDOW_MS);
+  const key = `plainpay:rl:${bucket}:${window}`;
+  const result = await redis
+    .multi()
+    .incr(key)
+    .pexpire(key, WINDOW_MS * 2)
+    .exec();
+  // null: the transaction was aborted. Counted in-process then, never taken as a count of 1.
+  if (!result?.[0]) throw new Error('the Redis transaction was aborted');
+  const [error, count] = result[0];
+  if (error) throw error;
+  return decide(Number(count), limit, now);
 }
 
 /** A promise of undefined and the function that settles it. */
