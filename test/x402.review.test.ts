@@ -1,7 +1,9 @@
-// x402 settle against a payer who works against plainpay (the money-safety review's cases): a
-// second authorization with the same nonce landed first, a contract wallet whose signature check
-// fails under real gas, validBefore and value beyond what plainpay records. Each ends with nothing
-// credited that did not arrive, a reason, and the other payers unaffected.
+// x402 settle against a payer who works against plainpay, and a node that lags (the money-safety
+// review's cases): a used nonce with no event yet stays unknown; a canceled one fails; a second
+// authorization with the same nonce landed first; a contract wallet whose signature check fails
+// under real gas, or only in the block its transfer is mined in; validBefore and value beyond what
+// plainpay records. Each ends with nothing credited that did not arrive, a reason, and the other
+// payers unaffected.
 
 import { encodeFunctionData, type Hex, keccak256, parseSignature, toHex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -44,6 +46,100 @@ async function paymentStatus(id: string) {
   return (await runtime.db.selectFrom('payments').select('status').where('id', '=', id).executeTakeFirstOrThrow())
     .status;
 }
+
+/** The payer's own transferWithAuthorization of a recorded payload, landed by someone else. */
+async function landDirectly(paid: Awaited<ReturnType<typeof signExactPayment>>) {
+  const { signature, authorization: a } = paid.payload.payload as {
+    signature: Hex;
+    authorization: Record<string, string>;
+  };
+  const { r, s, v } = parseSignature(signature);
+  const data = encodeFunctionData({
+    abi: plainUsdAbi,
+    functionName: 'transferWithAuthorization',
+    args: [
+      a.from as Hex,
+      a.to as Hex,
+      BigInt(a.value!),
+      BigInt(a.validAfter!),
+      BigInt(a.validBefore!),
+      a.nonce as Hex,
+      Number(v),
+      r,
+      s,
+    ],
+  });
+  await sendAs(chain, DEV_ACCOUNTS.outsider.privateKey, { to: chain.tokenAddress, data });
+}
+
+it('keeps a used nonce in flight while the node shows no event for it, and confirms it once it does', async () => {
+  const paid = await signExactPayment(chain, payer, 300_000n);
+  const input = { accountId: merchant.accountId, livemode: false, ...paid };
+  const pending = await settleAuthorization(runtime, input, { waitMs: 0 }); // recorded; no worker yet
+  const paymentId = (pending as { paymentId: string }).paymentId;
+  await landDirectly(paid); // the money reached the treasury
+  // A node whose logs lag its state: authorizationState says used, the log query finds nothing.
+  const client = chain.publicClient as { getContractEvents: (...args: never[]) => Promise<unknown[]> };
+  const real = client.getContractEvents;
+  let asked = 0;
+  client.getContractEvents = async () => {
+    asked += 1;
+    return [];
+  };
+  const lagging = startSettlementWorker(runtime, { pollIntervalMs: 20 });
+  try {
+    await waitUntil('the worker to look at the logs a few times', async () => asked >= 6);
+    const row = await runtime.db
+      .selectFrom('x402_authorizations')
+      .select('status')
+      .where('payment_id', '=', paymentId)
+      .executeTakeFirstOrThrow();
+    expect(row.status).toBe('recorded'); // unknown: not failed as canceled
+    expect(await paymentStatus(paymentId)).toBe('processing'); // not reopened for a second payer
+    client.getContractEvents = real;
+    expect(await settleAuthorization(runtime, input, { waitMs: 20_000 })).toMatchObject({ status: 'settled' });
+  } finally {
+    client.getContractEvents = real;
+    await lagging.stop();
+  }
+}, 60_000);
+
+it('fails an authorization its payer canceled, nothing moved, and reopens the payment', async () => {
+  const paid = await signExactPayment(chain, payer, 250_000n);
+  const input = { accountId: merchant.accountId, livemode: false, ...paid };
+  const pending = await settleAuthorization(runtime, input, { waitMs: 0 }); // recorded; no worker yet
+  const { nonce } = (paid.payload.payload as { authorization: { nonce: Hex } }).authorization;
+  const target = await x402Target(chain);
+  const cancel = await payer.signTypedData({
+    domain: { name: target.name, version: target.version, chainId: chain.chainId, verifyingContract: target.asset },
+    types: {
+      CancelAuthorization: [
+        { name: 'authorizer', type: 'address' },
+        { name: 'nonce', type: 'bytes32' },
+      ],
+    },
+    primaryType: 'CancelAuthorization',
+    message: { authorizer: payer.address, nonce },
+  });
+  const { r, s, v } = parseSignature(cancel);
+  const data = encodeFunctionData({
+    abi: plainUsdAbi,
+    functionName: 'cancelAuthorization',
+    args: [payer.address, nonce, Number(v), r, s],
+  });
+  await sendAs(chain, DEV_ACCOUNTS.outsider.privateKey, { to: chain.tokenAddress, data });
+  const treasuryBefore = await readTreasuryBalance(chain);
+  const canceling = startSettlementWorker(runtime, { pollIntervalMs: 20 });
+  try {
+    const outcome = await settleAuthorization(runtime, input, { waitMs: 20_000 });
+    expect(outcome).toMatchObject({ status: 'refused', reason: 'invalid_exact_evm_nonce_already_used' });
+    expect((outcome as { message: string }).message).toContain('canceled');
+    expect(await readTreasuryBalance(chain)).toBe(treasuryBefore);
+    expect(await paymentStatus((pending as { paymentId: string }).paymentId)).toBe('pending');
+  } finally {
+    await canceling.stop();
+  }
+}, 60_000);
 
 it('refuses, credits nothing, and reopens the payment when the nonce was used by a different transfer', async () => {
   const paid = await signExactPayment(chain, payer, 5_000_000n);
