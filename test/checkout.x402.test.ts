@@ -133,7 +133,7 @@ describe('GET /pay/:id: the page for a browser, x402 for an agent', () => {
 async function paymentSignature(
   account: PrivateKeyAccount,
   checkoutUrl: string,
-  change: { value?: bigint; to?: Address } = {},
+  change: { value?: bigint; to?: Address; validBefore?: bigint } = {},
 ): Promise<string> {
   const res = await fetch(checkoutUrl, { headers: AGENT });
   const accepted = decodePaymentRequiredHeader(res.headers.get('payment-required')!).accepts[0]!;
@@ -142,7 +142,7 @@ async function paymentSignature(
     to: change.to ?? (accepted.payTo as Address),
     value: change.value ?? BigInt(accepted.amount),
     validAfter: 0n,
-    validBefore: BigInt(Math.floor(Date.now() / 1000) + 300),
+    validBefore: change.validBefore ?? BigInt(Math.floor(Date.now() / 1000) + 300),
     nonce: toHex(randomBytes(32)) as Hex,
   };
   const signature = await account.signTypedData({
@@ -172,12 +172,14 @@ async function paymentSignature(
 const balances = async () => [await readTokenBalance(chain, agent.address), await readTreasuryBalance(chain)];
 
 describe('refused payments on the checkout URL move nothing', () => {
-  it('a short amount, a wrong recipient: 402 with the specification’s reason; a paid session: 409', async () => {
+  it('a short amount, a wrong recipient, a never-expiring authorization: 402 with the specification’s reason; a paid session: 409', async () => {
     const payment = await createPayment(api, merchant.apiKey);
     const before = await balances();
     const cases = [
       [{ value: 1n }, 'invalid_exact_evm_payload_authorization_value'],
       [{ to: agent.address }, 'invalid_exact_evm_payload_recipient_mismatch'],
+      // Beyond the database's bigint, and beyond maxTimeoutSeconds: refused before it is recorded.
+      [{ validBefore: 2n ** 256n - 1n }, 'invalid_exact_evm_payload_authorization_valid_before'],
     ] as const;
     for (const [change, reason] of cases) {
       const res = await fetch(payment.checkout_url, {

@@ -295,7 +295,7 @@ describe('settle refuses, with the specification reason, and moves nothing', () 
       'a replayed nonce',
       async () => {
         const paid = await runtime.db.selectFrom('x402_authorizations').select('nonce').executeTakeFirstOrThrow();
-        return await signed({ nonce: paid.nonce as Hex, validBefore: BigInt(Math.floor(Date.now() / 1000) + 900) });
+        return await signed({ nonce: paid.nonce as Hex, validBefore: BigInt(Math.floor(Date.now() / 1000) + 90) });
       },
       'invalid_exact_evm_nonce_already_used',
     ],
@@ -355,7 +355,7 @@ async function signed(
     to: kind.extra.payTo as Address,
     value: price,
     validAfter: now - 600n,
-    validBefore: now + 600n,
+    validBefore: now + 90n,
     nonce: keccak256(toHex(`nonce ${Math.random()}`)),
     ...change,
   };

@@ -117,7 +117,7 @@ it('settles a fresh payload on an idle devnet whose newest block is old (validAf
   const now = BigInt(Math.floor(runtime.clock.now().getTime() / 1000));
   const newest = (await chain.publicClient.getBlock({ blockTag: 'latest' })).timestamp;
   expect(newest).toBeLessThan(now - 600n);
-  const fresh = await signExactPayment(chain, payer, 150_000n, { validAfter: now - 600n, validBefore: now + 600n });
+  const fresh = await signExactPayment(chain, payer, 150_000n, { validAfter: now - 600n, validBefore: now + 90n });
   const outcome = await settleAuthorization(
     runtime,
     { accountId: merchant.accountId, livemode: false, ...fresh },

@@ -239,8 +239,8 @@ describe('POST /x402/verify', () => {
 
     it("expired by the service's clock while the newest block is stale (an idle devnet)", async () => {
       const now = await chainNow();
-      // Valid for ten minutes by the newest block; the service's clock is an hour past it.
-      const payload = await handSigned({ validAfter: 0n, validBefore: now + 600n });
+      // Valid for 90 s by the newest block; the service's clock is an hour past it.
+      const payload = await handSigned({ validAfter: 0n, validBefore: now + 90n });
       runtime.clock.advance(3_600_000);
       try {
         expect(await verify(payload)).toMatchObject({
@@ -255,7 +255,7 @@ describe('POST /x402/verify', () => {
 
     it("valid from the newest block on, though the service's clock is behind it: the transfer lands after that block", async () => {
       const now = await chainNow();
-      const payload = await handSigned({ validAfter: now - 60n, validBefore: now + 7_200n });
+      const payload = await handSigned({ validAfter: now - 60n, validBefore: now + 90n });
       runtime.clock.advance(-3_600_000); // the service's clock an hour behind the chain's
       try {
         expect(await verify(payload)).toEqual({ isValid: true, payer: payer.address });

@@ -75,58 +75,143 @@ export async function submitRecordedAuthorizations(ctx: SettlementContext, sessi
     .execute();
   let moved = 0;
   for (const row of recorded) {
-    const auth = authorizationOf(row);
-    if (await usedOnChain(session, auth)) {
-      // Used by a transaction that is not one of ours in flight (the payer submitted it, or an
-      // earlier one of ours landed after all): its event says which, and that one is confirmed.
-      if (await confirmFromEvent(ctx, session, row)) moved += 1;
-      continue;
+    let step: 'moved' | 'stay' | 'stop' | 'lease_lost';
+    try {
+      step = await submitOne(ctx, session, row);
+      submitFailures(ctx).delete(row.id);
+    } catch (error) {
+      // One row's trouble (a node error, a contract wallet whose check fails under real gas) must
+      // not hold back the rows behind it: it is logged, counted, and failed after a few tries.
+      step = (await giveUpAfterRepeatedFailures(ctx, session, row, error)) ? 'moved' : 'stay';
     }
-    const target = await x402Target(session.conn);
-    const refusal = await simulateTransfer(session.conn, target, auth, row.signature as Hex);
-    if (refusal) {
-      // Nothing is signed yet, so nothing can land: it fails here, with the token's reason.
-      await fail(ctx, row, refusal.reason, refusal.message);
-      moved += 1;
-      continue;
-    }
-    const data = transferWithAuthorizationData(auth, row.signature as Hex);
-    const [gas, fees, chainNonce] = await Promise.all([
-      session.conn.publicClient.estimateGas({ account: session.relayer, to: target.asset, data }),
-      estimateFees(session.conn),
-      session.conn.publicClient.getTransactionCount({ address: session.relayer, blockTag: 'pending' }),
-    ]);
-    const stored = await ctx.db.transaction().execute(async (trx) => {
-      if ((await lockAuthorization(trx, row.id)) !== 'recorded') return null;
-      const nonce = await allocateNonce(trx, ctx, session, { authorization_id: row.id }, BigInt(chainNonce));
-      if (nonce === undefined) return 'lease_lost' as const;
-      const tx = await signAndStore(
-        trx,
-        session,
-        { authorization_id: row.id },
-        {
-          to: target.asset,
-          nonce,
-          data,
-          // A margin over the estimate: the token's storage writes cost the same, but a node's estimate may be tight.
-          gas: (gas * 12n) / 10n,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-        },
-      );
-      await trx
-        .updateTable('x402_authorizations')
-        .set({ status: 'submitted', chain_key: session.key, submitted_at: sql`now()`, updated_at: sql`now()` })
-        .where('id', '=', row.id)
-        .execute();
-      return tx;
-    });
-    if (stored === 'lease_lost') break;
-    if (stored === null) continue;
-    moved += 1;
-    if ((await broadcastStored(ctx, session, stored)) !== 'ok') break;
+    if (step === 'moved' || step === 'stop') moved += 1;
+    if (step === 'stop' || step === 'lease_lost') break;
   }
   return moved;
+}
+
+/**
+ * Consecutive failures to submit a recorded row, and since when (monotonic ms), per worker: a
+ * restart starts counting again, which only delays the end.
+ */
+const submitFailureCounts = new WeakMap<SettlementContext, Map<string, { failures: number; since: number }>>();
+function submitFailures(ctx: SettlementContext): Map<string, { failures: number; since: number }> {
+  let counts = submitFailureCounts.get(ctx);
+  if (!counts) {
+    counts = new Map();
+    submitFailureCounts.set(ctx, counts);
+  }
+  return counts;
+}
+
+/**
+ * A recorded row that failed this many passes in a row, over at least this long, fails for good
+ * (nothing of ours was signed). Both: passes come every 50 ms when busy, and a node's hiccup of a
+ * second must not fail pay-ins; a crafted authorization must not sit in flight until its validBefore.
+ */
+export const MAX_SUBMIT_FAILURES = 5;
+export const SUBMIT_FAILURES_MIN_MS = 10_000;
+
+/** Counts a failed pass on a row; past the limit fails it, unless the token says its nonce is used. Returns whether it ended. */
+async function giveUpAfterRepeatedFailures(
+  ctx: SettlementContext,
+  session: ChainSession,
+  row: X402AuthorizationRow,
+  error: unknown,
+): Promise<boolean> {
+  const counts = submitFailures(ctx);
+  const since = counts.get(row.id)?.since ?? performance.now();
+  const failures = (counts.get(row.id)?.failures ?? 0) + 1;
+  counts.set(row.id, { failures, since });
+  ctx.logger.warn(
+    { authorization: row.id, failures, err: errorMessage(error) },
+    'could not submit authorization this turn',
+  );
+  if (failures < MAX_SUBMIT_FAILURES || performance.now() - since < SUBMIT_FAILURES_MIN_MS) return false;
+  try {
+    const now = await ctx.db
+      .selectFrom('x402_authorizations')
+      .select('status')
+      .where('id', '=', row.id)
+      .executeTakeFirst();
+    if (now?.status !== 'recorded') {
+      counts.delete(row.id); // it moved on meanwhile (signed and stored): the tracker follows it
+      return false;
+    }
+    // Before failing it, the token is asked: a used nonce means a transfer may have landed, which is
+    // judged from its transaction (confirmed, or failed when it paid someone else), never assumed.
+    if (await usedOnChain(session, authorizationOf(row))) return await confirmFromEvent(ctx, session, row);
+    await fail(
+      ctx,
+      row,
+      X402_REASONS.transactionState,
+      `the transfer could not be submitted after ${failures} attempts: ${errorMessage(error)}`,
+    );
+    counts.delete(row.id);
+    return true;
+  } catch (again) {
+    ctx.logger.warn(
+      { authorization: row.id, err: errorMessage(again) },
+      'could not end a failing authorization this turn',
+    );
+    return false;
+  }
+}
+
+async function submitOne(
+  ctx: SettlementContext,
+  session: ChainSession,
+  row: X402AuthorizationRow,
+): Promise<'moved' | 'stay' | 'stop' | 'lease_lost'> {
+  const auth = authorizationOf(row);
+  if (await usedOnChain(session, auth)) {
+    // Used by a transaction that is not one of ours in flight (the payer submitted it, or an
+    // earlier one of ours landed after all): its event says which, and that one is judged.
+    return (await confirmFromEvent(ctx, session, row)) ? 'moved' : 'stay';
+  }
+  const target = await x402Target(session.conn);
+  const refusal = await simulateTransfer(session.conn, target, auth, row.signature as Hex);
+  if (refusal) {
+    // Nothing is signed yet, so nothing can land: it fails here, with the token's reason.
+    await fail(ctx, row, refusal.reason, refusal.message);
+    return 'moved';
+  }
+  const data = transferWithAuthorizationData(auth, row.signature as Hex);
+  const [gas, fees, chainNonce] = await Promise.all([
+    session.conn.publicClient.estimateGas({ account: session.relayer, to: target.asset, data }),
+    estimateFees(session.conn),
+    session.conn.publicClient.getTransactionCount({ address: session.relayer, blockTag: 'pending' }),
+  ]);
+  const stored = await ctx.db.transaction().execute(async (trx) => {
+    if ((await lockAuthorization(trx, row.id)) !== 'recorded') return null;
+    const nonce = await allocateNonce(trx, ctx, session, { authorization_id: row.id }, BigInt(chainNonce));
+    if (nonce === undefined) return 'lease_lost' as const;
+    const tx = await signAndStore(
+      trx,
+      session,
+      { authorization_id: row.id },
+      {
+        to: target.asset,
+        nonce,
+        data,
+        // A margin over the estimate: the token's storage writes cost the same, but a node's estimate may be tight.
+        gas: (gas * 12n) / 10n,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      },
+    );
+    await trx
+      .updateTable('x402_authorizations')
+      .set({ status: 'submitted', chain_key: session.key, submitted_at: sql`now()`, updated_at: sql`now()` })
+      .where('id', '=', row.id)
+      .execute();
+    return tx;
+  });
+  if (stored === 'lease_lost') return 'lease_lost';
+  if (stored === null) return 'stay';
+  // Stored: it is in flight now, whatever the broadcast says (the tracker re-broadcasts it).
+  if ((await broadcastStored(ctx, session, stored)) !== 'ok') return 'stop';
+  return 'moved';
 }
 
 async function lockAuthorization(trx: Db, id: string): Promise<string | undefined> {
@@ -207,6 +292,20 @@ export async function trackSubmittedAuthorizations(ctx: SettlementContext, sessi
       const deep = await client.getBlock({ blockNumber: deepBlock });
       if (deep.timestamp >= row.valid_before) {
         await fail(ctx, row, X402_REASONS.validBefore, `the authorization expired unused (block ${deepBlock})`);
+      } else if (reverted && (await submissionsOf(ctx, row.id)) >= MAX_REVERTED_SUBMISSIONS) {
+        // Unused at depth (checked just above): nothing moved. A transfer that passes simulation and
+        // reverts when mined (a contract wallet that answers differently on chain) would otherwise
+        // cost the relayer gas until validBefore.
+        await fail(
+          ctx,
+          row,
+          X402_REASONS.transactionState,
+          `the transfer reverted on chain ${MAX_REVERTED_SUBMISSIONS} times (last ${reverted.transactionHash}); the authorization is unused`,
+        );
+        ctx.logger.error(
+          { authorization: row.id, tx: reverted.transactionHash, payment: row.payment_id },
+          'an x402 transfer kept reverting when mined; failed it, nothing moved',
+        );
       } else {
         // Still valid and unused, and our transaction can no longer carry it: submit it again.
         await resubmit(ctx, row.id, reverted ? `transaction ${reverted.transactionHash} reverted` : 'nonce taken');
@@ -248,6 +347,19 @@ async function resubmitFromGoneChains(ctx: SettlementContext, session: ChainSess
   }
 }
 
+/** A transfer that reverted when mined this many times (one relayer nonce each) is not submitted again. */
+export const MAX_REVERTED_SUBMISSIONS = 3;
+
+/** How many times the authorization was submitted: the relayer nonces it was given. */
+async function submissionsOf(ctx: SettlementContext, id: string): Promise<number> {
+  const row = await ctx.db
+    .selectFrom('relayer_nonces')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('authorization_id', '=', id)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 async function resubmit(ctx: SettlementContext, id: string, why: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
     if ((await lockAuthorization(trx, id)) !== 'submitted') return;
@@ -276,30 +388,112 @@ async function usedOnChain(session: ChainSession, auth: Authorization, blockNumb
   });
 }
 
-/** Confirms from the transaction the token's AuthorizationUsed event names; fails a canceled one. */
+/**
+ * The token says the authorization's nonce is used: its events say how. Confirmed only when the
+ * transaction that used it paid the treasury this authorization's value; failed (nothing reached
+ * the treasury) when the nonce went to a different transfer or was canceled, once that is deep.
+ * Anything else (no event seen yet: a node whose logs lag its state) is unknown and looked at again.
+ */
 async function confirmFromEvent(
   ctx: SettlementContext,
   session: ChainSession,
   row: X402AuthorizationRow,
 ): Promise<boolean> {
-  const logs = await session.conn.publicClient.getContractEvents({
-    address: session.conn.tokenAddress,
-    abi: plainUsdAbi,
-    eventName: 'AuthorizationUsed',
-    args: { authorizer: row.payer as Address, nonce: row.nonce as Hex },
-    fromBlock: 0n,
-  });
-  const log = logs[0];
+  const client = session.conn.publicClient;
+  const head = await client.getBlockNumber({ cacheTime: 0 });
+  // The nonce was unused when the row was recorded (verified just before): its use is in a later block.
+  const fromBlock = await blockAtOrBefore(ctx, session, row, head);
+  const args = { authorizer: row.payer as Address, nonce: row.nonce as Hex };
+  const [usedLogs, canceledLogs] = await Promise.all([
+    client.getContractEvents({
+      address: session.conn.tokenAddress,
+      abi: plainUsdAbi,
+      eventName: 'AuthorizationUsed',
+      args,
+      fromBlock,
+      toBlock: head,
+    }),
+    client.getContractEvents({
+      address: session.conn.tokenAddress,
+      abi: plainUsdAbi,
+      eventName: 'AuthorizationCanceled',
+      args,
+      fromBlock,
+      toBlock: head,
+    }),
+  ]);
+  const failureDepth = BigInt(session.ephemeral ? session.conn.confirmations : session.conn.finalityDepth);
+  const deepEnough = (block: bigint | null, need: bigint) => block !== null && head - block + 1n >= need;
+  const log = usedLogs[0];
   if (!log) {
-    // Used but never by a transfer: the payer canceled it. Nothing moved.
-    await fail(ctx, row, X402_REASONS.nonceUsed, `nonce ${row.nonce} of ${row.payer} was canceled or used elsewhere`);
-    return true;
+    const canceled = canceledLogs[0];
+    if (canceled && deepEnough(canceled.blockNumber, failureDepth)) {
+      await fail(
+        ctx,
+        row,
+        X402_REASONS.nonceUsed,
+        `nonce ${row.nonce} of ${row.payer} was canceled (transaction ${canceled.transactionHash}); nothing moved`,
+      );
+      return true;
+    }
+    if (!canceled) {
+      ctx.logger.warn(
+        { authorization: row.id, fromBlock, head },
+        'the token says the nonce is used but no event says how yet: unknown, looked at again',
+      );
+    }
+    return false;
   }
   const receipt = await receiptOf(session, log.transactionHash);
   if (receipt?.status !== 'success') return false;
-  const head = await session.conn.publicClient.getBlockNumber({ cacheTime: 0 });
-  if (head - receipt.blockNumber + 1n < BigInt(session.conn.confirmations)) return false;
-  return await confirm(ctx, session, row, receipt);
+  if (!deepEnough(receipt.blockNumber, BigInt(session.conn.confirmations))) return false;
+  if (paysTheAuthorization(receipt, row, session.conn.tokenAddress)) return await confirm(ctx, session, row, receipt);
+  // The payer signed another authorization with this nonce (to someone else, or for less) and it
+  // landed first: the token will never let this one move money. Final once it cannot be reorged away.
+  if (!deepEnough(receipt.blockNumber, failureDepth)) return false;
+  await fail(
+    ctx,
+    row,
+    X402_REASONS.nonceUsed,
+    `nonce ${row.nonce} of ${row.payer} was used by transaction ${receipt.transactionHash}, which did not pay ${row.value_minor} to ${row.pay_to}: nothing reached the treasury`,
+  );
+  ctx.logger.error(
+    { authorization: row.id, tx: receipt.transactionHash, payment: row.payment_id },
+    'an x402 authorization was overtaken by a different transfer with the same nonce',
+  );
+  return true;
+}
+
+/** How far before the row's recording the log search starts: clocks of node and service may differ. */
+const LOG_SEARCH_MARGIN_SECONDS = 600n;
+const searchStarts = new WeakMap<SettlementContext, Map<string, bigint>>();
+
+/** The newest block stamped at or before the row's recording (less a margin): a binary search by timestamp, cached. */
+async function blockAtOrBefore(
+  ctx: SettlementContext,
+  session: ChainSession,
+  row: X402AuthorizationRow,
+  head: bigint,
+): Promise<bigint> {
+  let cache = searchStarts.get(ctx);
+  if (!cache) {
+    cache = new Map();
+    searchStarts.set(ctx, cache);
+  }
+  const key = `${session.key}/${row.id}`;
+  const cached = cache.get(key);
+  if (cached !== undefined && cached <= head) return cached;
+  const target = BigInt(Math.floor(new Date(row.created_at).getTime() / 1000)) - LOG_SEARCH_MARGIN_SECONDS;
+  let lo = 0n;
+  let hi = head;
+  while (lo < hi) {
+    const mid = (lo + hi + 1n) / 2n;
+    const block = await session.conn.publicClient.getBlock({ blockNumber: mid });
+    if (block.timestamp <= target) lo = mid;
+    else hi = mid - 1n;
+  }
+  cache.set(key, lo);
+  return lo;
 }
 
 /**
@@ -408,7 +602,7 @@ async function confirm(
   row: X402AuthorizationRow,
   receipt: TransactionReceipt,
 ): Promise<boolean> {
-  if (!paysTheAuthorization(receipt, row)) {
+  if (!paysTheAuthorization(receipt, row, session.conn.tokenAddress)) {
     throw new Error(`transaction ${receipt.transactionHash} succeeded without using authorization ${row.id}`);
   }
   const result = await runSystemTool(
@@ -436,12 +630,24 @@ async function confirm(
   return result.changed;
 }
 
-/** A successful transaction must carry this authorization's AuthorizationUsed; anything else is a bug. */
-function paysTheAuthorization(receipt: TransactionReceipt, row: X402AuthorizationRow): boolean {
-  const events = parseEventLogs({ abi: plainUsdAbi, eventName: 'AuthorizationUsed', logs: receipt.logs });
-  return events.some(
+/**
+ * Whether the transaction carried this very authorization: the token's AuthorizationUsed for the
+ * payer and nonce and, in the same receipt, the token's Transfer of exactly the value from the payer
+ * to pay_to. The nonce alone is not enough: a payer can sign another authorization with the same
+ * nonce (1 unit to themselves) and land it first; that one uses the nonce and pays plainpay nothing.
+ */
+function paysTheAuthorization(receipt: TransactionReceipt, row: X402AuthorizationRow, token: Address): boolean {
+  const logs = receipt.logs.filter((l) => l.address.toLowerCase() === token.toLowerCase());
+  const used = parseEventLogs({ abi: plainUsdAbi, eventName: 'AuthorizationUsed', logs }).some(
     (e) => e.args.authorizer.toLowerCase() === row.payer && e.args.nonce.toLowerCase() === row.nonce.toLowerCase(),
   );
+  const paid = parseEventLogs({ abi: plainUsdAbi, eventName: 'Transfer', logs }).some(
+    (e) =>
+      e.args.from.toLowerCase() === row.payer &&
+      e.args.to.toLowerCase() === row.pay_to &&
+      e.args.value === BigInt(row.value_minor),
+  );
+  return used && paid;
 }
 
 async function fail(ctx: SettlementContext, row: X402AuthorizationRow, reason: string, message: string): Promise<void> {

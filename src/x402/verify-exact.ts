@@ -60,6 +60,17 @@ export const TRANSFER_WITH_AUTHORIZATION_TYPES = {
  */
 export const VALID_BEFORE_MARGIN_SECONDS = 6n;
 
+/**
+ * An authorization may stay valid at most this long beyond now + the requirements'
+ * maxTimeoutSeconds (clock skew, a client's rounding). A longer one is refused: a signed
+ * authorization can move money until validBefore, whoever submits it, so plainpay keeps that
+ * window short; and it keeps validBefore inside the database's bigint.
+ */
+export const VALID_BEFORE_SLACK_SECONDS = 60n;
+
+/** The largest amount plainpay records (Postgres bigint); the token's uint256 allows far more. */
+export const MAX_VALUE_MINOR = 2n ** 63n - 1n;
+
 /** Where and how plainpay accepts x402 payments: its chain, token, treasury and the token's EIP-712 domain. */
 export interface X402Target {
   chainId: number;
@@ -260,7 +271,17 @@ async function checkAuthorization(
   if (auth.validAfter >= landing) {
     return no(X402_REASONS.validAfter, `the authorization is not valid yet (validAfter ${auth.validAfter}, ${times})`);
   }
+  const latest = landing + BigInt(requirements.maxTimeoutSeconds) + VALID_BEFORE_SLACK_SECONDS;
+  if (auth.validBefore > latest) {
+    return no(
+      X402_REASONS.validBefore,
+      `validBefore ${auth.validBefore} is too far ahead: at most ${latest} (now + maxTimeoutSeconds ${requirements.maxTimeoutSeconds} + ${VALID_BEFORE_SLACK_SECONDS} s; ${times})`,
+    );
+  }
   const required = BigInt(requirements.amount);
+  if (auth.value > MAX_VALUE_MINOR) {
+    return no(X402_REASONS.value, `the authorization is for ${auth.value} atomic units; at most ${MAX_VALUE_MINOR}`);
+  }
   if (auth.value !== required) {
     return no(
       X402_REASONS.value,

@@ -14,13 +14,16 @@ export async function signExactPayment(
   window?: { validAfter: bigint; validBefore: bigint },
 ): Promise<{ payload: PaymentPayload; requirements: PaymentRequirements }> {
   const target = await x402Target(chain);
-  const now = BigInt(Math.floor(Date.now() / 1000));
+  // A test may have moved the chain's clock ahead (evm_increaseTime): the window follows the later clock.
+  const chainNow = (await chain.publicClient.getBlock({ blockTag: 'latest' })).timestamp;
+  const clockNow = BigInt(Math.floor(Date.now() / 1000));
+  const now = chainNow > clockNow ? chainNow : clockNow;
   const authorization = {
     from: payer.address,
     to: target.payTo,
     value,
     validAfter: window?.validAfter ?? now - 600n,
-    validBefore: window?.validBefore ?? now + 3600n,
+    validBefore: window?.validBefore ?? now + 90n, // within now + maxTimeoutSeconds (60) + the 60 s plainpay allows
     nonce: keccak256(toHex(`x402 test ${Math.random()}`)),
   };
   const signature = await payer.signTypedData({
