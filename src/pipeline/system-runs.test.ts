@@ -93,7 +93,12 @@ describe('runSystemToolIn', () => {
 
   it('refuses a system tool with a precheck, before the precheck waits on the held connection', async () => {
     let prechecked = false;
-    const withPrecheck = { ...recordTreasuryOpening, precheck: async () => void (prechecked = true) };
+    const withPrecheck = {
+      ...recordTreasuryOpening,
+      precheck: async () => {
+        prechecked = true;
+      },
+    };
     const { opening, treasury } = freshOpening();
     await expect(
       runtime.db.transaction().execute((trx) => runSystemToolIn(trx, runtime, withPrecheck, opening)),
