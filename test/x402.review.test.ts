@@ -12,6 +12,7 @@ import { type ChainConnection, connectChain, readTreasuryBalance } from '../src/
 import { plainUsdAbi } from '../src/chain/contracts/abis.ts';
 import { DEV_ACCOUNTS } from '../src/chain/devnet.ts';
 import { sendAs } from '../src/chain/testing.ts';
+import { SUBMIT_FAILURES_MIN_MS } from '../src/settlement/authorizations.ts';
 import { type SettlementWorker, startSettlementWorker } from '../src/settlement/worker.ts';
 import { caip2 } from '../src/x402/messages.ts';
 import { settleAuthorization } from '../src/x402/settle.ts';
@@ -228,6 +229,8 @@ it('fails an authorization that cannot be submitted after a few tries, without h
   );
   expect(settled.status).toBe('settled');
 
+  // The grief row has failed every pass meanwhile; past the time it may fail over, it fails for good.
+  runtime.clock.advance(SUBMIT_FAILURES_MIN_MS);
   const failed = await settleAuthorization(runtime, griefInput, { waitMs: 20_000 });
   expect(failed).toMatchObject({ status: 'refused', reason: 'invalid_transaction_state' });
   expect(await paymentStatus((grief as { paymentId: string }).paymentId)).not.toBe('paid');

@@ -120,14 +120,15 @@ async function giveUpAfterRepeatedFailures(
   error: unknown,
 ): Promise<boolean> {
   const counts = submitFailures(ctx);
-  const since = counts.get(row.id)?.since ?? performance.now();
+  // The service's clock: a deployment's is the wall clock, a test's is driven.
+  const since = counts.get(row.id)?.since ?? ctx.clock.now().getTime();
   const failures = (counts.get(row.id)?.failures ?? 0) + 1;
   counts.set(row.id, { failures, since });
   ctx.logger.warn(
     { authorization: row.id, failures, err: errorMessage(error) },
     'could not submit authorization this turn',
   );
-  if (failures < MAX_SUBMIT_FAILURES || performance.now() - since < SUBMIT_FAILURES_MIN_MS) return false;
+  if (failures < MAX_SUBMIT_FAILURES || ctx.clock.now().getTime() - since < SUBMIT_FAILURES_MIN_MS) return false;
   try {
     const now = await ctx.db
       .selectFrom('x402_authorizations')
