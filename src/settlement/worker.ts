@@ -27,8 +27,9 @@ import {
   openChainSession,
 } from './chain-session.ts';
 import { repairNonceGaps } from './nonces.ts';
-import { readHead, watchConfirmedBatches } from './reorgs.ts';
+import { type ChainHead, readHead, watchConfirmedBatches } from './reorgs.ts';
 import { defaultSettlementOptions, newHolderId, type SettlementContext, type SettlementOptions } from './context.ts';
+import type { ChainConnection } from '../chain/chain.ts';
 import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
 import { settlePaidPayments } from './payment-settlement.ts';
 import { sendPlannedBatches, trackSentBatches } from './relayer.ts';
@@ -90,61 +91,15 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
     if (isEphemeralChain(conn)) {
       session = await openChainSession(runtime, conn);
     } else {
-      // Asked again on every new head (a node serving another chain has another head) and at least
-      // every identityCheckIntervalMs; always before anything is signed or broadcast in this turn.
-      const due =
-        identity === undefined ||
-        head.hash !== identityHead ||
-        Date.now() - identityCheckedAt >= ctx.options.identityCheckIntervalMs;
-      if (due) {
-        identity = undefined;
-        const observed = await identifyChain(conn);
-        const verdict = await verifyChainIdentity(ctx.db, observed, conn.chainId, ctx.logger);
-        identityCheckedAt = Date.now();
-        if (!verdict.ok) {
-          if (lastRefusal !== verdict.observed.key || Date.now() - lastRefusalLoggedAt >= 60_000) {
-            lastRefusal = verdict.observed.key;
-            lastRefusalLoggedAt = Date.now();
-            ctx.logger.error(
-              { expected: verdict.expected.key, observed: verdict.observed.key, reason: verdict.reason },
-              'chain identity: the node serves another chain; settlement refuses to sign or broadcast',
-            );
-          }
-          return idle();
-        }
-        lastRefusal = undefined;
-        identity = observed;
-        identityHead = head.hash;
-      }
+      const identity = await checkIdentity(conn, head);
+      if (identity === undefined) return idle();
       session = await openChainSession(runtime, conn, identity);
     }
     if (!(await acquireRelayerLease(ctx, session))) return idle();
-    await replanBatchesFromGoneChains(ctx, session);
-    let reverted = 0;
-    if (head.hash !== watchedHead.get(session.key)) {
-      const watch = await watchConfirmedBatches(ctx, session, head);
-      reverted = watch.reverted;
-      // A pass that could not look at every batch is done again, even on the same head.
-      if (watch.complete) watchedHead.set(session.key, head.hash);
-      else watchedHead.delete(session.key);
-    }
-    const repaired = await repairNonceGaps(ctx, session);
-    const ended = await trackSentBatches(ctx, session);
-    const planned = await planBatches(ctx, session);
-    const sent = await sendPlannedBatches(ctx, session);
-    // USDC paid in by x402 authorizations rides the same lease and nonces (authorizations.ts).
-    const authorizations =
-      (await watchConfirmedAuthorizations(ctx, session)) +
-      (await trackSubmittedAuthorizations(ctx, session)) +
-      (await submitRecordedAuthorizations(ctx, session));
-    return reverted > 0 || repaired > 0 || ended > 0 || planned > 0 || sent > 0 || authorizations > 0 ? 0 : idle();
+    return (await chainPass(ctx, session, head, watchedHead)) ? 0 : idle();
   };
 
-  let identity: ChainIdentity | undefined;
-  let identityHead: string | undefined;
-  let identityCheckedAt = 0;
-  let lastRefusal: string | undefined;
-  let lastRefusalLoggedAt = 0;
+  const checkIdentity = chainIdentityGate(ctx);
   /** The head the reorg watch last looked at, per chain: an unchanged head cannot have reorganised. */
   const watchedHead = new Map<string, string>();
 
@@ -199,6 +154,80 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
       sleeper.wake();
       await loop;
     },
+  };
+}
+
+/**
+ * One pass on the chain, holding the relayer lease: batches of a gone devnet re-planned, the reorg
+ * watch (on a new head), nonce gaps repaired, sent batches followed, new ones planned and sent, and
+ * x402 authorizations watched, followed and submitted. Whether it did anything.
+ */
+async function chainPass(
+  ctx: SettlementContext,
+  session: ChainSession,
+  head: ChainHead,
+  watchedHead: Map<string, string>,
+): Promise<boolean> {
+  await replanBatchesFromGoneChains(ctx, session);
+  let reverted = 0;
+  if (head.hash !== watchedHead.get(session.key)) {
+    const watch = await watchConfirmedBatches(ctx, session, head);
+    reverted = watch.reverted;
+    // A pass that could not look at every batch is done again, even on the same head.
+    if (watch.complete) watchedHead.set(session.key, head.hash);
+    else watchedHead.delete(session.key);
+  }
+  const repaired = await repairNonceGaps(ctx, session);
+  const ended = await trackSentBatches(ctx, session);
+  const planned = await planBatches(ctx, session);
+  const sent = await sendPlannedBatches(ctx, session);
+  // USDC paid in by x402 authorizations rides the same lease and nonces (authorizations.ts).
+  const authorizations =
+    (await watchConfirmedAuthorizations(ctx, session)) +
+    (await trackSubmittedAuthorizations(ctx, session)) +
+    (await submitRecordedAuthorizations(ctx, session));
+  return reverted > 0 || repaired > 0 || ended > 0 || planned > 0 || sent > 0 || authorizations > 0;
+}
+
+/**
+ * Whether the node serves the chain settlement signs for: asked again on every new head (a node
+ * serving another chain has another head) and at least every identityCheckIntervalMs, always
+ * before anything is signed or broadcast in a turn. Undefined while it serves another: settlement
+ * refuses to sign, and says so once a minute.
+ */
+function chainIdentityGate(
+  ctx: SettlementContext,
+): (conn: ChainConnection, head: ChainHead) => Promise<ChainIdentity | undefined> {
+  let identity: ChainIdentity | undefined;
+  let identityHead: string | undefined;
+  let identityCheckedAt = 0;
+  let lastRefusal: string | undefined;
+  let lastRefusalLoggedAt = 0;
+  return async (conn, head) => {
+    const due =
+      identity === undefined ||
+      head.hash !== identityHead ||
+      Date.now() - identityCheckedAt >= ctx.options.identityCheckIntervalMs;
+    if (!due) return identity;
+    identity = undefined;
+    const observed = await identifyChain(conn);
+    const verdict = await verifyChainIdentity(ctx.db, observed, conn.chainId, ctx.logger);
+    identityCheckedAt = Date.now();
+    if (!verdict.ok) {
+      if (lastRefusal !== verdict.observed.key || Date.now() - lastRefusalLoggedAt >= 60_000) {
+        lastRefusal = verdict.observed.key;
+        lastRefusalLoggedAt = Date.now();
+        ctx.logger.error(
+          { expected: verdict.expected.key, observed: verdict.observed.key, reason: verdict.reason },
+          'chain identity: the node serves another chain; settlement refuses to sign or broadcast',
+        );
+      }
+      return undefined;
+    }
+    lastRefusal = undefined;
+    identity = observed;
+    identityHead = head.hash;
+    return identity;
   };
 }
 
