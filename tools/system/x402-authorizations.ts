@@ -15,6 +15,7 @@ import { insertPayment, transitionPayment } from '../../src/db/money-writes/paym
 import { postLedger } from '../../src/db/money-writes/ledger.ts';
 import {
   insertX402Authorization,
+  lockX402Authorization,
   markX402AuthorizationConfirmed,
   markX402AuthorizationFailed,
   markX402AuthorizationReverted,
@@ -284,13 +285,7 @@ export const confirmX402Authorization = defineTool({
   system: {},
   async handler(input, ctx) {
     const { db, now } = ctx;
-    const authorization = await db
-      .selectFrom('x402_authorizations')
-      .selectAll()
-      .where('id', '=', input.authorization_id)
-      .where('account_id', '=', ctx.actor.accountId)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
+    const authorization = await lockX402Authorization(db, input.authorization_id, ctx.actor.accountId);
     const confirmed = await markX402AuthorizationConfirmed(
       db,
       authorization.id,
@@ -400,13 +395,7 @@ export const revertX402Authorization = defineTool({
   system: {},
   async handler(input, ctx) {
     const { db, now } = ctx;
-    const authorization = await db
-      .selectFrom('x402_authorizations')
-      .selectAll()
-      .where('id', '=', input.authorization_id)
-      .where('account_id', '=', ctx.actor.accountId)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
+    const authorization = await lockX402Authorization(db, input.authorization_id, ctx.actor.accountId);
     const payment = await db
       .selectFrom('payments')
       .selectAll()

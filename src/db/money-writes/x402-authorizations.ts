@@ -21,6 +21,17 @@ export async function insertX402Authorization(
     .executeTakeFirst();
 }
 
+/** An account's authorization, locked for the rest of the caller's transaction (the tools that move it take it first). */
+export async function lockX402Authorization(db: Db, id: string, accountId: string): Promise<X402AuthorizationRow> {
+  return db
+    .selectFrom('x402_authorizations')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
+}
+
 export interface X402ChainFacts {
   chainKey: string;
   txHash: string;
