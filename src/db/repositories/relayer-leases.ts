@@ -30,3 +30,75 @@ export async function speaksForSettlement(db: Db, holder: string): Promise<boole
         or not exists (select 1 from relayer_leases where expires_at > now()) as speaks`.execute(db);
   return lease.rows[0]?.speaks === true;
 }
+
+/** A chain key and relayer address: the lease's key (one signer per chain). */
+export interface LeaseKey {
+  chainKey: string;
+  relayer: string;
+}
+
+/** The lease of this chain and relayer, if any: its holder, and whether it has expired (by the database's clock). */
+export async function findRelayerLease(
+  db: Db,
+  key: LeaseKey,
+): Promise<{ holder: string; expired: boolean } | undefined> {
+  return db
+    .selectFrom('relayer_leases')
+    .select(['holder', sql<boolean>`expires_at < now()`.as('expired')])
+    .where('chain_key', '=', key.chainKey)
+    .where('relayer_address', '=', key.relayer)
+    .executeTakeFirst();
+}
+
+/** The first lease of a chain and relayer, for `holder`, for `ttlMs`; nothing when another insert came first. */
+export async function insertRelayerLease(db: Db, key: LeaseKey, holder: string, ttlMs: number): Promise<void> {
+  await db
+    .insertInto('relayer_leases')
+    .values({
+      chain_key: key.chainKey,
+      relayer_address: key.relayer,
+      holder,
+      expires_at: leaseExpiry(ttlMs),
+      next_nonce: 0n,
+    })
+    .onConflict((oc) => oc.columns(['chain_key', 'relayer_address']).doNothing())
+    .execute();
+}
+
+/**
+ * Takes or renews the lease for `holder`, for `ttlMs`, compare-and-set on the holder the caller
+ * judged (`judged`): if someone else took or renewed it since, nothing changes. It is taken when
+ * `holder` holds it, when it expired, or when the caller found its holder dead (`dead`). True when
+ * it was taken.
+ */
+export async function takeRelayerLease(
+  db: Db,
+  key: LeaseKey,
+  take: { holder: string; judged: string; dead: boolean; ttlMs: number },
+): Promise<boolean> {
+  const taken = await db
+    .updateTable('relayer_leases')
+    .set({ holder: take.holder, expires_at: leaseExpiry(take.ttlMs), updated_at: sql`now()` })
+    .where('chain_key', '=', key.chainKey)
+    .where('relayer_address', '=', key.relayer)
+    .where('holder', '=', take.judged)
+    .where((eb) => eb.or([eb('holder', '=', take.holder), eb('expires_at', '<', sql<Date>`now()`), eb.lit(take.dead)]))
+    .executeTakeFirst();
+  return Number(taken.numUpdatedRows) === 1;
+}
+
+/** Ends `holder`'s lease now, so another worker can take over without waiting; nothing if it is not the holder. */
+export async function endRelayerLease(db: Db, key: LeaseKey, holder: string): Promise<void> {
+  await db
+    .updateTable('relayer_leases')
+    .set({ expires_at: sql`now()`, updated_at: sql`now()` })
+    .where('chain_key', '=', key.chainKey)
+    .where('relayer_address', '=', key.relayer)
+    .where('holder', '=', holder)
+    .execute();
+}
+
+/** An expiry `ttlMs` from now by the database's clock, which every holder's check reads too. */
+function leaseExpiry(ttlMs: number) {
+  return sql<Date>`now() + (${ttlMs}::int * interval '1 millisecond')`;
+}
