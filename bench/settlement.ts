@@ -22,7 +22,7 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { createRuntime, type Runtime } from '../src/runtime.ts';
 import { defaultSettlementOptions } from '../src/settlement/context.ts';
 import { checkSettlementInvariants } from '../src/settlement/invariants.ts';
-import { saveSettlementSchedule } from '../src/settlement/schedules.ts';
+import { saveSettlementSchedule } from '../src/db/repositories/settlement-schedules.ts';
 import { type SettlementWorkerOptions, startSettlementWorker } from '../src/settlement/worker.ts';
 import { createPaidPayments, expectedByAddress, spreadOver } from '../test/support/settlement-fixtures.ts';
 import type { BenchResult } from './run.ts';

@@ -11,7 +11,7 @@ import { DEV_ACCOUNTS, type DevnetRpcServer, startDevnetRpcServer } from '../src
 import type { PaymentRow } from '../src/db/database.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { windowEnd } from '../src/domain/settlement-windows.ts';
-import { saveSettlementSchedule } from '../src/settlement/schedules.ts';
+import { saveSettlementSchedule } from '../src/db/repositories/settlement-schedules.ts';
 import { fileDatabaseUrl, isPostgres, testAccount } from './support/harness.ts';
 import {
   expectSettledExactlyOnce,

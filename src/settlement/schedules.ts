@@ -8,7 +8,8 @@
 import { z } from 'zod';
 import { AppError } from '../core/errors.ts';
 import { zodIssueToAppError } from '../core/validation.ts';
-import type { Db, ModeScope, SettlementSchedule } from '../db/database.ts';
+import type { SettlementSchedule } from '../db/database.ts';
+import type { StoredSettlementSchedule } from '../db/repositories/settlement-schedules.ts';
 import { formatMinor, SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { SETTLEMENT_SCHEDULES } from '../domain/settlement-windows.ts';
 import { limitAmount, limitAmountNumber, policyAmountToMinor } from '../policy/amounts.ts';
@@ -30,13 +31,6 @@ export const SettlementScheduleSchema = z
   .describe(
     "The account's settlement schedule for the key's mode: when a paid payment's on-chain transfer goes out. Applies to payments created from now on; a payment may choose its own at creation.",
   );
-
-export interface StoredSettlementSchedule {
-  schedule: SettlementSchedule;
-  /** USDC minor units, for threshold. */
-  thresholdMinor: bigint | null;
-  updatedAt: Date | null;
-}
 
 /** Validates a PUT body. Throws an invalid_request AppError naming the field. */
 export function parseSettlementSchedule(raw: unknown): { schedule: SettlementSchedule; thresholdMinor: bigint | null } {
@@ -63,38 +57,6 @@ export function parseSettlementSchedule(raw: unknown): { schedule: SettlementSch
     );
   }
   return { schedule, thresholdMinor: minor };
-}
-
-export async function loadSettlementSchedule(db: Db, owner: ModeScope): Promise<StoredSettlementSchedule> {
-  const row = await db
-    .selectFrom('settlement_schedules')
-    .selectAll()
-    .where('account_id', '=', owner.accountId)
-    .where('livemode', '=', owner.livemode)
-    .executeTakeFirst();
-  if (!row) return { schedule: 'instant', thresholdMinor: null, updatedAt: null };
-  return { schedule: row.schedule, thresholdMinor: row.threshold_minor, updatedAt: row.updated_at };
-}
-
-export async function saveSettlementSchedule(
-  db: Db,
-  owner: ModeScope,
-  value: { schedule: SettlementSchedule; thresholdMinor: bigint | null },
-  keyId: string | null,
-  at: Date,
-): Promise<StoredSettlementSchedule> {
-  const row = {
-    schedule: value.schedule,
-    threshold_minor: value.thresholdMinor,
-    updated_by_key: keyId,
-    updated_at: at,
-  };
-  await db
-    .insertInto('settlement_schedules')
-    .values({ account_id: owner.accountId, livemode: owner.livemode, ...row })
-    .onConflict((oc) => oc.columns(['account_id', 'livemode']).doUpdateSet(row))
-    .execute();
-  return { schedule: value.schedule, thresholdMinor: value.thresholdMinor, updatedAt: at };
 }
 
 export function presentSettlementSchedule(stored: StoredSettlementSchedule, livemode: boolean) {

@@ -3,12 +3,11 @@ import { z } from 'zod';
 import type { AnyTool } from '../../core/tool.ts';
 import { parsePolicy, PolicySchema, PolicyViewSchema, policyToJson } from '../../policy/policy-schema.ts';
 import { loadPolicy, savePolicy, type StoredPolicy } from '../../policy/store.ts';
+import { loadSettlementSchedule, saveSettlementSchedule } from '../../db/repositories/settlement-schedules.ts';
 import {
-  loadSettlementSchedule,
   parseSettlementSchedule,
   presentSettlementSchedule,
   SettlementScheduleSchema,
-  saveSettlementSchedule,
 } from '../../settlement/schedules.ts';
 import { SETTLEMENT_SCHEDULES } from '../../domain/settlement-windows.ts';
 import type { Runtime } from '../../runtime.ts';
