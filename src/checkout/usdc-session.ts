@@ -3,13 +3,13 @@
 // GET /pay/:id and for the page's "Pay with USDC" (docs/x402.md, "Checkout sessions paid in USDC").
 
 import type { ChainConnection } from '../chain/chain.ts';
-import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
 import type { Config } from '../config/config.ts';
 import type { PaymentRow } from '../db/database.ts';
 import { formatAmount, formatDisplay, SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { checkoutUrl, currencyOf } from '../domain/present-payment.ts';
 import { type PaymentRequirements, X402_REASONS, X402_VERSION } from '../x402/messages.ts';
 import { x402Target } from '../x402/verify-exact.ts';
+import { modeRefusal } from '../x402/verify-for-mode.ts';
 
 /**
  * How long an authorization may take to land, and so how long the @x402 clients make it valid
@@ -46,7 +46,7 @@ export function usdcStanding(
   switch (row.status) {
     case 'pending':
       if (row.expires_at.getTime() <= now.getTime()) return 'expired';
-      return testMoneyMayMoveOn(conn) === !row.livemode ? 'payable' : 'wrong_network';
+      return modeRefusal(row.livemode, conn) === undefined ? 'payable' : 'wrong_network';
     case 'processing':
       return 'in_progress';
     case 'expired':

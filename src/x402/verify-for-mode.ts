@@ -13,7 +13,7 @@ import { type ExactVerification, verifyExactPayment } from './verify-exact.ts';
  * minted by anyone who holds the (often public) deployer key, and a live merchant would ship goods
  * for them.
  */
-export function modeRefusal(livemode: boolean, conn: ChainConnection): string | undefined {
+export function modeRefusal(livemode: boolean, conn: Pick<ChainConnection, 'chainId' | 'mine'>): string | undefined {
   if (!livemode && !testMoneyMayMoveOn(conn)) {
     return `a test-mode key takes payments only on a test network, and chain ${conn.chainId} is not one: use a live key`;
   }
