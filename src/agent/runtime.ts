@@ -2,13 +2,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { appendActionLog, lockAccountActions } from '../audit/action-log.ts';
 import { AppError, toAppError } from '../core/errors.ts';
 import { executeTool } from '../pipeline/execute-tool.ts';
-import type { Actor, AnyTool } from '../core/tool.ts';
+import type { Actor, AnyTool, ToolEnvironment } from '../core/tool.ts';
 import type { AgentActionRow, AgentRunMessageRow, AgentRunRow, AgentRunStatus } from '../db/tables/money.ts';
 import { newId } from '../domain/ids.ts';
 import { type Currency, formatDisplay, getCurrency, parseMajorAmount, SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { approveUrl } from '../policy/confirmations.ts';
 import type { DeclaredCall } from '../policy/run-plan.ts';
-import type { Runtime } from '../runtime.ts';
 import { checkGrounding, evidenceFromInstruction, type RunEvidence, withToolResult } from './grounding.ts';
 import { fixedLater } from './run-status.ts';
 import type { AgentModel, AgentModelResult, ModelUsage, PlannedCall, ToolCallOutcome } from './model.ts';
@@ -78,19 +77,19 @@ export interface AgentActionView {
  * replyToRun).
  */
 export async function runAgent(
-  runtime: Runtime,
+  env: ToolEnvironment,
   model: AgentModel,
   tools: readonly AnyTool[],
   actor: Actor,
   request: AgentRequest,
 ): Promise<AgentRunView> {
-  const now = runtime.clock.now();
+  const now = env.clock.now();
   const runId = newId('run');
   if (request.idempotencyKey !== undefined) {
-    const existing = await claimRun(runtime, actor, runId, request, model.name, now);
+    const existing = await claimRun(env, actor, runId, request, model.name, now);
     if (existing) return existing;
   } else {
-    await insertRun(runtime, actor, runId, request, model.name, now);
+    await insertRun(env, actor, runId, request, model.name, now);
   }
   const usable = tools.filter((tool) => actor.scopes.has(tool.scope));
   const run: RunIdentity = {
@@ -103,10 +102,10 @@ export async function runAgent(
     key_id: actor.keyId,
     dry_run: request.dryRun,
   };
-  const call = newRunCall(runtime, usable, actor, run, evidenceFromInstruction(request.instruction, now));
+  const call = newRunCall(env, usable, actor, run, evidenceFromInstruction(request.instruction, now));
   const turn = await modelTurn(call, model, { instruction: request.instruction, now });
   await endTurn(call, run, turn, { steps: 0, usage: null, nextSeq: 1 });
-  return loadRunView(runtime, actor, runId);
+  return loadRunView(env, actor, runId);
 }
 
 /** What one turn of a run did, before its status is judged from the recorded actions. */
@@ -122,14 +121,14 @@ interface TurnResult {
 }
 
 function newRunCall(
-  runtime: Runtime,
+  env: ToolEnvironment,
   tools: readonly AnyTool[],
   actor: Actor,
   run: RunIdentity,
   evidence: RunEvidence,
 ): RunCall {
   return {
-    runtime,
+    env,
     tools,
     actor,
     runId: run.id,
@@ -146,9 +145,9 @@ async function modelTurn(
   model: AgentModel,
   request: { instruction: string; now: Date; conversation?: readonly ConversationTurn[] },
 ): Promise<TurnResult> {
-  const { runtime } = call;
+  const { env } = call;
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new Error('time budget spent')), runtime.config.agent.timeoutMs);
+  const timer = setTimeout(() => controller.abort(new Error('time budget spent')), env.config.agent.timeoutMs);
   let steps = 0;
   try {
     const result = await model.run({
@@ -163,13 +162,13 @@ async function modelTurn(
       },
       callTool: async (name, input) => {
         steps += 1;
-        if (steps > runtime.config.agent.maxSteps) {
+        if (steps > env.config.agent.maxSteps) {
           controller.abort(new Error('step budget spent'));
           return {
             status: 'error',
             error: {
               type: 'invalid_request_error',
-              message: `The run used its ${runtime.config.agent.maxSteps} tool calls.`,
+              message: `The run used its ${env.config.agent.maxSteps} tool calls.`,
             },
           };
         }
@@ -193,7 +192,7 @@ async function modelTurn(
       question: incomplete === undefined ? result.question : undefined,
     };
   } catch (error) {
-    runtime.logger.error({ err: error, runId: call.runId }, 'agent run failed');
+    env.logger.error({ err: error, runId: call.runId }, 'agent run failed');
     const reply = controller.signal.aborted
       ? `The run was stopped: ${String((controller.signal.reason as Error)?.message ?? 'budget spent')}. Actions already recorded stand; see them below.`
       : 'The agent could not finish this instruction (the model did not answer). Nothing further was done; actions already recorded stand.';
@@ -215,8 +214,8 @@ async function endTurn(
   turn: TurnResult,
   before: { steps: number; usage: ModelUsage | null; nextSeq: number },
 ): Promise<void> {
-  const { runtime, actor, tools } = call;
-  const actions = await runtime.db
+  const { env, actor, tools } = call;
+  const actions = await env.db
     .selectFrom('agent_actions')
     .selectAll()
     .where('run_id', '=', run.id)
@@ -238,7 +237,7 @@ async function endTurn(
   if (turn.question !== undefined && !wrote && status === 'rejected') {
     const proposed = proposedCalls(tools, turn.question.proposed);
     const currencies = await paymentCurrencies(
-      runtime,
+      env,
       actor,
       proposed.map((p) => p.input),
     );
@@ -248,11 +247,11 @@ async function endTurn(
       reply = `${reply}\n\nProposed (nothing moves until you answer):\n${shown.join('\n')}\nAnswer "yes" to run exactly this, a new amount to run it with that amount, or "no" to cancel.`;
     }
     status = 'needs_input';
-    question = { proposed, answerBy: new Date(runtime.clock.now().getTime() + ANSWER_WITHIN_MS), seq: before.nextSeq };
+    question = { proposed, answerBy: new Date(env.clock.now().getTime() + ANSWER_WITHIN_MS), seq: before.nextSeq };
   }
   if (question === undefined)
-    reply = withActionLines(reply, await actionLines(runtime, actor, tools, actions, call.unrecorded));
-  await finishRun(runtime, run, {
+    reply = withActionLines(reply, await actionLines(env, actor, tools, actions, call.unrecorded));
+  await finishRun(env, run, {
     status,
     reply,
     steps: before.steps + turn.steps,
@@ -292,7 +291,7 @@ function sumUsage(before: ModelUsage | null, turn: ModelUsage | undefined): Mode
 
 /** What every tool call of one run shares: who calls, the run, and what grounds its money calls. */
 interface RunCall {
-  runtime: Runtime;
+  env: ToolEnvironment;
   tools: readonly AnyTool[];
   actor: Actor;
   runId: string;
@@ -322,7 +321,7 @@ function declaredCalls(tools: readonly AnyTool[], calls: readonly PlannedCall[])
 }
 
 async function callThroughPipeline(call: RunCall, name: string, input: unknown): Promise<ToolCallOutcome> {
-  const { runtime, actor, runId, dryRun } = call;
+  const { env, actor, runId, dryRun } = call;
   const tool = call.tools.find((t) => t.name === name);
   if (!tool) {
     return {
@@ -332,7 +331,7 @@ async function callThroughPipeline(call: RunCall, name: string, input: unknown):
   }
   try {
     const result = await executeTool(tool, input, {
-      runtime,
+      runtime: env,
       actor,
       runId,
       dryRun,
@@ -401,7 +400,7 @@ function outcomeOf(actions: readonly AgentActionRow[], refusedUnrecorded: boolea
  * currency, recipient or payment, memo) and its outcome. Reads are left out.
  */
 async function actionLines(
-  runtime: Runtime,
+  env: ToolEnvironment,
   actor: Actor,
   tools: readonly AnyTool[],
   actions: readonly AgentActionRow[],
@@ -409,13 +408,13 @@ async function actionLines(
 ): Promise<string[]> {
   const effectOf = (name: string): string | undefined => tools.find((t) => t.name === name)?.effect;
   const changes = actions.filter((a) => effectOf(a.tool) !== undefined && effectOf(a.tool) !== 'read');
-  const currencies = await paymentCurrencies(runtime, actor, [
+  const currencies = await paymentCurrencies(env, actor, [
     ...changes.map((a) => a.input),
     ...unrecorded.map((r) => r.input),
   ]);
   const titleOf = (name: string): string => tools.find((t) => t.name === name)?.title ?? name;
   const lines = changes.map(
-    (a) => `${describeAction(a.tool, a.input, a.result, currencies, titleOf)}: ${describeOutcomeOf(runtime, a)}.`,
+    (a) => `${describeAction(a.tool, a.input, a.result, currencies, titleOf)}: ${describeOutcomeOf(env, a)}.`,
   );
   for (const refused of unrecorded) {
     const what = describeAction(refused.tool, refused.input, null, currencies, titleOf);
@@ -439,7 +438,7 @@ function fieldsOf(value: unknown): Fields {
 
 /** The currency of each payment a refund names, for amounts whose result does not carry it. */
 async function paymentCurrencies(
-  runtime: Runtime,
+  env: ToolEnvironment,
   actor: Actor,
   inputs: readonly unknown[],
 ): Promise<Map<string, Currency>> {
@@ -447,7 +446,7 @@ async function paymentCurrencies(
     ...new Set(inputs.map((input) => fieldsOf(input).payment_id).filter((id): id is string => typeof id === 'string')),
   ];
   if (ids.length === 0) return new Map();
-  const rows = await runtime.db
+  const rows = await env.db
     .selectFrom('payments')
     .select(['id', 'currency'])
     .where('account_id', '=', actor.accountId)
@@ -525,7 +524,7 @@ function describeAction(
   }
 }
 
-function describeOutcomeOf(runtime: Runtime, action: AgentActionRow): string {
+function describeOutcomeOf(env: ToolEnvironment, action: AgentActionRow): string {
   const error = fieldsOf(action.error);
   const why = typeof error.message === 'string' ? oneLine(error.message) : 'no reason recorded';
   switch (action.status) {
@@ -538,7 +537,7 @@ function describeOutcomeOf(runtime: Runtime, action: AgentActionRow): string {
     }
     case 'held':
       return action.confirmation_id
-        ? `held for approval — approve at ${approveUrl(runtime.config, action.confirmation_id)}`
+        ? `held for approval — approve at ${approveUrl(env.config, action.confirmation_id)}`
         : 'held for approval';
     case 'denied':
     case 'failed':
@@ -558,14 +557,14 @@ function describeOutcomeOf(runtime: Runtime, action: AgentActionRow): string {
 }
 
 async function insertRun(
-  runtime: Runtime,
+  env: ToolEnvironment,
   actor: Actor,
   runId: string,
   request: AgentRequest,
   modelName: string,
   now: Date,
 ): Promise<boolean> {
-  const inserted = await runtime.db
+  const inserted = await env.db
     .insertInto('agent_runs')
     .values({
       id: runId,
@@ -590,17 +589,17 @@ async function insertRun(
 
 /** Claims the idempotency key; if another run holds it, waits for that run and returns it. */
 async function claimRun(
-  runtime: Runtime,
+  env: ToolEnvironment,
   actor: Actor,
   runId: string,
   request: AgentRequest,
   modelName: string,
   now: Date,
 ): Promise<AgentRunView | undefined> {
-  if (await insertRun(runtime, actor, runId, request, modelName, now)) return undefined;
-  const deadline = Date.now() + runtime.config.agent.timeoutMs + 5000;
+  if (await insertRun(env, actor, runId, request, modelName, now)) return undefined;
+  const deadline = Date.now() + env.config.agent.timeoutMs + 5000;
   for (;;) {
-    const existing = await runtime.db
+    const existing = await env.db
       .selectFrom('agent_runs')
       .selectAll()
       .where('account_id', '=', actor.accountId)
@@ -612,9 +611,9 @@ async function claimRun(
         param: 'idempotency_key',
       });
     }
-    if (existing.status !== 'running') return loadRunView(runtime, actor, existing.id);
-    if (await closeInterruptedRun(runtime, existing, await turnStartedAt(runtime, existing)))
-      return loadRunView(runtime, actor, existing.id);
+    if (existing.status !== 'running') return loadRunView(env, actor, existing.id);
+    if (await closeInterruptedRun(env, existing, await turnStartedAt(env, existing)))
+      return loadRunView(env, actor, existing.id);
     if (Date.now() > deadline)
       throw new AppError('conflict', 'A run with this idempotency_key is still in progress; retry shortly.');
     await delay(100);
@@ -622,8 +621,8 @@ async function claimRun(
 }
 
 /** When the run's current turn began: its latest answer, or its creation (a run never answered). */
-async function turnStartedAt(runtime: Runtime, run: AgentRunRow): Promise<Date> {
-  const answered = await runtime.db
+async function turnStartedAt(env: ToolEnvironment, run: AgentRunRow): Promise<Date> {
+  const answered = await env.db
     .selectFrom('agent_run_messages')
     .select('created_at')
     .where('run_id', '=', run.id)
@@ -645,12 +644,16 @@ const INTERRUPTED_AFTER_MS = 60_000;
  * stand, and running the instruction a second time could repeat them. `since`: when the turn
  * began (the run's creation, or the answer that continued it).
  */
-async function closeInterruptedRun(runtime: Runtime, run: AgentRunRow, since: Date = run.created_at): Promise<boolean> {
-  if (runtime.clock.now().getTime() - since.getTime() <= runtime.config.agent.timeoutMs + INTERRUPTED_AFTER_MS) {
+async function closeInterruptedRun(
+  env: ToolEnvironment,
+  run: AgentRunRow,
+  since: Date = run.created_at,
+): Promise<boolean> {
+  if (env.clock.now().getTime() - since.getTime() <= env.config.agent.timeoutMs + INTERRUPTED_AFTER_MS) {
     return false;
   }
-  const actions = await runtime.db.selectFrom('agent_actions').select('id').where('run_id', '=', run.id).execute();
-  return finishRun(runtime, run, {
+  const actions = await env.db.selectFrom('agent_actions').select('id').where('run_id', '=', run.id).execute();
+  return finishRun(env, run, {
     status: 'failed',
     reply:
       'This run was interrupted: the service stopped before it finished. Actions already recorded stand; see them below. Send the instruction again with a new idempotency_key to continue.',
@@ -689,10 +692,10 @@ interface RunOutcome {
  * of a conversation ends with its own run.finished entry (the newest is the run's state). False
  * when the run had already ended.
  */
-async function finishRun(runtime: Runtime, run: RunIdentity, outcome: RunOutcome): Promise<boolean> {
-  const at = runtime.clock.now();
+async function finishRun(env: ToolEnvironment, run: RunIdentity, outcome: RunOutcome): Promise<boolean> {
+  const at = env.clock.now();
   const { question } = outcome;
-  const recorded = await runtime.db.transaction().execute(async (trx) => {
+  const recorded = await env.db.transaction().execute(async (trx) => {
     await lockAccountActions(trx, run.account_id);
     const ended = await trx
       .updateTable('agent_runs')
@@ -755,14 +758,14 @@ async function finishRun(runtime: Runtime, run: RunIdentity, outcome: RunOutcome
 }
 
 export async function loadRunView(
-  runtime: Runtime,
+  env: ToolEnvironment,
   scope: { accountId: string; livemode: boolean },
   runId: string,
 ): Promise<AgentRunView> {
-  let run = await findAgentRun(runtime.db, scope, runId);
+  let run = await findAgentRun(env.db, scope, runId);
   if (!run) throw new AppError('not_found', `No such agent run: '${runId}'.`, { param: 'id' });
-  if (await expireUnanswered(runtime, run)) run = (await findAgentRun(runtime.db, scope, runId)) ?? run;
-  const actions = await runtime.db
+  if (await expireUnanswered(env, run)) run = (await findAgentRun(env.db, scope, runId)) ?? run;
+  const actions = await env.db
     .selectFrom('agent_actions')
     .selectAll()
     .where('run_id', '=', runId)
@@ -773,19 +776,19 @@ export async function loadRunView(
   const confirmations =
     confirmationIds.length === 0
       ? []
-      : await runtime.db
+      : await env.db
           .selectFrom('confirmations')
           .selectAll()
           .where('id', 'in', confirmationIds)
           .orderBy('created_at')
           .execute();
-  const { conversation, question } = presentConversation(run, await runMessages(runtime, runId));
-  return { ...presentRun(runtime, run, actions, confirmations), conversation, question };
+  const { conversation, question } = presentConversation(run, await runMessages(env, runId));
+  return { ...presentRun(env, run, actions, confirmations), conversation, question };
 }
 
 /** The run without its conversation (the lists show runs in brief). */
 export function presentRun(
-  runtime: Runtime,
+  env: ToolEnvironment,
   run: AgentRunRow,
   actions: readonly AgentActionRow[],
   confirmations: readonly { id: string; summary: string; expires_at: Date }[],
@@ -804,7 +807,7 @@ export function presentRun(
       id: c.id,
       object: 'confirmation' as const,
       summary: c.summary,
-      approve_url: approveUrl(runtime.config, c.id),
+      approve_url: approveUrl(env.config, c.id),
       expires_at: c.expires_at.toISOString(),
     })),
     usage: (run.usage as ModelUsage | null) ?? null,
@@ -828,8 +831,8 @@ export function presentAction(row: AgentActionRow): AgentActionView {
   };
 }
 
-async function runMessages(runtime: Runtime, runId: string): Promise<AgentRunMessageRow[]> {
-  return runtime.db.selectFrom('agent_run_messages').selectAll().where('run_id', '=', runId).orderBy('seq').execute();
+async function runMessages(env: ToolEnvironment, runId: string): Promise<AgentRunMessageRow[]> {
+  return env.db.selectFrom('agent_run_messages').selectAll().where('run_id', '=', runId).orderBy('seq').execute();
 }
 
 function presentConversation(
@@ -865,41 +868,41 @@ function presentConversation(
  * runs as they judge a first message, and only the merchant's words ground it.
  */
 export async function replyToRun(
-  runtime: Runtime,
+  env: ToolEnvironment,
   model: AgentModel,
   tools: readonly AnyTool[],
   actor: Actor,
   runId: string,
   answer: AgentReplyRequest,
 ): Promise<AgentRunView> {
-  const found = await findAgentRun(runtime.db, actor, runId);
+  const found = await findAgentRun(env.db, actor, runId);
   if (!found) throw new AppError('not_found', `No such agent run: '${runId}'.`, { param: 'id' });
   if (answer.idempotencyKey !== undefined) {
-    const replayed = await replayedAnswer(runtime, actor, found.id, answer);
+    const replayed = await replayedAnswer(env, actor, found.id, answer);
     if (replayed) return replayed;
   }
-  await expireUnanswered(runtime, found);
-  const now = runtime.clock.now();
-  const claimed = await claimAnswer(runtime, found, answer, now);
+  await expireUnanswered(env, found);
+  const now = env.clock.now();
+  const claimed = await claimAnswer(env, found, answer, now);
   if (claimed === undefined) {
     if (answer.idempotencyKey !== undefined) {
-      const replayed = await replayedAnswer(runtime, actor, found.id, answer);
+      const replayed = await replayedAnswer(env, actor, found.id, answer);
       if (replayed) return replayed;
     }
-    const current = (await findAgentRun(runtime.db, actor, runId)) ?? found;
+    const current = (await findAgentRun(env.db, actor, runId)) ?? found;
     throw new AppError(
       'conflict',
       `Run '${runId}' is not waiting for an answer (status ${current.status}): only a run with status needs_input takes a reply.`,
       { param: 'id' },
     );
   }
-  await continueWithAnswer(runtime, model, tools, actor, found, { ...answer, seq: claimed.seq, now });
-  return loadRunView(runtime, actor, runId);
+  await continueWithAnswer(env, model, tools, actor, found, { ...answer, seq: claimed.seq, now });
+  return loadRunView(env, actor, runId);
 }
 
 /** The turn after a claimed answer: cancel, run what the merchant confirmed, or the model again. */
 async function continueWithAnswer(
-  runtime: Runtime,
+  env: ToolEnvironment,
   model: AgentModel,
   tools: readonly AnyTool[],
   actor: Actor,
@@ -909,7 +912,7 @@ async function continueWithAnswer(
   const { now } = answer;
   const run: RunIdentity = found;
   const usable = tools.filter((tool) => actor.scopes.has(tool.scope));
-  const messages = await runMessages(runtime, run.id);
+  const messages = await runMessages(env, run.id);
   const turns: ConversationTurn[] = [
     { role: 'merchant', text: run.instruction },
     ...messages.map((m) => ({ role: m.role, text: m.text })),
@@ -920,12 +923,12 @@ async function continueWithAnswer(
   const reading = readReply(answer.message, now);
 
   if (reading.kind === 'cancel') {
-    await finishRun(runtime, run, {
+    await finishRun(env, run, {
       status: 'cancelled',
       reply: `Cancelled at your answer ("${oneLine(answer.message)}"): nothing was done.`,
       steps: before.steps,
       usage: before.usage,
-      actionIds: await runActionIds(runtime, run.id),
+      actionIds: await runActionIds(env, run.id),
       promptVersion: systemPrompt().version,
     });
     return;
@@ -942,14 +945,14 @@ async function continueWithAnswer(
     // (a condition, an unclear figure in the instruction) is settled by that answer, which holds
     // nothing back itself (readReply takes only a word of its lists, or one exact amount among
     // words that do not change it). Every value must still be the merchant's own or read.
-    const evidence = await conversationEvidence(runtime, usable, run.id, merchantText(turns), now);
-    const call = newRunCall(runtime, usable, actor, run, { ...evidence, holds: [] });
+    const evidence = await conversationEvidence(env, usable, run.id, merchantText(turns), now);
+    const call = newRunCall(env, usable, actor, run, { ...evidence, holds: [] });
     await endTurn(call, run, await proposedTurn(call, confirmed), before);
   } else {
     // The model and grounding read the same instruction: the one the conversation comes to.
     const instruction = conversationInstruction(turns, now);
-    const evidence = await conversationEvidence(runtime, usable, run.id, instruction, now);
-    const call = newRunCall(runtime, usable, actor, run, evidence);
+    const evidence = await conversationEvidence(env, usable, run.id, instruction, now);
+    const call = newRunCall(env, usable, actor, run, evidence);
     const turn = await modelTurn(call, model, { instruction, now, conversation: turns });
     await endTurn(call, run, turn, before);
   }
@@ -957,12 +960,12 @@ async function continueWithAnswer(
 
 /** The earlier answer sent with this idempotency key: the run as it is (after waiting for its turn), or 409. */
 async function replayedAnswer(
-  runtime: Runtime,
+  env: ToolEnvironment,
   actor: Actor,
   runId: string,
   answer: AgentReplyRequest,
 ): Promise<AgentRunView | undefined> {
-  const earlier = await runtime.db
+  const earlier = await env.db
     .selectFrom('agent_run_messages')
     .selectAll()
     .where('run_id', '=', runId)
@@ -974,12 +977,12 @@ async function replayedAnswer(
       param: 'idempotency_key',
     });
   }
-  const deadline = Date.now() + runtime.config.agent.timeoutMs + 5000;
+  const deadline = Date.now() + env.config.agent.timeoutMs + 5000;
   for (;;) {
-    const run = await findAgentRun(runtime.db, actor, runId);
-    if (run && run.status !== 'running') return loadRunView(runtime, actor, runId);
-    if (run && (await closeInterruptedRun(runtime, run, await turnStartedAt(runtime, run))))
-      return loadRunView(runtime, actor, runId);
+    const run = await findAgentRun(env.db, actor, runId);
+    if (run && run.status !== 'running') return loadRunView(env, actor, runId);
+    if (run && (await closeInterruptedRun(env, run, await turnStartedAt(env, run))))
+      return loadRunView(env, actor, runId);
     if (Date.now() > deadline)
       throw new AppError(
         'conflict',
@@ -995,12 +998,12 @@ async function replayedAnswer(
  * Undefined when the run was not waiting (answered already, ended, lapsed).
  */
 async function claimAnswer(
-  runtime: Runtime,
+  env: ToolEnvironment,
   run: AgentRunRow,
   answer: AgentReplyRequest,
   now: Date,
 ): Promise<{ seq: number } | undefined> {
-  return runtime.db.transaction().execute(async (trx) => {
+  return env.db.transaction().execute(async (trx) => {
     await lockAccountActions(trx, run.account_id);
     const taken = await trx
       .updateTable('agent_runs')
@@ -1047,14 +1050,14 @@ async function claimAnswer(
  * instruction, and the typed results of the reads the run made in earlier turns.
  */
 async function conversationEvidence(
-  runtime: Runtime,
+  env: ToolEnvironment,
   tools: readonly AnyTool[],
   runId: string,
   instruction: string,
   now: Date,
 ): Promise<RunEvidence> {
   let evidence = evidenceFromInstruction(instruction, now);
-  const reads = await runtime.db
+  const reads = await env.db
     .selectFrom('agent_actions')
     .select(['tool', 'result'])
     .where('run_id', '=', runId)
@@ -1090,8 +1093,8 @@ async function proposedTurn(call: RunCall, calls: readonly ProposedCall[]): Prom
   return { status: 'completed', reply, steps, usage: undefined, incomplete: undefined, question: undefined };
 }
 
-async function runActionIds(runtime: Runtime, runId: string): Promise<string[]> {
-  const rows = await runtime.db
+async function runActionIds(env: ToolEnvironment, runId: string): Promise<string[]> {
+  const rows = await env.db
     .selectFrom('agent_actions')
     .select('id')
     .where('run_id', '=', runId)
@@ -1106,15 +1109,15 @@ async function runActionIds(runtime: Runtime, runId: string): Promise<string[]> 
  * nothing moved while it waited and nothing does now. Called wherever a run is read or answered,
  * and for an account's list. True when this call expired it.
  */
-async function expireUnanswered(runtime: Runtime, run: AgentRunRow): Promise<boolean> {
+async function expireUnanswered(env: ToolEnvironment, run: AgentRunRow): Promise<boolean> {
   if (run.status !== 'needs_input' || run.answer_by === null) return false;
-  if (run.answer_by.getTime() > runtime.clock.now().getTime()) return false;
-  return finishRun(runtime, run, {
+  if (run.answer_by.getTime() > env.clock.now().getTime()) return false;
+  return finishRun(env, run, {
     status: 'expired',
     reply: `${run.reply}\n\nNobody answered by ${run.answer_by.toISOString()}: the run expired and nothing was done. Send the instruction again to act on it.`,
     steps: run.steps,
     usage: (run.usage as ModelUsage | null) ?? null,
-    actionIds: await runActionIds(runtime, run.id),
+    actionIds: await runActionIds(env, run.id),
     promptVersion: null,
     from: 'needs_input',
   });
@@ -1122,17 +1125,17 @@ async function expireUnanswered(runtime: Runtime, run: AgentRunRow): Promise<boo
 
 /** Expires the account's runs whose questions lapsed unanswered (before a list shows them). */
 export async function expireUnansweredRuns(
-  runtime: Runtime,
+  env: ToolEnvironment,
   scope: { accountId: string; livemode: boolean },
 ): Promise<void> {
-  const lapsed = await runtime.db
+  const lapsed = await env.db
     .selectFrom('agent_runs')
     .selectAll()
     .where('account_id', '=', scope.accountId)
     .where('livemode', '=', scope.livemode)
     .where('status', '=', 'needs_input')
-    .where('answer_by', '<=', runtime.clock.now())
+    .where('answer_by', '<=', env.clock.now())
     .limit(100)
     .execute();
-  for (const run of lapsed) await expireUnanswered(runtime, run);
+  for (const run of lapsed) await expireUnanswered(env, run);
 }

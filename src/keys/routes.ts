@@ -11,7 +11,7 @@ import {
   revokeAccountApiKey,
   rotateAccountApiKey,
 } from './api-keys.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ApiServices } from '../http/routes/services.ts';
 import type { ApiOperation } from '../http/openapi.ts';
 import { requestAuth } from '../http/plugins/auth.ts';
 
@@ -99,13 +99,13 @@ export const keyOperations: ApiOperation[] = [
   },
 ];
 
-export function keyRoutes(runtime: Runtime): FastifyPluginAsync {
+export function keyRoutes(services: Pick<ApiServices, 'db' | 'clock'>): FastifyPluginAsync {
   const auth = { auth: { scope: 'keys' as const } };
   return async (app) => {
     app.get('/keys', { config: auth }, async (request) => {
       const caller = requestAuth(request);
       const page = parseInput(listKeysQuery, request.query);
-      return { object: 'list', ...(await pageAccountApiKeys(runtime.db, caller.accountId, caller, page)) };
+      return { object: 'list', ...(await pageAccountApiKeys(services.db, caller.accountId, caller, page)) };
     });
 
     app.post('/keys', { config: auth }, async (request) => {
@@ -119,7 +119,7 @@ export function keyRoutes(runtime: Runtime): FastifyPluginAsync {
         );
       const assistant = body.assistant ?? caller.assistant;
       assertCanGrant(caller, livemode, scopes, assistant);
-      return issueApiKey(runtime.db, {
+      return issueApiKey(services.db, {
         accountId: caller.accountId,
         livemode,
         scopes,
@@ -132,18 +132,18 @@ export function keyRoutes(runtime: Runtime): FastifyPluginAsync {
     app.post('/keys/:id/revoke', { config: auth }, async (request) => {
       const caller = requestAuth(request);
       const { id } = parseInput(keyIdParams, request.params);
-      return revokeAccountApiKey(runtime.db, caller.accountId, id, runtime.clock.now(), caller);
+      return revokeAccountApiKey(services.db, caller.accountId, id, services.clock.now(), caller);
     });
 
     app.post('/keys/:id/rotate', { config: auth }, async (request) => {
       const caller = requestAuth(request);
       const { id } = parseInput(keyIdParams, request.params);
       const body = parseInput(rotateKeyBody, request.body);
-      return runtime.db.transaction().execute((trx) =>
+      return services.db.transaction().execute((trx) =>
         rotateAccountApiKey(trx, {
           keyId: id,
           oldKeyExpiresInMinutes: body.expires_in_minutes,
-          now: runtime.clock.now(),
+          now: services.clock.now(),
           manager: caller,
         }),
       );

@@ -5,8 +5,7 @@ import { AppError } from '../core/errors.ts';
 import { readJsonBody } from '../http/json-body.ts';
 import type { AuthContext } from '../http/plugins/auth.ts';
 import { requestAuth } from '../http/plugins/auth.ts';
-import type { Runtime } from '../runtime.ts';
-import type { McpServerOptions } from './server.ts';
+import type { buildMcpServer, McpServerOptions } from './server.ts';
 import { malformedMessage } from './messages.ts';
 import { answeredIdOf, type JsonRpcId, RequestIdsInFlight, requestIdOf } from './request-ids.ts';
 import { DEFAULT_MCP_SESSION_LIMITS, type McpSessionHandle, type McpSessionLimits, McpSessions } from './sessions.ts';
@@ -14,6 +13,12 @@ import { DEFAULT_MCP_SESSION_LIMITS, type McpSessionHandle, type McpSessionLimit
 export interface McpRouteOptions extends McpServerOptions {
   limits?: Partial<McpSessionLimits>;
 }
+
+/**
+ * What /mcp uses: the clock and logger its sessions keep time and report with, and what each
+ * session's server is built with, which mcp/server.ts decides (today still the whole runtime).
+ */
+export type McpHttpServices = Parameters<typeof buildMcpServer>[0];
 
 interface HttpSession extends McpSessionHandle {
   transport: StreamableHTTPServerTransport;
@@ -65,13 +70,13 @@ function loadMcp(): Promise<McpModules> {
  *   (bad JSON, wrong media type, unknown session) answer as JSON-RPC errors the way the SDK's
  *   transport does, while authentication failures keep the API's error object.
  */
-export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): FastifyPluginAsync {
+export function mcpRoutes(services: McpHttpServices, options: McpRouteOptions = {}): FastifyPluginAsync {
   return async (app) => {
     const limits = { ...DEFAULT_MCP_SESSION_LIMITS, ...options.limits };
-    const sessions = new McpSessions<HttpSession>(limits, () => runtime.clock.now().getTime());
+    const sessions = new McpSessions<HttpSession>(limits, () => services.clock.now().getTime());
     const sweeper = setInterval(
       () => {
-        sessions.sweep().catch((error) => runtime.logger.warn({ err: error }, 'MCP session sweep failed'));
+        sessions.sweep().catch((error) => services.logger.warn({ err: error }, 'MCP session sweep failed'));
       },
       Math.min(limits.idleMs, 60_000),
     );
@@ -88,7 +93,7 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
 
     const openSession = async (mcp: McpModules, auth: AuthContext): Promise<HttpSession> => {
       const id = randomUUID();
-      const server = mcp.server.buildMcpServer(runtime, auth, options);
+      const server = mcp.server.buildMcpServer(services, auth, options);
       const transport = new mcp.StreamableHTTPServerTransport({ sessionIdGenerator: () => id });
       const session: HttpSession = {
         id,
@@ -98,7 +103,7 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
         close: () => server.close(),
       };
       transport.onclose = () => sessions.remove(id);
-      transport.onerror = (error) => runtime.logger.debug({ err: error, session: id }, 'MCP transport error');
+      transport.onerror = (error) => services.logger.debug({ err: error, session: id }, 'MCP transport error');
       await server.connect(transport);
       watchRequestIds(transport, session.requestIds);
       sessions.add(session);
@@ -115,7 +120,7 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
         try {
           mcp = await loadMcp();
         } catch (error) {
-          runtime.logger.error({ err: error }, 'the MCP SDK could not be loaded');
+          services.logger.error({ err: error }, 'the MCP SDK could not be loaded');
           return rpcError(reply, 500, -32603, 'Internal error');
         }
         let body: unknown;
@@ -172,7 +177,7 @@ export function mcpRoutes(runtime: Runtime, options: McpRouteOptions = {}): Fast
             await session.close();
           }
         } catch (error) {
-          runtime.logger.error({ err: error }, 'MCP request failed');
+          services.logger.error({ err: error }, 'MCP request failed');
           if (!reply.raw.headersSent) {
             reply.raw.writeHead(500, { 'content-type': 'application/json' });
             reply.raw.end(JSON.stringify(rpcBody(-32603, 'Internal error')));

@@ -1,25 +1,30 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { operatorBearerCheck } from '../http/operator-token.ts';
-import type { Runtime } from '../runtime.ts';
-import { createServiceMetrics } from './metrics.ts';
+import type { Config } from '../config/config.ts';
+import { createServiceMetrics, type MetricSources } from './metrics.ts';
 
 export const METRICS_PATH = '/metrics';
+
+/** What /metrics uses: the token it asks for (config.metricsToken) and what its gauges read. */
+export interface MetricsServices extends MetricSources {
+  config: Config;
+}
 
 /**
  * GET /metrics for operators, and the request metrics of every route of the app. Without
  * METRICS_TOKEN it adds nothing: /metrics is an unknown URL (404) and requests cost nothing extra.
  * With it, a scrape must present the token as a bearer; it has no API key, so no per-key rate limit.
  */
-export function metricsPlugin(runtime: Runtime): FastifyPluginAsync {
+export function metricsPlugin(services: MetricsServices): FastifyPluginAsync {
   const plugin: FastifyPluginAsync = async (app) => {
-    const token = runtime.config.metricsToken;
+    const token = services.config.metricsToken;
     if (token === undefined) return;
     const checkOperatorToken = operatorBearerCheck(token, {
       missing: 'GET /metrics needs the operator token: send "Authorization: Bearer <METRICS_TOKEN>".',
       invalid: 'The metrics token is not valid.',
       realm: 'plainpay-metrics',
     });
-    const metrics = createServiceMetrics(runtime);
+    const metrics = createServiceMetrics(services);
 
     // Callback style, no async: one histogram observe is all a request pays for.
     app.addHook('onResponse', (request, reply, done) => {

@@ -1,11 +1,25 @@
 import type { FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
 import { AppError } from '../../core/errors.ts';
-import type { ApiKeyRow } from '../../db/database.ts';
+import type { ApiKeyRow, Database } from '../../db/database.ts';
 import { findApiKeyByHash, touchApiKey } from '../../db/repositories/api-keys.ts';
 import { type ApiKeyScope, hashApiKey, parseApiKey } from '../../domain/api-key-secret.ts';
-import { NOTIFICATION_CHANNELS, noNotifications } from '../../db/notifications.ts';
+import { NOTIFICATION_CHANNELS, type Notifications, noNotifications } from '../../db/notifications.ts';
 import { onApiKeyChanged } from '../../keys/api-keys.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { Clock } from '../../core/clock.ts';
+import type { Logger } from '../../core/logger.ts';
+
+/**
+ * What checking an API key uses: the key rows, the notifications that tell the cache of a change to
+ * one, a logger, and the clock its expiry is judged by. One object per process (a Runtime is one): the
+ * key cache is kept per object, so the API host, the dashboard and MCP must hand in the same one.
+ */
+export interface ApiKeyCheck {
+  db: Kysely<Database>;
+  notifications: Notifications;
+  logger: Logger;
+  clock: Clock;
+}
 
 /** Who is calling: the key's account, mode and scopes. Every tool call carries one. */
 export interface AuthContext {
@@ -84,17 +98,17 @@ export class KeyCache {
   private readonly hashBySecret = new Map<string, string>();
   private forgetHashes: NodeJS.Timeout | undefined;
 
-  constructor(private readonly runtime: Runtime) {
+  constructor(private readonly keyCheck: ApiKeyCheck) {
     // A database opened without notifications (a stub) is read on every request.
-    if (!runtime.notifications || runtime.notifications === noNotifications) return;
-    runtime.notifications
+    if (!keyCheck.notifications || keyCheck.notifications === noNotifications) return;
+    keyCheck.notifications
       .listen(NOTIFICATION_CHANNELS.apiKeys, (keyId) => this.changed(keyId))
       .then(() => {
         this.listening = true;
         // A lookup that began before the LISTEN was in place may have missed a change: not kept.
         this.changes += 1;
       })
-      .catch((error: unknown) => runtime.logger.warn({ err: error }, 'API keys are not cached: no notifications'));
+      .catch((error: unknown) => keyCheck.logger.warn({ err: error }, 'API keys are not cached: no notifications'));
     liveCaches.add(new WeakRef(this));
   }
 
@@ -135,7 +149,7 @@ export class KeyCache {
 
   private read(hash: string, inFlight: KeyLookups): Promise<ApiKeyRow | undefined> {
     const changesBefore = this.changes;
-    const lookup = findApiKeyByHash(this.runtime.db, hash)
+    const lookup = findApiKeyByHash(this.keyCheck.db, hash)
       .then((row) => {
         if (row && this.hearing() && this.changes === changesBefore) this.keep(hash, row);
         return row;
@@ -147,7 +161,7 @@ export class KeyCache {
 
   /** Changes are being heard: the LISTEN is in place and (on Postgres) its connection is up. */
   private hearing(): boolean {
-    return this.listening && this.runtime.notifications.hearing();
+    return this.listening && this.keyCheck.notifications.hearing();
   }
 
   private keep(hash: string, row: ApiKeyRow): void {
@@ -199,7 +213,7 @@ export class KeyCache {
   }
 }
 
-const keyCaches = new WeakMap<Runtime, KeyCache>();
+const keyCaches = new WeakMap<ApiKeyCheck, KeyCache>();
 /** Every cache of this process, told of the revokes and rotations made here before they return. */
 const liveCaches = new Set<WeakRef<KeyCache>>();
 onApiKeyChanged((keyId) => {
@@ -210,12 +224,12 @@ onApiKeyChanged((keyId) => {
   }
 });
 
-/** One key cache per runtime: the API host, the dashboard's sign-in and MCP share it. */
-export function keyCacheOf(runtime: Runtime): KeyCache {
-  let cache = keyCaches.get(runtime);
+/** One key cache per key check (a process has one: its runtime): the API host, the dashboard's sign-in and MCP share it. */
+export function keyCacheOf(keyCheck: ApiKeyCheck): KeyCache {
+  let cache = keyCaches.get(keyCheck);
   if (!cache) {
-    cache = new KeyCache(runtime);
-    keyCaches.set(runtime, cache);
+    cache = new KeyCache(keyCheck);
+    keyCaches.set(keyCheck, cache);
   }
   return cache;
 }
@@ -227,13 +241,13 @@ export function keyCacheOf(runtime: Runtime): KeyCache {
  * (KeyCache.hashOf) holds only secrets presented and found, matched as map keys.
  */
 export async function authenticate(
-  runtime: Runtime,
+  keyCheck: ApiKeyCheck,
   header: string | undefined,
   touched: Map<string, number>,
   /** Lookups in flight to share instead of the cache's own (tests watch them). */
   lookups?: KeyLookups,
 ): Promise<AuthContext> {
-  return authenticateNow(runtime, header, touched, lookups);
+  return authenticateNow(keyCheck, header, touched, lookups);
 }
 
 /**
@@ -241,7 +255,7 @@ export async function authenticate(
  * without a promise; otherwise it returns the lookup's promise.
  */
 export function authenticateNow(
-  runtime: Runtime,
+  keyCheck: ApiKeyCheck,
   header: string | undefined,
   touched: Map<string, number>,
   lookups?: KeyLookups,
@@ -250,14 +264,14 @@ export function authenticateNow(
   if (presented === undefined) {
     throw new AppError('authentication_required', MISSING_KEY_MESSAGE, { headers: WWW_AUTHENTICATE });
   }
-  const keys = keyCacheOf(runtime);
+  const keys = keyCacheOf(keyCheck);
   const hash = keys.hashOf(presented);
   // A key cached or being looked up skips the format check (a second SHA-256): whoever read it
   // passed that check with the same key, since it has the same hash.
   if (!keys.knows(hash, lookups) && !parseApiKey(presented).ok) throw invalidKey();
   const cached = keys.fresh(hash);
-  if (cached) return admitKey(runtime, cached, touched);
-  return keys.find(hash, lookups).then((row) => admitKey(runtime, row, touched));
+  if (cached) return admitKey(keyCheck, cached, touched);
+  return keys.find(hash, lookups).then((row) => admitKey(keyCheck, row, touched));
 }
 
 function invalidKey(): AppError {
@@ -267,16 +281,16 @@ function invalidKey(): AppError {
 }
 
 /** The caller of a key row found (or not) for the presented secret; the row's use is recorded. */
-function admitKey(runtime: Runtime, key: ApiKeyRow | undefined, touched: Map<string, number>): AuthContext {
-  const now = runtime.clock.now();
+function admitKey(keyCheck: ApiKeyCheck, key: ApiKeyRow | undefined, touched: Map<string, number>): AuthContext {
+  const now = keyCheck.clock.now();
   if (!key || key.revoked_at || (key.expires_at && key.expires_at <= now)) throw invalidKey();
 
   const last = touched.get(key.id) ?? key.last_used_at?.getTime() ?? 0;
   if (now.getTime() - last > TOUCH_INTERVAL_MS) {
     touched.set(key.id, now.getTime());
     // Not awaited on the request path; a lost touch only makes "last used" older.
-    touchApiKey(runtime.db, key.id, now).catch((error) =>
-      runtime.logger.warn({ err: error }, 'could not record key use'),
+    touchApiKey(keyCheck.db, key.id, now).catch((error) =>
+      keyCheck.logger.warn({ err: error }, 'could not record key use'),
     );
   }
   return authContextOf(key);

@@ -12,7 +12,7 @@ import type { AgentModel } from '../../agent/model.ts';
 import { expireUnansweredRuns, loadRunView, presentRun, replyToRun, runAgent } from '../../agent/runtime.ts';
 import type { AnyTool } from '../../core/tool.ts';
 import { parseInput } from '../../core/validation.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { ToolEnvironment } from '../../core/tool.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 import { pageParams } from '../../db/pagination.ts';
@@ -166,14 +166,14 @@ export const agentOperations: ApiOperation[] = [
   },
 ];
 
-export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly AnyTool[]): FastifyPluginAsync {
+export function agentRoutes(env: ToolEnvironment, model: AgentModel, tools: readonly AnyTool[]): FastifyPluginAsync {
   return async (app) => {
     app.post('/agent/settle', { config: { auth: { scope: 'agent' } } }, async (request) => {
       const auth = requestAuth(request);
       const body = parseInput(settleBody, request.body);
       const header = request.headers['idempotency-key'];
       return runAgent(
-        runtime,
+        env,
         model,
         tools,
         { ...auth, channel: 'agent' },
@@ -192,7 +192,7 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
         const auth = requestAuth(request);
         const body = parseInput(replyBody, request.body);
         const header = request.headers['idempotency-key'];
-        return replyToRun(runtime, model, tools, { ...auth, channel: 'agent' }, request.params.id, {
+        return replyToRun(env, model, tools, { ...auth, channel: 'agent' }, request.params.id, {
           message: body.message,
           idempotencyKey: body.idempotency_key ?? (typeof header === 'string' ? header : undefined),
         });
@@ -202,14 +202,14 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
     app.get('/agent/runs', { config: { auth: { scope: 'agent' } } }, async (request) => {
       const auth = requestAuth(request);
       const query = parseInput(runsQuery, request.query);
-      await expireUnansweredRuns(runtime, auth);
+      await expireUnansweredRuns(env, auth);
       const { status, ...pageRequest } = query;
       // A run the process left `running` (it stopped mid-run) is shown as failed, so it is listed as one.
       const statuses = status === 'failed' ? (['failed', 'running'] as const) : status;
-      const page = await listRunsPage(runtime.db, auth, { status: statuses }, pageRequest);
+      const page = await listRunsPage(env.db, auth, { status: statuses }, pageRequest);
       // The list shows runs without their actions and confirmations: one query for the page.
       const views = page.data.map((row) => {
-        const { actions: _a, confirmations: _c, ...run } = presentRun(runtime, row, [], []);
+        const { actions: _a, confirmations: _c, ...run } = presentRun(env, row, [], []);
         return run;
       });
       return { object: 'list', data: views, has_more: page.has_more };
@@ -219,17 +219,12 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
       '/agent/runs/:id',
       { config: { auth: { scope: 'agent' } } },
       async (request) => {
-        return loadRunView(runtime, requestAuth(request), request.params.id);
+        return loadRunView(env, requestAuth(request), request.params.id);
       },
     );
 
     app.get('/agent/actions', { config: { auth: { scope: 'agent' } } }, async (request) => {
-      const { rows, has_more } = await listActions(
-        runtime.db,
-        requestAuth(request),
-        request.query,
-        runtime.clock.now(),
-      );
+      const { rows, has_more } = await listActions(env.db, requestAuth(request), request.query, env.clock.now());
       return { object: 'list', data: rows.map(presentAgentAction), has_more };
     });
 
@@ -238,18 +233,18 @@ export function agentRoutes(runtime: Runtime, model: AgentModel, tools: readonly
       { config: { auth: { scope: 'agent' } } },
       async (request) => {
         const auth = requestAuth(request);
-        const history = await loadActionHistory(runtime.db, auth, request.params.id);
-        const [row] = await loadActionRows(runtime.db, [request.params.id], runtime.clock.now());
+        const history = await loadActionHistory(env.db, auth, request.params.id);
+        const [row] = await loadActionRows(env.db, [request.params.id], env.clock.now());
         return { ...presentAgentAction(row!), history };
       },
     );
 
     app.get('/agent/actions.csv', { config: { auth: { scope: 'agent' } } }, async (request, reply) => {
-      const { rows } = await listActions(runtime.db, requestAuth(request), request.query, runtime.clock.now());
+      const { rows } = await listActions(env.db, requestAuth(request), request.query, env.clock.now());
       reply
         .header('Content-Type', 'text/csv; charset=utf-8')
         .header('Content-Disposition', 'attachment; filename="agent-actions.csv"');
-      return actionsCsv(runtime.db, rows);
+      return actionsCsv(env.db, rows);
     });
   };
 }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { presentVerification, verificationOutput, verifyAccount } from '../../audit/verification.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { ApiServices } from './services.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 
@@ -18,11 +18,11 @@ export const auditOperations: ApiOperation[] = [
   },
 ];
 
-export function auditRoutes(runtime: Runtime): FastifyPluginAsync {
+export function auditRoutes(services: Pick<ApiServices, 'db' | 'clock'>): FastifyPluginAsync {
   return async (app) => {
     app.get('/v1/audit/verify', { config: { auth: { scope: 'agent' } } }, async (request) => {
       const auth = requestAuth(request);
-      const stored = await verifyAccount(runtime.db, auth.accountId, runtime.clock.now());
+      const stored = await verifyAccount(services.db, auth.accountId, services.clock.now());
       return presentVerification(stored, auth.livemode);
     });
   };

@@ -4,7 +4,7 @@ import { AppError } from '../../core/errors.ts';
 import type { AnyTool } from '../../core/tool.ts';
 import { approveConfirmation, rejectConfirmation } from '../../pipeline/approvals.ts';
 import { confirmationOutput, presentConfirmation } from '../../policy/confirmations.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { ToolEnvironment } from '../../core/tool.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 import { findConfirmation } from '../../db/repositories/confirmations.ts';
@@ -44,11 +44,11 @@ export const confirmationOperations: ApiOperation[] = [
   },
 ];
 
-export function confirmationRoutes(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAsync {
+export function confirmationRoutes(env: ToolEnvironment, tools: readonly AnyTool[]): FastifyPluginAsync {
   const view = async (accountId: string, livemode: boolean, id: string) => {
-    const row = await findConfirmation(runtime.db, { accountId, livemode }, id);
+    const row = await findConfirmation(env.db, { accountId, livemode }, id);
     if (!row) throw new AppError('not_found', `No such confirmation: '${id}'.`, { param: 'id' });
-    return presentConfirmation(runtime.config, row, runtime.clock.now());
+    return presentConfirmation(env.config, row, env.clock.now());
   };
   return async (app) => {
     app.post<{ Params: { confirmation_id: string } }>(
@@ -56,7 +56,7 @@ export function confirmationRoutes(runtime: Runtime, tools: readonly AnyTool[]):
       { config: { auth: { scope: 'approvals' } } },
       async (request) => {
         const auth = requestAuth(request);
-        const result = await approveConfirmation(runtime, tools, auth, request.params.confirmation_id);
+        const result = await approveConfirmation(env, tools, auth, request.params.confirmation_id);
         if (result.kind !== 'executed') throw new AppError('conflict', 'The approved action did not execute.');
         return {
           confirmation: await view(auth.accountId, auth.livemode, request.params.confirmation_id),
@@ -70,7 +70,7 @@ export function confirmationRoutes(runtime: Runtime, tools: readonly AnyTool[]):
       { config: { auth: { scope: 'approvals' } } },
       async (request) => {
         const auth = requestAuth(request);
-        await rejectConfirmation(runtime, auth, request.params.confirmation_id);
+        await rejectConfirmation(env, auth, request.params.confirmation_id);
         return view(auth.accountId, auth.livemode, request.params.confirmation_id);
       },
     );

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { sql } from 'kysely';
 import { z } from 'zod';
 import { AppError, isConnectionFailure, UNREACHABLE_RETRY_AFTER_SECONDS } from '../../core/errors.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { ApiServices } from './services.ts';
 import { chainReadiness } from '../../settlement/chain-health.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { sendError } from '../plugins/errors.ts';
@@ -33,17 +33,17 @@ export const healthOperations: ApiOperation[] = [
   },
 ];
 
-export function healthRoutes(runtime: Runtime): FastifyPluginAsync {
+export function healthRoutes(services: Pick<ApiServices, 'db' | 'dbKind' | 'logger'>): FastifyPluginAsync {
   return async (app) => {
     /** Liveness: the process answers. */
     app.get('/healthz', async () => ({ ok: true }));
     /** Readiness: the database answers; load balancers stop sending traffic when it does not. */
     app.get('/readyz', async (_request, reply) => {
       try {
-        await sql`select 1`.execute(runtime.db);
+        await sql`select 1`.execute(services.db);
         // Settlement refuses to sign while the chain node serves another chain than the one it
         // signs for (settlement/chain-health.ts): the deployment needs an operator, so say so.
-        const chain = await chainReadiness(runtime);
+        const chain = await chainReadiness(services);
         if (!chain.ready) {
           return sendError(
             reply,
@@ -52,12 +52,12 @@ export function healthRoutes(runtime: Runtime): FastifyPluginAsync {
             }),
           );
         }
-        return { ok: true, database: runtime.dbKind };
+        return { ok: true, database: services.dbKind };
       } catch (error) {
         // A lost connection is logged once per outage where it is seen (db/connect.ts); probes
         // every few seconds would repeat it. Anything else is unexpected here.
-        if (isConnectionFailure(error)) runtime.logger.debug({ err: error }, 'readiness check failed');
-        else runtime.logger.warn({ err: error }, 'readiness check failed');
+        if (isConnectionFailure(error)) services.logger.debug({ err: error }, 'readiness check failed');
+        else services.logger.warn({ err: error }, 'readiness check failed');
         return sendError(
           reply,
           new AppError('unavailable', 'Not ready: the database is not reachable.', {

@@ -10,7 +10,7 @@ import {
   SettlementScheduleSchema,
 } from '../../settlement/schedules.ts';
 import { SETTLEMENT_SCHEDULES } from '../../domain/settlement-windows.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { ApiServices } from './services.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 
@@ -89,16 +89,19 @@ function present(stored: StoredPolicy) {
   };
 }
 
-export function policyRoutes(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAsync {
+export function policyRoutes(
+  services: Pick<ApiServices, 'db' | 'clock'>,
+  tools: readonly AnyTool[],
+): FastifyPluginAsync {
   return async (app) => {
     app.get('/v1/policy', { config: { auth: { scope: 'policy' } } }, async (request) => {
       const { accountId, livemode } = requestAuth(request);
-      return present(await loadPolicy(runtime.db, { accountId, livemode }));
+      return present(await loadPolicy(services.db, { accountId, livemode }));
     });
     app.put('/v1/policy', { config: { auth: { scope: 'policy' } } }, async (request) => {
       const auth = requestAuth(request);
       const policy = parsePolicy(request.body, { knownTools: tools.map((t) => t.name) });
-      const saved = await runtime.db
+      const saved = await services.db
         .transaction()
         .execute((trx) =>
           savePolicy(
@@ -106,20 +109,20 @@ export function policyRoutes(runtime: Runtime, tools: readonly AnyTool[]): Fasti
             { accountId: auth.accountId, livemode: auth.livemode },
             policy,
             auth.keyId,
-            runtime.clock.now(),
+            services.clock.now(),
           ),
         );
       return present(saved);
     });
     app.get('/v1/settlement_schedule', { config: { auth: { scope: 'policy' } } }, async (request) => {
       const { accountId, livemode } = requestAuth(request);
-      return presentSettlementSchedule(await loadSettlementSchedule(runtime.db, { accountId, livemode }), livemode);
+      return presentSettlementSchedule(await loadSettlementSchedule(services.db, { accountId, livemode }), livemode);
     });
     app.put('/v1/settlement_schedule', { config: { auth: { scope: 'policy' } } }, async (request) => {
       const auth = requestAuth(request);
       const value = parseSettlementSchedule(request.body);
       const owner = { accountId: auth.accountId, livemode: auth.livemode };
-      const saved = await saveSettlementSchedule(runtime.db, owner, value, auth.keyId, runtime.clock.now());
+      const saved = await saveSettlementSchedule(services.db, owner, value, auth.keyId, services.clock.now());
       return presentSettlementSchedule(saved, auth.livemode);
     });
   };

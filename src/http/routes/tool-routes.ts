@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
 import { executeTool } from '../../pipeline/execute-tool.ts';
 import type { AnyTool } from '../../core/tool.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { ToolEnvironment } from '../../core/tool.ts';
 import { type ApiOperation, pathParamsOf } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 
@@ -72,7 +72,7 @@ export function toolOperations(tools: readonly AnyTool[]): ApiOperation[] {
  * Each tool with an http binding becomes one route; the route only gathers the input (path
  * params + query for reads, + JSON body for writes) and runs the tool through the pipeline.
  */
-export function toolRoutes(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAsync {
+export function toolRoutes(env: ToolEnvironment, tools: readonly AnyTool[]): FastifyPluginAsync {
   return async (app) => {
     for (const tool of tools) {
       if (!tool.http) continue;
@@ -92,7 +92,7 @@ export function toolRoutes(runtime: Runtime, tools: readonly AnyTool[]): Fastify
             ...(request.params as Record<string, unknown>),
           };
           const result = await executeTool(tool, input, {
-            runtime,
+            runtime: env,
             actor: {
               accountId: auth.accountId,
               livemode: auth.livemode,

@@ -9,7 +9,7 @@ import {
   listWebhookEndpoints,
   updateWebhookEndpoint,
 } from '../../db/repositories/webhook-endpoints.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { ApiServices } from './services.ts';
 import {
   assertEndpointUrl,
   createWebhookEndpoint,
@@ -127,9 +127,11 @@ export const webhookEndpointOperations: ApiOperation[] = [
   },
 ];
 
-export function webhookEndpointRoutes(runtime: Runtime): FastifyPluginAsync {
+export function webhookEndpointRoutes(
+  services: Pick<ApiServices, 'config' | 'db' | 'secretBox' | 'clock'>,
+): FastifyPluginAsync {
   const auth = { auth: { scope: 'webhooks' as const } };
-  const urlOptions = { allowPrivate: runtime.config.webhookAllowPrivate };
+  const urlOptions = { allowPrivate: services.config.webhookAllowPrivate };
   const noSuchEndpoint = (id: string): AppError =>
     new AppError('not_found', `No such webhook endpoint: '${id}'.`, { param: 'id' });
 
@@ -138,15 +140,15 @@ export function webhookEndpointRoutes(runtime: Runtime): FastifyPluginAsync {
       const { accountId, livemode } = requestAuth(request);
       const body = parseInput(createEndpointBody, request.body);
       await assertEndpointUrl(body.url, urlOptions);
-      return runtime.db.transaction().execute((trx) =>
-        createWebhookEndpoint(trx, runtime.secretBox, {
+      return services.db.transaction().execute((trx) =>
+        createWebhookEndpoint(trx, services.secretBox, {
           accountId,
           livemode,
           url: body.url,
           enabledEvents: body.enabled_events,
           description: body.description ?? null,
           disabled: body.disabled,
-          now: runtime.clock.now(),
+          now: services.clock.now(),
         }),
       );
     });
@@ -154,15 +156,15 @@ export function webhookEndpointRoutes(runtime: Runtime): FastifyPluginAsync {
     app.get('/v1/webhook_endpoints', { config: auth }, async (request) => {
       const scope = requestAuth(request);
       const query = parseInput(listEndpointsQuery, request.query);
-      const keyset = await keysetOf(query, 'webhook endpoint', (id) => findWebhookEndpoint(runtime.db, scope, id));
-      const rows = await listWebhookEndpoints(runtime.db, scope, { keyset, limit: query.limit + 1 });
+      const keyset = await keysetOf(query, 'webhook endpoint', (id) => findWebhookEndpoint(services.db, scope, id));
+      const rows = await listWebhookEndpoints(services.db, scope, { keyset, limit: query.limit + 1 });
       const page = pageFrom(rows, query.limit, keyset);
       return { object: 'list', data: page.data.map(presentWebhookEndpoint), has_more: page.has_more };
     });
 
     app.get('/v1/webhook_endpoints/:id', { config: auth }, async (request) => {
       const { id } = parseInput(endpointIdParams, request.params);
-      const row = await findWebhookEndpoint(runtime.db, requestAuth(request), id);
+      const row = await findWebhookEndpoint(services.db, requestAuth(request), id);
       if (!row) throw noSuchEndpoint(id);
       return presentWebhookEndpoint(row);
     });
@@ -172,7 +174,7 @@ export function webhookEndpointRoutes(runtime: Runtime): FastifyPluginAsync {
       const body = parseInput(updateEndpointBody, request.body);
       if (body.url !== undefined) await assertEndpointUrl(body.url, urlOptions);
       const row = await updateWebhookEndpoint(
-        runtime.db,
+        services.db,
         requestAuth(request),
         id,
         {
@@ -181,7 +183,7 @@ export function webhookEndpointRoutes(runtime: Runtime): FastifyPluginAsync {
           description: body.description,
           disabled: body.disabled,
         },
-        runtime.clock.now(),
+        services.clock.now(),
       );
       if (!row) throw noSuchEndpoint(id);
       return presentWebhookEndpoint(row);
@@ -189,7 +191,7 @@ export function webhookEndpointRoutes(runtime: Runtime): FastifyPluginAsync {
 
     app.delete('/v1/webhook_endpoints/:id', { config: auth }, async (request) => {
       const { id } = parseInput(endpointIdParams, request.params);
-      if (!(await deleteWebhookEndpoint(runtime.db, requestAuth(request), id, runtime.clock.now()))) {
+      if (!(await deleteWebhookEndpoint(services.db, requestAuth(request), id, services.clock.now()))) {
         throw noSuchEndpoint(id);
       }
       return { id, object: 'webhook_endpoint', deleted: true };

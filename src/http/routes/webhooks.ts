@@ -9,7 +9,7 @@ import {
   listEventsWithDeliveries,
   requestRedelivery,
 } from '../../db/repositories/webhook-deliveries.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { ApiServices } from './services.ts';
 import { EVENT_TYPES } from '../../webhooks/event-types.ts';
 import { presentAttempt, presentEvent } from '../../webhooks/events.ts';
 import {
@@ -185,29 +185,29 @@ export const webhookOperations: ApiOperation[] = [
   },
 ];
 
-async function ownedEvent(runtime: Runtime, auth: AuthContext, raw: unknown) {
+async function ownedEvent(services: Pick<ApiServices, 'db'>, auth: AuthContext, raw: unknown) {
   const { id } = parseInput(eventIdParams, raw);
-  const found = await findEventWithDeliveries(runtime.db, auth, id);
+  const found = await findEventWithDeliveries(services.db, auth, id);
   if (!found) throw new AppError('not_found', `No such event: '${id}'.`, { param: 'id' });
   return found;
 }
 
-export function webhookRoutes(runtime: Runtime): FastifyPluginAsync {
+export function webhookRoutes(services: Pick<ApiServices, 'db' | 'secretBox' | 'clock'>): FastifyPluginAsync {
   const auth = { auth: { scope: 'webhooks' as const } };
   return async (app) => {
     app.get('/v1/webhook_secret', { config: auth }, async (request) => {
       const { accountId, livemode } = requestAuth(request);
-      return readWebhookSecret(runtime.db, runtime.secretBox, { accountId, livemode }, runtime.clock.now());
+      return readWebhookSecret(services.db, services.secretBox, { accountId, livemode }, services.clock.now());
     });
 
     app.post('/v1/webhook_secret/rotate', { config: auth }, async (request) => {
       const { accountId, livemode } = requestAuth(request);
       const body = parseInput(rotateSecretBody, request.body);
-      return runtime.db.transaction().execute((trx) =>
-        rotateWebhookSecret(trx, runtime.secretBox, {
+      return services.db.transaction().execute((trx) =>
+        rotateWebhookSecret(trx, services.secretBox, {
           accountId,
           livemode,
-          now: runtime.clock.now(),
+          now: services.clock.now(),
           gracePeriodMinutes: body.grace_period_minutes,
         }),
       );
@@ -219,9 +219,9 @@ export function webhookRoutes(runtime: Runtime): FastifyPluginAsync {
       const keyset = await keysetOf(
         query,
         'event',
-        async (id) => (await findEventWithDeliveries(runtime.db, caller, id))?.event,
+        async (id) => (await findEventWithDeliveries(services.db, caller, id))?.event,
       );
-      const rows = await listEventsWithDeliveries(runtime.db, {
+      const rows = await listEventsWithDeliveries(services.db, {
         accountId: caller.accountId,
         livemode: caller.livemode,
         type: query.type,
@@ -240,14 +240,14 @@ export function webhookRoutes(runtime: Runtime): FastifyPluginAsync {
     });
 
     app.get('/v1/events/:id', { config: auth }, async (request) => {
-      const found = await ownedEvent(runtime, requestAuth(request), request.params);
+      const found = await ownedEvent(services, requestAuth(request), request.params);
       return presentEvent(found.event, found.deliveries);
     });
 
     app.get('/v1/events/:id/deliveries', { config: auth }, async (request) => {
-      const found = await ownedEvent(runtime, requestAuth(request), request.params);
-      const attempts = await listAttempts(runtime.db, found.event.id);
-      const now = runtime.clock.now();
+      const found = await ownedEvent(services, requestAuth(request), request.params);
+      const attempts = await listAttempts(services.db, found.event.id);
+      const now = services.clock.now();
       return {
         object: 'list',
         data: attempts.map((attempt) => presentAttempt(attempt, found.deliveries, now)),
@@ -256,7 +256,7 @@ export function webhookRoutes(runtime: Runtime): FastifyPluginAsync {
     });
 
     app.post('/v1/events/:id/redeliver', { config: auth }, async (request) => {
-      const found = await ownedEvent(runtime, requestAuth(request), request.params);
+      const found = await ownedEvent(services, requestAuth(request), request.params);
       if (found.deliveries.length === 0) {
         throw new AppError(
           'invalid_request',
@@ -264,7 +264,7 @@ export function webhookRoutes(runtime: Runtime): FastifyPluginAsync {
           { param: 'id' },
         );
       }
-      const deliveries = await requestRedelivery(runtime.db, found.event.id, runtime.clock.now());
+      const deliveries = await requestRedelivery(services.db, found.event.id, services.clock.now());
       return presentEvent(found.event, deliveries);
     });
   };
