@@ -3,9 +3,8 @@ import { isSameOriginPost } from '../checkout/csrf.ts';
 import { html } from '../checkout/html.ts';
 import { AppError, isAppError, toAppError } from '../core/errors.ts';
 import type { AnyTool } from '../core/tool.ts';
-import type { Runtime } from '../runtime.ts';
 import { dashboardAssets } from './assets.ts';
-import { type DashboardDeps, formOf, pageContext, sendPage } from './context.ts';
+import { type DashboardDeps, type DashboardServices, formOf, pageContext, sendPage } from './context.ts';
 import { CSRF_FIELD, csrfTokenMatches } from './csrf.ts';
 import { registerActions } from './screens/actions.ts';
 import { registerConfirmations } from './screens/confirmations.ts';
@@ -54,17 +53,17 @@ const FORM_BODY_LIMIT = 16 * 1024;
  * Everything it does goes through the same functions as the API (approveConfirmation,
  * issueApiKey, requestRedelivery, …) with the signed-in key's account, mode and scopes.
  */
-export function dashboardRoutes(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAsync {
+export function dashboardRoutes(services: DashboardServices, tools: readonly AnyTool[]): FastifyPluginAsync {
   return async (app) => {
-    await app.register(dashboard(runtime, tools), { prefix: '/dashboard' });
+    await app.register(dashboard(services, tools), { prefix: '/dashboard' });
   };
 }
 
-function dashboard(runtime: Runtime, tools: readonly AnyTool[]): FastifyPluginAsync {
+function dashboard(services: DashboardServices, tools: readonly AnyTool[]): FastifyPluginAsync {
   return async (app: FastifyInstance) => {
-    const deps: DashboardDeps = { runtime, tools, assets: dashboardAssets() };
-    const apiOrigin = new URL(runtime.config.publicBaseUrl).origin;
-    const secureCookie = runtime.config.publicBaseUrl.startsWith('https:');
+    const deps: DashboardDeps = { services, tools, assets: dashboardAssets() };
+    const apiOrigin = new URL(services.config.publicBaseUrl).origin;
+    const secureCookie = services.config.publicBaseUrl.startsWith('https:');
 
     app.decorateRequest('dashboardSession', null);
     // This context only: the API's JSON parser is replaced by the one media type HTML forms send.
@@ -163,7 +162,7 @@ async function admitSession(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<unknown> {
-  const { runtime } = deps;
+  const { services } = deps;
   for (const [name, value] of Object.entries(SECURITY_HEADERS)) reply.header(name, value);
   reply.header('Cache-Control', 'no-store');
   const rule = request.routeOptions.config?.dashboard ?? {};
@@ -171,7 +170,7 @@ async function admitSession(
   if (access === 'asset') return;
 
   const cookie = readSessionCookie(request.headers.cookie);
-  const session = await loadSession(runtime.db, cookie, runtime.clock.now());
+  const session = await loadSession(services.db, cookie, services.clock.now());
   request.dashboardSession = session ?? null;
   if (access === 'public') return;
 
@@ -193,7 +192,7 @@ async function admitSession(
     );
   }
 
-  const limit = await runtime.rateLimiter.hit(session.keyId, runtime.clock.now().getTime());
+  const limit = await services.rateLimiter.hit(session.keyId, services.clock.now().getTime());
   if (!limit.allowed) {
     reply.header('Retry-After', String(limit.resetSeconds));
     return refuse(request, reply, 429, 'Too many requests', `Wait ${limit.resetSeconds} s and reload the page.`);

@@ -1,4 +1,5 @@
 import type { Db, ModeScope } from '../db/database.ts';
+import { listRunActionsWithConfirmations } from '../db/repositories/agent-actions.ts';
 
 /**
  * A run's status as it stands now. A run is stored `confirmation_required` when one of its actions
@@ -14,14 +15,7 @@ export async function currentRunStatuses(
   const statuses = new Map(runs.map((run) => [run.id, run.status]));
   const held = runs.filter((run) => run.status === 'confirmation_required').map((run) => run.id);
   if (held.length === 0) return statuses;
-  const actions = await db
-    .selectFrom('agent_actions as a')
-    .leftJoin('confirmations as c', 'c.id', 'a.confirmation_id')
-    .select(['a.run_id', 'a.status', 'c.status as c_status', 'c.expires_at'])
-    .where('a.account_id', '=', scope.accountId)
-    .where('a.livemode', '=', scope.livemode)
-    .where('a.run_id', 'in', held)
-    .execute();
+  const actions = await listRunActionsWithConfirmations(db, scope, held);
   for (const id of held) {
     const mine = actions.filter((a) => a.run_id === id);
     const waiting = (a: (typeof mine)[number]): boolean => a.status === 'held' && a.c_status === 'pending';

@@ -139,7 +139,7 @@ function verificationLine(stored: StoredVerification | undefined, livemode: bool
 }
 
 export function registerActions(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
+  const { services } = deps;
   const access = { dashboard: { scopes: screen('actions').scopes } };
   const toolNames = [...deps.tools, ...SYSTEM_TOOLS].map((t) => t.name);
 
@@ -147,15 +147,15 @@ export function registerActions(app: FastifyInstance, deps: DashboardDeps): void
     const session = sessionOf(request);
     const filters = readFilters(request);
     const startingAfter = param(request.query, 'starting_after');
-    const now = runtime.clock.now();
+    const now = services.clock.now();
     const { rows, has_more } = await listActions(
-      runtime.db,
+      services.db,
       session,
       toApiQuery(filters, { limit: PAGE_SIZE, starting_after: startingAfter }),
       now,
       hidden(filters),
     );
-    const verified = await freshVerification(runtime.db, session.accountId, now);
+    const verified = await freshVerification(services.db, session.accountId, now);
     const query = { ...filters };
     const body = html`<h1>Actions</h1>
 <p class="muted">Every money action from any channel and every agent and assistant tool call, newest first, each as it stands now. Times are UTC. The service's own steps (a payment received, a batch settled on chain) are shown with <em>Show system steps</em>, and are always in the export.</p>
@@ -184,14 +184,14 @@ ${pager('/dashboard/actions', { ...query, starting_after: startingAfter }, has_m
 
   app.post('/actions/verify', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
-    await verifyAccount(runtime.db, session.accountId, runtime.clock.now());
+    await verifyAccount(services.db, session.accountId, services.clock.now());
     return reply.redirect('/dashboard/actions', 303);
   });
 
   app.get<{ Params: { id: string } }>('/actions/:id', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
-    const history = await loadActionHistory(runtime.db, session, request.params.id);
-    const [row] = await loadActionRows(runtime.db, [request.params.id], runtime.clock.now());
+    const history = await loadActionHistory(services.db, session, request.params.id);
+    const [row] = await loadActionRows(services.db, [request.params.id], services.clock.now());
     const action = row!;
     const labels = labelsOf(action);
     const stepLabels = new Map(history.flatMap((step) => (step.key_id && step.key ? [[step.key_id, step.key]] : [])));
@@ -235,13 +235,13 @@ ${action.result !== null && html`<details><summary>Output</summary>${json(action
 
   app.get('/actions.csv', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
-    const rows = await allActions(runtime.db, session, readFilters(request), runtime.clock.now());
-    const stamp = runtime.clock.now().toISOString().slice(0, 10);
+    const rows = await allActions(services.db, session, readFilters(request), services.clock.now());
+    const stamp = services.clock.now().toISOString().slice(0, 10);
     const mode = session.livemode ? 'live' : 'test';
     return reply
       .header('Content-Type', 'text/csv; charset=utf-8')
       .header('Content-Disposition', `attachment; filename="agent-actions-${mode}-${stamp}.csv"`)
-      .send(await actionsCsv(runtime.db, rows));
+      .send(await actionsCsv(services.db, rows));
   });
 }
 

@@ -9,10 +9,9 @@ import type { ConfirmationRow } from '../../db/tables/money.ts';
 import { custodialBalance } from '../../payouts/payouts.ts';
 import { approveConfirmation, refusedDecider, rejectConfirmation } from '../../pipeline/approvals.ts';
 import { effectiveStatus, presentConfirmation } from '../../policy/confirmations.ts';
-import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
+import { type DashboardDeps, type DashboardServices, pageContext, sendPage, sessionOf } from '../context.ts';
 import { loadKeyLabels } from '../../keys/labels.ts';
 import { type LinkedObject, linkedList, loadLinkedObjects } from '../linked.ts';
-import type { Runtime } from '../../runtime.ts';
 import type { DashboardSession } from '../sessions.ts';
 import {
   badge,
@@ -35,23 +34,27 @@ type Filter = (typeof FILTERS)[number];
 const PAGE_SIZE = 50;
 
 /** The held actions in the status asked for (pending by default), newest first. */
-async function confirmationsPage(runtime: Runtime, session: DashboardSession, query: unknown): Promise<SafeHtml> {
+async function confirmationsPage(
+  services: DashboardServices,
+  session: DashboardSession,
+  query: unknown,
+): Promise<SafeHtml> {
   const requested = param(query, 'status') ?? 'pending';
   if (!FILTERS.includes(requested as Filter)) {
     throw new AppError('invalid_request', `status must be one of ${FILTERS.join(', ')}.`, { param: 'status' });
   }
   const filter = requested as Filter;
   const startingAfter = param(query, 'starting_after');
-  const now = runtime.clock.now();
+  const now = services.clock.now();
   const { data: shown, has_more } = await listConfirmationsPage(
-    runtime.db,
+    services.db,
     session,
     filter,
     { limit: PAGE_SIZE, starting_after: startingAfter },
     now,
   );
   const labels = await loadKeyLabels(
-    runtime.db,
+    services.db,
     session.accountId,
     shown.map((r) => r.requested_by_key),
   );
@@ -100,24 +103,24 @@ async function heldActionPage(
   row: ConfirmationRow,
   query: unknown,
 ): Promise<SafeHtml> {
-  const { runtime } = deps;
-  const now = runtime.clock.now();
-  const c = presentConfirmation(runtime.config, row, now);
-  const labels = await loadKeyLabels(runtime.db, session.accountId, [c.requested_by_key, c.decided_by_key]);
-  const linked = await loadLinkedObjects(runtime.db, session, [c.result]);
-  const action = await findActionHeldBy(runtime.db, session.accountId, c.id);
+  const { services } = deps;
+  const now = services.clock.now();
+  const c = presentConfirmation(services.config, row, now);
+  const labels = await loadKeyLabels(services.db, session.accountId, [c.requested_by_key, c.decided_by_key]);
+  const linked = await loadLinkedObjects(services.db, session, [c.result]);
+  const action = await findActionHeldBy(services.db, session.accountId, c.id);
   const money = deps.tools.find((t) => t.name === c.tool)?.effect === 'money';
   const funds =
     c.status === 'pending' && money
       ? fundsFor(
-          await custodialBalance(runtime.db, session),
+          await custodialBalance(services.db, session),
           PAID_FROM_BALANCE.has(c.tool) ? (action?.amount_settlement_minor ?? null) : null,
         )
       : undefined;
-  const blocked = await blockers(runtime.db, session, row, c.status, funds);
+  const blocked = await blockers(services.db, session, row, c.status, funds);
   const sentence = html`${withShortAddresses(c.summary)}${
     typeof c.input['memo'] === 'string' && html` — memo: ${c.input['memo']}`
-  } — asked by ${await askerName(runtime.db, session.accountId, c.requested_by_key)}`;
+  } — asked by ${await askerName(services.db, session.accountId, c.requested_by_key)}`;
   const body = html`<h1>Held action <code>${c.id}</code></h1>
 ${messageOf(query)}
 <div class="card">
@@ -142,12 +145,12 @@ ${decisionForms(session, c.id, blocked)}
 }
 
 export function registerConfirmations(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
+  const { services } = deps;
   const view = { dashboard: { scopes: screen('confirmations').scopes } };
   const decide = { dashboard: { scopes: ['approvals'] as const } };
 
   app.get('/confirmations', { config: view }, async (request, reply) => {
-    const body = await confirmationsPage(runtime, sessionOf(request), request.query);
+    const body = await confirmationsPage(services, sessionOf(request), request.query);
     return sendPage(
       reply,
       200,
@@ -156,7 +159,7 @@ export function registerConfirmations(app: FastifyInstance, deps: DashboardDeps)
   });
 
   const load = async (session: DashboardSession, id: string): Promise<ConfirmationRow> => {
-    const row = await findConfirmation(runtime.db, session, id);
+    const row = await findConfirmation(services.db, session, id);
     if (!row) throw new AppError('not_found', `No such confirmation: '${id}'.`, { param: 'id' });
     return row;
   };
@@ -197,7 +200,7 @@ export function registerConfirmations(app: FastifyInstance, deps: DashboardDeps)
   app.post<{ Params: { id: string } }>('/confirmations/:id/approve', { config: decide }, async (request, reply) =>
     decideWith(request, reply, 'approve', async () => {
       const result = await approveConfirmation(
-        runtime,
+        services,
         deps.tools,
         { ...sessionOf(request), viaDashboard: true },
         request.params.id,
@@ -208,7 +211,7 @@ export function registerConfirmations(app: FastifyInstance, deps: DashboardDeps)
 
   app.post<{ Params: { id: string } }>('/confirmations/:id/reject', { config: decide }, async (request, reply) =>
     decideWith(request, reply, 'reject', () =>
-      rejectConfirmation(runtime, { ...sessionOf(request), viaDashboard: true }, request.params.id),
+      rejectConfirmation(services, { ...sessionOf(request), viaDashboard: true }, request.params.id),
     ),
   );
 }

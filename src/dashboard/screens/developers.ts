@@ -21,8 +21,7 @@ import {
   rotateWebhookSecret,
   type WebhookSecretView,
 } from '../../webhooks/secrets.ts';
-import type { Runtime } from '../../runtime.ts';
-import { type DashboardDeps, formOf, pageContext, sendPage, sessionOf } from '../context.ts';
+import { type DashboardDeps, type DashboardServices, formOf, pageContext, sendPage, sessionOf } from '../context.ts';
 import { clearedSessionCookie, type DashboardSession, endKeySessions } from '../sessions.ts';
 import { badge, csrfField, maybe, notice, param, renderPage, table, time } from '../view.ts';
 import { railsSection } from './rails.ts';
@@ -82,9 +81,9 @@ ${extra}
 }
 
 /** The account's keys in the session's mode, and the form to create one. */
-async function keysSection(runtime: Runtime, session: DashboardSession): Promise<SafeHtml> {
-  const now = runtime.clock.now();
-  const all = await listAccountApiKeys(runtime.db, session.accountId, session);
+async function keysSection(services: DashboardServices, session: DashboardSession): Promise<SafeHtml> {
+  const now = services.clock.now();
+  const all = await listAccountApiKeys(services.db, session.accountId, session);
   return html`<h2 id="api-keys">API keys</h2>
 <p class="muted">Secrets are shown once, when a key is created or rotated; here you see only their first and last characters. These are the account's ${session.livemode ? 'live' : 'test'}-mode keys: sign in with a ${session.livemode ? 'test' : 'live'} key to see and manage ${session.livemode ? 'test' : 'live'}-mode keys.</p>
 ${table(
@@ -123,14 +122,14 @@ ${API_KEY_SCOPES.map((scope) => {
 }
 
 /** The mode's webhook signing secret (shown only when asked for) and the form to rotate it. */
-async function secretSection(runtime: Runtime, session: DashboardSession, show: boolean): Promise<SafeHtml> {
+async function secretSection(services: DashboardServices, session: DashboardSession, show: boolean): Promise<SafeHtml> {
   let secret: WebhookSecretView | undefined;
   try {
     secret = await readWebhookSecret(
-      runtime.db,
-      runtime.secretBox,
+      services.db,
+      services.secretBox,
       { accountId: session.accountId, livemode: session.livemode },
-      runtime.clock.now(),
+      services.clock.now(),
     );
   } catch (error) {
     if (!isAppError(error) || error.code !== 'not_found') throw error;
@@ -158,19 +157,19 @@ ${
 
 /** One key: its facts, and the forms to rotate or revoke it where the session may. */
 async function keyPage(
-  runtime: Runtime,
+  services: DashboardServices,
   session: DashboardSession,
   id: string,
 ): Promise<{ title: string; body: SafeHtml }> {
-  const row = await getAccountApiKey(runtime.db, session.accountId, id, session);
+  const row = await getAccountApiKey(services.db, session.accountId, id, session);
   const key = presentApiKey(row);
-  const now = runtime.clock.now();
+  const now = services.clock.now();
   const usable = isUsable(key, now);
   const own = key.id === session.keyId;
   // revokeAccountApiKey and rotateAccountApiKey enforce the scopes and approver rules; they are
   // read here only so that the page offers no form that can only be refused, and says why.
   const beyond = scopesNotHeld(session, key.scopes);
-  const rotation = beyond.length > 0 ? undefined : await rotationRefusal(runtime.db, session, row);
+  const rotation = beyond.length > 0 ? undefined : await rotationRefusal(services.db, session, row);
   let manage: SafeHtml;
   if (!usable) {
     manage = html`<p class="muted">This key no longer works; there is nothing to manage.</p>`;
@@ -216,7 +215,7 @@ ${manage}
 
 /** A new key from the create form, within what the session may grant. */
 async function createKeyFromForm(
-  runtime: Runtime,
+  services: DashboardServices,
   session: DashboardSession,
   form: URLSearchParams,
 ): Promise<IssuedApiKey> {
@@ -232,7 +231,7 @@ async function createKeyFromForm(
   // The dashboard makes no assistant keys of its own (the API and the CLI do); one signed in with
   // an assistant's key makes assistant keys only.
   assertCanGrant(session, livemode, scopes, session.assistant);
-  const issued = await issueApiKey(runtime.db, {
+  const issued = await issueApiKey(services.db, {
     accountId: session.accountId,
     livemode,
     scopes: [...new Set(scopes)] as ApiKeyScope[],
@@ -248,7 +247,7 @@ export function registerDevelopers(
   deps: DashboardDeps,
   options: { secureCookie: boolean },
 ): void {
-  const { runtime } = deps;
+  const { services } = deps;
   const keys = { dashboard: { scopes: ['keys'] as const } };
   const webhooks = { dashboard: { scopes: ['webhooks'] as const } };
 
@@ -263,11 +262,11 @@ export function registerDevelopers(
       const done = param(request.query, 'done');
       const body = html`<h1>Developers</h1>
 ${done && DONE[done] && notice('ok', DONE[done])}
-${session.scopes.has('keys') ? await keysSection(runtime, session) : notice('info', html`API keys need the <code>keys</code> scope.`)}
-${await railsSection(runtime, session)}
+${session.scopes.has('keys') ? await keysSection(services, session) : notice('info', html`API keys need the <code>keys</code> scope.`)}
+${await railsSection(services, session)}
 ${
   session.scopes.has('webhooks')
-    ? await secretSection(runtime, session, param(request.query, 'show') === 'webhook-secret')
+    ? await secretSection(services, session, param(request.query, 'show') === 'webhook-secret')
     : notice('info', html`The webhook secret needs the <code>webhooks</code> scope.`)
 }`;
       return page(request, reply, 200, 'Developers', body);
@@ -275,24 +274,24 @@ ${
   );
 
   const loadKey = async (session: DashboardSession, id: string): Promise<ApiKeyView> => {
-    return presentApiKey(await getAccountApiKey(runtime.db, session.accountId, id, session));
+    return presentApiKey(await getAccountApiKey(services.db, session.accountId, id, session));
   };
 
   app.get<{ Params: { id: string } }>('/developers/keys/:id', { config: keys }, async (request, reply) => {
-    const { title, body } = await keyPage(runtime, sessionOf(request), request.params.id);
+    const { title, body } = await keyPage(services, sessionOf(request), request.params.id);
     return page(request, reply, 200, title, body);
   });
 
   app.post('/developers/keys', { config: keys }, async (request, reply) => {
-    const issued = await createKeyFromForm(runtime, sessionOf(request), formOf(request));
+    const issued = await createKeyFromForm(services, sessionOf(request), formOf(request));
     return page(request, reply, 201, 'Key created', newSecretPage('Key created', issued, html``));
   });
 
   app.post<{ Params: { id: string } }>('/developers/keys/:id/revoke', { config: keys }, async (request, reply) => {
     const session = sessionOf(request);
     const key = await loadKey(session, request.params.id);
-    const now = runtime.clock.now();
-    await runtime.db.transaction().execute(async (trx) => {
+    const now = services.clock.now();
+    await services.db.transaction().execute(async (trx) => {
       await revokeAccountApiKey(trx, session.accountId, key.id, now, session);
       await endKeySessions(trx, session.accountId, key.id, now);
     });
@@ -316,11 +315,11 @@ ${
     const session = sessionOf(request);
     const key = await loadKey(session, request.params.id);
     const minutes = readGrace(formOf(request), 'expires_in_minutes');
-    const rotated = await runtime.db.transaction().execute((trx) =>
+    const rotated = await services.db.transaction().execute((trx) =>
       rotateAccountApiKey(trx, {
         keyId: key.id,
         oldKeyExpiresInMinutes: minutes,
-        now: runtime.clock.now(),
+        now: services.clock.now(),
         manager: session,
       }),
     );
@@ -334,11 +333,11 @@ ${
   app.post('/developers/webhook-secret/rotate', { config: webhooks }, async (request, reply) => {
     const session = sessionOf(request);
     const minutes = readGrace(formOf(request), 'grace_period_minutes');
-    await runtime.db.transaction().execute((trx) =>
-      rotateWebhookSecret(trx, runtime.secretBox, {
+    await services.db.transaction().execute((trx) =>
+      rotateWebhookSecret(trx, services.secretBox, {
         accountId: session.accountId,
         livemode: session.livemode,
-        now: runtime.clock.now(),
+        now: services.clock.now(),
         gracePeriodMinutes: minutes,
       }),
     );

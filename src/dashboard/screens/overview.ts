@@ -10,20 +10,20 @@ import { allows, badge, renderPage, SCREENS, screen, table, time, usdc } from '.
 const RECENT_RUNS = 5;
 
 export function registerOverview(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
+  const { services } = deps;
 
   app.get('/', async (request, reply) => {
     const session = sessionOf(request);
-    const now = runtime.clock.now();
+    const now = services.clock.now();
     const cards: SafeHtml[] = [];
     if (allows(session, screen('confirmations').scopes)) {
-      const pending = await countPendingConfirmations(runtime.db, session, now);
+      const pending = await countPendingConfirmations(services.db, session, now);
       cards.push(
         html`<div class="card"><p class="muted">Waiting for approval</p><p class="stat" id="pending-count">${pending}</p><p><a href="/dashboard/confirmations">Review held actions</a></p></div>`,
       );
     }
     if (session.scopes.has('payments:read')) {
-      const balance = await custodialBalance(runtime.db, session);
+      const balance = await custodialBalance(services.db, session);
       cards.push(
         html`<div class="card"><p class="muted">Available balance</p><p class="stat">${usdc(balance.availableMinor)}</p><p class="muted">${usdc(balance.pendingPayoutsMinor)} in queued payouts</p></div>`,
       );
@@ -31,8 +31,8 @@ export function registerOverview(app: FastifyInstance, deps: DashboardDeps): voi
 
     let recent = html``;
     if (allows(session, screen('runs').scopes)) {
-      const runs = await listRecentRuns(runtime.db, session, RECENT_RUNS);
-      const current = await currentRunStatuses(runtime.db, session, runs, runtime.clock.now());
+      const runs = await listRecentRuns(services.db, session, RECENT_RUNS);
+      const current = await currentRunStatuses(services.db, session, runs, services.clock.now());
       recent = html`<h2>Recent agent runs</h2>
 ${table(
   ['Run', 'Created', 'Status', 'Instruction'],

@@ -9,15 +9,14 @@ import { refundActionRequired } from '../../refunds/refunds.ts';
 import { formatDisplay } from '../../domain/money.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../../domain/payment-status.ts';
 import { checkoutUrl, currencyOf, presentPayment } from '../../domain/present-payment.ts';
-import type { Runtime } from '../../runtime.ts';
-import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
+import { type DashboardDeps, type DashboardServices, pageContext, sendPage, sessionOf } from '../context.ts';
 import type { DashboardSession } from '../sessions.ts';
 import { badge, json, maybe, pager, param, renderPage, screen, select, table, time, usdc } from '../view.ts';
 
 const PAGE_SIZE = 50;
 
 /** The mode's payments, newest first, filtered by status or reference. */
-async function paymentsPage(runtime: Runtime, session: DashboardSession, query: unknown): Promise<SafeHtml> {
+async function paymentsPage(services: DashboardServices, session: DashboardSession, query: unknown): Promise<SafeHtml> {
   const status = param(query, 'status');
   const reference = param(query, 'reference');
   const startingAfter = param(query, 'starting_after');
@@ -27,7 +26,7 @@ async function paymentsPage(runtime: Runtime, session: DashboardSession, query: 
     });
   }
   const { data: shown, has_more } = await listPaymentsPage(
-    runtime.db,
+    services.db,
     session,
     { status: status as PaymentStatus | undefined, reference },
     { limit: PAGE_SIZE, starting_after: startingAfter },
@@ -60,12 +59,12 @@ ${pager('/dashboard/payments', { status, reference, starting_after: startingAfte
 }
 
 /** One payment for finance: its record, every attempt to pay it, its refunds and every provider message. */
-async function paymentPage(runtime: Runtime, session: DashboardSession, row: PaymentRow): Promise<SafeHtml> {
-  const p = presentPayment(runtime.config, row);
+async function paymentPage(services: DashboardServices, session: DashboardSession, row: PaymentRow): Promise<SafeHtml> {
+  const p = presentPayment(services.config, row);
   // What finance needs to answer "did this payer pay?": every attempt and every provider message.
-  const attempts = await listPaymentAttempts(runtime.db, row.id);
-  const railEvents = await listRailEvents(runtime.db, row.id);
-  const refunds = await listPaymentRefunds(runtime.db, session, row.id);
+  const attempts = await listPaymentAttempts(services.db, row.id);
+  const railEvents = await listRailEvents(services.db, row.id);
+  const refunds = await listPaymentRefunds(services.db, session, row.id);
   const body = html`<h1>Payment <code>${p.id}</code></h1>
 <div class="card"><dl class="facts">
 <dt>Status</dt><dd>${badge(p.status)}</dd>
@@ -75,7 +74,7 @@ async function paymentPage(runtime: Runtime, session: DashboardSession, row: Pay
 <dt>Merchant name</dt><dd>${maybe(p.merchant_name)}</dd>
 <dt>Description</dt><dd>${maybe(p.description)}</dd>
 <dt>Reference</dt><dd>${maybe(p.reference)}</dd>
-<dt>Checkout</dt><dd><code>${checkoutUrl(runtime.config, p.id)}</code></dd>
+<dt>Checkout</dt><dd><code>${checkoutUrl(services.config, p.id)}</code></dd>
 <dt>Quote</dt><dd>rate ${p.quote.rate} (${p.quote.source}), fee ${p.quote.fee_bps} bps → ${usdc(row.settlement_minor)}</dd>
 <dt>Settles to</dt><dd>${p.payout_address ? html`<code>${p.payout_address}</code>` : 'the custodial balance'}</dd>
 <dt>Transaction</dt><dd id="payment-tx-hash">${row.settlement_tx_hash ? html`<code class="tx-hash">${row.settlement_tx_hash}</code>` : maybe(null)}</dd>
@@ -144,19 +143,19 @@ ${table(
 }
 
 export function registerPayments(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
+  const { services } = deps;
   const access = { dashboard: { scopes: screen('payments').scopes } };
 
   app.get('/payments', { config: access }, async (request, reply) => {
-    const body = await paymentsPage(runtime, sessionOf(request), request.query);
+    const body = await paymentsPage(services, sessionOf(request), request.query);
     return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Payments', body, { section: 'payments' }));
   });
 
   app.get<{ Params: { id: string } }>('/payments/:id', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
-    const row = await findPayment(runtime.db, session, request.params.id);
+    const row = await findPayment(services.db, session, request.params.id);
     if (!row) throw new AppError('not_found', `No such payment: '${request.params.id}'.`, { param: 'id' });
-    const body = await paymentPage(runtime, session, row);
+    const body = await paymentPage(services, session, row);
     return sendPage(
       reply,
       200,

@@ -90,7 +90,7 @@ function payoutLine(row: PayoutScreenRow): SafeHtml {
 }
 
 export function registerPayouts(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
+  const { services } = deps;
   const access = { dashboard: { scopes: screen('payouts').scopes } };
 
   app.get('/payouts', { config: access }, async (request, reply) => {
@@ -98,11 +98,11 @@ export function registerPayouts(app: FastifyInstance, deps: DashboardDeps): void
     const filters = readFilters(request);
     const startingAfter = param(request.query, 'starting_after');
     const { held, payouts, has_more } = await loadPayoutScreen(
-      runtime.db,
+      services.db,
       session,
       toQuery(filters),
       { limit: PAGE_SIZE, starting_after: startingAfter },
-      runtime.clock.now(),
+      services.clock.now(),
     );
     const body = html`<h1>Payouts</h1>
 <p class="muted">Payouts from the balance, a revenue share's legs among them, newest first; payouts the policy holds for approval first. Times are UTC.</p>
@@ -127,7 +127,7 @@ ${pager('/dashboard/payouts', { ...filters, starting_after: startingAfter }, has
   app.get('/payouts.csv', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
     const rows = await allPayouts(deps, session, toQuery(readFilters(request)));
-    const stamp = runtime.clock.now().toISOString().slice(0, 10);
+    const stamp = services.clock.now().toISOString().slice(0, 10);
     const mode = session.livemode ? 'live' : 'test';
     return reply
       .header('Content-Type', 'text/csv; charset=utf-8')
@@ -137,7 +137,7 @@ ${pager('/dashboard/payouts', { ...filters, starting_after: startingAfter }, has
 
   app.get<{ Params: { id: string } }>('/payouts/:id', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
-    const row = await findPayout(runtime.db, session, request.params.id);
+    const row = await findPayout(services.db, session, request.params.id);
     if (!row) throw new AppError('not_found', `No such payout: '${request.params.id}'.`, { param: 'id' });
     const p = presentPayout(row);
     const body = html`<h1>Payout <code>${p.id}</code></h1>
@@ -163,16 +163,16 @@ ${p.failed_at && html`<dt>Failed</dt><dd>${time(p.failed_at)}</dd>`}
 }
 
 async function allPayouts(deps: DashboardDeps, scope: ModeScope, query: PayoutScreenQuery): Promise<PayoutScreenRow[]> {
-  const { runtime } = deps;
+  const { services } = deps;
   const rows: PayoutScreenRow[] = [];
   let after: string | undefined;
   while (rows.length < CSV_MAX_ROWS) {
     const page = await loadPayoutScreen(
-      runtime.db,
+      services.db,
       scope,
       query,
       { limit: CSV_PAGE, starting_after: after },
-      runtime.clock.now(),
+      services.clock.now(),
     );
     rows.push(...page.held, ...page.payouts);
     if (!page.has_more || page.payouts.length === 0) break;

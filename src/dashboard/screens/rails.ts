@@ -1,7 +1,7 @@
 import { html, type SafeHtml } from '../../checkout/html.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
 import { offeredRailsOf } from '../../payments/rails/attempts.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { DashboardServices } from '../context.ts';
 import type { DashboardSession } from '../sessions.ts';
 import { table } from '../view.ts';
 
@@ -12,8 +12,8 @@ const NAMES: Record<ProviderRail, string> = { paystack: 'Paystack', mpesa: 'M-Pe
  * read-only. The operator of the instance collects on every rail and sets its credentials from the
  * CLI; a dashboard session cannot, like an API key cannot.
  */
-export async function railsSection(runtime: Runtime, session: DashboardSession): Promise<SafeHtml> {
-  const offered = await offeredRailsOf(runtime, session);
+export async function railsSection(services: DashboardServices, session: DashboardSession): Promise<SafeHtml> {
+  const offered = await offeredRailsOf(services, session);
   const mode = session.livemode ? 'live' : 'test';
   return html`<h2 id="payer-rails">Payer rails</h2>
 <p class="muted">How payers pay this mode's checkouts. The operator of this plainpay instance collects the payer's money on every rail and credits you the stablecoin; rails are set up by the operator, not here.${session.livemode ? '' : ' Test mode always has the sandbox rail.'}</p>

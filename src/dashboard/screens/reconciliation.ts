@@ -20,23 +20,23 @@ const RUNS_SHOWN = 62;
  * accounts, the treasury) is the operator's, read with the CLI or the operator API.
  */
 export function registerReconciliation(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
+  const { services } = deps;
   const access = { dashboard: { scopes: screen('reconciliation').scopes } };
 
   /** A completed run, whichever day; its lines are filtered to the session's account and mode. */
   const completedRun = async (id: string): Promise<ReconciliationRunRow> => {
-    const run = await findRun(runtime.db, id);
+    const run = await findRun(services.db, id);
     if (run?.status !== 'completed') {
       throw new AppError('not_found', `No such reconciliation: '${id}'.`, { param: 'id' });
     }
     return run;
   };
   const ownLines = (run: ReconciliationRunRow, session: DashboardSession) =>
-    listRunLines(runtime.db, run.id, { accountId: session.accountId, livemode: session.livemode });
+    listRunLines(services.db, run.id, { accountId: session.accountId, livemode: session.livemode });
 
   app.get('/reconciliation', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
-    const runs = await listCompletedRunsFor(runtime.db, session, RUNS_SHOWN);
+    const runs = await listCompletedRunsFor(services.db, session, RUNS_SHOWN);
     const body = html`<h1>Reconciliation</h1>
 <p>Every day plainpay holds what the payment providers say they collected against what it booked and
 what it settled on chain. These are the differences about your payments and settlements (${session.livemode ? 'live' : 'test'} mode);

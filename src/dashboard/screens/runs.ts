@@ -5,8 +5,7 @@ import { html, type SafeHtml } from '../../checkout/html.ts';
 import { parseInput } from '../../core/validation.ts';
 import { findAgentRun, listRunsPage } from '../../db/repositories/agent-runs.ts';
 import { currentRunStatuses } from '../run-status.ts';
-import type { Runtime } from '../../runtime.ts';
-import { type DashboardDeps, pageContext, sendPage, sessionOf } from '../context.ts';
+import { type DashboardDeps, type DashboardServices, pageContext, sendPage, sessionOf } from '../context.ts';
 import type { DashboardSession } from '../sessions.ts';
 import { loadKeyLabels } from '../../keys/labels.ts';
 import { linkedList, loadLinkedObjects } from '../linked.ts';
@@ -47,23 +46,23 @@ function shorten(text: string, max: number): string {
 }
 
 /** The agent runs in the session's mode, newest first, filtered by status. */
-async function runsPage(runtime: Runtime, session: DashboardSession, query: unknown): Promise<SafeHtml> {
+async function runsPage(services: DashboardServices, session: DashboardSession, query: unknown): Promise<SafeHtml> {
   const filters = { status: param(query, 'status'), starting_after: param(query, 'starting_after') };
   const filter = parseInput(runsFilter, filters);
   // A question nobody answered in time is shown as what it is now: expired.
-  await expireUnansweredRuns(runtime, session);
+  await expireUnansweredRuns(services, session);
   const { data: shown, has_more } = await listRunsPage(
-    runtime.db,
+    services.db,
     session,
     { status: filter.status },
     { limit: PAGE_SIZE, starting_after: filter.starting_after },
   );
   const labels = await loadKeyLabels(
-    runtime.db,
+    services.db,
     session.accountId,
     shown.map((r) => r.key_id),
   );
-  const current = await currentRunStatuses(runtime.db, session, shown, runtime.clock.now());
+  const current = await currentRunStatuses(services.db, session, shown, services.clock.now());
   const body = html`<h1>Agent runs</h1>
 <form class="filters" method="get" action="/dashboard/runs">
 ${select('status', 'Status', RUN_STATUSES, filter.status)}
@@ -89,20 +88,20 @@ ${pager('/dashboard/runs', filters, has_more ? shown.at(-1)?.id : undefined)}`;
 }
 
 /** One run: the instruction, its conversation, every step with its decision and result, what it holds. */
-async function runPage(runtime: Runtime, session: DashboardSession, view: AgentRunView): Promise<SafeHtml> {
+async function runPage(services: DashboardServices, session: DashboardSession, view: AgentRunView): Promise<SafeHtml> {
   // loadRunView has found the run among the session's own: it is there.
-  const row = (await findAgentRun(runtime.db, session, view.run_id))!;
-  const labels = await loadKeyLabels(runtime.db, session.accountId, [
+  const row = (await findAgentRun(services.db, session, view.run_id))!;
+  const labels = await loadKeyLabels(services.db, session.accountId, [
     row.key_id,
     ...view.actions.map((a) => a.approved_by_key),
   ]);
   const linked = await loadLinkedObjects(
-    runtime.db,
+    services.db,
     session,
     view.actions.map((a) => a.result),
   );
   const status =
-    (await currentRunStatuses(runtime.db, session, [{ id: row.id, status: view.status }], runtime.clock.now())).get(
+    (await currentRunStatuses(services.db, session, [{ id: row.id, status: view.status }], services.clock.now())).get(
       row.id,
     ) ?? view.status;
   const body = html`<h1>Agent run <code>${view.run_id}</code></h1>
@@ -162,18 +161,18 @@ ${
 }
 
 export function registerRuns(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
+  const { services } = deps;
   const access = { dashboard: { scopes: screen('runs').scopes } };
 
   app.get('/runs', { config: access }, async (request, reply) => {
-    const body = await runsPage(runtime, sessionOf(request), request.query);
+    const body = await runsPage(services, sessionOf(request), request.query);
     return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Agent runs', body, { section: 'runs' }));
   });
 
   app.get<{ Params: { id: string } }>('/runs/:id', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
-    const view = await loadRunView(runtime, session, request.params.id);
-    const body = await runPage(runtime, session, view);
+    const view = await loadRunView(services, session, request.params.id);
+    const body = await runPage(services, session, view);
     return sendPage(
       reply,
       200,

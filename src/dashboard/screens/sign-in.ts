@@ -59,7 +59,7 @@ export function safeNext(value: string | undefined): string | undefined {
 }
 
 export function registerSignIn(app: FastifyInstance, deps: DashboardDeps, options: { secureCookie: boolean }): void {
-  const { runtime } = deps;
+  const { services } = deps;
   /** authenticate() writes last_used_at at most once a minute per key; this remembers when. */
   const touched = new Map<string, number>();
 
@@ -95,7 +95,7 @@ export function registerSignIn(app: FastifyInstance, deps: DashboardDeps, option
     }
     let auth: Awaited<ReturnType<typeof authenticate>>;
     try {
-      auth = await authenticate(runtime, `Bearer ${key}`, touched);
+      auth = await authenticate(services, `Bearer ${key}`, touched);
     } catch (error) {
       if (!isAppError(error) || error.status !== 401) throw error;
       return sendPage(
@@ -107,18 +107,18 @@ export function registerSignIn(app: FastifyInstance, deps: DashboardDeps, option
         }),
       );
     }
-    const now = runtime.clock.now();
+    const now = services.clock.now();
     // A new session id at every sign-in: an id planted before sign-in is never promoted.
     const previous = readSessionCookie(request.headers.cookie);
-    if (previous) await endSession(runtime.db, hashSessionId(previous), now);
-    const { id } = await createSession(runtime.db, auth, now);
+    if (previous) await endSession(services.db, hashSessionId(previous), now);
+    const { id } = await createSession(services.db, auth, now);
     reply.header('Set-Cookie', sessionCookie(id, SESSION_MAX_MS / 1000, options.secureCookie));
     return reply.redirect(next ?? '/dashboard', 303);
   });
 
   app.post('/sign-out', async (request, reply) => {
     const session = request.dashboardSession;
-    if (session) await endSession(runtime.db, session.idHash, runtime.clock.now());
+    if (session) await endSession(services.db, session.idHash, services.clock.now());
     reply.header('Set-Cookie', clearedSessionCookie(options.secureCookie));
     return reply.redirect('/dashboard/sign-in?signed_out=1', 303);
   });

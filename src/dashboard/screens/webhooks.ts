@@ -24,8 +24,7 @@ import {
 } from '../../webhooks/endpoints.ts';
 import { ALL_EVENT_TYPES, describeEventType, EVENT_TYPES } from '../../webhooks/event-types.ts';
 import { presentAttempt, presentDelivery, presentEvent } from '../../webhooks/events.ts';
-import { type DashboardDeps, formOf, pageContext, sendPage, sessionOf } from '../context.ts';
-import type { Runtime } from '../../runtime.ts';
+import { type DashboardDeps, type DashboardServices, formOf, pageContext, sendPage, sessionOf } from '../context.ts';
 import type { DashboardSession } from '../sessions.ts';
 import { badge, csrfField, json, maybe, notice, pager, param, renderPage, screen, table, time } from '../view.ts';
 
@@ -90,17 +89,17 @@ ${EVENT_TYPES.map(
 }
 
 /** The account's endpoints and its events, newest first, filtered by type or object. */
-async function eventsPage(runtime: Runtime, session: DashboardSession, query: unknown): Promise<SafeHtml> {
+async function eventsPage(services: DashboardServices, session: DashboardSession, query: unknown): Promise<SafeHtml> {
   const type = param(query, 'type');
   const objectId = param(query, 'object_id');
   const startingAfter = param(query, 'starting_after');
   const { data: shown, has_more } = await listEventsWithDeliveriesPage(
-    runtime.db,
+    services.db,
     session,
     { type, objectId },
     { limit: PAGE_SIZE, starting_after: startingAfter },
   );
-  const endpoints = await listWebhookEndpoints(runtime.db, session, { limit: MAX_WEBHOOK_ENDPOINTS });
+  const endpoints = await listWebhookEndpoints(services.db, session, { limit: MAX_WEBHOOK_ENDPOINTS });
   const done = param(query, 'done');
   const body = html`<h1>Webhooks</h1>
 ${done && DONE[done] && notice('ok', DONE[done])}
@@ -137,14 +136,14 @@ ${pager('/dashboard/webhooks', { type, object_id: objectId, starting_after: star
 
 /** One event: its body, its deliveries and every attempt, and the form to deliver it again. */
 async function eventPage(
-  runtime: Runtime,
+  services: DashboardServices,
   session: DashboardSession,
   found: EventWithDeliveries,
   redelivered: boolean,
 ): Promise<SafeHtml> {
   const event = presentEvent(found.event, found.deliveries);
-  const now = runtime.clock.now();
-  const attempts = (await listAttempts(runtime.db, found.event.id)).map((a) =>
+  const now = services.clock.now();
+  const attempts = (await listAttempts(services.db, found.event.id)).map((a) =>
     presentAttempt(a, found.deliveries, now),
   );
   const d = event.delivery;
@@ -196,24 +195,24 @@ ${table(
 }
 
 export function registerWebhooks(app: FastifyInstance, deps: DashboardDeps): void {
-  const { runtime } = deps;
+  const { services } = deps;
   const access = { dashboard: { scopes: screen('webhooks').scopes } };
 
   const ownedEvent = async (session: DashboardSession, id: string) => {
-    const found = await findEventWithDeliveries(runtime.db, session, id);
+    const found = await findEventWithDeliveries(services.db, session, id);
     if (!found) throw new AppError('not_found', `No such event: '${id}'.`, { param: 'id' });
     return found;
   };
 
   app.get('/webhooks', { config: access }, async (request, reply) => {
-    const body = await eventsPage(runtime, sessionOf(request), request.query);
+    const body = await eventsPage(services, sessionOf(request), request.query);
     return sendPage(reply, 200, renderPage(pageContext(deps, request), 'Webhooks', body, { section: 'webhooks' }));
   });
 
   app.get<{ Params: { id: string } }>('/webhooks/events/:id', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
     const found = await ownedEvent(session, request.params.id);
-    const body = await eventPage(runtime, session, found, param(request.query, 'done') === 'redeliver');
+    const body = await eventPage(services, session, found, param(request.query, 'done') === 'redeliver');
     return sendPage(
       reply,
       200,
@@ -229,21 +228,21 @@ export function registerWebhooks(app: FastifyInstance, deps: DashboardDeps): voi
         `Event '${found.event.id}' has no webhook URL and no endpoint received it: it was recorded only, so there is nowhere to deliver it.`,
       );
     }
-    await requestRedelivery(runtime.db, found.event.id, runtime.clock.now());
+    await requestRedelivery(services.db, found.event.id, services.clock.now());
     return reply.redirect(`/dashboard/webhooks/events/${found.event.id}?done=redeliver`, 303);
   });
 
   app.post('/webhooks/endpoints', { config: access }, async (request, reply) => {
     const session = sessionOf(request);
     const input = readEndpointForm(formOf(request));
-    await assertEndpointUrl(input.url, { allowPrivate: runtime.config.webhookAllowPrivate });
-    const created = await runtime.db.transaction().execute((trx) =>
-      createWebhookEndpoint(trx, runtime.secretBox, {
+    await assertEndpointUrl(input.url, { allowPrivate: services.config.webhookAllowPrivate });
+    const created = await services.db.transaction().execute((trx) =>
+      createWebhookEndpoint(trx, services.secretBox, {
         accountId: session.accountId,
         livemode: session.livemode,
         ...input,
         disabled: false,
-        now: runtime.clock.now(),
+        now: services.clock.now(),
       }),
     );
     const body = html`<h1>Endpoint added</h1>
@@ -274,11 +273,11 @@ ${notice('warn', html`<strong>Copy the signing secret now.</strong> It is shown 
       { config: access },
       async (request, reply) => {
         const updated = await updateWebhookEndpoint(
-          runtime.db,
+          services.db,
           sessionOf(request),
           request.params.id,
           { disabled },
-          runtime.clock.now(),
+          services.clock.now(),
         );
         if (!updated) throw new AppError('not_found', `No such webhook endpoint: '${request.params.id}'.`);
         return reply.redirect(`/dashboard/webhooks?done=endpoint-${action}d#endpoints`, 303);
@@ -287,7 +286,7 @@ ${notice('warn', html`<strong>Copy the signing secret now.</strong> It is shown 
   }
 
   app.post<{ Params: { id: string } }>('/webhooks/endpoints/:id/delete', { config: access }, async (request, reply) => {
-    if (!(await deleteWebhookEndpoint(runtime.db, sessionOf(request), request.params.id, runtime.clock.now()))) {
+    if (!(await deleteWebhookEndpoint(services.db, sessionOf(request), request.params.id, services.clock.now()))) {
       throw new AppError('not_found', `No such webhook endpoint: '${request.params.id}'.`);
     }
     return reply.redirect('/dashboard/webhooks?done=endpoint-deleted#endpoints', 303);

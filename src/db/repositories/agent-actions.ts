@@ -69,3 +69,18 @@ export async function findActionHeldBy(
     .orderBy('created_at')
     .executeTakeFirst();
 }
+
+/**
+ * The actions of these runs with their confirmation's status and expiry (none when nothing held
+ * them): what a held run's status is now (dashboard/run-status.ts).
+ */
+export function listRunActionsWithConfirmations(db: Db, scope: ModeScope, runIds: readonly string[]) {
+  return db
+    .selectFrom('agent_actions as a')
+    .leftJoin('confirmations as c', 'c.id', 'a.confirmation_id')
+    .select(['a.run_id', 'a.status', 'c.status as c_status', 'c.expires_at'])
+    .where('a.account_id', '=', scope.accountId)
+    .where('a.livemode', '=', scope.livemode)
+    .where('a.run_id', 'in', runIds)
+    .execute();
+}
