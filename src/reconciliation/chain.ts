@@ -1,15 +1,16 @@
-import { sql } from 'kysely';
 import type { Hex } from 'viem';
 import { type ChainConnection, isBatchPaid } from '../chain/chain.ts';
 import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
 import type { Db } from '../db/database.ts';
+import { listTreasuryObligations } from '../db/repositories/ledger-accounts.ts';
+import { type ConfirmedTransfer, listTransfersConfirmedIn } from '../db/repositories/transfers.ts';
 import type { TransferKind } from '../db/tables/settlement.ts';
 import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
-import type { Runtime } from '../runtime.ts';
 import { type ChainSession, openChainSession } from '../settlement/chain-session.ts';
 import { checkSettlementInvariants } from '../settlement/invariants.ts';
 import { receiptOf } from '../settlement/relayer.ts';
 import type { DayWindow } from './day.ts';
+import type { ReconciliationServices, SettlementReads } from './services.ts';
 import { line, type ReconciliationLine } from './lines.ts';
 
 /**
@@ -65,29 +66,17 @@ export interface ChainSide {
   treasury: TreasuryCover | null;
 }
 
-interface ConfirmedTransfer {
-  id: string;
-  kind: TransferKind;
-  source_id: string;
-  account_id: string;
-  livemode: boolean;
-  amount_minor: bigint;
-  payment_currency: string | null;
-  batch_id: string;
-  batch_key: string;
-  chain_key: string | null;
-  tx_hash: string | null;
-  ephemeral: boolean | null;
-}
-
 /**
- * Takes the whole runtime because the treasury check it reuses (checkSettlementInvariants) and the
- * chain session it reads through are made for one.
+ * Given what the settlement side is given (SettlementReads): the treasury check it reuses
+ * (checkSettlementInvariants) and the chain session it reads through are that side's.
  */
-export async function reconcileChain(runtime: Runtime, window: DayWindow): Promise<ChainSide> {
-  const transfers = await confirmedTransfers(runtime.db, window);
+export async function reconcileChain(
+  services: Pick<ReconciliationServices, 'db' | 'chain'> & SettlementReads,
+  window: DayWindow,
+): Promise<ChainSide> {
+  const transfers = await listTransfersConfirmedIn(services.db, window);
   const settlements = totalsOf(transfers);
-  const owed = await owedByMode(runtime.db);
+  const owed = await owedByMode(services.db);
   // Nothing settled that day and nothing owed: no reason to reach the chain (on the embedded
   // devnet, reaching it would start it in an instance that has never settled anything).
   if (transfers.length === 0 && [owed.live, owed.test].every((o) => Object.values(o).every((v) => v === '0'))) {
@@ -96,29 +85,16 @@ export async function reconcileChain(runtime: Runtime, window: DayWindow): Promi
   let conn: ChainConnection;
   let session: ChainSession;
   try {
-    conn = await runtime.chain();
-    session = await openChainSession(runtime, conn);
+    conn = await services.chain();
+    session = await openChainSession(services, conn);
   } catch (error) {
     const reason = `the chain could not be read: ${(error as Error).message}`;
     return { lines: unreadable(transfers, reason, true), settlements, treasury: null };
   }
   const lines = await checkOnChain(session, transfers);
-  const treasury = await treasuryCover(runtime, conn, session, owed);
+  const treasury = await treasuryCover(services, conn, session, owed);
   lines.push(...treasury.lines);
   return { lines, settlements, treasury: treasury.cover };
-}
-
-async function confirmedTransfers(db: Db, window: DayWindow): Promise<ConfirmedTransfer[]> {
-  const rows = await sql<ConfirmedTransfer>`
-    select t.id, t.kind, t.source_id, t.account_id, t.livemode, t.amount_minor,
-           p.currency as payment_currency, b.id as batch_id, b.batch_key, b.chain_key, b.tx_hash, c.ephemeral
-      from transfers t
-      join settlement_batches b on b.id = t.batch_id
-      left join chains c on c.chain_key = b.chain_key
-      left join payments p on t.kind = 'payment_settlement' and p.id = t.source_id
-     where t.status = 'confirmed' and t.confirmed_at >= ${window.from} and t.confirmed_at < ${window.to}
-     order by b.id, t.id`.execute(db);
-  return rows.rows;
 }
 
 function totalsOf(transfers: readonly ConfirmedTransfer[]): SettlementTotals[] {
@@ -220,12 +196,12 @@ function about(t: ConfirmedTransfer) {
  * balance and the batches paid but not booked, and names any place ledger and chain disagree.
  */
 async function treasuryCover(
-  runtime: Runtime,
+  services: Pick<ReconciliationServices, 'db' | 'chain'> & SettlementReads,
   conn: ChainConnection,
   session: ChainSession,
   owed: { live: OwedByMode; test: OwedByMode },
 ): Promise<{ cover: TreasuryCover; lines: ReconciliationLine[] }> {
-  const invariants = await settledInvariants(runtime, conn);
+  const invariants = await settledInvariants(services, conn);
   const testCounted = testMoneyMayMoveOn(conn);
   const sum = (o: OwedByMode) => BigInt(o.balances_minor) + BigInt(o.transfers_minor) + BigInt(o.paid_unbooked_minor);
   const held = invariants.treasury.chain;
@@ -264,26 +240,20 @@ async function treasuryCover(
  * a batch settling between two reads can make them disagree for a moment: a disagreement counts
  * only if a second check, a moment later, still finds one.
  */
-async function settledInvariants(runtime: Runtime, conn: ChainConnection) {
-  const first = await checkSettlementInvariants(runtime, conn);
+async function settledInvariants(
+  services: Pick<ReconciliationServices, 'db' | 'chain'> & SettlementReads,
+  conn: ChainConnection,
+) {
+  const first = await checkSettlementInvariants(services, conn);
   if (first.problems.length === 0) return first;
   await new Promise((resolve) => setTimeout(resolve, RECHECK_AFTER_MS));
-  return checkSettlementInvariants(runtime, conn);
+  return checkSettlementInvariants(services, conn);
 }
 
 async function owedByMode(db: Db): Promise<{ live: OwedByMode; test: OwedByMode }> {
-  const rows = await sql<{ livemode: boolean; part: keyof OwedByMode; total: string }>`
-    select livemode, 'balances_minor' as part, coalesce(sum(balance_minor), 0)::text as total
-      from ledger_accounts where kind = 'merchant' and asset = ${USDC} group by livemode
-    union all
-    select livemode, 'transfers_minor', coalesce(sum(amount_minor), 0)::text
-      from transfers where asset = ${USDC} and status in ('queued', 'batched', 'sent') group by livemode
-    union all
-    select livemode, 'paid_unbooked_minor', coalesce(sum(settlement_minor), 0)::text
-      from payments where status = 'paid' and settlement_asset = ${USDC} group by livemode`.execute(db);
+  const rows = await listTreasuryObligations(db, USDC);
   const mode = (livemode: boolean): OwedByMode => {
-    const part = (name: keyof OwedByMode) =>
-      rows.rows.find((r) => r.livemode === livemode && r.part === name)?.total ?? '0';
+    const part = (name: keyof OwedByMode) => rows.find((r) => r.livemode === livemode && r.part === name)?.total ?? '0';
     return {
       balances_minor: part('balances_minor'),
       transfers_minor: part('transfers_minor'),

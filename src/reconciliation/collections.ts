@@ -1,11 +1,18 @@
-import { sql } from 'kysely';
-import type { AttemptOutcome, Db } from '../db/database.ts';
-import type { CollectionOwner, ProviderRail } from '../db/tables/rails.ts';
+import type { Db } from '../db/database.ts';
+import { listOperatorCollectionsInUse } from '../db/repositories/collection-accounts.ts';
+import {
+  type CollectedAttempt,
+  listCollectedAttemptsByHandle,
+  listCollectedAttemptsWithoutReceipt,
+} from '../db/repositories/payment-attempts.ts';
+import { listPaymentsBookedToCollection, type PaymentBookedToCollection } from '../db/repositories/payments.ts';
+import { listPaymentsWithConfirmedAuthorization } from '../db/repositories/x402-authorizations.ts';
+import type { ProviderRail } from '../db/tables/rails.ts';
 import { USDC_RAIL } from '../db/tables/x402.ts';
 import { PROVIDER_RAILS } from '../payments/rails/attempts.ts';
 import { collectionById, creditsWithoutOperatorCollection } from '../payments/rails/collections.ts';
 import { type ProviderCollectedPayment, RailUnavailableError } from '../payments/rails/rail.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ProviderListingReads, ReconciliationServices } from './services.ts';
 import type { DayWindow } from './day.ts';
 import { line, type ReconciliationLine } from './lines.ts';
 
@@ -62,47 +69,18 @@ export interface CollectionsSide {
   listings: ListingStatus[];
 }
 
-/** A payment booked to collection on the day, with the attempt whose success credited it. */
-interface BookedPayment {
-  id: string;
-  account_id: string;
-  livemode: boolean;
-  currency: string;
-  amount_minor: bigint;
-  rail: string | null;
-  collection_id: string | null;
-  owner: CollectionOwner | null;
-  provider_reference: string | null;
-  provider_receipt: string | null;
-}
-
-/** A provider attempt plainpay made, as a listing row is matched to it. */
-interface KnownAttempt {
-  id: string;
-  payment_id: string;
-  outcome: AttemptOutcome;
-  late: boolean;
-  refund_status: string | null;
-  failure_reason: string | null;
-  provider_reference: string | null;
-  provider_receipt: string | null;
-  amount_minor: bigint | null;
-  created_at: Date;
-  completed_at: Date | null;
-  account_id: string;
-  livemode: boolean;
-  booked: boolean;
-}
-
 interface Collection {
   id: string;
   rail: ProviderRail;
   livemode: boolean;
 }
 
-export async function reconcileCollections(runtime: Runtime, window: DayWindow): Promise<CollectionsSide> {
-  const { db } = runtime;
-  const booked = await bookedPayments(db, window);
+export async function reconcileCollections(
+  services: Pick<ReconciliationServices, 'db' | 'secretBox'> & ProviderListingReads,
+  window: DayWindow,
+): Promise<CollectionsSide> {
+  const { db } = services;
+  const booked = await listPaymentsBookedToCollection(db, window);
   const lines: ReconciliationLine[] = [];
   const listings: ListingStatus[] = [];
   const totals = new Map<string, CollectionTotals>();
@@ -149,7 +127,7 @@ export async function reconcileCollections(runtime: Runtime, window: DayWindow):
   for (const collection of await collectionsInUse(db, window, booked)) {
     const mine = booked.filter((p) => p.collection_id === collection.id);
     const mineById = new Map(mine.map((p) => [p.id, p]));
-    const listing = await listingOf(runtime, collection, window);
+    const listing = await listingOf(services, collection, window);
     if ('reason' in listing) {
       listings.push({ ...status(collection), listed: false, reason: listing.reason, rows: 0, not_from_plainpay: 0 });
       lines.push(...unconfirmed(collection, mine, listing.reason));
@@ -203,7 +181,7 @@ export async function reconcileCollections(runtime: Runtime, window: DayWindow):
 }
 
 /** Why a provider success is not (yet) booked, or undefined when that is as it should be. */
-function notBookedBecause(attempt: KnownAttempt): string | undefined {
+function notBookedBecause(attempt: CollectedAttempt): string | undefined {
   if (attempt.outcome === 'succeeded' && attempt.late) {
     // A late success goes back to the payer; once it has, nothing of it is left to book.
     if (attempt.refund_status === 'refunded') return undefined;
@@ -216,17 +194,17 @@ function notBookedBecause(attempt: KnownAttempt): string | undefined {
 }
 
 async function listingOf(
-  runtime: Runtime,
+  services: Pick<ReconciliationServices, 'db' | 'secretBox'> & ProviderListingReads,
   collection: Collection,
   window: DayWindow,
 ): Promise<{ rows: ProviderCollectedPayment[] } | { reason: string }> {
   const adapter = PROVIDER_RAILS[collection.rail];
   if (!adapter.listCollected) return { reason: `${collection.rail} has no listing of what it collected` };
-  const opened = await collectionById(runtime.db, runtime.secretBox, collection.id);
+  const opened = await collectionById(services.db, services.secretBox, collection.id);
   if (!opened) throw new Error(`collection account ${collection.id} vanished`);
   try {
     const rows = await adapter.listCollected({
-      runtime,
+      runtime: services,
       credentials: opened.credentials,
       from: new Date(window.from.getTime() - LISTING_MARGIN_MS),
       to: new Date(window.to.getTime() + LISTING_MARGIN_MS),
@@ -243,65 +221,26 @@ async function listingOf(
  * named by one of its booked payments. A merchant-owned one is not the operator's money to list;
  * payments credited through one are the collection invariant's lines.
  */
-async function collectionsInUse(db: Db, window: DayWindow, booked: readonly BookedPayment[]): Promise<Collection[]> {
+async function collectionsInUse(
+  db: Db,
+  window: DayWindow,
+  booked: readonly PaymentBookedToCollection[],
+): Promise<Collection[]> {
   const named = [
     ...new Set(booked.flatMap((p) => (p.owner === 'operator' && p.collection_id ? [p.collection_id] : []))),
   ];
-  return db
-    .selectFrom('collection_accounts')
-    .select(['id', 'rail', 'livemode'])
-    .where('owner', '=', 'operator')
-    .where((eb) =>
-      eb.or([
-        eb.and([
-          eb('created_at', '<', window.to),
-          eb.or([eb('retired_at', 'is', null), eb('retired_at', '>=', window.from)]),
-        ]),
-        ...(named.length > 0 ? [eb('id', 'in', named)] : []),
-      ]),
-    )
-    .orderBy('livemode')
-    .orderBy('rail')
-    .orderBy('id')
-    .execute();
+  return listOperatorCollectionsInUse(db, window, named);
 }
 
 /** Of these payments, those paid by an x402 authorization whose transfer is confirmed on chain. */
 async function confirmedUsdcPayments(db: Db, paymentIds: readonly string[]): Promise<Set<string>> {
   const confirmed = new Set<string>();
   for (let i = 0; i < paymentIds.length; i += CHUNK) {
-    const rows = await db
-      .selectFrom('x402_authorizations')
-      .select('payment_id')
-      .where('payment_id', 'in', paymentIds.slice(i, i + CHUNK))
-      .where('status', '=', 'confirmed')
-      .execute();
+    const rows = await listPaymentsWithConfirmedAuthorization(db, paymentIds.slice(i, i + CHUNK));
     for (const row of rows) confirmed.add(row.payment_id);
   }
   return confirmed;
 }
-
-/** Payments booked to collection (payment_received) that were paid on the day, with their collecting attempt. */
-async function bookedPayments(db: Db, window: DayWindow): Promise<BookedPayment[]> {
-  const rows = await sql<BookedPayment>`
-    select p.id, p.account_id, p.livemode, p.currency, p.amount_minor,
-           a.rail, a.collection_id, c.owner, a.provider_reference, a.provider_receipt
-      from payments p
-      join ledger_postings lp on lp.kind = 'payment_received' and lp.reference = p.id
-      left join lateral (
-        select a.rail, a.collection_id, a.provider_reference, a.provider_receipt from payment_attempts a
-         where a.payment_id = p.id and a.outcome = 'succeeded' and not a.late
-         order by a.completed_at desc limit 1) a on true
-      left join collection_accounts c on c.id = a.collection_id
-     where p.paid_at >= ${window.from} and p.paid_at < ${window.to}
-     order by p.id`.execute(db);
-  return rows.rows;
-}
-
-const ATTEMPT_COLUMNS = sql`
-  a.id, a.payment_id, a.outcome, a.late, a.refund_status, a.failure_reason, a.provider_reference,
-  a.provider_receipt, a.amount_minor, a.created_at, a.completed_at, p.account_id, p.livemode,
-  exists (select 1 from ledger_postings lp where lp.kind = 'payment_received' and lp.reference = p.id) as booked`;
 
 /**
  * The attempt each listed row is, by the handle the attempt keeps (Paystack's reference, M-Pesa's
@@ -315,21 +254,18 @@ async function attemptsOfRows(
   collection: Collection,
   rows: readonly ProviderCollectedPayment[],
   window: DayWindow,
-): Promise<Map<ProviderCollectedPayment, KnownAttempt>> {
+): Promise<Map<ProviderCollectedPayment, CollectedAttempt>> {
   const handles = [...new Set(rows.flatMap((r) => [r.reference, ...(r.receipt ? [r.receipt] : [])]))];
-  const byHandle = new Map<string, KnownAttempt>();
+  const byHandle = new Map<string, CollectedAttempt>();
   for (let i = 0; i < handles.length; i += CHUNK) {
     const chunk = handles.slice(i, i + CHUNK);
-    const found = await sql<KnownAttempt>`
-      select ${ATTEMPT_COLUMNS} from payment_attempts a join payments p on p.id = a.payment_id
-       where a.collection_id = ${collection.id}
-         and (a.provider_reference in (${sql.join(chunk)}) or a.provider_receipt in (${sql.join(chunk)}))`.execute(db);
-    for (const a of found.rows) {
+    const found = await listCollectedAttemptsByHandle(db, collection.id, chunk);
+    for (const a of found) {
       if (a.provider_reference) byHandle.set(a.provider_reference, a);
       if (a.provider_receipt) byHandle.set(a.provider_receipt, a);
     }
   }
-  const matched = new Map<ProviderCollectedPayment, KnownAttempt>();
+  const matched = new Map<ProviderCollectedPayment, CollectedAttempt>();
   const byReceiptOnly: ProviderCollectedPayment[] = [];
   for (const row of rows) {
     const attempt = byHandle.get(row.reference) ?? (row.receipt ? byHandle.get(row.receipt) : undefined);
@@ -340,19 +276,19 @@ async function attemptsOfRows(
 
   const amounts = [...new Set(byReceiptOnly.map((r) => r.amountMinor))];
   const since = new Date(window.from.getTime() - LISTING_MARGIN_MS - LATE_COMPLETION_MS - CLOCK_SKEW_MS);
-  const open = await sql<KnownAttempt>`
-    select ${ATTEMPT_COLUMNS} from payment_attempts a join payments p on p.id = a.payment_id
-     where a.collection_id = ${collection.id} and a.provider_receipt is null
-       and a.amount_minor in (${sql.join(amounts)})
-       and a.created_at >= ${since} and a.created_at < ${new Date(window.to.getTime() + LISTING_MARGIN_MS)}`.execute(
+  const open = await listCollectedAttemptsWithoutReceipt(
     db,
+    collection.id,
+    amounts,
+    since,
+    new Date(window.to.getTime() + LISTING_MARGIN_MS),
   );
-  const fits = (row: ProviderCollectedPayment, a: KnownAttempt) =>
+  const fits = (row: ProviderCollectedPayment, a: CollectedAttempt) =>
     a.amount_minor === row.amountMinor &&
     row.paidAt.getTime() >= a.created_at.getTime() - CLOCK_SKEW_MS &&
     row.paidAt.getTime() <= (a.completed_at?.getTime() ?? Number.POSITIVE_INFINITY) + LATE_COMPLETION_MS;
   for (const row of byReceiptOnly) {
-    const candidates = open.rows.filter((a) => fits(row, a));
+    const candidates = open.filter((a) => fits(row, a));
     const [only] = candidates;
     if (candidates.length === 1 && only && byReceiptOnly.filter((r) => fits(r, only)).length === 1) {
       matched.set(row, only);
@@ -367,7 +303,7 @@ function status(collection: Collection) {
 
 function amountDiffers(
   collection: Collection,
-  payment: BookedPayment,
+  payment: PaymentBookedToCollection,
   row: ProviderCollectedPayment,
 ): ReconciliationLine {
   return line('amount_differs', {
@@ -383,7 +319,7 @@ function amountDiffers(
 function notBooked(
   collection: Collection,
   row: ProviderCollectedPayment,
-  attempt: KnownAttempt,
+  attempt: CollectedAttempt,
   why: string,
 ): ReconciliationLine {
   return line('provider_not_booked', {
@@ -399,7 +335,7 @@ function notBooked(
   });
 }
 
-function notAtProvider(collection: Collection, payment: BookedPayment): ReconciliationLine {
+function notAtProvider(collection: Collection, payment: PaymentBookedToCollection): ReconciliationLine {
   const handle = payment.provider_receipt ?? payment.provider_reference;
   return line('booked_not_at_provider', {
     ...of(collection, payment),
@@ -411,7 +347,11 @@ function notAtProvider(collection: Collection, payment: BookedPayment): Reconcil
 }
 
 /** The day's payments of a collection account whose listing could not be read (one line for the account when none). */
-function unconfirmed(collection: Collection, payments: readonly BookedPayment[], reason: string): ReconciliationLine[] {
+function unconfirmed(
+  collection: Collection,
+  payments: readonly PaymentBookedToCollection[],
+  reason: string,
+): ReconciliationLine[] {
   const detail = `${collection.rail} (${collection.id}) could not be listed: ${reason}`;
   if (payments.length === 0) {
     return [
@@ -435,7 +375,7 @@ function unconfirmed(collection: Collection, payments: readonly BookedPayment[],
   );
 }
 
-function of(collection: Collection, payment: BookedPayment) {
+function of(collection: Collection, payment: PaymentBookedToCollection) {
   return {
     livemode: payment.livemode,
     account_id: payment.account_id,

@@ -1,6 +1,6 @@
 import { findScheduledRun } from '../db/repositories/reconciliation-runs.ts';
 import type { ReconciliationRunRow } from '../db/tables/reconciliation.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ReconciliationServices } from './services.ts';
 import { pollingJob, type WorkerJob } from '../worker-job.ts';
 import { LISTING_MARGIN_MS } from './collections.ts';
 import { previousDay } from './day.ts';
@@ -19,13 +19,15 @@ const POLL_MS = 5 * 60_000;
  * Returns the run when this process ran it. Missed days (the instance was down) are the
  * operator's to run: `plainpay reconcile --date`.
  */
-export async function reconcileYesterdayIfDue(runtime: Runtime): Promise<ReconciliationRunRow | undefined> {
-  const now = runtime.clock.now();
+export async function reconcileYesterdayIfDue(
+  services: ReconciliationServices,
+): Promise<ReconciliationRunRow | undefined> {
+  const now = services.clock.now();
   const day = previousDay(new Date(now.getTime() - AFTER_DAY_END_MS));
-  const existing = await findScheduledRun(runtime.db, day);
+  const existing = await findScheduledRun(services.db, day);
   // Done, or held (running, or failed and waiting for its retry): nothing to claim now.
   if (existing && (existing.status === 'completed' || existing.lease_until > now)) return undefined;
-  return runScheduledReconciliation(runtime, day);
+  return runScheduledReconciliation(services, day);
 }
 
 /** The worker job: once a day, for the day before (docs/reconciliation.md). */

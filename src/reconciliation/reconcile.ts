@@ -1,4 +1,4 @@
-import type { Runtime } from '../runtime.ts';
+import type { ReconciliationServices } from './services.ts';
 import { reconcileChain, type SettlementTotals, type TreasuryCover } from './chain.ts';
 import { type CollectionTotals, type ListingStatus, reconcileCollections } from './collections.ts';
 import type { DayWindow } from './day.ts';
@@ -27,9 +27,9 @@ export interface ReconciliationReport {
 }
 
 /** Reconciles one day and returns what it found; stores nothing. */
-export async function reconcileDay(runtime: Runtime, window: DayWindow): Promise<ReconciliationReport> {
-  const collections = await reconcileCollections(runtime, window);
-  const chain = await reconcileChain(runtime, window);
+export async function reconcileDay(services: ReconciliationServices, window: DayWindow): Promise<ReconciliationReport> {
+  const collections = await reconcileCollections(services, window);
+  const chain = await reconcileChain(services, window);
   return {
     summary: {
       day: window.day,

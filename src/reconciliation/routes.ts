@@ -5,7 +5,7 @@ import { parseInput } from '../core/validation.ts';
 import { findRun, listRunLines, listRuns } from '../db/repositories/reconciliation-runs.ts';
 import type { ReconciliationRunRow } from '../db/tables/reconciliation.ts';
 import { operatorBearerCheck } from '../http/operator-token.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ReconciliationServices } from './services.ts';
 import { previousDay } from './day.ts';
 import { linesCsv, runView } from './present.ts';
 import { runReconciliation } from './runs.ts';
@@ -25,9 +25,9 @@ const listQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(365).default(30).describe('Runs to list, the latest day first (1 to 365).'),
 });
 
-export function reconciliationRoutes(runtime: Runtime): FastifyPluginAsync {
+export function reconciliationRoutes(services: ReconciliationServices): FastifyPluginAsync {
   return async (app) => {
-    const token = runtime.config.operatorToken;
+    const token = services.config.operatorToken;
     if (token === undefined) return;
     const checkOperator = operatorBearerCheck(token, {
       missing: 'The reconciliation is the operator\'s: send "Authorization: Bearer <OPERATOR_TOKEN>".',
@@ -37,30 +37,30 @@ export function reconciliationRoutes(runtime: Runtime): FastifyPluginAsync {
     // Every route of this plugin (its hooks apply to its own routes only).
     app.addHook('onRequest', async (request) => checkOperator(request.headers.authorization));
     const found = async (id: string): Promise<ReconciliationRunRow> => {
-      const run = await findRun(runtime.db, id);
+      const run = await findRun(services.db, id);
       if (!run) throw new AppError('not_found', `No reconciliation run '${id}'.`, { param: 'run_id' });
       return run;
     };
 
     app.get(OPERATOR_RECONCILIATION_PATH, async (request) => {
       const { limit } = parseInput(listQuery, request.query);
-      const runs = await listRuns(runtime.db, limit);
+      const runs = await listRuns(services.db, limit);
       return { object: 'list', data: runs.map((run) => runView(run)) };
     });
 
     // Runs the reconciliation of one day now, and answers with the stored run.
     app.post(OPERATOR_RECONCILIATION_PATH, async (request) => {
       const { date } = parseInput(runRequest, request.body);
-      const run = await runReconciliation(runtime, {
-        day: date ?? previousDay(runtime.clock.now()),
+      const run = await runReconciliation(services, {
+        day: date ?? previousDay(services.clock.now()),
         trigger: 'api',
       });
-      return runView(run, await listRunLines(runtime.db, run.id));
+      return runView(run, await listRunLines(services.db, run.id));
     });
 
     app.get<{ Params: { run_id: string } }>(`${OPERATOR_RECONCILIATION_PATH}/:run_id`, async (request) => {
       const run = await found(request.params.run_id);
-      return runView(run, await listRunLines(runtime.db, run.id));
+      return runView(run, await listRunLines(services.db, run.id));
     });
 
     app.get<{ Params: { run_id: string } }>(
@@ -70,7 +70,7 @@ export function reconciliationRoutes(runtime: Runtime): FastifyPluginAsync {
         return reply
           .header('Content-Type', 'text/csv; charset=utf-8')
           .header('Content-Disposition', `attachment; filename="reconciliation-${run.day}-${run.id}.csv"`)
-          .send(linesCsv(run, await listRunLines(runtime.db, run.id)));
+          .send(linesCsv(run, await listRunLines(services.db, run.id)));
       },
     );
   };

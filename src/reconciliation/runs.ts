@@ -4,7 +4,7 @@ import type { Logger } from '../core/logger.ts';
 import { claimScheduledRun, completeRun, failRun, findRun, insertRun } from '../db/repositories/reconciliation-runs.ts';
 import type { ReconciliationRunRow, ReconciliationTrigger } from '../db/tables/reconciliation.ts';
 import { newId } from '../domain/ids.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ReconciliationServices } from './services.ts';
 import { type DayWindow, dayWindow } from './day.ts';
 import type { LineKind } from './lines.ts';
 import { type ReconciliationReport, reconcileDay } from './reconcile.ts';
@@ -22,21 +22,21 @@ const RETRY_AFTER_MS = 10 * 60_000;
 
 /** A run the operator asks for (CLI, operator API): always runs, and is kept beside the scheduled one. */
 export async function runReconciliation(
-  runtime: Runtime,
+  services: ReconciliationServices,
   request: { day: string; trigger: Exclude<ReconciliationTrigger, 'schedule'> },
 ): Promise<ReconciliationRunRow> {
   const window = dayWindow(request.day);
-  const now = runtime.clock.now();
+  const now = services.clock.now();
   const run = { id: newId('rec'), holder: holderId() };
-  await insertRun(runtime.db, {
+  await insertRun(services.db, {
     ...run,
     day: window.day,
     trigger: request.trigger,
     now,
     leaseUntil: new Date(now.getTime() + RUN_LEASE_MS),
   });
-  await execute(runtime, window, run);
-  return (await findRun(runtime.db, run.id))!;
+  await execute(services, window, run);
+  return (await findRun(services.db, run.id))!;
 }
 
 /**
@@ -44,13 +44,13 @@ export async function runReconciliation(
  * coordinated through the database, so several workers run it once. Undefined when not run here.
  */
 export async function runScheduledReconciliation(
-  runtime: Runtime,
+  services: ReconciliationServices,
   day: string,
 ): Promise<ReconciliationRunRow | undefined> {
   const window = dayWindow(day);
-  const now = runtime.clock.now();
+  const now = services.clock.now();
   const holder = holderId();
-  const id = await claimScheduledRun(runtime.db, {
+  const id = await claimScheduledRun(services.db, {
     id: newId('rec'),
     day: window.day,
     holder,
@@ -58,18 +58,22 @@ export async function runScheduledReconciliation(
     leaseUntil: new Date(now.getTime() + RUN_LEASE_MS),
   });
   if (!id) return undefined;
-  await execute(runtime, window, { id, holder });
-  return findRun(runtime.db, id);
+  await execute(services, window, { id, holder });
+  return findRun(services.db, id);
 }
 
 /** Runs a claimed run to its end: its result stored, or its failure (and the error rethrown). */
-async function execute(runtime: Runtime, window: DayWindow, run: { id: string; holder: string }): Promise<void> {
+async function execute(
+  services: ReconciliationServices,
+  window: DayWindow,
+  run: { id: string; holder: string },
+): Promise<void> {
   let report: ReconciliationReport;
   try {
-    report = await reconcileDay(runtime, window);
+    report = await reconcileDay(services, window);
   } catch (error) {
-    const now = runtime.clock.now();
-    await failRun(runtime.db, {
+    const now = services.clock.now();
+    await failRun(services.db, {
       ...run,
       finishedAt: now,
       error: (error as Error).message.slice(0, 2000),
@@ -78,17 +82,17 @@ async function execute(runtime: Runtime, window: DayWindow, run: { id: string; h
     throw error;
   }
   const { treasury } = report.summary;
-  const stored = await runtime.db.transaction().execute((trx) =>
+  const stored = await services.db.transaction().execute((trx) =>
     completeRun(trx, {
       ...run,
-      finishedAt: runtime.clock.now(),
+      finishedAt: services.clock.now(),
       summary: report.summary,
       lines: report.lines,
       coverRatio: treasury?.cover_ratio ?? null,
       shortfallMinor: treasury ? BigInt(treasury.shortfall_minor) : null,
     }),
   );
-  if (stored) raiseAlerts(runtime.logger, run.id, report);
+  if (stored) raiseAlerts(services.logger, run.id, report);
 }
 
 /**

@@ -1,5 +1,5 @@
-import type { Selectable } from 'kysely';
-import type { Db } from '../database.ts';
+import { type Selectable, sql } from 'kysely';
+import type { AttemptOutcome, Db } from '../database.ts';
 import type { PaymentAttemptsTable } from '../database.ts';
 import type { RailEventsTable } from '../tables/rails.ts';
 
@@ -75,6 +75,63 @@ export async function mpesaReferenceTaken(db: Db, checkoutRequestId: string): Pr
     .where('provider_reference', '=', checkoutRequestId)
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/** A provider attempt as the reconciliation matches a listing row to it, with its payment and whether it was booked. */
+export interface CollectedAttempt {
+  id: string;
+  payment_id: string;
+  outcome: AttemptOutcome;
+  late: boolean;
+  refund_status: string | null;
+  failure_reason: string | null;
+  provider_reference: string | null;
+  provider_receipt: string | null;
+  amount_minor: bigint | null;
+  created_at: Date;
+  completed_at: Date | null;
+  account_id: string;
+  livemode: boolean;
+  booked: boolean;
+}
+
+const COLLECTED_ATTEMPT_COLUMNS = sql`
+  a.id, a.payment_id, a.outcome, a.late, a.refund_status, a.failure_reason, a.provider_reference,
+  a.provider_receipt, a.amount_minor, a.created_at, a.completed_at, p.account_id, p.livemode,
+  exists (select 1 from ledger_postings lp where lp.kind = 'payment_received' and lp.reference = p.id) as booked`;
+
+/** The attempts of a collection account whose provider reference or receipt is one of `handles`. */
+export async function listCollectedAttemptsByHandle(
+  db: Db,
+  collectionId: string,
+  handles: readonly string[],
+): Promise<CollectedAttempt[]> {
+  const found = await sql<CollectedAttempt>`
+      select ${COLLECTED_ATTEMPT_COLUMNS} from payment_attempts a join payments p on p.id = a.payment_id
+       where a.collection_id = ${collectionId}
+         and (a.provider_reference in (${sql.join(handles)}) or a.provider_receipt in (${sql.join(handles)}))`.execute(
+    db,
+  );
+  return found.rows;
+}
+
+/**
+ * The attempts of a collection account with no receipt yet, asked one of `amounts`, created in
+ * [since, until): those a listing row named by its receipt alone could be.
+ */
+export async function listCollectedAttemptsWithoutReceipt(
+  db: Db,
+  collectionId: string,
+  amounts: readonly bigint[],
+  since: Date,
+  until: Date,
+): Promise<CollectedAttempt[]> {
+  const open = await sql<CollectedAttempt>`
+    select ${COLLECTED_ATTEMPT_COLUMNS} from payment_attempts a join payments p on p.id = a.payment_id
+     where a.collection_id = ${collectionId} and a.provider_receipt is null
+       and a.amount_minor in (${sql.join(amounts)})
+       and a.created_at >= ${since} and a.created_at < ${until}`.execute(db);
+  return open.rows;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { PaymentStatus } from '../../domain/payment-status.ts';
 import type { Db, PaymentRow, SettlementSchedule } from '../database.ts';
 import {
@@ -10,6 +11,7 @@ import {
   type PageRequest,
   readPage,
 } from '../pagination.ts';
+import type { CollectionOwner } from '../tables/rails.ts';
 import { findScoped } from './scoped.ts';
 
 /**
@@ -115,6 +117,40 @@ export async function listPayments(db: Db, f: PaymentListFilter): Promise<Paymen
     created_lte: f.createdLte,
   });
   return fromCursor(query, f.keyset ?? FIRST_PAGE, f.limit).execute();
+}
+
+/** A payment booked to collection (payment_received), with the attempt whose success credited it. */
+export interface PaymentBookedToCollection {
+  id: string;
+  account_id: string;
+  livemode: boolean;
+  currency: string;
+  amount_minor: bigint;
+  rail: string | null;
+  collection_id: string | null;
+  owner: CollectionOwner | null;
+  provider_reference: string | null;
+  provider_receipt: string | null;
+}
+
+/** Payments booked to collection that were paid in [from, to), by id (the daily reconciliation). */
+export async function listPaymentsBookedToCollection(
+  db: Db,
+  window: { from: Date; to: Date },
+): Promise<PaymentBookedToCollection[]> {
+  const rows = await sql<PaymentBookedToCollection>`
+    select p.id, p.account_id, p.livemode, p.currency, p.amount_minor,
+           a.rail, a.collection_id, c.owner, a.provider_reference, a.provider_receipt
+      from payments p
+      join ledger_postings lp on lp.kind = 'payment_received' and lp.reference = p.id
+      left join lateral (
+        select a.rail, a.collection_id, a.provider_reference, a.provider_receipt from payment_attempts a
+         where a.payment_id = p.id and a.outcome = 'succeeded' and not a.late
+         order by a.completed_at desc limit 1) a on true
+      left join collection_accounts c on c.id = a.collection_id
+     where p.paid_at >= ${window.from} and p.paid_at < ${window.to}
+     order by p.id`.execute(db);
+  return rows.rows;
 }
 
 /** The caller's payments among `ids`, as a summary (state, amount, transaction); unknown ids are left out. */

@@ -3,7 +3,7 @@
 
 import { sql } from 'kysely';
 import type { Db } from '../database.ts';
-import type { TransferRow } from '../tables/settlement.ts';
+import type { TransferKind, TransferRow } from '../tables/settlement.ts';
 
 /** The instant transfers waiting for a batch, and whether a scheduled one is due. */
 export interface QueuedTransferWindow {
@@ -37,6 +37,36 @@ export async function queuedTransferWindow(
            exists (select 1 from transfers w where w.status = 'queued' and w.due_at <= ${now}) as scheduled
       from transfers where status = 'queued' and due_at is null`.execute(db);
   return stats.rows[0];
+}
+
+/** A transfer confirmed on chain, with its batch and, for a payment's settlement, the payment's currency. */
+export interface ConfirmedTransfer {
+  id: string;
+  kind: TransferKind;
+  source_id: string;
+  account_id: string;
+  livemode: boolean;
+  amount_minor: bigint;
+  payment_currency: string | null;
+  batch_id: string;
+  batch_key: string;
+  chain_key: string | null;
+  tx_hash: string | null;
+  ephemeral: boolean | null;
+}
+
+/** The transfers confirmed in [from, to), by batch and id (the daily reconciliation's chain side). */
+export async function listTransfersConfirmedIn(db: Db, window: { from: Date; to: Date }): Promise<ConfirmedTransfer[]> {
+  const rows = await sql<ConfirmedTransfer>`
+    select t.id, t.kind, t.source_id, t.account_id, t.livemode, t.amount_minor,
+           p.currency as payment_currency, b.id as batch_id, b.batch_key, b.chain_key, b.tx_hash, c.ephemeral
+      from transfers t
+      join settlement_batches b on b.id = t.batch_id
+      left join chains c on c.chain_key = b.chain_key
+      left join payments p on t.kind = 'payment_settlement' and p.id = t.source_id
+     where t.status = 'confirmed' and t.confirmed_at >= ${window.from} and t.confirmed_at < ${window.to}
+     order by b.id, t.id`.execute(db);
+  return rows.rows;
 }
 
 /**
