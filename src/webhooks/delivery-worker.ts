@@ -5,13 +5,19 @@
 // processes, share the table. Delivery is at least once: an attempt cut short by a crash leaves a lease that expires,
 // and the event is sent again with the same id, which receivers dedupe on.
 
+import type { Kysely } from 'kysely';
+import type { Config } from '../config/config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Logger } from '../core/logger.ts';
+import type { SecretBox } from '../core/secret-box.ts';
+import type { Database } from '../db/database.ts';
 import {
   type ClaimedDelivery,
   claimDueDeliveries,
+  nextPendingDeliveryAt,
   recordAttemptResult,
 } from '../db/repositories/webhook-deliveries.ts';
-import type { Runtime } from '../runtime.ts';
-import { NOTIFICATION_CHANNELS } from '../db/notifications.ts';
+import { NOTIFICATION_CHANNELS, type Notifications } from '../db/notifications.ts';
 import { recordWebhookDelivery } from '../metrics/metrics.ts';
 import { passFailures, SAFETY_POLL_MS, untilDue, wakeOnNotifications, wakeup } from '../worker-job.ts';
 import { type DeliveryResult, postWebhook, WEBHOOK_TIMEOUT_MS } from './deliver.ts';
@@ -19,6 +25,20 @@ import { serializeEventBody } from './events.ts';
 import { deliverySecrets } from './secrets.ts';
 import { signWebhook } from './signer.ts';
 import type { HostLookup } from './ssrf-guard.ts';
+
+/**
+ * What the delivery worker uses: the outbox it drains (db) and the notifications that wake it, the
+ * clock, a logger, the secret box that opens endpoint secrets, and whether private addresses may be
+ * posted to (config). The worker role hands in its Runtime, which is one.
+ */
+export interface DeliveryWorkerServices {
+  config: Config;
+  db: Kysely<Database>;
+  notifications: Notifications;
+  clock: Clock;
+  logger: Logger;
+  secretBox: SecretBox;
+}
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -100,7 +120,7 @@ interface Settings {
   accountIds: readonly string[] | undefined;
 }
 
-function settings(runtime: Runtime, options: DeliveryWorkerOptions): Settings {
+function settings(services: DeliveryWorkerServices, options: DeliveryWorkerOptions): Settings {
   const timeoutMs = options.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
   return {
     pollIntervalMs: options.pollIntervalMs ?? SAFETY_POLL_MS,
@@ -110,15 +130,15 @@ function settings(runtime: Runtime, options: DeliveryWorkerOptions): Settings {
     schedule: options.schedule ?? RETRY_SCHEDULE_MS,
     jitter: options.jitter ?? RETRY_JITTER,
     random: options.random ?? Math.random,
-    allowPrivate: options.allowPrivate ?? runtime.config.webhookAllowPrivate,
+    allowPrivate: options.allowPrivate ?? services.config.webhookAllowPrivate,
     lookup: options.lookup,
     accountIds: options.accountIds,
   };
 }
 
-async function claim(runtime: Runtime, s: Settings, limit: number): Promise<ClaimedDelivery[]> {
-  const now = runtime.clock.now();
-  const result = await runtime.db.transaction().execute((trx) =>
+async function claim(services: DeliveryWorkerServices, s: Settings, limit: number): Promise<ClaimedDelivery[]> {
+  const now = services.clock.now();
+  const result = await services.db.transaction().execute((trx) =>
     claimDueDeliveries(trx, {
       now,
       limit,
@@ -128,7 +148,7 @@ async function claim(runtime: Runtime, s: Settings, limit: number): Promise<Clai
     }),
   );
   for (const { deliveryId, eventId, reason } of result.ended) {
-    runtime.logger.warn(
+    services.logger.warn(
       { eventId, deliveryId, reason },
       reason === 'target_gone'
         ? 'webhook delivery dropped: its endpoint was disabled or deleted'
@@ -138,11 +158,11 @@ async function claim(runtime: Runtime, s: Settings, limit: number): Promise<Clai
   return result.claimed;
 }
 
-async function attempt(runtime: Runtime, s: Settings, job: ClaimedDelivery): Promise<void> {
-  const now = runtime.clock.now();
+async function attempt(services: DeliveryWorkerServices, s: Settings, job: ClaimedDelivery): Promise<void> {
+  const now = services.clock.now();
   let result: DeliveryResult;
   try {
-    const secrets = await deliverySecrets(runtime.db, runtime.secretBox, job, now);
+    const secrets = await deliverySecrets(services.db, services.secretBox, job, now);
     if (secrets.length === 0) throw new Error('the account has no webhook signing secret');
     const body = serializeEventBody({
       id: job.eventId,
@@ -158,12 +178,12 @@ async function attempt(runtime: Runtime, s: Settings, job: ClaimedDelivery): Pro
       headers,
       timeoutMs: s.timeoutMs,
       allowPrivate: s.allowPrivate,
-      now: () => runtime.clock.now(),
+      now: () => services.clock.now(),
       ...(s.lookup ? { lookup: s.lookup } : {}),
     });
   } catch (error) {
     // Nothing was sent: an unsigned or unreadable delivery is never attempted.
-    runtime.logger.error({ err: error, eventId: job.eventId }, 'webhook could not be signed');
+    services.logger.error({ err: error, eventId: job.eventId }, 'webhook could not be signed');
     result = {
       ok: false,
       status: null,
@@ -179,7 +199,7 @@ async function attempt(runtime: Runtime, s: Settings, job: ClaimedDelivery): Pro
     result.ok ? 'delivered' : (result.errorCode ?? 'http_status'),
     result.errorCode === 'signing_failed' ? undefined : result.latencyMs / 1000,
   );
-  const finishedAt = runtime.clock.now();
+  const finishedAt = services.clock.now();
   const delay = result.ok
     ? null
     : nextRetryDelayMs(job.roundAttempt, {
@@ -188,7 +208,7 @@ async function attempt(runtime: Runtime, s: Settings, job: ClaimedDelivery): Pro
         random: s.random,
         retryAfterMs: result.retryAfterMs,
       });
-  await runtime.db.transaction().execute((trx) =>
+  await services.db.transaction().execute((trx) =>
     recordAttemptResult(trx, {
       attemptId: job.attemptId,
       deliveryId: job.deliveryId,
@@ -204,7 +224,7 @@ async function attempt(runtime: Runtime, s: Settings, job: ClaimedDelivery): Pro
   );
   if (!result.ok) {
     // The origin only: a path or query string may carry the merchant's own tokens.
-    runtime.logger.warn(
+    services.logger.warn(
       {
         eventId: job.eventId,
         endpointId: job.endpointId,
@@ -231,26 +251,22 @@ function safeOrigin(url: string): string {
  * One pass: claims up to `concurrency` due deliveries, attempts them in parallel and records the
  * results. Returns how many were attempted. Tests use it to step the worker deterministically.
  */
-export async function runDeliveryBatch(runtime: Runtime, options: DeliveryWorkerOptions = {}): Promise<number> {
-  const s = settings(runtime, options);
-  const jobs = await claim(runtime, s, s.concurrency);
-  await Promise.all(jobs.map((job) => attempt(runtime, s, job)));
+export async function runDeliveryBatch(
+  services: DeliveryWorkerServices,
+  options: DeliveryWorkerOptions = {},
+): Promise<number> {
+  const s = settings(services, options);
+  const jobs = await claim(services, s, s.concurrency);
+  await Promise.all(jobs.map((job) => attempt(services, s, job)));
   return jobs.length;
 }
 
 const MIN_IDLE_MS = 50;
 
 /** When the next pending delivery (of these accounts) falls due, leases included; null when none. */
-async function nextDue(runtime: Runtime, s: Settings): Promise<Date | null> {
+async function nextDue(services: DeliveryWorkerServices, s: Settings): Promise<Date | null> {
   if (s.accountIds !== undefined && s.accountIds.length === 0) return null;
-  let query = runtime.db
-    .selectFrom('event_deliveries')
-    .select('next_attempt_at')
-    .where('status', '=', 'pending')
-    .orderBy('next_attempt_at')
-    .limit(1);
-  if (s.accountIds !== undefined) query = query.where('account_id', 'in', s.accountIds);
-  return (await query.executeTakeFirst())?.next_attempt_at ?? null;
+  return nextPendingDeliveryAt(services.db, s.accountIds);
 }
 
 /**
@@ -259,13 +275,16 @@ async function nextDue(runtime: Runtime, s: Settings): Promise<Date | null> {
  * due (a retry, a lapsed lease), a notification says one was written, or pollIntervalMs passes.
  * stop() lets the attempts in flight finish and record (at most the timeout).
  */
-export function startDeliveryWorker(runtime: Runtime, options: DeliveryWorkerOptions = {}): () => Promise<void> {
-  const s = settings(runtime, options);
+export function startDeliveryWorker(
+  services: DeliveryWorkerServices,
+  options: DeliveryWorkerOptions = {},
+): () => Promise<void> {
+  const s = settings(services, options);
   const inFlight = new Set<Promise<void>>();
   let stopping = false;
   const sleeper = wakeup();
   const unlisten = wakeOnNotifications(
-    runtime,
+    services,
     'webhook-delivery',
     [{ channel: NOTIFICATION_CHANNELS.deliveries }],
     sleeper.wake,
@@ -273,7 +292,7 @@ export function startDeliveryWorker(runtime: Runtime, options: DeliveryWorkerOpt
 
   // A claim that fails (the database down) backs off, doubling from 2 × MIN_IDLE_MS up to 10 s,
   // logged once per outage.
-  const claimFailures = passFailures('webhook-delivery', Math.min(MIN_IDLE_MS, s.pollIntervalMs), runtime.logger);
+  const claimFailures = passFailures('webhook-delivery', Math.min(MIN_IDLE_MS, s.pollIntervalMs), services.logger);
   const loop = (async () => {
     while (!stopping) {
       const free = s.concurrency - inFlight.size;
@@ -281,14 +300,14 @@ export function startDeliveryWorker(runtime: Runtime, options: DeliveryWorkerOpt
       let idleMs = s.pollIntervalMs;
       if (free > 0) {
         try {
-          const jobs = await claim(runtime, s, free);
+          const jobs = await claim(services, s, free);
           claimFailures.succeeded();
           claimed = jobs.length;
           for (const job of jobs) {
-            const running: Promise<void> = attempt(runtime, s, job)
+            const running: Promise<void> = attempt(services, s, job)
               .catch((error: unknown) =>
                 // The lease expires and another pass retries; nothing is lost.
-                runtime.logger.error({ err: error, eventId: job.eventId }, 'webhook attempt could not be recorded'),
+                services.logger.error({ err: error, eventId: job.eventId }, 'webhook attempt could not be recorded'),
               )
               .finally(() => {
                 inFlight.delete(running);
@@ -299,7 +318,7 @@ export function startDeliveryWorker(runtime: Runtime, options: DeliveryWorkerOpt
           // Nothing due now: sleep until the next one is (an attempt ending wakes it too); at least a
           // moment, so that a due row another worker holds locked does not make this one spin.
           if (claimed === 0) {
-            const due = untilDue(await nextDue(runtime, s), runtime.clock.now(), s.pollIntervalMs);
+            const due = untilDue(await nextDue(services, s), services.clock.now(), s.pollIntervalMs);
             idleMs = Math.max(Math.min(MIN_IDLE_MS, s.pollIntervalMs), due);
           }
         } catch (error) {
@@ -321,6 +340,6 @@ export function startDeliveryWorker(runtime: Runtime, options: DeliveryWorkerOpt
 }
 
 /** The worker-role job (src/workers.ts). */
-export function webhookDeliveryJob(runtime: Runtime): () => Promise<void> {
+export function webhookDeliveryJob(runtime: DeliveryWorkerServices): () => Promise<void> {
   return startDeliveryWorker(runtime);
 }

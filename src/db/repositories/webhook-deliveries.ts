@@ -382,3 +382,15 @@ export async function requestRedelivery(db: Db, eventId: string, now: Date): Pro
     .execute();
   return deliveriesOf(db, [eventId]);
 }
+
+/** When the next pending delivery (of these accounts, when named) falls due, leases included; null when none. */
+export async function nextPendingDeliveryAt(db: Db, accountIds: readonly string[] | undefined): Promise<Date | null> {
+  let query = db
+    .selectFrom('event_deliveries')
+    .select('next_attempt_at')
+    .where('status', '=', 'pending')
+    .orderBy('next_attempt_at')
+    .limit(1);
+  if (accountIds !== undefined) query = query.where('account_id', 'in', accountIds);
+  return (await query.executeTakeFirst())?.next_attempt_at ?? null;
+}
