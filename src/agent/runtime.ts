@@ -13,7 +13,24 @@ import { fixedLater } from './run-status.ts';
 import type { AgentModel, AgentModelResult, ModelUsage, PlannedCall, ToolCallOutcome } from './model.ts';
 import { systemPrompt } from './prompts.ts';
 import { recordAgentRunFinished } from '../metrics/metrics.ts';
-import { findAgentRun } from '../db/repositories/agent-runs.ts';
+import {
+  findAgentRun,
+  getAgentRunByIdempotencyKey,
+  insertAgentRun,
+  endAgentRun,
+  listLapsedQuestionRuns,
+  resumeAnsweredRun,
+} from '../db/repositories/agent-runs.ts';
+import { listExecutedRunResults, listRunActionIds, listRunActions } from '../db/repositories/agent-actions.ts';
+import {
+  findAnswerByIdempotencyKey,
+  insertRunMessage,
+  lastAnswerAt,
+  lastMessageSeq,
+  listRunMessages,
+} from '../db/repositories/agent-run-messages.ts';
+import { listConfirmationsById } from '../db/repositories/confirmations.ts';
+import { listPaymentCurrencies } from '../db/repositories/payments.ts';
 import {
   ANSWER_WITHIN_MS,
   type ConversationTurn,
@@ -215,13 +232,7 @@ async function endTurn(
   before: { steps: number; usage: ModelUsage | null; nextSeq: number },
 ): Promise<void> {
   const { env, actor, tools } = call;
-  const actions = await env.db
-    .selectFrom('agent_actions')
-    .selectAll()
-    .where('run_id', '=', run.id)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const actions = await listRunActions(env.db, run.id);
   let status = turn.status;
   // What moved decides, whatever the model says: a model that asked back after a payout ran still
   // moved money, and a run that wrote nothing and asked back is rejected.
@@ -446,13 +457,7 @@ async function paymentCurrencies(
     ...new Set(inputs.map((input) => fieldsOf(input).payment_id).filter((id): id is string => typeof id === 'string')),
   ];
   if (ids.length === 0) return new Map();
-  const rows = await env.db
-    .selectFrom('payments')
-    .select(['id', 'currency'])
-    .where('account_id', '=', actor.accountId)
-    .where('livemode', '=', actor.livemode)
-    .where('id', 'in', ids)
-    .execute();
+  const rows = await listPaymentCurrencies(env.db, actor, ids);
   return new Map(
     rows.flatMap((row) => {
       const currency = getCurrency(row.currency);
@@ -564,27 +569,20 @@ async function insertRun(
   modelName: string,
   now: Date,
 ): Promise<boolean> {
-  const inserted = await env.db
-    .insertInto('agent_runs')
-    .values({
-      id: runId,
-      account_id: actor.accountId,
-      livemode: actor.livemode,
-      channel: actor.channel,
-      key_id: actor.keyId,
-      instruction: request.instruction,
-      model: modelName,
-      dry_run: request.dryRun,
-      idempotency_key: request.idempotencyKey ?? null,
-      status: 'running',
-      reply: '',
-      created_at: now,
-    })
-    .onConflict((oc) =>
-      oc.columns(['account_id', 'livemode', 'idempotency_key']).where('idempotency_key', 'is not', null).doNothing(),
-    )
-    .executeTakeFirst();
-  return (inserted.numInsertedOrUpdatedRows ?? 0n) > 0n;
+  return insertAgentRun(env.db, {
+    id: runId,
+    account_id: actor.accountId,
+    livemode: actor.livemode,
+    channel: actor.channel,
+    key_id: actor.keyId,
+    instruction: request.instruction,
+    model: modelName,
+    dry_run: request.dryRun,
+    idempotency_key: request.idempotencyKey ?? null,
+    status: 'running',
+    reply: '',
+    created_at: now,
+  });
 }
 
 /** Claims the idempotency key; if another run holds it, waits for that run and returns it. */
@@ -599,13 +597,7 @@ async function claimRun(
   if (await insertRun(env, actor, runId, request, modelName, now)) return undefined;
   const deadline = Date.now() + env.config.agent.timeoutMs + 5000;
   for (;;) {
-    const existing = await env.db
-      .selectFrom('agent_runs')
-      .selectAll()
-      .where('account_id', '=', actor.accountId)
-      .where('livemode', '=', actor.livemode)
-      .where('idempotency_key', '=', request.idempotencyKey!)
-      .executeTakeFirstOrThrow();
+    const existing = await getAgentRunByIdempotencyKey(env.db, actor, request.idempotencyKey!);
     if (existing.instruction !== request.instruction || existing.dry_run !== request.dryRun) {
       throw new AppError('idempotency_conflict', 'This idempotency_key was first used with a different instruction.', {
         param: 'idempotency_key',
@@ -622,15 +614,7 @@ async function claimRun(
 
 /** When the run's current turn began: its latest answer, or its creation (a run never answered). */
 async function turnStartedAt(env: ToolEnvironment, run: AgentRunRow): Promise<Date> {
-  const answered = await env.db
-    .selectFrom('agent_run_messages')
-    .select('created_at')
-    .where('run_id', '=', run.id)
-    .where('role', '=', 'merchant')
-    .orderBy('seq', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  return answered?.created_at ?? run.created_at;
+  return (await lastAnswerAt(env.db, run.id)) ?? run.created_at;
 }
 
 /** How long past its time budget a run may still be `running` before it counts as interrupted. */
@@ -652,14 +636,14 @@ async function closeInterruptedRun(
   if (env.clock.now().getTime() - since.getTime() <= env.config.agent.timeoutMs + INTERRUPTED_AFTER_MS) {
     return false;
   }
-  const actions = await env.db.selectFrom('agent_actions').select('id').where('run_id', '=', run.id).execute();
+  const actionIds = await listRunActionIds(env.db, run.id, 'unordered');
   return finishRun(env, run, {
     status: 'failed',
     reply:
       'This run was interrupted: the service stopped before it finished. Actions already recorded stand; see them below. Send the instruction again with a new idempotency_key to continue.',
     steps: run.steps,
     usage: null,
-    actionIds: actions.map((a) => a.id),
+    actionIds,
     promptVersion: null,
     interrupted: true,
   });
@@ -697,35 +681,27 @@ async function finishRun(env: ToolEnvironment, run: RunIdentity, outcome: RunOut
   const { question } = outcome;
   const recorded = await env.db.transaction().execute(async (trx) => {
     await lockAccountActions(trx, run.account_id);
-    const ended = await trx
-      .updateTable('agent_runs')
-      .set({
-        status: outcome.status,
-        reply: outcome.reply,
-        steps: outcome.steps,
-        usage: outcome.usage ? JSON.stringify(outcome.usage) : null,
-        finished_at: at,
-        answer_by: question?.answerBy ?? null,
-      })
-      .where('id', '=', run.id)
-      .where('status', '=', outcome.from ?? 'running')
-      .executeTakeFirst();
-    if (Number(ended.numUpdatedRows) !== 1) return false;
+    const ended = await endAgentRun(trx, run.id, outcome.from ?? 'running', {
+      status: outcome.status,
+      reply: outcome.reply,
+      steps: outcome.steps,
+      usage: outcome.usage ? JSON.stringify(outcome.usage) : null,
+      finished_at: at,
+      answer_by: question?.answerBy ?? null,
+    });
+    if (!ended) return false;
     if (question !== undefined) {
-      await trx
-        .insertInto('agent_run_messages')
-        .values({
-          run_id: run.id,
-          seq: question.seq,
-          account_id: run.account_id,
-          livemode: run.livemode,
-          role: 'agent',
-          text: outcome.reply,
-          proposed: JSON.stringify(question.proposed),
-          idempotency_key: null,
-          created_at: at,
-        })
-        .execute();
+      await insertRunMessage(trx, {
+        run_id: run.id,
+        seq: question.seq,
+        account_id: run.account_id,
+        livemode: run.livemode,
+        role: 'agent',
+        text: outcome.reply,
+        proposed: JSON.stringify(question.proposed),
+        idempotency_key: null,
+        created_at: at,
+      });
     }
     await appendActionLog(trx, {
       accountId: run.account_id,
@@ -765,24 +741,10 @@ export async function loadRunView(
   let run = await findAgentRun(env.db, scope, runId);
   if (!run) throw new AppError('not_found', `No such agent run: '${runId}'.`, { param: 'id' });
   if (await expireUnanswered(env, run)) run = (await findAgentRun(env.db, scope, runId)) ?? run;
-  const actions = await env.db
-    .selectFrom('agent_actions')
-    .selectAll()
-    .where('run_id', '=', runId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const actions = await listRunActions(env.db, runId);
   const confirmationIds = actions.map((a) => a.confirmation_id).filter((id): id is string => id !== null);
-  const confirmations =
-    confirmationIds.length === 0
-      ? []
-      : await env.db
-          .selectFrom('confirmations')
-          .selectAll()
-          .where('id', 'in', confirmationIds)
-          .orderBy('created_at')
-          .execute();
-  const { conversation, question } = presentConversation(run, await runMessages(env, runId));
+  const confirmations = confirmationIds.length === 0 ? [] : await listConfirmationsById(env.db, confirmationIds);
+  const { conversation, question } = presentConversation(run, await listRunMessages(env.db, runId));
   return { ...presentRun(env, run, actions, confirmations), conversation, question };
 }
 
@@ -829,10 +791,6 @@ export function presentAction(row: AgentActionRow): AgentActionView {
     approved_by_key: row.approved_by_key,
     created: row.created_at.toISOString(),
   };
-}
-
-async function runMessages(env: ToolEnvironment, runId: string): Promise<AgentRunMessageRow[]> {
-  return env.db.selectFrom('agent_run_messages').selectAll().where('run_id', '=', runId).orderBy('seq').execute();
 }
 
 function presentConversation(
@@ -912,7 +870,7 @@ async function continueWithAnswer(
   const { now } = answer;
   const run: RunIdentity = found;
   const usable = tools.filter((tool) => actor.scopes.has(tool.scope));
-  const messages = await runMessages(env, run.id);
+  const messages = await listRunMessages(env.db, run.id);
   const turns: ConversationTurn[] = [
     { role: 'merchant', text: run.instruction },
     ...messages.map((m) => ({ role: m.role, text: m.text })),
@@ -928,7 +886,7 @@ async function continueWithAnswer(
       reply: `Cancelled at your answer ("${oneLine(answer.message)}"): nothing was done.`,
       steps: before.steps,
       usage: before.usage,
-      actionIds: await runActionIds(env, run.id),
+      actionIds: await listRunActionIds(env.db, run.id, 'recorded'),
       promptVersion: systemPrompt().version,
     });
     return;
@@ -965,12 +923,7 @@ async function replayedAnswer(
   runId: string,
   answer: AgentReplyRequest,
 ): Promise<AgentRunView | undefined> {
-  const earlier = await env.db
-    .selectFrom('agent_run_messages')
-    .selectAll()
-    .where('run_id', '=', runId)
-    .where('idempotency_key', '=', answer.idempotencyKey!)
-    .executeTakeFirst();
+  const earlier = await findAnswerByIdempotencyKey(env.db, runId, answer.idempotencyKey!);
   if (!earlier) return undefined;
   if (earlier.text !== answer.message) {
     throw new AppError('idempotency_conflict', 'This Idempotency-Key was first used with a different message.', {
@@ -1005,34 +958,19 @@ async function claimAnswer(
 ): Promise<{ seq: number } | undefined> {
   return env.db.transaction().execute(async (trx) => {
     await lockAccountActions(trx, run.account_id);
-    const taken = await trx
-      .updateTable('agent_runs')
-      .set({ status: 'running', answer_by: null })
-      .where('id', '=', run.id)
-      .where('status', '=', 'needs_input')
-      .where('answer_by', '>', now)
-      .executeTakeFirst();
-    if (Number(taken.numUpdatedRows) !== 1) return undefined;
-    const last = await trx
-      .selectFrom('agent_run_messages')
-      .select((eb) => eb.fn.max('seq').as('seq'))
-      .where('run_id', '=', run.id)
-      .executeTakeFirst();
-    const seq = Number(last?.seq ?? 0) + 1;
-    await trx
-      .insertInto('agent_run_messages')
-      .values({
-        run_id: run.id,
-        seq,
-        account_id: run.account_id,
-        livemode: run.livemode,
-        role: 'merchant',
-        text: answer.message,
-        proposed: null,
-        idempotency_key: answer.idempotencyKey ?? null,
-        created_at: now,
-      })
-      .execute();
+    if (!(await resumeAnsweredRun(trx, run.id, now))) return undefined;
+    const seq = (await lastMessageSeq(trx, run.id)) + 1;
+    await insertRunMessage(trx, {
+      run_id: run.id,
+      seq,
+      account_id: run.account_id,
+      livemode: run.livemode,
+      role: 'merchant',
+      text: answer.message,
+      proposed: null,
+      idempotency_key: answer.idempotencyKey ?? null,
+      created_at: now,
+    });
     await appendActionLog(trx, {
       accountId: run.account_id,
       livemode: run.livemode,
@@ -1057,14 +995,7 @@ async function conversationEvidence(
   now: Date,
 ): Promise<RunEvidence> {
   let evidence = evidenceFromInstruction(instruction, now);
-  const reads = await env.db
-    .selectFrom('agent_actions')
-    .select(['tool', 'result'])
-    .where('run_id', '=', runId)
-    .where('status', '=', 'executed')
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const reads = await listExecutedRunResults(env.db, runId);
   for (const read of reads) {
     if (effectOf(tools, read.tool) === 'read') evidence = withToolResult(evidence, read.result);
   }
@@ -1093,17 +1024,6 @@ async function proposedTurn(call: RunCall, calls: readonly ProposedCall[]): Prom
   return { status: 'completed', reply, steps, usage: undefined, incomplete: undefined, question: undefined };
 }
 
-async function runActionIds(env: ToolEnvironment, runId: string): Promise<string[]> {
-  const rows = await env.db
-    .selectFrom('agent_actions')
-    .select('id')
-    .where('run_id', '=', runId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return rows.map((row) => row.id);
-}
-
 /**
  * A run whose question lapsed unanswered ends `expired`, once, with its run.finished entry;
  * nothing moved while it waited and nothing does now. Called wherever a run is read or answered,
@@ -1117,7 +1037,7 @@ async function expireUnanswered(env: ToolEnvironment, run: AgentRunRow): Promise
     reply: `${run.reply}\n\nNobody answered by ${run.answer_by.toISOString()}: the run expired and nothing was done. Send the instruction again to act on it.`,
     steps: run.steps,
     usage: (run.usage as ModelUsage | null) ?? null,
-    actionIds: await runActionIds(env, run.id),
+    actionIds: await listRunActionIds(env.db, run.id, 'recorded'),
     promptVersion: null,
     from: 'needs_input',
   });
@@ -1128,14 +1048,6 @@ export async function expireUnansweredRuns(
   env: ToolEnvironment,
   scope: { accountId: string; livemode: boolean },
 ): Promise<void> {
-  const lapsed = await env.db
-    .selectFrom('agent_runs')
-    .selectAll()
-    .where('account_id', '=', scope.accountId)
-    .where('livemode', '=', scope.livemode)
-    .where('status', '=', 'needs_input')
-    .where('answer_by', '<=', env.clock.now())
-    .limit(100)
-    .execute();
+  const lapsed = await listLapsedQuestionRuns(env.db, scope, env.clock.now());
   for (const run of lapsed) await expireUnanswered(env, run);
 }

@@ -84,3 +84,45 @@ export function listRunActionsWithConfirmations(db: Db, scope: ModeScope, runIds
     .where('a.run_id', 'in', runIds)
     .execute();
 }
+
+/** A run's actions, in the order they were recorded. */
+export function listRunActions(db: Db, runId: string): Promise<AgentActionRow[]> {
+  return db
+    .selectFrom('agent_actions')
+    .selectAll()
+    .where('run_id', '=', runId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/**
+ * The ids of a run's actions: in the order they were recorded, or `unordered` (as the database
+ * returns them; what an interrupted run's end has always listed).
+ */
+export async function listRunActionIds(db: Db, runId: string, order: 'recorded' | 'unordered'): Promise<string[]> {
+  if (order === 'unordered') {
+    const actions = await db.selectFrom('agent_actions').select('id').where('run_id', '=', runId).execute();
+    return actions.map((a) => a.id);
+  }
+  const rows = await db
+    .selectFrom('agent_actions')
+    .select('id')
+    .where('run_id', '=', runId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => row.id);
+}
+
+/** The tools and results of a run's executed actions, in the order they were recorded. */
+export function listExecutedRunResults(db: Db, runId: string): Promise<Pick<AgentActionRow, 'tool' | 'result'>[]> {
+  return db
+    .selectFrom('agent_actions')
+    .select(['tool', 'result'])
+    .where('run_id', '=', runId)
+    .where('status', '=', 'executed')
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}

@@ -1,9 +1,11 @@
+import type { Insertable, Updateable } from 'kysely';
 import type { Db, ModeScope } from '../database.ts';
 import { FIRST_PAGE, fromCursor, keysetIn, type Page, type PageRequest, readPage } from '../pagination.ts';
-import type { AgentRunRow, AgentRunStatus } from '../tables/money.ts';
+import type { AgentRunRow, AgentRunStatus, AgentRunsTable } from '../tables/money.ts';
 import { findScoped } from './scoped.ts';
 
-// Reads of agent runs for the API's and the dashboard's lists. src/agent/runtime.ts writes them.
+// Agent runs: the API's and the dashboard's reads, and the writes of src/agent/runtime.ts, which
+// keeps the rules of a run's life (when it starts, ends, waits and takes an answer).
 
 /** A run as its owner sees it: another account's or the other mode's run does not exist. */
 export function findAgentRun(db: Db, scope: ModeScope, id: string): Promise<AgentRunRow | undefined> {
@@ -40,4 +42,68 @@ export async function listRecentRuns(
     .where('account_id', '=', scope.accountId)
     .where('livemode', '=', scope.livemode);
   return fromCursor(query, FIRST_PAGE, count).execute();
+}
+
+/** Starts a run; false when another run of the account and mode holds its idempotency key. */
+export async function insertAgentRun(db: Db, run: Insertable<AgentRunsTable>): Promise<boolean> {
+  const inserted = await db
+    .insertInto('agent_runs')
+    .values(run)
+    .onConflict((oc) =>
+      oc.columns(['account_id', 'livemode', 'idempotency_key']).where('idempotency_key', 'is not', null).doNothing(),
+    )
+    .executeTakeFirst();
+  return (inserted.numInsertedOrUpdatedRows ?? 0n) > 0n;
+}
+
+/** The run that holds this idempotency key in the account and mode (it must exist). */
+export function getAgentRunByIdempotencyKey(db: Db, scope: ModeScope, idempotencyKey: string): Promise<AgentRunRow> {
+  return db
+    .selectFrom('agent_runs')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('idempotency_key', '=', idempotencyKey)
+    .executeTakeFirstOrThrow();
+}
+
+/** Sets a run's end (or its question) while it still has the status `from`; false when it had not. */
+export async function endAgentRun(
+  db: Db,
+  runId: string,
+  from: AgentRunStatus,
+  end: Updateable<AgentRunsTable>,
+): Promise<boolean> {
+  const ended = await db
+    .updateTable('agent_runs')
+    .set(end)
+    .where('id', '=', runId)
+    .where('status', '=', from)
+    .executeTakeFirst();
+  return Number(ended.numUpdatedRows) === 1;
+}
+
+/** Takes a run that waits for an answer back to running, if its question has not lapsed at `now`. */
+export async function resumeAnsweredRun(db: Db, runId: string, now: Date): Promise<boolean> {
+  const taken = await db
+    .updateTable('agent_runs')
+    .set({ status: 'running', answer_by: null })
+    .where('id', '=', runId)
+    .where('status', '=', 'needs_input')
+    .where('answer_by', '>', now)
+    .executeTakeFirst();
+  return Number(taken.numUpdatedRows) === 1;
+}
+
+/** Up to 100 of the caller's runs whose question lapsed unanswered by `now`. */
+export function listLapsedQuestionRuns(db: Db, scope: ModeScope, now: Date): Promise<AgentRunRow[]> {
+  return db
+    .selectFrom('agent_runs')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('status', '=', 'needs_input')
+    .where('answer_by', '<=', now)
+    .limit(100)
+    .execute();
 }

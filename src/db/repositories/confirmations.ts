@@ -12,6 +12,11 @@ export function findConfirmation(db: Db, scope: ModeScope, id: string): Promise<
   return findScoped(db, 'confirmations', scope, id);
 }
 
+/** These confirmations (any account's: the caller has them from rows it owns), oldest first. */
+export function listConfirmationsById(db: Db, ids: readonly string[]): Promise<ConfirmationRow[]> {
+  return db.selectFrom('confirmations').selectAll().where('id', 'in', ids).orderBy('created_at').execute();
+}
+
 /**
  * Which confirmations a list shows, as a person reads their state at `now`: pending (still
  * waiting: a lapsed one is expired even before the expiry job marks it), expired (marked, or

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { PaymentStatus } from '../../domain/payment-status.ts';
-import type { Db, PaymentRow, SettlementSchedule } from '../database.ts';
+import type { Db, ModeScope, PaymentRow, SettlementSchedule } from '../database.ts';
 import {
   type CreatedRange,
   FIRST_PAGE,
@@ -117,6 +117,21 @@ export async function listPayments(db: Db, f: PaymentListFilter): Promise<Paymen
     created_lte: f.createdLte,
   });
   return fromCursor(query, f.keyset ?? FIRST_PAGE, f.limit).execute();
+}
+
+/** The currency of each of the caller's payments among `ids`; unknown ids are left out. */
+export function listPaymentCurrencies(
+  db: Db,
+  scope: ModeScope,
+  ids: readonly string[],
+): Promise<Pick<PaymentRow, 'id' | 'currency'>[]> {
+  return db
+    .selectFrom('payments')
+    .select(['id', 'currency'])
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('id', 'in', ids)
+    .execute();
 }
 
 /** A payment booked to collection (payment_received), with the attempt whose success credited it. */
