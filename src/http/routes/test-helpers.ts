@@ -4,7 +4,7 @@ import { AppError } from '../../core/errors.ts';
 import { parseInput } from '../../core/validation.ts';
 import { findPayment } from '../../db/repositories/payments.ts';
 import { paySandbox } from '../../payments/sandbox-rail.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { ToolEnvironment } from '../../core/tool.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
 import { minorToNumber, SETTLEMENT_CURRENCY } from '../../domain/money.ts';
 import { testMoneyMayMoveOn, testMoneyRefusal } from '../../chain/test-networks.ts';
@@ -72,10 +72,17 @@ export const testHelperOperations: ApiOperation[] = [
 ];
 
 /**
+ * What the test helpers use: the tools' environment (they run system tools), and what the sandbox
+ * rail (payments/sandbox-rail.ts) and the chain session (settlement/chain-session.ts) are given,
+ * typed from those functions (today both still take the whole runtime).
+ */
+type TestHelperServices = ToolEnvironment & Parameters<typeof paySandbox>[0] & Parameters<typeof openChainSession>[0];
+
+/**
  * Test helpers drive the sandbox rail exactly as a payer on the checkout page does. They exist
  * for test-mode keys only: with a live key they are 404, as if they did not exist.
  */
-export function testHelperRoutes(runtime: Runtime): FastifyPluginAsync {
+export function testHelperRoutes(services: TestHelperServices): FastifyPluginAsync {
   return async (app) => {
     app.post<{ Params: { id: string } }>(
       '/v1/test_helpers/payments/:id/pay',
@@ -85,9 +92,9 @@ export function testHelperRoutes(runtime: Runtime): FastifyPluginAsync {
         if (auth.livemode)
           throw new AppError('not_found', 'Test helpers are only available with test-mode keys (sk_test_…).');
         const { outcome } = parseInput(payBody, request.body);
-        const owned = await findPayment(runtime.db, auth, request.params.id);
+        const owned = await findPayment(services.db, auth, request.params.id);
         if (!owned) throw new AppError('not_found', `No such payment: '${request.params.id}'.`, { param: 'id' });
-        const result = await paySandbox(runtime, auth, owned.id, outcome);
+        const result = await paySandbox(services, auth, owned.id, outcome);
         return { ...result.payment, attempt: { id: result.attempt_id, object: 'payment_attempt' as const, outcome } };
       },
     );
@@ -99,13 +106,13 @@ export function testHelperRoutes(runtime: Runtime): FastifyPluginAsync {
       const body = parseInput(fundBody, request.body);
       const amount = settlementMinor(body.amount);
       // The money is real on the test chain: it comes out of what the treasury was funded with.
-      const chain = await runtime.chain();
+      const chain = await services.chain();
       // Test funding hands out the treasury's tokens: play money only where the chain's tokens are.
       if (!testMoneyMayMoveOn(chain))
         throw new AppError('invalid_request', `Test funding is not available: ${testMoneyRefusal(chain)}.`);
-      const session = await openChainSession(runtime, chain);
+      const session = await openChainSession(services, chain);
       const funded = await runSystemTool(
-        runtime,
+        services,
         fundTestBalance,
         { amount_minor: amount.toString(), chain_key: session.key },
         { accountId: auth.accountId, livemode: false },
