@@ -13,7 +13,10 @@ import type { Logger } from '../core/logger.ts';
 import type { Database, PaymentRow } from '../db/database.ts';
 import type { AgentRunStatus } from '../db/tables/money.ts';
 import type { TransferStatus } from '../db/tables/settlement.ts';
+import { countWaitingConfirmations } from '../db/repositories/confirmations.ts';
 import { countRunLines, latestCompletedRun } from '../db/repositories/reconciliation-runs.ts';
+import { countTransfersWaiting } from '../db/repositories/transfers.ts';
+import { countPendingDeliveries } from '../db/repositories/webhook-deliveries.ts';
 import { LINE_KIND_NAMES } from '../reconciliation/lines.ts';
 import { DELIVERY_ERROR_CODES } from '../webhooks/deliver.ts';
 
@@ -727,48 +730,20 @@ function boundedRead<T>(
 
 function readTransferQueue({ db }: MetricSources, timeoutMs: number) {
   return boundedRead(db, timeoutMs, (trx) =>
-    trx
-      .selectFrom('transfers')
-      // Transfers are stamped by the database's clock (created_at default now()), so their age is
-      // taken on it too; deliveries and confirmations below carry the runtime's clock.
-      .select((eb) => [
-        'status',
-        eb.fn.countAll().as('depth'),
-        sql<string | number>`greatest(0, extract(epoch from now() - min(created_at)))`.as('oldest_seconds'),
-      ])
-      .where('status', 'in', OPEN_TRANSFER_STATUSES)
-      .groupBy('status')
-      .execute(),
+    // Transfers are stamped by the database's clock, so their age is taken on it too; deliveries and
+    // confirmations below carry the runtime's clock.
+    countTransfersWaiting(trx, OPEN_TRANSFER_STATUSES),
   );
 }
 
 function readWebhookQueue({ db, clock }: MetricSources, timeoutMs: number) {
   const now = clock.now();
-  return boundedRead(db, timeoutMs, (trx) =>
-    trx
-      .selectFrom('event_deliveries')
-      .select((eb) => [
-        eb.fn.countAll().filterWhere('next_attempt_at', '<=', now).as('due'),
-        eb.fn.countAll().filterWhere('next_attempt_at', '>', now).as('waiting'),
-        eb.fn.min('created_at').as('oldest'),
-      ])
-      .where('status', '=', 'pending')
-      .executeTakeFirstOrThrow(),
-  );
+  return boundedRead(db, timeoutMs, (trx) => countPendingDeliveries(trx, now));
 }
 
 function readConfirmations({ db, clock }: MetricSources, timeoutMs: number) {
   const now = clock.now();
-  // A lapsed confirmation stays 'pending' in its row until the expiry job marks it expired: the
-  // expiry filter leaves those out in between.
-  return boundedRead(db, timeoutMs, (trx) =>
-    trx
-      .selectFrom('confirmations')
-      .select((eb) => [eb.fn.countAll().as('waiting'), eb.fn.min('created_at').as('oldest')])
-      .where('status', '=', 'pending')
-      .where('expires_at', '>', now)
-      .executeTakeFirstOrThrow(),
-  );
+  return boundedRead(db, timeoutMs, (trx) => countWaitingConfirmations(trx, now));
 }
 
 /** The latest completed reconciliation run of the latest day, and its lines by kind and mode. */

@@ -18,6 +18,20 @@ export function listConfirmationsById(db: Db, ids: readonly string[]): Promise<C
 }
 
 /**
+ * Confirmations of every account still waiting for a person at `now`, and when the oldest was
+ * asked (the metrics' scrape). A lapsed one stays 'pending' in its row until the expiry job marks
+ * it expired: the expiry filter leaves those out in between.
+ */
+export function countWaitingConfirmations(db: Db, now: Date) {
+  return db
+    .selectFrom('confirmations')
+    .select((eb) => [eb.fn.countAll().as('waiting'), eb.fn.min('created_at').as('oldest')])
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', now)
+    .executeTakeFirstOrThrow();
+}
+
+/**
  * Which confirmations a list shows, as a person reads their state at `now`: pending (still
  * waiting: a lapsed one is expired even before the expiry job marks it), expired (marked, or
  * lapsed), executed, rejected, or all of them.

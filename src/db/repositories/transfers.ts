@@ -3,7 +3,7 @@
 
 import { sql } from 'kysely';
 import type { Db } from '../database.ts';
-import type { TransferKind, TransferRow } from '../tables/settlement.ts';
+import type { TransferKind, TransferRow, TransferStatus } from '../tables/settlement.ts';
 
 /** The instant transfers waiting for a batch, and whether a scheduled one is due. */
 export interface QueuedTransferWindow {
@@ -37,6 +37,23 @@ export async function queuedTransferWindow(
            exists (select 1 from transfers w where w.status = 'queued' and w.due_at <= ${now}) as scheduled
       from transfers where status = 'queued' and due_at is null`.execute(db);
   return stats.rows[0];
+}
+
+/**
+ * How many transfers wait in each of these statuses, and the oldest's age in seconds on the
+ * database's clock (transfers are stamped by it: created_at default now()). The metrics' scrape.
+ */
+export function countTransfersWaiting(db: Db, statuses: readonly TransferStatus[]) {
+  return db
+    .selectFrom('transfers')
+    .select((eb) => [
+      'status',
+      eb.fn.countAll().as('depth'),
+      sql<string | number>`greatest(0, extract(epoch from now() - min(created_at)))`.as('oldest_seconds'),
+    ])
+    .where('status', 'in', statuses)
+    .groupBy('status')
+    .execute();
 }
 
 /** A transfer confirmed on chain, with its batch and, for a payment's settlement, the payment's currency. */

@@ -394,3 +394,16 @@ export async function nextPendingDeliveryAt(db: Db, accountIds: readonly string[
   if (accountIds !== undefined) query = query.where('account_id', 'in', accountIds);
   return (await query.executeTakeFirst())?.next_attempt_at ?? null;
 }
+
+/** Pending deliveries due by `now` and not yet due, and when the oldest was written (the metrics' scrape). */
+export function countPendingDeliveries(db: Db, now: Date) {
+  return db
+    .selectFrom('event_deliveries')
+    .select((eb) => [
+      eb.fn.countAll().filterWhere('next_attempt_at', '<=', now).as('due'),
+      eb.fn.countAll().filterWhere('next_attempt_at', '>', now).as('waiting'),
+      eb.fn.min('created_at').as('oldest'),
+    ])
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
+}
