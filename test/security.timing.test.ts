@@ -19,9 +19,9 @@ import { ManualClock } from '../src/core/clock.ts';
 import { createLogger } from '../src/core/logger.ts';
 import { csrfTokenMatches } from '../src/dashboard/csrf.ts';
 import type { Database } from '../src/db/database.ts';
+import { noNotifications } from '../src/db/notifications.ts';
 import { generateApiKey, hashApiKey } from '../src/domain/api-key-secret.ts';
-import { authenticate, type KeyLookups } from '../src/http/plugins/auth.ts';
-import type { Runtime } from '../src/runtime.ts';
+import { type ApiKeyCheck, authenticate, type KeyLookups } from '../src/http/plugins/auth.ts';
 import { generateWebhookSecret, signWebhook, verifyWebhook } from '../src/webhooks/signer.ts';
 import { bearer, testAccount, testApp, testDatabase, testRuntime, type TestRuntime } from './support/harness.ts';
 
@@ -82,7 +82,13 @@ function stubDatabase(answer: (query: CompiledQuery) => UnknownRow[] = () => [])
       createQueryCompiler: () => new PostgresQueryCompiler(),
     },
   });
-  const runtime = { db, clock: new ManualClock(), logger: createLogger('silent') } as unknown as Runtime;
+  // What the key check uses, without notifications: every request reads the stubbed database.
+  const runtime: ApiKeyCheck = {
+    db,
+    clock: new ManualClock(),
+    logger: createLogger('silent'),
+    notifications: noNotifications,
+  };
   return { runtime, queries };
 }
 
