@@ -540,7 +540,7 @@ export async function watchConfirmedAuthorizations(ctx: SettlementContext, sessi
         }
       }
       const result = await runSystemTool(
-        ctx.runtime,
+        ctx.toolEnvironment,
         revertX402Authorization,
         {
           authorization_id: row.id,
@@ -607,7 +607,7 @@ async function confirm(
     throw new Error(`transaction ${receipt.transactionHash} succeeded without using authorization ${row.id}`);
   }
   const result = await runSystemTool(
-    ctx.runtime,
+    ctx.toolEnvironment,
     confirmX402Authorization,
     {
       authorization_id: row.id,
@@ -653,7 +653,7 @@ function paysTheAuthorization(receipt: TransactionReceipt, row: X402Authorizatio
 
 async function fail(ctx: SettlementContext, row: X402AuthorizationRow, reason: string, message: string): Promise<void> {
   await runSystemTool(
-    ctx.runtime,
+    ctx.toolEnvironment,
     failX402Authorization,
     { authorization_id: row.id, reason, message: message.slice(0, 2000) },
     { accountId: row.account_id, livemode: row.livemode },

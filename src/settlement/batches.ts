@@ -72,7 +72,7 @@ export async function planBatches(ctx: SettlementContext, session: ChainSession)
       // Transfers that must never be signed fail for good, in their own run (money back, objects
       // told). They are unlocked in between; every planner refuses the same transfers, and the run
       // fails only those still queued, so a second planner or a crash here only repeats the refusal.
-      await runSystemTool(ctx.runtime, failQueuedTransfers, {
+      await runSystemTool(ctx.toolEnvironment, failQueuedTransfers, {
         transfer_ids: made.refuse,
         reason: made.reason.slice(0, MAX_REASON_LENGTH),
       });
@@ -162,7 +162,7 @@ async function planOneBatch(
 
   const lines = netTransfers(chosen);
   const total = lines.reduce((sum, l) => sum + l.amount, 0n);
-  const { batch_id: id } = await runSystemToolIn(trx, ctx.runtime, planSettlementBatch, {
+  const { batch_id: id } = await runSystemToolIn(trx, ctx.toolEnvironment, planSettlementBatch, {
     asset: session.asset,
     transfer_ids: chosen.map((t) => t.id),
     lines: lines.map((l) => ({ recipient: l.recipient, amount: l.amount.toString() })),
@@ -195,7 +195,7 @@ export async function confirmBatch(
   batchId: string,
   receipt: BatchReceipt,
 ): Promise<boolean> {
-  const result = await runSystemTool(ctx.runtime, confirmSettlementBatch, {
+  const result = await runSystemTool(ctx.toolEnvironment, confirmSettlementBatch, {
     batch_id: batchId,
     chain: chainFacts(session),
     receipt: receiptInput(receipt),
@@ -222,7 +222,7 @@ export async function revertConfirmedBatch(
   batchId: string,
   reason: string,
 ): Promise<boolean> {
-  const result = await runSystemTool(ctx.runtime, revertSettlementBatch, {
+  const result = await runSystemTool(ctx.toolEnvironment, revertSettlementBatch, {
     batch_id: batchId,
     chain: chainFacts(session),
     holder: ctx.holder,
@@ -259,7 +259,7 @@ export async function failBatch(
   expected: 'planned' | 'sent',
   failure: BatchFailure,
 ): Promise<boolean> {
-  const result = await runSystemTool(ctx.runtime, failSettlementBatch, {
+  const result = await runSystemTool(ctx.toolEnvironment, failSettlementBatch, {
     batch_id: batchId,
     expected,
     reason: failure.reason.slice(0, MAX_REASON_LENGTH),
@@ -285,7 +285,7 @@ export async function replanBatchesFromGoneChains(ctx: SettlementContext, sessio
   const orphans = await sentBatchesOnGoneDevnets(ctx.db, session.key);
   let moved = 0;
   for (const orphan of orphans) {
-    const { replanned } = await runSystemTool(ctx.runtime, replanSettlementBatches, {
+    const { replanned } = await runSystemTool(ctx.toolEnvironment, replanSettlementBatches, {
       batch_ids: [orphan.id],
       chain_key: orphan.chain_key,
       reason: 'the in-process devnet this was signed for is gone',
@@ -294,7 +294,7 @@ export async function replanBatchesFromGoneChains(ctx: SettlementContext, sessio
   }
   if (moved > 0) ctx.logger.warn({ batches: moved }, 'batches from a devnet that is gone will be sent again here');
   // A gone devnet can no longer reorganise anything: its confirmed batches are as final as they get.
-  await runSystemTool(ctx.runtime, finalizeGoneDevnetBatches, { current_chain_key: session.key });
+  await runSystemTool(ctx.toolEnvironment, finalizeGoneDevnetBatches, { current_chain_key: session.key });
   return moved;
 }
 

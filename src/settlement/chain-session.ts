@@ -8,7 +8,7 @@ import { type ChainConnection, readTreasuryBalance } from '../chain/chain.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
 import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { DuplicatePostingError, type LedgerAccountRef, ledgerAccount } from '../ledger/ledger.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import { recordTreasuryOpening } from '../../tools/system/record-treasury-opening.ts';
 
 export interface ChainSession {
@@ -61,7 +61,7 @@ const EPHEMERAL = 'ephemeral';
  * chain; a failure is not cached, so the next call tries again.
  */
 export async function openChainSession(
-  runtime: Runtime,
+  env: ToolEnvironment,
   conn: ChainConnection,
   identity?: ChainIdentity,
 ): Promise<ChainSession> {
@@ -75,7 +75,7 @@ export async function openChainSession(
   }
   let session = byChain.get(cacheKey);
   if (!session) {
-    const opening = registerChain(runtime, conn, chain);
+    const opening = registerChain(env, conn, chain);
     session = opening;
     byChain.set(cacheKey, opening);
     opening.catch(() => {
@@ -86,7 +86,7 @@ export async function openChainSession(
 }
 
 async function registerChain(
-  runtime: Runtime,
+  env: ToolEnvironment,
   conn: ChainConnection,
   identity: ChainIdentity | undefined,
 ): Promise<ChainSession> {
@@ -105,7 +105,7 @@ async function registerChain(
     treasury,
   };
 
-  const { db } = runtime;
+  const { db } = env;
   await db
     .insertInto('chains')
     .values({ chain_key: key, chain_id: identity?.chainId ?? conn.chainId, genesis_hash: genesisHash, ephemeral })
@@ -123,7 +123,7 @@ async function registerChain(
     // sent after this), so its balance now is what the operator funded it with.
     const balance = await readTreasuryBalance(conn);
     try {
-      await runSystemTool(runtime, recordTreasuryOpening, {
+      await runSystemTool(env, recordTreasuryOpening, {
         chain_key: key,
         batch_address: conn.batchAddress,
         asset,

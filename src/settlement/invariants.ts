@@ -7,7 +7,7 @@
 import { sql } from 'kysely';
 import type { Hex } from 'viem';
 import { type ChainConnection, isBatchPaid, readTreasuryBalance } from '../chain/chain.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import {
   checkLedgerInvariants,
   getLedgerBalance,
@@ -28,13 +28,13 @@ export interface SettlementInvariantReport extends LedgerInvariantReport {
 }
 
 export async function checkSettlementInvariants(
-  runtime: Runtime,
+  env: ToolEnvironment,
   conn: ChainConnection,
 ): Promise<SettlementInvariantReport> {
-  const { db } = runtime;
+  const { db } = env;
   const ledger = await checkLedgerInvariants(db);
   const problems = [...ledger.problems];
-  const session = await openChainSession(runtime, conn);
+  const session = await openChainSession(env, conn);
 
   const sent = await db
     .selectFrom('settlement_batches')

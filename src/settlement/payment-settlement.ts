@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import { ensureActionLogHeads } from '../audit/action-log.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import { MAX_OFFERED_PAYMENTS, startPaymentSettlements } from '../../tools/system/start-payment-settlements.ts';
 
 export interface PaymentIntakeOptions {
@@ -24,8 +24,8 @@ export interface PaymentIntakeOptions {
  * holds takes the next), to one run of start_payment_settlements, which takes up to `chunk` of them
  * that no other run holds. Returns how many it took (0: nothing to do).
  */
-export async function settlePaidPayments(runtime: Runtime, options: PaymentIntakeOptions): Promise<number> {
-  const offered = await runtime.db
+export async function settlePaidPayments(env: ToolEnvironment, options: PaymentIntakeOptions): Promise<number> {
+  const offered = await env.db
     .selectFrom('payments as p')
     .innerJoin('accounts as a', 'a.id', 'p.account_id')
     .select([
@@ -47,10 +47,10 @@ export async function settlePaidPayments(runtime: Runtime, options: PaymentIntak
   // wait for a merchant's first logged call while the run holds that merchant's payments. Made
   // here, holding nothing, the run finds them all.
   await ensureActionLogHeads(
-    runtime.db,
+    env.db,
     offered.map((p) => p.account_id),
   );
-  const result = await runSystemTool(runtime, startPaymentSettlements, {
+  const result = await runSystemTool(env, startPaymentSettlements, {
     payment_ids: offered.map((p) => p.id),
     limit: Math.min(options.chunk, MAX_OFFERED_PAYMENTS),
     test_money_on_chain: testMoney,

@@ -180,7 +180,7 @@ export async function sendPlannedBatches(ctx: SettlementContext, session: ChainS
       });
       // "sent" from here on, with the stored bytes: a signed transaction exists and may land, so
       // these transfers stay with this batch until it is confirmed or provably dead.
-      await runSystemToolIn(trx, ctx.runtime, recordSettlementBatchSent, {
+      await runSystemToolIn(trx, ctx.toolEnvironment, recordSettlementBatchSent, {
         batch_id: batch.id,
         chain_key: session.key,
       });
@@ -406,7 +406,7 @@ export async function trackSentBatches(ctx: SettlementContext, session: ChainSes
 }
 
 async function markNonceUsed(ctx: SettlementContext, batchId: string, used: boolean): Promise<void> {
-  await runSystemTool(ctx.runtime, recordSettlementBatchNonce, { batch_id: batchId, used });
+  await runSystemTool(ctx.toolEnvironment, recordSettlementBatchNonce, { batch_id: batchId, used });
 }
 
 export type TrackedTx = ChainTransactionRow & { age_ms: number; since_broadcast_ms: number | null };

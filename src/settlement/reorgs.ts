@@ -169,7 +169,7 @@ async function handleReplacedBlock(
     }
     if (block === null || block.toLowerCase() !== receipt.blockHash.toLowerCase()) return 'later';
     if (head.number - receipt.blockNumber + 1n >= BigInt(session.conn.confirmations)) {
-      await runSystemTool(ctx.runtime, recordSettlementBatchBlock, {
+      await runSystemTool(ctx.toolEnvironment, recordSettlementBatchBlock, {
         batch_id: batch.id,
         chain_key: session.key,
         tx_hash: batch.tx_hash,
@@ -193,5 +193,5 @@ async function handleReplacedBlock(
 }
 
 async function markFinal(ctx: SettlementContext, session: ChainSession, ids: readonly string[]): Promise<void> {
-  await runSystemTool(ctx.runtime, finalizeSettlementBatches, { chain_key: session.key, batch_ids: ids });
+  await runSystemTool(ctx.toolEnvironment, finalizeSettlementBatches, { chain_key: session.key, batch_ids: ids });
 }

@@ -14,7 +14,6 @@
 // killed at any point leaves nothing another worker cannot finish.
 
 import { sql } from 'kysely';
-import type { Runtime } from '../runtime.ts';
 import { NOTIFICATION_CHANNELS } from '../db/notifications.ts';
 import { passFailures, SAFETY_POLL_MS, untilDue, wakeOnNotifications, wakeup, type WorkerJob } from '../worker-job.ts';
 import { nextSettlementDueAt, planBatches, replanBatchesFromGoneChains } from './batches.ts';
@@ -28,7 +27,13 @@ import {
 } from './chain-session.ts';
 import { repairNonceGaps } from './nonces.ts';
 import { type ChainHead, readHead, watchConfirmedBatches } from './reorgs.ts';
-import { defaultSettlementOptions, newHolderId, type SettlementContext, type SettlementOptions } from './context.ts';
+import {
+  defaultSettlementOptions,
+  newHolderId,
+  type SettlementContext,
+  type SettlementDeps,
+  type SettlementOptions,
+} from './context.ts';
 import type { ChainConnection } from '../chain/chain.ts';
 import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
 import { settlePaidPayments } from './payment-settlement.ts';
@@ -55,15 +60,15 @@ export interface SettlementWorker {
   stop(): Promise<void>;
 }
 
-export function startSettlementWorker(runtime: Runtime, options: SettlementWorkerOptions = {}): SettlementWorker {
+export function startSettlementWorker(deps: SettlementDeps, options: SettlementWorkerOptions = {}): SettlementWorker {
   const { holder, idlePollMs = SAFETY_POLL_MS, ...tunables } = options;
   const ctx: SettlementContext = {
-    runtime,
-    db: runtime.db,
-    config: runtime.config,
-    logger: runtime.logger.child({ job: 'settlement' }),
-    clock: runtime.clock,
-    options: { ...defaultSettlementOptions(runtime.config), ...tunables },
+    toolEnvironment: deps,
+    db: deps.db,
+    config: deps.config,
+    logger: deps.logger.child({ job: 'settlement' }),
+    clock: deps.clock,
+    options: { ...defaultSettlementOptions(deps.config), ...tunables },
     holder: holder ?? newHolderId(),
     broadcastHere: new Set(),
   };
@@ -72,10 +77,10 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
 
   /** One turn; resolves to how long to wait before the next (0: it did something, go again). */
   const turn = async (): Promise<number> => {
-    const taken = await settlePaidPayments(runtime, {
+    const taken = await settlePaidPayments(deps, {
       chunk: ctx.options.intakeChunk,
       testModeOnChain: async () => {
-        testModeOnChain ??= testMoneyMayMoveOn(await runtime.chain());
+        testModeOnChain ??= testMoneyMayMoveOn(await deps.chain());
         return testModeOnChain;
       },
     });
@@ -86,14 +91,14 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
       taken > 0 ? 0 : work.active ? ctx.options.pollIntervalMs : untilDue(work.nextDueAt, ctx.clock.now(), idlePollMs);
     if (!work.active) return idle();
 
-    const conn = await runtime.chain();
+    const conn = await deps.chain();
     const head = await readHead(conn);
     if (isEphemeralChain(conn)) {
-      session = await openChainSession(runtime, conn);
+      session = await openChainSession(deps, conn);
     } else {
       const identity = await checkIdentity(conn, head);
       if (identity === undefined) return idle();
-      session = await openChainSession(runtime, conn, identity);
+      session = await openChainSession(deps, conn, identity);
     }
     if (!(await acquireRelayerLease(ctx, session))) return idle();
     return (await chainPass(ctx, session, head, watchedHead)) ? 0 : idle();
@@ -119,7 +124,7 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
   let stopping = false;
   const sleeper = wakeup();
   const unlisten = wakeOnNotifications(
-    runtime,
+    deps,
     'settlement',
     [
       // A payment to take in. Its intake queues the transfer, so settling it never waits a poll.
