@@ -15,6 +15,7 @@ import { sql } from 'kysely';
 import { estimateFees } from '../chain/chain.ts';
 import { plainUsdAbi } from '../chain/contracts/abis.ts';
 import type { Db } from '../db/database.ts';
+import type { TrackedTransaction } from '../db/repositories/chain-transactions.ts';
 import type { X402AuthorizationRow } from '../db/tables/x402.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
 import {
@@ -34,7 +35,6 @@ import {
   receiptOf,
   signAndStore,
   type StillInFlight,
-  type TrackedTx,
 } from './relayer.ts';
 import {
   confirmX402Authorization,
@@ -265,7 +265,7 @@ export async function trackSubmittedAuthorizations(ctx: SettlementContext, sessi
   const failureDepth = session.ephemeral ? depth : BigInt(session.conn.finalityDepth);
   let moved = 0;
   for (const row of submitted) {
-    const own: TrackedTx[] = txs.filter((t) => t.authorization_id === row.id);
+    const own: TrackedTransaction[] = txs.filter((t) => t.authorization_id === row.id);
     try {
       const nonce = own[0]?.nonce;
       if (nonce !== undefined && nonce >= minedNonce) {

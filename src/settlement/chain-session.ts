@@ -9,6 +9,7 @@ import { runSystemTool } from '../pipeline/system-runs.ts';
 import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { DuplicatePostingError, type LedgerAccountRef, ledgerAccount } from '../ledger/ledger.ts';
 import type { ToolEnvironment } from '../core/tool.ts';
+import type { LeaseKey } from '../db/repositories/relayer-leases.ts';
 import { recordTreasuryOpening } from '../../tools/system/record-treasury-opening.ts';
 
 export interface ChainSession {
@@ -23,6 +24,11 @@ export interface ChainSession {
   asset: string;
   /** Ledger account of the tokens held by the batch contract on this chain. */
   treasury: LedgerAccountRef;
+}
+
+/** The relayer lease's key on this chain: one signer per chain and relayer key. */
+export function leaseKey(session: Pick<ChainSession, 'key' | 'relayer'>): LeaseKey {
+  return { chainKey: session.key, relayer: session.relayer };
 }
 
 /** What a node says it serves: its chain id and genesis block. Remote nodes only. */

@@ -3,6 +3,7 @@
 
 import { sql } from 'kysely';
 import type { Db } from '../database.ts';
+import type { SettlementBatchRow } from '../tables/settlement.ts';
 
 /**
  * Batches sent on an in-process devnet that is gone: an ephemeral chain other than the current one
@@ -78,5 +79,42 @@ export async function stuckBatches(db: Db, options: { stuckAfterMs: number; stuc
     )
     .orderBy('sent_at')
     .limit(1_000)
+    .execute();
+}
+
+/** Planned batches, oldest first, up to `limit`: the relayer signs and sends them in this order. */
+export async function plannedBatches(db: Db, limit: number): Promise<SettlementBatchRow[]> {
+  return await db
+    .selectFrom('settlement_batches')
+    .selectAll()
+    .where('status', '=', 'planned')
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
+/** A batch's status, its row locked for the caller's transaction (the one that signs for it). */
+export async function lockBatchStatus(trx: Db, batchId: string): Promise<SettlementBatchRow['status'] | undefined> {
+  const batch = await trx
+    .selectFrom('settlement_batches')
+    .select('status')
+    .where('id', '=', batchId)
+    .forUpdate()
+    .executeTakeFirst();
+  return batch?.status;
+}
+
+/** The batches sent on a chain, the oldest sent first: the relayer follows each to its end. */
+export async function sentBatchesToFollow(
+  db: Db,
+  chainKey: string,
+): Promise<Pick<SettlementBatchRow, 'id' | 'batch_key' | 'sent_at' | 'nonce_used_at'>[]> {
+  return await db
+    .selectFrom('settlement_batches')
+    .select(['id', 'batch_key', 'sent_at', 'nonce_used_at'])
+    .where('status', '=', 'sent')
+    .where('chain_key', '=', chainKey)
+    .orderBy('sent_at')
     .execute();
 }
