@@ -100,20 +100,6 @@ async function batchIsDue(trx: Db, ctx: SettlementContext, now: Date): Promise<b
   return row.n >= batchMaxTransfers || row.recipients >= batchMax || row.overdue || row.quiet;
 }
 
-/**
- * When the next scheduled transfer falls due (the earliest due_at still in the future or past), or
- * null when none waits. For the worker's loop: a worker that sleeps while idle should wake by then.
- */
-export async function nextSettlementDueAt(db: Db): Promise<Date | null> {
-  const row = await db
-    .selectFrom('transfers')
-    .select((eb) => eb.fn.min('due_at').as('due'))
-    .where('status', '=', 'queued')
-    .where('due_at', 'is not', null)
-    .executeTakeFirst();
-  return row?.due ?? null;
-}
-
 /** Queued transfers the planner found it must never sign, and why (failed by fail_queued_transfers). */
 interface Refusal {
   refuse: string[];

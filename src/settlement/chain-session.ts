@@ -9,7 +9,9 @@ import { runSystemTool } from '../pipeline/system-runs.ts';
 import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { DuplicatePostingError, type LedgerAccountRef, ledgerAccount } from '../ledger/ledger.ts';
 import type { ToolEnvironment } from '../core/tool.ts';
+import { hasTreasuryOpening } from '../db/repositories/ledger-postings.ts';
 import type { LeaseKey } from '../db/repositories/relayer-leases.ts';
+import { recordChain } from '../db/repositories/settlement-chain.ts';
 import { recordTreasuryOpening } from '../../tools/system/record-treasury-opening.ts';
 
 export interface ChainSession {
@@ -112,19 +114,13 @@ async function registerChain(
   };
 
   const { db } = env;
-  await db
-    .insertInto('chains')
-    .values({ chain_key: key, chain_id: identity?.chainId ?? conn.chainId, genesis_hash: genesisHash, ephemeral })
-    .onConflict((oc) => oc.column('chain_key').doNothing())
-    .execute();
-
-  const opened = await db
-    .selectFrom('ledger_postings')
-    .select('id')
-    .where('kind', '=', 'treasury_opening')
-    .where('reference', '=', treasury.id)
-    .executeTakeFirst();
-  if (!opened) {
+  await recordChain(db, {
+    chain_key: key,
+    chain_id: identity?.chainId ?? conn.chainId,
+    genesis_hash: genesisHash,
+    ephemeral,
+  });
+  if (!(await hasTreasuryOpening(db, treasury.id))) {
     // First sight of this treasury: nothing of ours can be in flight on it yet (batches are only
     // sent after this), so its balance now is what the operator funded it with.
     const balance = await readTreasuryBalance(conn);

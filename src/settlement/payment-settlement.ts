@@ -2,8 +2,8 @@
 // (tools/system/start-payment-settlements.ts), which records them in the ledger and starts their
 // settlement. The on-chain case ends in the tools that record a settlement batch's outcome.
 
-import { sql } from 'kysely';
 import { ensureActionLogHeads } from '../audit/action-log.ts';
+import { oldestPaidPayments } from '../db/repositories/payments.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
 import type { ToolEnvironment } from '../core/tool.ts';
 import { MAX_OFFERED_PAYMENTS, startPaymentSettlements } from '../../tools/system/start-payment-settlements.ts';
@@ -25,22 +25,7 @@ export interface PaymentIntakeOptions {
  * that no other run holds. Returns how many it took (0: nothing to do).
  */
 export async function settlePaidPayments(env: ToolEnvironment, options: PaymentIntakeOptions): Promise<number> {
-  const offered = await env.db
-    .selectFrom('payments as p')
-    .innerJoin('accounts as a', 'a.id', 'p.account_id')
-    .select([
-      'p.id',
-      'p.account_id',
-      'p.livemode',
-      sql<boolean>`coalesce(p.payout_address, a.default_payout_address) is not null and p.settlement_minor > 0`.as(
-        'wants_chain',
-      ),
-    ])
-    .where('p.status', '=', 'paid')
-    .orderBy('p.paid_at')
-    .orderBy('p.id')
-    .limit(Math.min(options.chunk * 4, MAX_OFFERED_PAYMENTS))
-    .execute();
+  const offered = await oldestPaidPayments(env.db, Math.min(options.chunk * 4, MAX_OFFERED_PAYMENTS));
   if (offered.length === 0) return 0;
   const testMoney = offered.some((p) => !p.livemode && p.wants_chain) ? await options.testModeOnChain() : false;
   // The run takes only free action-log locks (busyAccounts 'skip'); a head it had to create could

@@ -17,6 +17,7 @@ import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
 import { errorMessage, receiptOf } from './relayer.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
+import { confirmedBatchesNotFinal } from '../db/repositories/settlement-batches.ts';
 import {
   finalizeSettlementBatches,
   recordSettlementBatchBlock,
@@ -60,17 +61,7 @@ export async function watchConfirmedBatches(
   head: ChainHead,
 ): Promise<WatchResult> {
   // The oldest first (they reach finality first); walked from the highest for the shortcut.
-  const watched = (
-    await ctx.db
-      .selectFrom('settlement_batches')
-      .select(['id', 'tx_hash', 'block_number', 'block_hash'])
-      .where('status', '=', 'confirmed')
-      .where('finalized_at', 'is', null)
-      .where('chain_key', '=', session.key)
-      .orderBy('block_number', 'asc')
-      .limit(1_000)
-      .execute()
-  ).reverse();
+  const watched = (await confirmedBatchesNotFinal(ctx.db, session.key)).reverse();
   if (watched.length === 0) return { reverted: 0, complete: true };
   const { confirmations, finalityDepth } = session.conn;
   const need = BigInt(Math.max(finalityDepth, confirmations));

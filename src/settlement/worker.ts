@@ -13,10 +13,11 @@
 // Coordination is only row locks, compare-and-set and unique constraints in Postgres; a worker
 // killed at any point leaves nothing another worker cannot finish.
 
-import { sql } from 'kysely';
 import { NOTIFICATION_CHANNELS } from '../db/notifications.ts';
 import { passFailures, SAFETY_POLL_MS, untilDue, wakeOnNotifications, wakeup, type WorkerJob } from '../worker-job.ts';
-import { nextSettlementDueAt, planBatches, replanBatchesFromGoneChains } from './batches.ts';
+import { planBatches, replanBatchesFromGoneChains } from './batches.ts';
+import { hasOnChainWork } from '../db/repositories/settlement-chain.ts';
+import { nextSettlementDueAt } from '../db/repositories/transfers.ts';
 import { checkStuckBatches, verifyChainIdentity } from './chain-health.ts';
 import {
   type ChainIdentity,
@@ -243,28 +244,10 @@ function chainIdentityGate(
  * the first falls due (nextDueAt).
  */
 async function chainWork(ctx: SettlementContext): Promise<{ active: boolean; nextDueAt: Date | null }> {
-  // Confirmed batches: only those of the chain settlement signs for (a chain adopted away is no longer
-  // watched), and of in-process devnets (finalized at confirmation; an older one's are closed out by
-  // the first turn).
-  const [row, nextDueAt] = await Promise.all([
-    sql<{ active: boolean }>`
-      select exists (select 1 from transfers where status in ('batched', 'sent'))
-          or exists (select 1 from transfers where status = 'queued' and due_at is null)
-          or exists (select 1 from x402_authorizations where status in ('recorded', 'submitted'))
-          or exists (select 1 from x402_authorizations x
-                      where x.status = 'confirmed' and x.finalized_at is null
-                        and x.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current'))
-          or exists (select 1 from settlement_batches b
-                      where b.status = 'confirmed' and b.finalized_at is null
-                        and (b.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current')
-                             or exists (select 1 from chains c where c.chain_key = b.chain_key and c.ephemeral))) as active`.execute(
-      ctx.db,
-    ),
-    nextSettlementDueAt(ctx.db),
-  ]);
-  // A held transfer due now is active work (compared on the runtime clock, which computed due_at).
+  const [onChain, nextDueAt] = await Promise.all([hasOnChainWork(ctx.db), nextSettlementDueAt(ctx.db)]);
+  // A held transfer due now is active work (compared on the service's clock, which computed due_at).
   const heldDue = nextDueAt !== null && nextDueAt.getTime() <= ctx.clock.now().getTime();
-  return { active: row.rows[0]?.active === true || heldDue, nextDueAt };
+  return { active: onChain || heldDue, nextDueAt };
 }
 
 /** The worker job for `plainpay serve` (all roles, or --role worker). */

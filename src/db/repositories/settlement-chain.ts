@@ -54,13 +54,21 @@ export async function newestOpenRemoteChain(db: Db): Promise<KnownChain | undefi
     : undefined;
 }
 
-/** A remote chain's row in chains, once. */
-export async function ensureChain(db: Db, chain: KnownChain): Promise<void> {
+/** A chain's row in chains, once: a remote chain by its identity, or an in-process devnet (no genesis hash kept). */
+export async function recordChain(
+  db: Db,
+  chain: { chain_key: string; chain_id: number; genesis_hash: string | null; ephemeral: boolean },
+): Promise<void> {
   await db
     .insertInto('chains')
-    .values({ ...chain, ephemeral: false })
+    .values(chain)
     .onConflict((oc) => oc.column('chain_key').doNothing())
     .execute();
+}
+
+/** A remote chain's row in chains, once. */
+export async function ensureChain(db: Db, chain: KnownChain): Promise<void> {
+  await recordChain(db, { ...chain, ephemeral: false });
 }
 
 /** Whether the chain was recorded as ephemeral (an in-process devnet); undefined for one not recorded. */
@@ -115,4 +123,29 @@ export async function recordAdoptedChain(db: Db, adopted: KnownChain): Promise<v
     })
     .where('id', '=', 'current')
     .execute();
+}
+
+/**
+ * Whether the settlement worker has work on chain now: instant transfers queued, transfers batched
+ * or sent, x402 authorizations recorded or submitted, and confirmed batches and authorizations not
+ * final yet. Confirmed ones count only on the chain settlement signs for (a chain adopted away is
+ * no longer watched), and batches also on in-process devnets (finalized at confirmation; an older
+ * one's are closed out by the first turn). Transfers held by a schedule are not: see
+ * nextSettlementDueAt (transfers.ts).
+ */
+export async function hasOnChainWork(db: Db): Promise<boolean> {
+  const row = await sql<{ active: boolean }>`
+      select exists (select 1 from transfers where status in ('batched', 'sent'))
+          or exists (select 1 from transfers where status = 'queued' and due_at is null)
+          or exists (select 1 from x402_authorizations where status in ('recorded', 'submitted'))
+          or exists (select 1 from x402_authorizations x
+                      where x.status = 'confirmed' and x.finalized_at is null
+                        and x.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current'))
+          or exists (select 1 from settlement_batches b
+                      where b.status = 'confirmed' and b.finalized_at is null
+                        and (b.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current')
+                             or exists (select 1 from chains c where c.chain_key = b.chain_key and c.ephemeral))) as active`.execute(
+    db,
+  );
+  return row.rows[0]?.active === true;
 }

@@ -56,3 +56,25 @@ export async function lockDueTransfers(trx: Db, now: Date, limit: number): Promi
     .skipLocked()
     .execute();
 }
+
+/**
+ * When the next scheduled transfer falls due (the earliest due_at still in the future or past), or
+ * null when none waits. For the worker's loop: a worker that sleeps while idle should wake by then.
+ */
+export async function nextSettlementDueAt(db: Db): Promise<Date | null> {
+  const row = await db
+    .selectFrom('transfers')
+    .select((eb) => eb.fn.min('due_at').as('due'))
+    .where('status', '=', 'queued')
+    .where('due_at', 'is not', null)
+    .executeTakeFirst();
+  return row?.due ?? null;
+}
+
+/** The amount of the transfers of `asset` not yet confirmed (queued, batched or sent): what the ledger holds in flight. */
+export async function openTransferTotal(db: Db, asset: string): Promise<bigint> {
+  const open = await sql<{ total: string }>`
+    select coalesce(sum(amount_minor), 0)::text as total from transfers
+     where asset = ${asset} and status in ('queued', 'batched', 'sent')`.execute(db);
+  return BigInt(open.rows[0]?.total ?? '0');
+}
