@@ -16,8 +16,7 @@
 import { NOTIFICATION_CHANNELS } from '../db/notifications.ts';
 import { passFailures, SAFETY_POLL_MS, untilDue, wakeOnNotifications, wakeup, type WorkerJob } from '../worker-job.ts';
 import { planBatches, replanBatchesFromGoneChains } from './batches.ts';
-import { hasOnChainWork } from '../db/repositories/settlement-chain.ts';
-import { nextSettlementDueAt } from '../db/repositories/transfers.ts';
+import { hasOnChainWork, nextSettlementDueAt } from '../db/repositories/transfers.ts';
 import { checkStuckBatches, verifyChainIdentity } from './chain-health.ts';
 import {
   type ChainIdentity,

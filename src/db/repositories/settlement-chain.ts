@@ -1,5 +1,6 @@
 // The chain settlement signs for (settlement_chain: one row, id 'current'), the chains it knows
-// (chains), and what a node served instead: the queries of chain identity (src/settlement/chain-health.ts).
+// (chains), and what a node served instead: the queries of chain identity (src/settlement/chain-health.ts)
+// and of the chain session (chain-session.ts), which records each chain it signs on.
 
 import { type Selectable, sql } from 'kysely';
 import type { Db } from '../database.ts';
@@ -123,29 +124,4 @@ export async function recordAdoptedChain(db: Db, adopted: KnownChain): Promise<v
     })
     .where('id', '=', 'current')
     .execute();
-}
-
-/**
- * Whether the settlement worker has work on chain now: instant transfers queued, transfers batched
- * or sent, x402 authorizations recorded or submitted, and confirmed batches and authorizations not
- * final yet. Confirmed ones count only on the chain settlement signs for (a chain adopted away is
- * no longer watched), and batches also on in-process devnets (finalized at confirmation; an older
- * one's are closed out by the first turn). Transfers held by a schedule are not: see
- * nextSettlementDueAt (transfers.ts).
- */
-export async function hasOnChainWork(db: Db): Promise<boolean> {
-  const row = await sql<{ active: boolean }>`
-      select exists (select 1 from transfers where status in ('batched', 'sent'))
-          or exists (select 1 from transfers where status = 'queued' and due_at is null)
-          or exists (select 1 from x402_authorizations where status in ('recorded', 'submitted'))
-          or exists (select 1 from x402_authorizations x
-                      where x.status = 'confirmed' and x.finalized_at is null
-                        and x.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current'))
-          or exists (select 1 from settlement_batches b
-                      where b.status = 'confirmed' and b.finalized_at is null
-                        and (b.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current')
-                             or exists (select 1 from chains c where c.chain_key = b.chain_key and c.ephemeral))) as active`.execute(
-    db,
-  );
-  return row.rows[0]?.active === true;
 }
