@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { PaymentStatus } from '../../domain/payment-status.ts';
 import type { Db, PaymentRow, SettlementSchedule } from '../database.ts';
 import {
@@ -130,5 +131,33 @@ export async function listPaymentSummaries(
     .where('id', 'in', ids)
     .where('account_id', '=', scope.accountId)
     .where('livemode', '=', scope.livemode)
+    .execute();
+}
+
+/** A paid payment the settlement worker's intake offers: whether it wants a transfer on chain (an address and an amount). */
+export interface PaidPaymentOffer {
+  id: string;
+  account_id: string;
+  livemode: boolean;
+  wants_chain: boolean;
+}
+
+/** The oldest paid payments, up to `limit`, read without a lock: what the settlement intake offers its run. */
+export async function oldestPaidPayments(db: Db, limit: number): Promise<PaidPaymentOffer[]> {
+  return await db
+    .selectFrom('payments as p')
+    .innerJoin('accounts as a', 'a.id', 'p.account_id')
+    .select([
+      'p.id',
+      'p.account_id',
+      'p.livemode',
+      sql<boolean>`coalesce(p.payout_address, a.default_payout_address) is not null and p.settlement_minor > 0`.as(
+        'wants_chain',
+      ),
+    ])
+    .where('p.status', '=', 'paid')
+    .orderBy('p.paid_at')
+    .orderBy('p.id')
+    .limit(limit)
     .execute();
 }

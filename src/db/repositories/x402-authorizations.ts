@@ -1,0 +1,140 @@
+// x402 authorizations as the settlement worker's relayer follows them (src/settlement/authorizations.ts):
+// which to submit, follow and watch, and the submission's bookkeeping (submitted, recorded again,
+// mined again in another block, final), which moves no money, as a batch's `sent` does not. The
+// writes that move money or decide a payment (recorded, confirmed, failed, reverted) are in
+// src/db/money-writes/x402-authorizations.ts, made only in a system tool's run.
+
+import { sql } from 'kysely';
+import type { Db } from '../database.ts';
+import type { X402AuthorizationRow, X402AuthorizationStatus } from '../tables/x402.ts';
+
+/** The chain and token the relayer pays in on: its authorizations, and the chain key it signs for. */
+export interface AuthorizationChain {
+  chainId: number;
+  /** The token's address, lower case (as stored). */
+  token: string;
+  chainKey: string;
+}
+
+/** Authorizations of this chain and token, oldest first. */
+function ofChain(db: Db, chain: AuthorizationChain) {
+  return db
+    .selectFrom('x402_authorizations')
+    .selectAll()
+    .where('chain_id', '=', chain.chainId)
+    .where('token', '=', chain.token)
+    .orderBy('created_at')
+    .orderBy('id');
+}
+
+/** Recorded authorizations of this chain and token, oldest first, up to `limit`: to submit. */
+export async function recordedAuthorizations(
+  db: Db,
+  chain: AuthorizationChain,
+  limit: number,
+): Promise<X402AuthorizationRow[]> {
+  return await ofChain(db, chain).where('status', '=', 'recorded').limit(limit).execute();
+}
+
+/** Authorizations submitted on this chain, oldest first: to follow to their end. */
+export async function submittedAuthorizations(db: Db, chain: AuthorizationChain): Promise<X402AuthorizationRow[]> {
+  return await ofChain(db, chain).where('status', '=', 'submitted').where('chain_key', '=', chain.chainKey).execute();
+}
+
+/** Authorizations confirmed on this chain and not final yet, oldest first, up to 1,000: the reorg watch's. */
+export async function confirmedAuthorizationsNotFinal(
+  db: Db,
+  chain: AuthorizationChain,
+): Promise<X402AuthorizationRow[]> {
+  return await ofChain(db, chain)
+    .where('status', '=', 'confirmed')
+    .where('finalized_at', 'is', null)
+    .where('chain_key', '=', chain.chainKey)
+    .limit(1_000)
+    .execute();
+}
+
+/** An authorization's status now, read without a lock. */
+export async function findAuthorizationStatus(db: Db, id: string): Promise<X402AuthorizationStatus | undefined> {
+  const row = await db.selectFrom('x402_authorizations').select('status').where('id', '=', id).executeTakeFirst();
+  return row?.status;
+}
+
+/** An authorization's status, its row locked for the caller's transaction (the one that signs for it or moves it on). */
+export async function lockAuthorizationStatus(trx: Db, id: string): Promise<X402AuthorizationStatus | undefined> {
+  const row = await trx
+    .selectFrom('x402_authorizations')
+    .select('status')
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+  return row?.status;
+}
+
+/** Submitted on this chain: its signed transaction is stored, in the caller's transaction. */
+export async function markAuthorizationSubmitted(trx: Db, id: string, chainKey: string): Promise<void> {
+  await trx
+    .updateTable('x402_authorizations')
+    .set({ status: 'submitted', chain_key: chainKey, submitted_at: sql`now()`, updated_at: sql`now()` })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** Recorded again, to be submitted afresh: its transaction can no longer carry it (caller's transaction, row locked). */
+export async function markAuthorizationRecordedAgain(trx: Db, id: string): Promise<void> {
+  await trx
+    .updateTable('x402_authorizations')
+    .set({ status: 'recorded', updated_at: sql`now()` })
+    .where('id', '=', id)
+    .execute();
+}
+
+/**
+ * Authorizations submitted on an in-process devnet that is gone: an ephemeral chain other than the
+ * current one on which no lease is live (its process ended).
+ */
+export async function submittedAuthorizationsOnGoneDevnets(db: Db, currentChainKey: string): Promise<{ id: string }[]> {
+  return await db
+    .selectFrom('x402_authorizations as x')
+    .innerJoin('chains as c', 'c.chain_key', 'x.chain_key')
+    .select('x.id')
+    .where('x.status', '=', 'submitted')
+    .where('x.chain_key', '!=', currentChainKey)
+    .where('c.ephemeral', '=', true)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('relayer_leases as l')
+            .select('l.chain_key')
+            .whereRef('l.chain_key', '=', 'x.chain_key')
+            .where('l.expires_at', '>', sql<Date>`now()`),
+        ),
+      ),
+    )
+    .execute();
+}
+
+/** A confirmed authorization's transaction mined again in another block, deep enough: only its block changes. */
+export async function recordAuthorizationBlock(
+  db: Db,
+  id: string,
+  block: { number: bigint; hash: string },
+): Promise<void> {
+  await db
+    .updateTable('x402_authorizations')
+    .set({ block_number: block.number, block_hash: block.hash, updated_at: sql`now()` })
+    .where('id', '=', id)
+    .where('status', '=', 'confirmed')
+    .execute();
+}
+
+/** A confirmed authorization deep enough to be final: the reorg watch lets it go. */
+export async function markAuthorizationFinal(db: Db, id: string): Promise<void> {
+  await db
+    .updateTable('x402_authorizations')
+    .set({ finalized_at: sql`now()`, updated_at: sql`now()` })
+    .where('id', '=', id)
+    .where('status', '=', 'confirmed')
+    .where('finalized_at', 'is', null)
+    .execute();
+}
