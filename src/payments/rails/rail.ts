@@ -1,8 +1,8 @@
-import type { Runtime } from '../../runtime.ts';
 import type { PaymentRow } from '../../db/database.ts';
 import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
 import type { RailCredentials } from './collections.ts';
+import type { RailServices } from '../deps.ts';
 import {
   type ProviderCallOutcome,
   type ProviderOperation,
@@ -81,13 +81,14 @@ export interface ProviderRefundState {
 }
 
 export interface ProviderArgs<R extends ProviderRail> {
-  runtime: Runtime;
+  /** The caller's rail services (a runtime, as the composition roots hand it in). */
+  runtime: RailServices;
   credentials: RailCredentials[R];
   attempt: PaymentAttemptRow;
 }
 
 export interface CollectionListingArgs<R extends ProviderRail> {
-  runtime: Runtime;
+  runtime: RailServices;
   credentials: RailCredentials[R];
   from: Date;
   to: Date;
@@ -236,7 +237,7 @@ function statusOutcome(status: number): ProviderCallOutcome {
  * (plainpay_payer_rail_alerts_total), which the operator's alerting watches (docs/operations.md).
  */
 export function alertOperator(
-  runtime: Pick<Runtime, 'logger'>,
+  runtime: Pick<RailServices, 'logger'>,
   rail: ProviderRail,
   alert: NonNullable<ProviderVerdict['operatorAlert']>,
   context: Record<string, string>,
