@@ -132,3 +132,47 @@ export async function listPaymentSummaries(
     .where('livemode', '=', scope.livemode)
     .execute();
 }
+
+/** The pending payments whose ttl lapsed at `now`, soonest lapsed first: what the expiry job offers. */
+export async function findLapsedPendingPayments(
+  db: Db,
+  now: Date,
+  limit: number,
+): Promise<Pick<PaymentRow, 'id' | 'account_id'>[]> {
+  return db
+    .selectFrom('payments')
+    .select(['id', 'account_id'])
+    .where('status', '=', 'pending')
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+}
+
+/** When the next pending payment lapses: its expires_at, or undefined when none is pending. */
+export async function findNextPaymentLapse(db: Db): Promise<{ expires_at: Date } | undefined> {
+  return db
+    .selectFrom('payments')
+    .select('expires_at')
+    .where('status', '=', 'pending')
+    .orderBy('expires_at')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Whose a payment is (its account and mode) and when it lapses; it exists (an attempt names it). */
+export async function findPaymentOwnerAndExpiry(
+  db: Db,
+  id: string,
+): Promise<Pick<PaymentRow, 'account_id' | 'livemode' | 'expires_at'>> {
+  return db
+    .selectFrom('payments')
+    .select(['account_id', 'livemode', 'expires_at'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
+}
+
+/** Whose a payment is: its account and mode; it exists (an attempt names it). */
+export async function findPaymentOwner(db: Db, id: string): Promise<Pick<PaymentRow, 'account_id' | 'livemode'>> {
+  return db.selectFrom('payments').select(['account_id', 'livemode']).where('id', '=', id).executeTakeFirstOrThrow();
+}

@@ -1,21 +1,22 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.ts';
-import type { Runtime } from '../../runtime.ts';
 import {
   findMpesaAttempt,
   findMpesaAttemptByCallbackHash,
   findPaystackAttemptByReference,
+  keepSignedSuccess,
   mpesaReferenceTaken,
+  type PaymentAttemptRow,
   recordMissingProviderReference,
 } from '../../db/repositories/payment-attempts.ts';
+import type { PaymentRailDeps } from '../../payments/deps.ts';
 import { recordRailEvent } from '../../db/repositories/rail-events.ts';
-import { checkAttempt, collectionOfAttempt, keepSignedSuccess } from '../../payments/rails/attempts.ts';
+import { checkAttempt, collectionOfAttempt } from '../../payments/rails/attempts.ts';
 import { sha256Hex } from '../../core/sha256.ts';
 import { paystackSignatureValid } from '../../payments/rails/paystack.ts';
 import type { ProviderVerdict } from '../../payments/rails/rail.ts';
 import { STK_CALLBACK_PATH } from '../../payments/rails/mpesa.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { isId } from '../../domain/ids.ts';
 
 /**
@@ -29,7 +30,7 @@ import { isId } from '../../domain/ids.ts';
  *
  * Every callback, accepted or refused, leaves a rail event on the payment for finance.
  */
-export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
+export function railCallbackRoutes(runtime: PaymentRailDeps): FastifyPluginAsync {
   return async (app) => {
     // The signature is over the raw body: keep it as sent (this plugin's own parser).
     app.removeContentTypeParser('application/json');
@@ -65,7 +66,7 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
  * A Paystack event, signed with the secret key of the integration the payer paid into. Only
  * charge.success moves anything, and only once verify confirms it; every event is noted.
  */
-async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): Promise<{ received: true }> {
+async function receivePaystackEvent(runtime: PaymentRailDeps, request: FastifyRequest): Promise<{ received: true }> {
   const raw = typeof request.body === 'string' ? request.body : '';
   const now = () => runtime.clock.now();
   const event = parseJson(raw) as { event?: unknown; data?: Record<string, unknown> } | undefined;
@@ -173,7 +174,7 @@ async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): 
  * STK query confirms it. `known`: the URL's secret is the attempt's own.
  */
 async function receiveStkCallback(
-  runtime: Runtime,
+  runtime: PaymentRailDeps,
   request: FastifyRequest,
   attempt: PaymentAttemptRow | undefined,
   known: boolean,

@@ -4,9 +4,15 @@ import { AppError } from '../../core/errors.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
 import type { Db, ModeScope, PaymentRow } from '../../db/database.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
+import {
+  findPaymentAttemptById,
+  markAttemptChecked,
+  type PaymentAttemptRow,
+  recordProviderStart,
+} from '../../db/repositories/payment-attempts.ts';
+import { findPaymentById } from '../../db/repositories/payments.ts';
 import { recordRailEvent } from '../../db/repositories/rail-events.ts';
-import type { Runtime } from '../../runtime.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import type { PaymentRailDeps } from '../deps.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { startPaymentAttempt } from '../../../tools/system/start-payment-attempt.ts';
 import {
@@ -45,7 +51,7 @@ const scopeOf = (payment: PaymentRow): ModeScope => ({ accountId: payment.accoun
  * The provider rails a payer may use for this payment: the operator collects on them for its
  * account and mode, they can take it, and the integration has not refused its currency.
  */
-export async function offeredRails(runtime: Runtime, payment: PaymentRow): Promise<ProviderRail[]> {
+export async function offeredRails(runtime: Pick<PaymentRailDeps, 'db'>, payment: PaymentRow): Promise<ProviderRail[]> {
   return (await offeredRailsOf(runtime, scopeOf(payment)))
     .filter(({ rail, currencies }) => currencies.includes(payment.currency) && PROVIDER_RAILS[rail].takes(payment))
     .map(({ rail }) => rail);
@@ -56,7 +62,7 @@ export async function offeredRails(runtime: Runtime, payment: PaymentRow): Promi
  * the rail's own, less those its collection account's provider refused.
  */
 export async function offeredRailsOf(
-  runtime: Runtime,
+  runtime: Pick<PaymentRailDeps, 'db'>,
   scope: ModeScope,
 ): Promise<Array<{ rail: ProviderRail; currencies: string[] }>> {
   const offered: Array<{ rail: ProviderRail; currencies: string[] }> = [];
@@ -76,7 +82,7 @@ function collects(collection: OpenCollection, payment: PaymentRow): boolean {
 
 /** A payer asks to pay on a provider rail: where their browser goes next (undefined: stay). */
 export async function beginAttempt(
-  runtime: Runtime,
+  runtime: PaymentRailDeps,
   payment: PaymentRow,
   rail: ProviderRail,
   form: URLSearchParams,
@@ -105,7 +111,7 @@ export async function beginAttempt(
     },
     scope,
   );
-  const attempt = await findAttempt(runtime.db, started.attempt_id);
+  const attempt = await findPaymentAttemptById(runtime.db, started.attempt_id);
   let result: Awaited<ReturnType<typeof adapter.start>>;
   try {
     result = await adapter.start({
@@ -152,11 +158,7 @@ export async function beginAttempt(
     );
   }
   // Started: from here on the attempt is open whatever happens, and is confirmed or ended by the provider.
-  await runtime.db
-    .updateTable('payment_attempts')
-    .set({ provider_reference: result.providerReference, payer_url: result.payerUrl ?? null })
-    .where('id', '=', attempt.id)
-    .execute();
+  await recordProviderStart(runtime.db, attempt.id, result.providerReference, result.payerUrl ?? null);
   await recordRailEvent(
     runtime.db,
     rail,
@@ -196,7 +198,7 @@ function startFailedNotice(error: unknown, refused: boolean): string {
  * ends, and the payer is told plainly to pay another way. Returns the payer's error.
  */
 async function currencyRefused(
-  runtime: Runtime,
+  runtime: PaymentRailDeps,
   rail: ProviderRail,
   collection: CollectionAccount,
   attempt: PaymentAttemptRow,
@@ -245,7 +247,7 @@ export interface CheckOptions {
  * Returns the verdict, or undefined when the provider could not be asked (nothing changes).
  */
 export async function checkAttempt(
-  runtime: Runtime,
+  runtime: PaymentRailDeps,
   attempt: PaymentAttemptRow,
   options: CheckOptions,
 ): Promise<ProviderVerdict | undefined> {
@@ -267,7 +269,7 @@ export async function checkAttempt(
     );
     return undefined;
   }
-  await runtime.db.updateTable('payment_attempts').set({ checked_at: now() }).where('id', '=', attempt.id).execute();
+  await markAttemptChecked(runtime.db, attempt.id, now());
   let verdict: ProviderVerdict;
   try {
     verdict = await adapter.verify({ runtime, credentials: collection.credentials, attempt });
@@ -323,25 +325,9 @@ export function attemptNotice(
   return rail?.payerNotice?.(attempt);
 }
 
-/**
- * A signed success event arrived for this attempt (Paystack's charge.success): kept, from its first
- * arrival, until a success is recorded (record_payment_attempt clears it). Until then the reconciler
- * re-verifies the attempt itself and may pay it, ended or not: an event that came while verify was
- * failing is paid once verify recovers, without Paystack sending it again.
- */
-export async function keepSignedSuccess(db: Db, attemptId: string, at: Date): Promise<void> {
-  await db
-    .updateTable('payment_attempts')
-    .set({ unconfirmed_event_at: at })
-    .where('id', '=', attemptId)
-    .where('unconfirmed_event_at', 'is', null)
-    .where('outcome', 'not in', ['succeeded', 'flagged'])
-    .execute();
-}
-
 /** The collection account an attempt's money went to: its provider calls use that integration's credentials. */
 export async function collectionOfAttempt<R extends ProviderRail>(
-  runtime: Runtime,
+  runtime: Pick<PaymentRailDeps, 'db' | 'secretBox'>,
   attempt: Pick<PaymentAttemptRow, 'collection_id'>,
 ): Promise<OpenCollection<R> | undefined> {
   return attempt.collection_id === null
@@ -349,10 +335,9 @@ export async function collectionOfAttempt<R extends ProviderRail>(
     : collectionById<R>(runtime.db, runtime.secretBox, attempt.collection_id);
 }
 
-export async function findAttempt(db: Db, id: string): Promise<PaymentAttemptRow> {
-  return db.selectFrom('payment_attempts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-}
-
+/** The payment an attempt pays (it exists: an attempt is made for a payment, and payments are never deleted). */
 async function paymentOf(db: Db, attempt: PaymentAttemptRow): Promise<PaymentRow> {
-  return db.selectFrom('payments').selectAll().where('id', '=', attempt.payment_id).executeTakeFirstOrThrow();
+  const payment = await findPaymentById(db, attempt.payment_id);
+  if (!payment) throw new Error(`payment ${attempt.payment_id} of attempt ${attempt.id} not found`);
+  return payment;
 }

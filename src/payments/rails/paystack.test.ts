@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { paystackFixture } from '../../../test/fakes/fixtures/paystack/index.ts';
 import { isAppError } from '../../core/errors.ts';
 import type { RailServices } from '../deps.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import type { PaymentAttemptRow } from '../../db/repositories/payment-attempts.ts';
 import type { PaymentRow } from '../../db/database.ts';
 import { CurrencyRefusedError, RailUnavailableError } from './rail.ts';
 import { paystackReference } from '../../domain/provider-references.ts';

@@ -1,5 +1,5 @@
 import type { PaymentRow } from '../../db/database.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import type { PaymentAttemptRow } from '../../db/repositories/payment-attempts.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
 import type { RailCredentials } from './collections.ts';
 import type { RailServices } from '../deps.ts';

@@ -1,17 +1,25 @@
-import { isOpenAttempt, type ModeScope, OPEN_ATTEMPT_OUTCOMES } from '../../db/database.ts';
-import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../../db/tables/rails.ts';
-import type { Runtime } from '../../runtime.ts';
+import { isOpenAttempt, type ModeScope } from '../../db/database.ts';
+import type { ProviderRail } from '../../db/tables/rails.ts';
+import {
+  findLateSuccessesToRefund,
+  findOpenAttemptsToCheck,
+  findPaymentAttemptById,
+  findUnconfirmedEventAttempts,
+  forgetSignedSuccess,
+  type PaymentAttemptRow,
+} from '../../db/repositories/payment-attempts.ts';
+import { findPaymentOwner, findPaymentOwnerAndExpiry } from '../../db/repositories/payments.ts';
+import { takeLease } from '../../db/repositories/rail-leases.ts';
+import type { PaymentRailDeps } from '../deps.ts';
 import { pollingJob, type WorkerJob } from '../../worker-job.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { recordLateSuccessRefund } from '../../../tools/system/record-late-success-refund.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
 import { recordRailEvent } from '../../db/repositories/rail-events.ts';
-import { checkAttempt, collectionOfAttempt, findAttempt, PROVIDER_RAILS } from './attempts.ts';
+import { checkAttempt, collectionOfAttempt, PROVIDER_RAILS } from './attempts.ts';
 import { unconfirmedPushReason } from './mpesa.ts';
 import { type ProviderVerdict, RailUnavailableError } from './rail.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { processRailRefunds } from './refunds.ts';
-import { leaseLapsed, takeLease } from './lease.ts';
 
 /** An attempt is first asked about this long after it started (the callback usually comes first). */
 const FIRST_CHECK_MS = 30_000;
@@ -37,28 +45,14 @@ const POLL_MS = 5000;
  * refund are refunded. Attempts are claimed with `checked_at` as a lease, so several workers share
  * the work and no provider is asked twice at once. Returns how many attempts of either kind were due.
  */
-export async function reconcileRailAttempts(runtime: Runtime, stopping: () => boolean = () => false): Promise<number> {
+export async function reconcileRailAttempts(
+  runtime: PaymentRailDeps,
+  stopping: () => boolean = () => false,
+): Promise<number> {
   const now = runtime.clock.now();
-  const lapsed = leaseLapsed(new Date(now.getTime() - RECHECK_MS));
-  const open = await runtime.db
-    .selectFrom('payment_attempts')
-    .select(['id', 'checked_at'])
-    .where('outcome', 'in', OPEN_ATTEMPT_OUTCOMES)
-    .where('rail', 'in', PROVIDER_RAIL_NAMES)
-    .where('created_at', '<=', new Date(now.getTime() - FIRST_CHECK_MS))
-    .where(lapsed)
-    .orderBy('created_at')
-    .limit(BATCH)
-    .execute();
-  const unconfirmed = await runtime.db
-    .selectFrom('payment_attempts')
-    .select(['id', 'checked_at'])
-    .where('unconfirmed_event_at', 'is not', null)
-    .where('outcome', 'not in', OPEN_ATTEMPT_OUTCOMES)
-    .where(lapsed)
-    .orderBy('unconfirmed_event_at')
-    .limit(BATCH)
-    .execute();
+  const leaseCutoff = new Date(now.getTime() - RECHECK_MS);
+  const open = await findOpenAttemptsToCheck(runtime.db, new Date(now.getTime() - FIRST_CHECK_MS), leaseCutoff, BATCH);
+  const unconfirmed = await findUnconfirmedEventAttempts(runtime.db, leaseCutoff, BATCH);
   const due = Math.max(open.length, unconfirmed.length);
 
   for (const read of [...open, ...unconfirmed]) {
@@ -78,12 +72,8 @@ export async function reconcileRailAttempts(runtime: Runtime, stopping: () => bo
 }
 
 /** An attempt still open: asked about, ended once stale, and a success nobody signed for said so. */
-async function reconcileOpen(runtime: Runtime, attempt: PaymentAttemptRow, now: Date): Promise<void> {
-  const payment = await runtime.db
-    .selectFrom('payments')
-    .select(['account_id', 'livemode', 'expires_at'])
-    .where('id', '=', attempt.payment_id)
-    .executeTakeFirstOrThrow();
+async function reconcileOpen(runtime: PaymentRailDeps, attempt: PaymentAttemptRow, now: Date): Promise<void> {
+  const payment = await findPaymentOwnerAndExpiry(runtime.db, attempt.payment_id);
   const age = now.getTime() - attempt.created_at.getTime();
   const stale = age > PAYSTACK_ABANDON_MS || payment.expires_at.getTime() <= now.getTime();
   // M-Pesa's query is the confirmation. Paystack money counts only on its signed event: a success
@@ -121,13 +111,13 @@ async function reconcileOpen(runtime: Runtime, attempt: PaymentAttemptRow, now: 
  *    daily reconciliation reads.
  */
 async function mpesaPastItsPrompt(
-  runtime: Runtime,
+  runtime: PaymentRailDeps,
   checked: PaymentAttemptRow,
   verdict: ProviderVerdict | undefined,
   scope: ModeScope,
 ): Promise<void> {
   // As it is now: a callback may have named the push since the lease was taken.
-  const attempt = await findAttempt(runtime.db, checked.id);
+  const attempt = await findPaymentAttemptById(runtime.db, checked.id);
   if (!isOpenAttempt(attempt.outcome)) return;
   // The verdict is Daraja's answer only if the query was asked (the push had its ID then).
   const darajaSaid = checked.provider_reference === null ? undefined : verdict;
@@ -160,7 +150,7 @@ async function mpesaPastItsPrompt(
  * until it confirms (a late success: recorded once, refunded), for as long as Paystack itself keeps
  * sending an event; past that it is given up, loudly, for a person to look at.
  */
-async function reconfirmEvent(runtime: Runtime, attempt: PaymentAttemptRow, now: Date): Promise<void> {
+async function reconfirmEvent(runtime: PaymentRailDeps, attempt: PaymentAttemptRow, now: Date): Promise<void> {
   const receivedAt = attempt.unconfirmed_event_at!;
   if (now.getTime() - receivedAt.getTime() <= KEEP_UNCONFIRMED_EVENT_MS) {
     await checkAttempt(runtime, attempt, { trigger: 'reconcile', mayPay: true, abandonIsFinal: false });
@@ -171,26 +161,16 @@ async function reconfirmEvent(runtime: Runtime, attempt: PaymentAttemptRow, now:
     { attemptId: attempt.id, paymentId: attempt.payment_id, reference: attempt.provider_reference },
     `Paystack sent a signed charge.success for this ended attempt on ${receivedAt.toISOString()} and verify has not confirmed it since: no longer asked. Look the transaction up on the Paystack dashboard; if it was paid, refund it there.`,
   );
-  await runtime.db
-    .updateTable('payment_attempts')
-    .set({ unconfirmed_event_at: null })
-    .where('id', '=', attempt.id)
-    .execute();
+  await forgetSignedSuccess(runtime.db, attempt.id);
   await recordRailEvent(runtime.db, 'paystack', attempt, 'verification', 'unconfirmed', detail, now);
 }
 
 /** Late successes on a rail with a refund API go back to the payer (docs/rails.md, "Late successes"). */
-async function refundLateSuccesses(runtime: Runtime, stopping: () => boolean): Promise<void> {
+async function refundLateSuccesses(runtime: PaymentRailDeps, stopping: () => boolean): Promise<void> {
   const now = runtime.clock.now();
   // Longer than the two provider calls a refund makes: no second worker takes it up meanwhile.
   const lease = Math.max(RECHECK_MS, 3 * runtime.config.rails.timeoutMs);
-  const due = await runtime.db
-    .selectFrom('payment_attempts')
-    .select(['id', 'checked_at'])
-    .where('refund_status', '=', 'due')
-    .where(leaseLapsed(new Date(now.getTime() - lease)))
-    .limit(BATCH)
-    .execute();
+  const due = await findLateSuccessesToRefund(runtime.db, new Date(now.getTime() - lease), BATCH);
   for (const read of due) {
     if (stopping()) return;
     const attempt = await takeLease(runtime.db, 'payment_attempts', read, runtime.clock.now());
@@ -214,11 +194,7 @@ async function refundLateSuccesses(runtime: Runtime, stopping: () => boolean): P
         })) ?? (await refund({ runtime, credentials, attempt, note: attempt.id }));
       // A money status change, so a system tool's: in the payment's action log, a compare-and-set
       // there so that two workers cannot both record (or both ask for) the refund.
-      const payment = await runtime.db
-        .selectFrom('payments')
-        .select(['account_id', 'livemode'])
-        .where('id', '=', attempt.payment_id)
-        .executeTakeFirstOrThrow();
+      const payment = await findPaymentOwner(runtime.db, attempt.payment_id);
       await runSystemTool(
         runtime,
         recordLateSuccessRefund,

@@ -1,12 +1,14 @@
 import type { ProviderRail } from '../../db/tables/rails.ts';
 import type { RefundRow } from '../../db/tables/money.ts';
-import type { Runtime } from '../../runtime.ts';
+import { findPaidAttempt } from '../../db/repositories/payment-attempts.ts';
+import { takeLease } from '../../db/repositories/rail-leases.ts';
+import { findRailRefundsToAdvance } from '../../db/repositories/refunds.ts';
+import type { PaymentRailDeps } from '../deps.ts';
 import { recordRefundOutcome } from '../../../tools/system/record-refund-outcome.ts';
 import { recordRefundSubmission } from '../../../tools/system/record-refund-submission.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
 import { recordRailEvent } from '../../db/repositories/rail-events.ts';
 import { collectionOfAttempt, PROVIDER_RAILS } from './attempts.ts';
-import { leaseLapsed, takeLease } from './lease.ts';
 import { RailUnavailableError } from './rail.ts';
 import { recordRailRefundNeedsAttention } from '../../metrics/metrics.ts';
 
@@ -20,20 +22,15 @@ const BATCH = 20;
  * sent whose answer was lost is looked up by its merchant_note (the refund id) before any resend.
  * Returns how many refunds were looked at.
  */
-export async function processRailRefunds(runtime: Runtime, stopping: () => boolean = () => false): Promise<number> {
+export async function processRailRefunds(
+  runtime: PaymentRailDeps,
+  stopping: () => boolean = () => false,
+): Promise<number> {
   const now = runtime.clock.now();
   // A claim lasts longer than the three provider calls one refund can make, so no other worker
   // takes it up while this one is still working on it.
   const lease = Math.max(30_000, 4 * runtime.config.rails.timeoutMs);
-  const due = await runtime.db
-    .selectFrom('refunds')
-    .select(['id', 'checked_at'])
-    .where('status', '=', 'pending')
-    .where('rail', '<>', 'sandbox')
-    .where(leaseLapsed(new Date(now.getTime() - lease)))
-    .orderBy('created_at')
-    .limit(BATCH)
-    .execute();
+  const due = await findRailRefundsToAdvance(runtime.db, new Date(now.getTime() - lease), BATCH);
   for (const read of due) {
     // Stopping: no further lease is taken; the refunds not reached stay free for the next worker.
     if (stopping()) break;
@@ -49,18 +46,11 @@ export async function processRailRefunds(runtime: Runtime, stopping: () => boole
   return due.length;
 }
 
-async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void> {
+async function advanceRefund(runtime: PaymentRailDeps, refund: RefundRow): Promise<void> {
   const rail = refund.rail as ProviderRail;
   const adapter = PROVIDER_RAILS[rail];
   const scope = { accountId: refund.account_id, livemode: refund.livemode };
-  const attempt = await runtime.db
-    .selectFrom('payment_attempts')
-    .selectAll()
-    .where('payment_id', '=', refund.payment_id)
-    .where('rail', '=', rail)
-    .where('outcome', '=', 'succeeded')
-    .where('late', '=', false)
-    .executeTakeFirst();
+  const attempt = await findPaidAttempt(runtime.db, refund.payment_id, rail);
   const credentials = attempt ? (await collectionOfAttempt(runtime, attempt))?.credentials : undefined;
   if (!attempt || !credentials || !adapter.refund || !adapter.findRefund || !adapter.refundStatus) {
     if (refund.submitted_at === null && refund.provider_reference === null) {
@@ -163,7 +153,12 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
  * finance on the refund and the payment; the operator, who holds the integration, is alerted once,
  * as it enters that state (an error line and a counter; docs/operations.md).
  */
-function raiseNeedsAttention(runtime: Runtime, refund: RefundRow, rail: ProviderRail, providerId: string): void {
+function raiseNeedsAttention(
+  runtime: Pick<PaymentRailDeps, 'logger'>,
+  refund: RefundRow,
+  rail: ProviderRail,
+  providerId: string,
+): void {
   recordRailRefundNeedsAttention(rail);
   runtime.logger.error(
     {
