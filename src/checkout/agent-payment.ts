@@ -4,11 +4,11 @@
 
 import type { FastifyReply } from 'fastify';
 import type { ChainConnection } from '../chain/chain.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import { AppError } from '../core/errors.ts';
 import type { PaymentRow } from '../db/database.ts';
 import { findPaymentById } from '../db/repositories/payments.ts';
 import { sendError } from '../http/plugins/errors.ts';
-import type { Runtime } from '../runtime.ts';
 import {
   encodeHeader,
   notPayableError,
@@ -41,7 +41,7 @@ function decodePaymentSignature(header: string | string[]): unknown {
 
 export async function answerPaymentSignature(
   reply: FastifyReply,
-  runtime: Runtime,
+  runtime: ToolEnvironment,
   conn: ChainConnection,
   row: PaymentRow,
   header: string | string[],

@@ -5,11 +5,11 @@ import type { Config } from '../config/config.ts';
 import { PAYMENT_STATUSES } from '../domain/payment-status.ts';
 import type { ApiOperation } from '../http/openapi.ts';
 import { AppError } from '../core/errors.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import { parseStoredJson, stringifyJson } from '../core/json-text.ts';
 import type { PaymentRow } from '../db/database.ts';
 import { PREPARED } from '../db/prepared-statements.ts';
 import { PUBLIC_PAYMENT_COLUMNS, type PublicPaymentColumn, presentPublicPayment } from '../domain/present-payment.ts';
-import type { Runtime } from '../runtime.ts';
 
 export const checkoutStatusOperations: ApiOperation[] = [
   {
@@ -59,7 +59,7 @@ const SELECT_PUBLIC_PAYMENT = `${PREPARED}select ${PUBLIC_PAYMENT_COLUMNS.map((c
 
 type PublicPaymentRow = Omit<Pick<PaymentRow, PublicPaymentColumn>, 'metadata'> & { metadata: string | null };
 
-export function checkoutStatusRoutes(runtime: Runtime): FastifyPluginAsync {
+export function checkoutStatusRoutes(runtime: Pick<ToolEnvironment, 'db' | 'config'>): FastifyPluginAsync {
   return async (app) => {
     /**
      * The seed's public status read, for polling. No key: the unguessable id (≥128 bits) is the

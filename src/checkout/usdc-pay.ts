@@ -5,8 +5,8 @@
 // before submitting and pays the session's payment through the system tools.
 
 import type { ChainConnection } from '../chain/chain.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import type { PaymentRow } from '../db/database.ts';
-import type { Runtime } from '../runtime.ts';
 import { type PaymentRequirements, paymentPayload, X402_REASONS, type X402Reason } from '../x402/messages.ts';
 import { settleAuthorization } from '../x402/settle.ts';
 import { sessionRequirements, type UsdcStanding, usdcStanding } from './usdc-session.ts';
@@ -37,7 +37,7 @@ export type SessionPayment =
  * Throws when the outcome is unknown (settleAuthorization failed): the caller says so, never "not paid".
  */
 export async function paySessionByAuthorization(
-  runtime: Runtime,
+  runtime: ToolEnvironment,
   conn: ChainConnection,
   row: PaymentRow,
   payload: unknown,

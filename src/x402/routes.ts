@@ -8,7 +8,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ApiOperation } from '../http/openapi.ts';
 import { requestAuth } from '../http/plugins/auth.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import {
   caip2,
   facilitatorRequest,
@@ -66,7 +66,7 @@ export const x402Operations: ApiOperation[] = [
   },
 ];
 
-export function x402Routes(runtime: Runtime): FastifyPluginAsync {
+export function x402Routes(runtime: ToolEnvironment): FastifyPluginAsync {
   return async (app) => {
     app.get(
       '/x402/supported',

@@ -3,7 +3,7 @@
 
 import type { ChainConnection } from '../chain/chain.ts';
 import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import { facilitatorRequest, X402_REASONS } from './messages.ts';
 import { type ExactVerification, verifyExactPayment } from './verify-exact.ts';
 
@@ -24,7 +24,11 @@ export function modeRefusal(livemode: boolean, conn: Pick<ChainConnection, 'chai
 }
 
 /** Verification for a key of this mode (modeRefusal), then of the payment itself. */
-export async function verifyForMode(runtime: Runtime, livemode: boolean, body: unknown): Promise<ExactVerification> {
+export async function verifyForMode(
+  runtime: Pick<ToolEnvironment, 'chain' | 'clock'>,
+  livemode: boolean,
+  body: unknown,
+): Promise<ExactVerification> {
   const parsed = facilitatorRequest.safeParse(body ?? {});
   if (!parsed.success) {
     return {
