@@ -1,5 +1,4 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { CompiledQuery } from 'kysely';
 import { z } from 'zod';
 import type { Config } from '../config/config.ts';
 import { PAYMENT_STATUSES } from '../domain/payment-status.ts';
@@ -7,9 +6,8 @@ import type { ApiOperation } from '../http/openapi.ts';
 import { AppError } from '../core/errors.ts';
 import type { ToolEnvironment } from '../core/tool.ts';
 import { parseStoredJson, stringifyJson } from '../core/json-text.ts';
-import type { PaymentRow } from '../db/database.ts';
-import { PREPARED } from '../db/prepared-statements.ts';
-import { PUBLIC_PAYMENT_COLUMNS, type PublicPaymentColumn, presentPublicPayment } from '../domain/present-payment.ts';
+import { findPublicPayment, type PublicPaymentRow } from '../db/repositories/payments.ts';
+import { presentPublicPayment } from '../domain/present-payment.ts';
 
 export const checkoutStatusOperations: ApiOperation[] = [
   {
@@ -47,18 +45,6 @@ export const checkoutStatusOperations: ApiOperation[] = [
   },
 ];
 
-/**
- * A hot path (pollers, bench/checkout.ts): one prepared statement (prepared-statements.ts), its
- * text built once and run as it is (no query builder per request), reading only the columns the
- * public view shows, and metadata as its stored text rather than parsed and written back through
- * the app's serializer.
- */
-const SELECT_PUBLIC_PAYMENT = `${PREPARED}select ${PUBLIC_PAYMENT_COLUMNS.map((column) =>
-  column === 'metadata' ? 'metadata::text as metadata' : column,
-).join(', ')} from payments where id = $1`;
-
-type PublicPaymentRow = Omit<Pick<PaymentRow, PublicPaymentColumn>, 'metadata'> & { metadata: string | null };
-
 export function checkoutStatusRoutes(runtime: Pick<ToolEnvironment, 'db' | 'config'>): FastifyPluginAsync {
   return async (app) => {
     /**
@@ -66,10 +52,8 @@ export function checkoutStatusRoutes(runtime: Pick<ToolEnvironment, 'db' | 'conf
      * capability, and the view carries nothing about the account, its keys or its payout address.
      */
     app.get<{ Params: { id: string } }>('/checkout/:id', async (request, reply) => {
-      const { rows } = await runtime.db.executeQuery<PublicPaymentRow>(
-        CompiledQuery.raw(SELECT_PUBLIC_PAYMENT, [request.params.id]),
-      );
-      const row = rows[0];
+      // A hot path: one prepared statement (findPublicPayment), the body written from it directly.
+      const row = await findPublicPayment(runtime.db, request.params.id);
       if (!row) throw new AppError('not_found', `No such checkout session: '${request.params.id}'.`, { param: 'id' });
       // Status changes: a poller must never see a stale cached copy.
       return reply
