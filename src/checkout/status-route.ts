@@ -45,7 +45,7 @@ export const checkoutStatusOperations: ApiOperation[] = [
   },
 ];
 
-export function checkoutStatusRoutes(runtime: Pick<ToolEnvironment, 'db' | 'config'>): FastifyPluginAsync {
+export function checkoutStatusRoutes(deps: Pick<ToolEnvironment, 'db' | 'config'>): FastifyPluginAsync {
   return async (app) => {
     /**
      * The seed's public status read, for polling. No key: the unguessable id (≥128 bits) is the
@@ -53,13 +53,13 @@ export function checkoutStatusRoutes(runtime: Pick<ToolEnvironment, 'db' | 'conf
      */
     app.get<{ Params: { id: string } }>('/checkout/:id', async (request, reply) => {
       // A hot path: one prepared statement (findPublicPayment), the body written from it directly.
-      const row = await findPublicPayment(runtime.db, request.params.id);
+      const row = await findPublicPayment(deps.db, request.params.id);
       if (!row) throw new AppError('not_found', `No such checkout session: '${request.params.id}'.`, { param: 'id' });
       // Status changes: a poller must never see a stale cached copy.
       return reply
         .header('Cache-Control', 'no-store')
         .type('application/json; charset=utf-8')
-        .send(publicPaymentJson(runtime.config, row));
+        .send(publicPaymentJson(deps.config, row));
     });
   };
 }

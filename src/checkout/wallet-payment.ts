@@ -80,19 +80,19 @@ export type WalletPaymentAnswer =
   | { show: 'refusal'; message: string; reason: X402Reason };
 
 export async function payFromWallet(
-  runtime: ToolEnvironment,
+  deps: ToolEnvironment,
   conn: ChainConnection,
   row: PaymentRow,
   form: URLSearchParams,
 ): Promise<WalletPaymentAnswer> {
   const requirements = await sessionRequirements(conn, row);
-  const payload = payloadOfForm(form, requirements, checkoutUrl(runtime.config, row.id));
-  const { payment } = await paySessionByAuthorization(runtime, conn, row, payload);
+  const payload = payloadOfForm(form, requirements, checkoutUrl(deps.config, row.id));
+  const { payment } = await paySessionByAuthorization(deps, conn, row, payload);
   switch (payment.kind) {
     case 'settled':
     case 'pending': {
       const attemptId = await findX402AuthorizationAttemptId(
-        runtime.db,
+        deps.db,
         row.id,
         (form.get('from') ?? '').toLowerCase(),
         (form.get('nonce') ?? '').toLowerCase(),

@@ -26,27 +26,23 @@ const IDEMPOTENCY_RETENTION_MS = 48 * 3600_000;
  * worker whose first batch another holds takes the next), to one run of expire_payments
  * (tools/system/), which expires up to BATCH of them. Returns how many payments expired.
  */
-export async function expireDuePayments(runtime: ToolEnvironment): Promise<number> {
-  const offered = await findLapsedPendingPayments(
-    runtime.db,
-    runtime.clock.now(),
-    Math.min(BATCH * 4, MAX_OFFERED_SESSIONS),
-  );
+export async function expireDuePayments(deps: ToolEnvironment): Promise<number> {
+  const offered = await findLapsedPendingPayments(deps.db, deps.clock.now(), Math.min(BATCH * 4, MAX_OFFERED_SESSIONS));
   if (offered.length === 0) return 0;
   // As for settlement: the heads exist before the run locks any session (settlePaidPayments).
   await ensureActionLogHeads(
-    runtime.db,
+    deps.db,
     offered.map((p) => p.account_id),
   );
-  const result = await runSystemTool(runtime, expirePayments, { payment_ids: offered.map((p) => p.id), limit: BATCH });
+  const result = await runSystemTool(deps, expirePayments, { payment_ids: offered.map((p) => p.id), limit: BATCH });
   return result.expired.length;
 }
 
 /** When the next pending payment or held action lapses; null when none is pending. */
-async function nextLapse(runtime: Pick<ToolEnvironment, 'db'>): Promise<Date | null> {
+async function nextLapse(deps: Pick<ToolEnvironment, 'db'>): Promise<Date | null> {
   const [payment, confirmation] = await Promise.all([
-    findNextPaymentLapse(runtime.db),
-    findNextConfirmationLapse(runtime.db),
+    findNextPaymentLapse(deps.db),
+    findNextConfirmationLapse(deps.db),
   ]);
   const times = [payment?.expires_at, confirmation?.expires_at].filter((t): t is Date => t !== undefined);
   return times.length === 0 ? null : new Date(Math.min(...times.map((t) => t.getTime())));

@@ -11,11 +11,6 @@ export type SandboxOutcome = 'succeeded' | 'declined';
  * A success moves pending → paid and announces payment.paid; a decline is recorded as a failed
  * attempt and leaves the payment pending so the payer can retry.
  */
-export async function paySandbox(
-  runtime: ToolEnvironment,
-  scope: ModeScope,
-  paymentId: string,
-  outcome: SandboxOutcome,
-) {
-  return runSystemTool(runtime, recordPaymentAttempt, { payment_id: paymentId, rail: 'sandbox', outcome }, scope);
+export async function paySandbox(deps: ToolEnvironment, scope: ModeScope, paymentId: string, outcome: SandboxOutcome) {
+  return runSystemTool(deps, recordPaymentAttempt, { payment_id: paymentId, rail: 'sandbox', outcome }, scope);
 }

@@ -55,26 +55,26 @@ const POLL_MS = 25;
  * wait (options.waitMs, else up to the requirements' maxTimeoutSeconds, at most 30 s) ended first.
  */
 export async function settleAuthorization(
-  runtime: ToolEnvironment,
+  deps: ToolEnvironment,
   input: SettleInput,
   options: { waitMs?: number } = {},
 ): Promise<SettleOutcome> {
   const waitMs = options.waitMs ?? Math.min(input.requirements.maxTimeoutSeconds * 1000, DEFAULT_WAIT_MS);
   const requestHash = settleRequestHash(input);
-  const conn = await runtime.chain();
+  const conn = await deps.chain();
   const key = authorizationKey(conn.chainId, conn.tokenAddress, input.payload);
   // Asked before: answered from the record, whatever the chain says now (the nonce is used by then).
-  const earlier = key && (await findX402AuthorizationByKey(runtime.db, key));
-  if (earlier) return await answerEarlier(runtime, earlier, input, requestHash, waitMs);
+  const earlier = key && (await findX402AuthorizationByKey(deps.db, key));
+  if (earlier) return await answerEarlier(deps, earlier, input, requestHash, waitMs);
 
-  const verified = await verifyForMode(runtime, input.livemode, {
+  const verified = await verifyForMode(deps, input.livemode, {
     paymentPayload: input.payload,
     paymentRequirements: input.requirements,
   });
   if (!verified.ok) return refused(verified.reason, verified.message, verified.payer);
   const auth = verified.authorization;
   const recorded = await runSystemTool(
-    runtime,
+    deps,
     recordX402Authorization,
     {
       ...(input.paymentId === undefined ? {} : { payment_id: input.paymentId }),
@@ -102,15 +102,15 @@ export async function settleAuthorization(
   if (recorded.result === 'refused') {
     return refused(recorded.refusal!.reason as X402Reason, recorded.refusal!.message, auth.from);
   }
-  const row = await findX402AuthorizationById(runtime.db, recorded.authorization!.id);
+  const row = await findX402AuthorizationById(deps.db, recorded.authorization!.id);
   // `existing`: a concurrent settle of the same authorization recorded it first.
-  if (recorded.result === 'existing') return await answerEarlier(runtime, row, input, requestHash, waitMs);
-  return await waitForOutcome(runtime, row.id, waitMs);
+  if (recorded.result === 'existing') return await answerEarlier(deps, row, input, requestHash, waitMs);
+  return await waitForOutcome(deps, row.id, waitMs);
 }
 
 /** The authorization was recorded before: the same request waits for its outcome; anything else is refused. */
 async function answerEarlier(
-  runtime: Pick<ToolEnvironment, 'db'>,
+  deps: Pick<ToolEnvironment, 'db'>,
   row: X402AuthorizationRow,
   input: SettleInput,
   requestHash: string,
@@ -124,17 +124,13 @@ async function answerEarlier(
       payer,
     );
   }
-  return await waitForOutcome(runtime, row.id, waitMs);
+  return await waitForOutcome(deps, row.id, waitMs);
 }
 
-async function waitForOutcome(
-  runtime: Pick<ToolEnvironment, 'db'>,
-  id: string,
-  waitMs: number,
-): Promise<SettleOutcome> {
+async function waitForOutcome(deps: Pick<ToolEnvironment, 'db'>, id: string, waitMs: number): Promise<SettleOutcome> {
   const deadline = Date.now() + waitMs;
   for (;;) {
-    const row = await findX402AuthorizationById(runtime.db, id);
+    const row = await findX402AuthorizationById(deps.db, id);
     const payer = getAddress(row.payer);
     if (row.status === 'confirmed') {
       return {

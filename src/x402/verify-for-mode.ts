@@ -25,7 +25,7 @@ export function modeRefusal(livemode: boolean, conn: Pick<ChainConnection, 'chai
 
 /** Verification for a key of this mode (modeRefusal), then of the payment itself. */
 export async function verifyForMode(
-  runtime: Pick<ToolEnvironment, 'chain' | 'clock'>,
+  deps: Pick<ToolEnvironment, 'chain' | 'clock'>,
   livemode: boolean,
   body: unknown,
 ): Promise<ExactVerification> {
@@ -37,8 +37,8 @@ export async function verifyForMode(
       message: 'the body must be { paymentPayload, paymentRequirements }',
     };
   }
-  const conn = await runtime.chain();
+  const conn = await deps.chain();
   const refusal = modeRefusal(livemode, conn);
   if (refusal) return { ok: false, reason: X402_REASONS.network, message: refusal };
-  return await verifyExactPayment(conn, parsed.data, runtime.clock.now());
+  return await verifyExactPayment(conn, parsed.data, deps.clock.now());
 }

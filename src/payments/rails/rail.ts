@@ -81,7 +81,10 @@ export interface ProviderRefundState {
 }
 
 export interface ProviderArgs<R extends ProviderRail> {
-  /** The caller's rail services (a runtime, as the composition roots hand it in). */
+  /**
+   * The caller's rail services (a runtime, as the composition roots hand it in). Still named
+   * `runtime`: the daily reconciliation's listing call (src/reconciliation/collections.ts) names it so.
+   */
   runtime: RailServices;
   credentials: RailCredentials[R];
   attempt: PaymentAttemptRow;
@@ -237,11 +240,11 @@ function statusOutcome(status: number): ProviderCallOutcome {
  * (plainpay_payer_rail_alerts_total), which the operator's alerting watches (docs/operations.md).
  */
 export function alertOperator(
-  runtime: Pick<RailServices, 'logger'>,
+  services: Pick<RailServices, 'logger'>,
   rail: ProviderRail,
   alert: NonNullable<ProviderVerdict['operatorAlert']>,
   context: Record<string, string>,
 ): void {
-  runtime.logger.error({ ...context, rail, alert: alert.reason }, alert.message);
+  services.logger.error({ ...context, rail, alert: alert.reason }, alert.message);
   recordRailAlert(rail, alert.reason);
 }
