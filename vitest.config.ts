@@ -126,11 +126,39 @@ const sharedWorker = {
  */
 const PROJECT_ORDER = ['browser', 'processes', 'integration', 'unit'];
 
+/**
+ * The files that take longest (seconds on a quiet 2-core machine, `npx vitest run --reporter=json`),
+ * queued first within their project. vitest orders by the durations it cached from the last run,
+ * and a clean clone (CI) has none: it then keeps glob order, which started the 55 s REST fuzz half
+ * way through and the 30 s settlement fault run at the very end, where each ran on alone.
+ */
+const LONGEST_FIRST = [
+  'test/browser/checkout-outcomes.test.ts', // 18
+  'test/browser/checkout-rails.test.ts', // 11
+  'test/browser/dashboard.test.ts', // 8
+  'test/cli.conventions.test.ts', // 16
+  'test/mcp.inspector.test.ts', // 11
+  'test/cli.test.ts', // 9
+  'test/audit.finance.test.ts', // 8
+  'test/fuzz.api.test.ts', // 55
+  'test/settlement.faults.test.ts', // 30, mostly waiting on blocks and the fault proxy's delays
+  'test/fuzz.hosts.test.ts', // 12
+  'src/db/database-image.test.ts', // 9
+  'test/agent.conversation.test.ts', // 7
+  'test/collection.test.ts', // 5
+  'evals/planner.test.ts', // 3, the longest unit file
+];
+
 class ProjectsInOrder extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const rank = (spec: TestSpecification): number => PROJECT_ORDER.indexOf(spec.project.name);
-    // Array.prototype.sort is stable: within a project the base order (slowest first) stays.
-    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b));
+    const long = (spec: TestSpecification): number => {
+      const at = LONGEST_FIRST.findIndex((path) => spec.moduleId.endsWith(`/${path}`));
+      return at === -1 ? LONGEST_FIRST.length : at;
+    };
+    // Array.prototype.sort is stable: within a project, after the known long files, the base order
+    // (slowest first by the cache, when there is one) stays.
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b) || long(a) - long(b));
   }
 }
 

@@ -3,7 +3,8 @@ import { Writable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/core/logger.ts';
 import { findPaymentById } from '../src/db/repositories/payments.ts';
-import { beginAttempt, checkAttempt, findAttempt } from '../src/payments/rails/attempts.ts';
+import { beginAttempt, checkAttempt } from '../src/payments/rails/attempts.ts';
+import { findPaymentAttemptById } from '../src/db/repositories/payment-attempts.ts';
 import { collectionsWithRefusedCallbacks } from '../src/payments/rails/mpesa.ts';
 import type { Runtime } from '../src/runtime.ts';
 import { bearer, testAccount, type TestAccount } from './support/harness.ts';
@@ -219,7 +220,7 @@ describe('Daraja tokens', () => {
     expect(second.push.state).toBe('pending');
     expect(issued()).toBe(before + 2);
     // The other process asks about its attempt: B is refused, D fetched, the query answers.
-    const verdict = await checkAttempt(other, await findAttempt(w.runtime.db, started.attemptId), {
+    const verdict = await checkAttempt(other, await findPaymentAttemptById(w.runtime.db, started.attemptId), {
       trigger: 'reconcile',
       mayPay: true,
       abandonIsFinal: false,

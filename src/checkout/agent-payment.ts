@@ -4,11 +4,11 @@
 
 import type { FastifyReply } from 'fastify';
 import type { ChainConnection } from '../chain/chain.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import { AppError } from '../core/errors.ts';
 import type { PaymentRow } from '../db/database.ts';
 import { findPaymentById } from '../db/repositories/payments.ts';
 import { sendError } from '../http/plugins/errors.ts';
-import type { Runtime } from '../runtime.ts';
 import {
   encodeHeader,
   notPayableError,
@@ -41,7 +41,7 @@ function decodePaymentSignature(header: string | string[]): unknown {
 
 export async function answerPaymentSignature(
   reply: FastifyReply,
-  runtime: Runtime,
+  deps: ToolEnvironment,
   conn: ChainConnection,
   row: PaymentRow,
   header: string | string[],
@@ -49,7 +49,7 @@ export async function answerPaymentSignature(
   const payload = decodePaymentSignature(header);
   let paid: Awaited<ReturnType<typeof paySessionByAuthorization>>;
   try {
-    paid = await paySessionByAuthorization(runtime, conn, row, payload);
+    paid = await paySessionByAuthorization(deps, conn, row, payload);
   } catch (error) {
     // The authorization may have been submitted: the outcome is unknown, never "not paid".
     throw new AppError(
@@ -59,16 +59,16 @@ export async function answerPaymentSignature(
     );
   }
   const { requirements, payment } = paid;
-  const fresh = async (): Promise<PaymentRow> => (await findPaymentById(runtime.db, row.id)) ?? row;
+  const fresh = async (): Promise<PaymentRow> => (await findPaymentById(deps.db, row.id)) ?? row;
   switch (payment.kind) {
     case 'settled': {
       const { transaction, network, payer } = payment;
       reply.header('PAYMENT-RESPONSE', encodeHeader({ success: true, transaction, network, payer }));
-      return sendPublicStatus(reply, runtime.config, await fresh());
+      return sendPublicStatus(reply, deps.config, await fresh());
     }
     case 'pending':
       // Accepted, not yet confirmed: the same PAYMENT-SIGNATURE again answers the result.
-      return sendPublicStatus(reply.header('Retry-After', '5'), runtime.config, await fresh(), 202);
+      return sendPublicStatus(reply.header('Retry-After', '5'), deps.config, await fresh(), 202);
     case 'refused': {
       // Both headers: PAYMENT-REQUIRED's error is how the reference server reports a failed
       // verification, PAYMENT-RESPONSE how it reports a failed settlement; here they are one step.
@@ -81,7 +81,7 @@ export async function answerPaymentSignature(
           ...(payment.payer ? { payer: payment.payer } : {}),
         }),
       );
-      const required = sessionPaymentRequired(runtime.config, row, [requirements], payment.reason);
+      const required = sessionPaymentRequired(deps.config, row, [requirements], payment.reason);
       return sendPaymentRequired(reply, required, `${payment.message}. Nothing was charged.`);
     }
     case 'not_payable':
@@ -95,7 +95,7 @@ export async function answerPaymentSignature(
             ),
           );
         case 'wrong_network':
-          return sendWrongNetwork(reply, runtime.config, conn, row);
+          return sendWrongNetwork(reply, deps.config, conn, row);
         default:
           return sendError(reply, notPayableError(payment.standing, row));
       }

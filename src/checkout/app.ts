@@ -7,7 +7,6 @@ import Fastify, {
 } from 'fastify';
 import { type CheckoutAssets, type CompressedAsset, checkoutAssets } from './assets.ts';
 import { compressPage, negotiateEncoding } from './encoding.ts';
-import { findAccountName, findOpenPaymentAttempt, findPaymentAttempt, type PaymentAttemptRow } from './attempts.ts';
 import { answerUnpaidRequest, isAgentRequest } from './agent-answer.ts';
 import { answerPaymentSignature } from './agent-payment.ts';
 import { isSameOriginPost } from './csrf.ts';
@@ -18,6 +17,12 @@ import { payFromWallet, type WalletPaymentAnswer } from './wallet-payment.ts';
 import type { ChainConnection } from '../chain/chain.ts';
 import { AppError, isAppError } from '../core/errors.ts';
 import { isOpenAttempt, type PaymentRow } from '../db/database.ts';
+import { findAccountName } from '../db/repositories/accounts.ts';
+import {
+  findOpenPaymentAttempt,
+  findPaymentAttempt,
+  type PaymentAttemptRow,
+} from '../db/repositories/payment-attempts.ts';
 import { findPaymentById } from '../db/repositories/payments.ts';
 import { isId } from '../domain/ids.ts';
 import type { Config } from '../config/config.ts';
@@ -25,7 +30,7 @@ import { PROVIDER_RAIL_NAMES, type ProviderRail } from '../db/tables/rails.ts';
 import { USDC_RAIL } from '../db/tables/x402.ts';
 import { attemptNotice, beginAttempt, checkAttempt, offeredRails } from '../payments/rails/attempts.ts';
 import { paySandbox, type SandboxOutcome } from '../payments/sandbox-rail.ts';
-import type { Runtime } from '../runtime.ts';
+import type { CheckoutDeps } from './deps.ts';
 import { logEachRequest, randomRequestId, requestLoggerFactory } from '../http/request-log.ts';
 import { noSchemaCompilers } from '../http/schema-compilers.ts';
 import { installGracefulStop } from '../http/graceful-stop.ts';
@@ -109,11 +114,11 @@ export interface CheckoutAppOptions {
   statusStreams?: Partial<StatusStreamLimits>;
 }
 
-export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOptions = {}): Promise<FastifyInstance> {
+export async function buildCheckoutApp(deps: CheckoutDeps, options: CheckoutAppOptions = {}): Promise<FastifyInstance> {
   const assets = checkoutAssets();
-  const headers = Object.entries(securityHeaders(runtime.config));
-  const app = checkoutFastify(runtime, assets, headers);
-  installPageHooks(app, runtime, assets, headers);
+  const headers = Object.entries(securityHeaders(deps.config));
+  const app = checkoutFastify(deps, assets, headers);
+  installPageHooks(app, deps, assets, headers);
   installErrorPages(app, assets);
 
   app.get('/healthz', async () => ({ ok: true }));
@@ -121,7 +126,7 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
     app.get(asset.path, async (request, reply) => serveAsset(request, reply, asset));
   }
 
-  const host = checkoutHost(runtime, assets);
+  const host = checkoutHost(deps, assets);
   registerPayRoutes(app, host);
   registerStatusRoutes(app, host, options);
   return app;
@@ -130,12 +135,16 @@ export async function buildCheckoutApp(runtime: Runtime, options: CheckoutAppOpt
 type HeaderEntries = readonly (readonly [string, string])[];
 
 /** The host's fastify instance: no fastify logging, no schema compilers, small bodies. */
-function checkoutFastify(runtime: Runtime, assets: CheckoutAssets, headers: HeaderEntries): FastifyInstance {
+function checkoutFastify(
+  deps: Pick<CheckoutDeps, 'logger'>,
+  assets: CheckoutAssets,
+  headers: HeaderEntries,
+): FastifyInstance {
   return Fastify({
-    // Requests log through the runtime's logger (request-log.ts), fastify itself through none.
+    // Requests log through the host's logger (request-log.ts), fastify itself through none.
     logger: false,
     logController: new LogController({ disableRequestLogging: true }),
-    childLoggerFactory: requestLoggerFactory(runtime.logger),
+    childLoggerFactory: requestLoggerFactory(deps.logger),
     schemaController: noSchemaCompilers,
     // The only bodies are small forms; the largest, a signed USDC authorization, is under 1 KB.
     bodyLimit: 4096,
@@ -159,13 +168,13 @@ function checkoutFastify(runtime: Runtime, assets: CheckoutAssets, headers: Head
 /** What every answer of the host gets: the graceful stop, its headers, a log line, compressed pages, form bodies. */
 function installPageHooks(
   app: FastifyInstance,
-  runtime: Runtime,
+  deps: Pick<CheckoutDeps, 'logger'>,
   assets: CheckoutAssets,
   headers: HeaderEntries,
 ): void {
   // First of the onRequest hooks, so the headers the next one sets are set here too.
   installGracefulStop(app, {
-    logger: runtime.logger,
+    logger: deps.logger,
     refuse: (request, reply, error) => {
       reply.header('Request-Id', request.id).header('Cache-Control', 'no-store');
       for (const [name, value] of headers) reply.header(name, value);
@@ -182,7 +191,7 @@ function installPageHooks(
     reply.header('Cache-Control', 'no-store');
     done();
   });
-  logEachRequest(app, runtime.logger, 'checkout request');
+  logEachRequest(app, deps.logger, 'checkout request');
 
   // Every page, compressed for the browser that takes it (the status JSON is a few hundred bytes,
   // the event stream must not wait for a compressor's buffer, the assets come compressed).
@@ -265,7 +274,7 @@ function noSuchSession(id: string): AppError {
 
 /** What the routes share: the session as the page sees it, and the form posts' origin. */
 interface CheckoutHost {
-  runtime: Runtime;
+  deps: CheckoutDeps;
   assets: CheckoutAssets;
   checkoutOrigin: string;
   load(id: string): Promise<PaymentRow | undefined>;
@@ -274,19 +283,19 @@ interface CheckoutHost {
   openAttemptOf(row: PaymentRow): Promise<PaymentAttemptRow | undefined>;
 }
 
-function checkoutHost(runtime: Runtime, assets: CheckoutAssets): CheckoutHost {
+function checkoutHost(deps: CheckoutDeps, assets: CheckoutAssets): CheckoutHost {
   return {
-    runtime,
+    deps,
     assets,
-    checkoutOrigin: new URL(runtime.config.checkoutBaseUrl).origin,
-    load: async (id) => (isId('pay', id) ? findPaymentById(runtime.db, id) : undefined),
+    checkoutOrigin: new URL(deps.config.checkoutBaseUrl).origin,
+    load: async (id) => (isId('pay', id) ? findPaymentById(deps.db, id) : undefined),
     viewOf: async (row, open) => {
-      const accountName = row.merchant_name === null ? await findAccountName(runtime.db, row.account_id) : undefined;
-      const rails: ProviderRail[] = row.status === 'pending' ? await offeredRails(runtime, row) : [];
-      return checkoutView(row, accountName, runtime.clock.now(), rails, open?.outcome);
+      const accountName = row.merchant_name === null ? await findAccountName(deps.db, row.account_id) : undefined;
+      const rails: ProviderRail[] = row.status === 'pending' ? await offeredRails(deps, row) : [];
+      return checkoutView(row, accountName, deps.clock.now(), rails, open?.outcome);
     },
     openAttemptOf: (row) =>
-      row.status === 'processing' ? findOpenPaymentAttempt(runtime.db, row.id) : Promise.resolve(undefined),
+      row.status === 'processing' ? findOpenPaymentAttempt(deps.db, row.id) : Promise.resolve(undefined),
   };
 }
 
@@ -300,13 +309,13 @@ async function renderCheckout(
   formError?: CheckoutPageOptions['formError'],
   stillOpen = false,
 ): Promise<FastifyReply> {
-  const { runtime } = host;
+  const { deps } = host;
   const open = await host.openAttemptOf(row);
   const view = await host.viewOf(row, open);
-  const now = runtime.clock.now();
+  const now = deps.clock.now();
   const options: CheckoutPageOptions = { justPaid: false, formError, stillOpen };
   if (isId('att', attemptId)) {
-    const attempt = await findPaymentAttempt(runtime.db, row.id, attemptId);
+    const attempt = await findPaymentAttempt(deps.db, row.id, attemptId);
     if (attempt) {
       if (view.state === 'payable') options.attemptNotice = attemptNotice(attempt) ?? ATTEMPT_NOTICES[attempt.outcome];
       options.justPaid =
@@ -321,18 +330,18 @@ async function renderCheckout(
 
 /** The page, the form posts, the payer's return from Paystack and "pay another way". */
 function registerPayRoutes(app: FastifyInstance, host: CheckoutHost): void {
-  const { runtime, assets } = host;
+  const { deps, assets } = host;
   app.get<{ Params: { id: string }; Querystring: { attempt?: string; open?: string } }>(
     '/pay/:id',
     async (request, reply) => {
       const row = await host.load(request.params.id);
       if (isAgentRequest(request.headers)) {
         if (!row) throw noSuchSession(request.params.id);
-        const conn = await chainOrUnavailable(runtime);
+        const conn = await chainOrUnavailable(deps);
         const signature = request.headers['payment-signature'];
         return signature === undefined
-          ? answerUnpaidRequest(reply, runtime.config, conn, row, runtime.clock.now())
-          : answerPaymentSignature(reply, runtime, conn, row, signature);
+          ? answerUnpaidRequest(reply, deps.config, conn, row, deps.clock.now())
+          : answerPaymentSignature(reply, deps, conn, row, signature);
       }
       if (!row) return unknownSession(reply, assets);
       return renderCheckout(host, reply, row, 200, request.query.attempt, undefined, request.query.open === '1');
@@ -358,11 +367,11 @@ function registerPayRoutes(app: FastifyInstance, host: CheckoutHost): void {
     const row = await host.load(request.params.id);
     if (!row) return unknownSession(reply, assets);
     const attempt = isId('att', request.params.attempt)
-      ? await findPaymentAttempt(runtime.db, row.id, request.params.attempt)
+      ? await findPaymentAttempt(deps.db, row.id, request.params.attempt)
       : undefined;
     if (!attempt) return reply.redirect(payPath(row.id), 303);
     if (isOpenAttempt(attempt.outcome)) {
-      await checkAttempt(runtime, attempt, { trigger: 'return', mayPay: false, abandonIsFinal: true });
+      await checkAttempt(deps, attempt, { trigger: 'return', mayPay: false, abandonIsFinal: true });
     }
     return reply.redirect(`${payPath(row.id)}?attempt=${attempt.id}`, 303);
   });
@@ -371,11 +380,11 @@ function registerPayRoutes(app: FastifyInstance, host: CheckoutHost): void {
     const row = await host.load(request.params.id);
     if (!row) return unknownSession(reply, assets);
     if (!isSameOriginPost(request.headers, host.checkoutOrigin)) return crossSite(reply, assets);
-    const open = await findOpenPaymentAttempt(runtime.db, row.id);
+    const open = await findOpenPaymentAttempt(deps.db, row.id);
     if (!open) return reply.redirect(payPath(row.id), 303);
     // Ended only if the provider says no money moved; a success still pays, later, through its event.
-    await checkAttempt(runtime, open, { trigger: 'payer', mayPay: false, abandonIsFinal: true });
-    const after = await findPaymentAttempt(runtime.db, row.id, open.id);
+    await checkAttempt(deps, open, { trigger: 'payer', mayPay: false, abandonIsFinal: true });
+    const after = await findPaymentAttempt(deps.db, row.id, open.id);
     const stillOpen = after && isOpenAttempt(after.outcome) ? '&open=1' : '';
     return reply.redirect(`${payPath(row.id)}?attempt=${open.id}${stillOpen}`, 303);
   });
@@ -391,7 +400,7 @@ async function payOnProviderRail(
 ): Promise<FastifyReply> {
   const back = payPath(row.id);
   try {
-    const { attemptId, payerUrl } = await beginAttempt(host.runtime, row, rail, form);
+    const { attemptId, payerUrl } = await beginAttempt(host.deps, row, rail, form);
     return reply.redirect(payerUrl ?? `${back}?attempt=${attemptId}`, 303);
   } catch (error) {
     if (!isAppError(error)) throw error;
@@ -426,7 +435,7 @@ async function payOnSandbox(
   if (row.livemode) return reply.redirect(back, 303);
   try {
     const result = await paySandbox(
-      host.runtime,
+      host.deps,
       { accountId: row.account_id, livemode: row.livemode },
       row.id,
       outcome as SandboxOutcome,
@@ -452,7 +461,7 @@ async function payWithWallet(
   const back = payPath(row.id);
   let answer: WalletPaymentAnswer;
   try {
-    answer = await payFromWallet(host.runtime, await chainOrUnavailable(host.runtime), row, form);
+    answer = await payFromWallet(host.deps, await chainOrUnavailable(host.deps), row, form);
   } catch (error) {
     if (isAppError(error) && error.code === 'invalid_request') throw error;
     // The authorization may have been submitted: the page shows the session as it now is (in
@@ -475,7 +484,7 @@ function registerStatusRoutes(app: FastifyInstance, host: CheckoutHost, options:
     return row && presentCheckoutStatus(await host.viewOf(row, await host.openAttemptOf(row)));
   };
 
-  const streams = statusStreams(statusOf, host.runtime.notifications, host.runtime.logger, {
+  const streams = statusStreams(statusOf, host.deps.notifications, host.deps.logger, {
     ...STATUS_STREAM_LIMITS,
     ...options.statusStreams,
   });
@@ -550,9 +559,9 @@ function wantsJson(request: FastifyRequest): boolean {
 }
 
 /** The chain, or a 503 the payer can retry: USDC cannot be offered while the node does not answer. */
-async function chainOrUnavailable(runtime: Runtime): Promise<ChainConnection> {
+async function chainOrUnavailable(deps: Pick<CheckoutDeps, 'chain'>): Promise<ChainConnection> {
   try {
-    return await runtime.chain();
+    return await deps.chain();
   } catch (error) {
     throw new AppError('unavailable', 'USDC payments are unavailable for a moment: please retry shortly.', {
       cause: error,

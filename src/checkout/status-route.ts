@@ -1,15 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { CompiledQuery } from 'kysely';
 import { z } from 'zod';
 import type { Config } from '../config/config.ts';
 import { PAYMENT_STATUSES } from '../domain/payment-status.ts';
 import type { ApiOperation } from '../http/openapi.ts';
 import { AppError } from '../core/errors.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import { parseStoredJson, stringifyJson } from '../core/json-text.ts';
-import type { PaymentRow } from '../db/database.ts';
-import { PREPARED } from '../db/prepared-statements.ts';
-import { PUBLIC_PAYMENT_COLUMNS, type PublicPaymentColumn, presentPublicPayment } from '../domain/present-payment.ts';
-import type { Runtime } from '../runtime.ts';
+import { findPublicPayment, type PublicPaymentRow } from '../db/repositories/payments.ts';
+import { presentPublicPayment } from '../domain/present-payment.ts';
 
 export const checkoutStatusOperations: ApiOperation[] = [
   {
@@ -47,35 +45,21 @@ export const checkoutStatusOperations: ApiOperation[] = [
   },
 ];
 
-/**
- * A hot path (pollers, bench/checkout.ts): one prepared statement (prepared-statements.ts), its
- * text built once and run as it is (no query builder per request), reading only the columns the
- * public view shows, and metadata as its stored text rather than parsed and written back through
- * the app's serializer.
- */
-const SELECT_PUBLIC_PAYMENT = `${PREPARED}select ${PUBLIC_PAYMENT_COLUMNS.map((column) =>
-  column === 'metadata' ? 'metadata::text as metadata' : column,
-).join(', ')} from payments where id = $1`;
-
-type PublicPaymentRow = Omit<Pick<PaymentRow, PublicPaymentColumn>, 'metadata'> & { metadata: string | null };
-
-export function checkoutStatusRoutes(runtime: Runtime): FastifyPluginAsync {
+export function checkoutStatusRoutes(deps: Pick<ToolEnvironment, 'db' | 'config'>): FastifyPluginAsync {
   return async (app) => {
     /**
      * The seed's public status read, for polling. No key: the unguessable id (≥128 bits) is the
      * capability, and the view carries nothing about the account, its keys or its payout address.
      */
     app.get<{ Params: { id: string } }>('/checkout/:id', async (request, reply) => {
-      const { rows } = await runtime.db.executeQuery<PublicPaymentRow>(
-        CompiledQuery.raw(SELECT_PUBLIC_PAYMENT, [request.params.id]),
-      );
-      const row = rows[0];
+      // A hot path: one prepared statement (findPublicPayment), the body written from it directly.
+      const row = await findPublicPayment(deps.db, request.params.id);
       if (!row) throw new AppError('not_found', `No such checkout session: '${request.params.id}'.`, { param: 'id' });
       // Status changes: a poller must never see a stale cached copy.
       return reply
         .header('Cache-Control', 'no-store')
         .type('application/json; charset=utf-8')
-        .send(publicPaymentJson(runtime.config, row));
+        .send(publicPaymentJson(deps.config, row));
     });
   };
 }

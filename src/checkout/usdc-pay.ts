@@ -5,8 +5,8 @@
 // before submitting and pays the session's payment through the system tools.
 
 import type { ChainConnection } from '../chain/chain.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import type { PaymentRow } from '../db/database.ts';
-import type { Runtime } from '../runtime.ts';
 import { type PaymentRequirements, paymentPayload, X402_REASONS, type X402Reason } from '../x402/messages.ts';
 import { settleAuthorization } from '../x402/settle.ts';
 import { sessionRequirements, type UsdcStanding, usdcStanding } from './usdc-session.ts';
@@ -37,7 +37,7 @@ export type SessionPayment =
  * Throws when the outcome is unknown (settleAuthorization failed): the caller says so, never "not paid".
  */
 export async function paySessionByAuthorization(
-  runtime: Runtime,
+  deps: ToolEnvironment,
   conn: ChainConnection,
   row: PaymentRow,
   payload: unknown,
@@ -50,7 +50,7 @@ export async function paySessionByAuthorization(
     return { requirements, payment: { kind: 'refused', reason: X402_REASONS.payload, message } };
   }
   const outcome = await settleAuthorization(
-    runtime,
+    deps,
     { accountId: row.account_id, livemode: row.livemode, paymentId: row.id, payload: parsed.data, requirements },
     { waitMs: SETTLE_WAIT_MS },
   );
@@ -62,7 +62,7 @@ export async function paySessionByAuthorization(
     case 'pending':
       return { requirements, payment: { kind: 'pending', payer: outcome.payer } };
     case 'refused': {
-      const standing = usdcStanding(row, conn, runtime.clock.now());
+      const standing = usdcStanding(row, conn, deps.clock.now());
       if (standing !== 'payable') return { requirements, payment: { kind: 'not_payable', standing } };
       const { reason, message, payer } = outcome;
       return { requirements, payment: { kind: 'refused', reason, message, ...(payer ? { payer } : {}) } };

@@ -7,10 +7,11 @@
 
 import type { ChainConnection } from '../chain/chain.ts';
 import { AppError } from '../core/errors.ts';
-import type { Db, PaymentRow } from '../db/database.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
+import type { PaymentRow } from '../db/database.ts';
+import { findX402AuthorizationAttemptId } from '../db/repositories/x402-authorizations.ts';
 import { formatAmount, SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { checkoutUrl } from '../domain/present-payment.ts';
-import type { Runtime } from '../runtime.ts';
 import { X402_REASONS, X402_VERSION, type X402Reason } from '../x402/messages.ts';
 import { paySessionByAuthorization } from './usdc-pay.ts';
 import { sessionRequirements } from './usdc-session.ts';
@@ -79,18 +80,23 @@ export type WalletPaymentAnswer =
   | { show: 'refusal'; message: string; reason: X402Reason };
 
 export async function payFromWallet(
-  runtime: Runtime,
+  deps: ToolEnvironment,
   conn: ChainConnection,
   row: PaymentRow,
   form: URLSearchParams,
 ): Promise<WalletPaymentAnswer> {
   const requirements = await sessionRequirements(conn, row);
-  const payload = payloadOfForm(form, requirements, checkoutUrl(runtime.config, row.id));
-  const { payment } = await paySessionByAuthorization(runtime, conn, row, payload);
+  const payload = payloadOfForm(form, requirements, checkoutUrl(deps.config, row.id));
+  const { payment } = await paySessionByAuthorization(deps, conn, row, payload);
   switch (payment.kind) {
     case 'settled':
     case 'pending': {
-      const attemptId = await findAuthorizationAttempt(runtime.db, row.id, form);
+      const attemptId = await findX402AuthorizationAttemptId(
+        deps.db,
+        row.id,
+        (form.get('from') ?? '').toLowerCase(),
+        (form.get('nonce') ?? '').toLowerCase(),
+      );
       return attemptId ? { show: 'attempt', attemptId } : { show: 'session' };
     }
     case 'refused': {
@@ -100,16 +106,4 @@ export async function payFromWallet(
     case 'not_payable':
       return { show: 'session' };
   }
-}
-
-/** The payment attempt settleAuthorization recorded for the form's authorization (its payer and nonce). */
-async function findAuthorizationAttempt(db: Db, paymentId: string, form: URLSearchParams): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('x402_authorizations')
-    .select('attempt_id')
-    .where('payment_id', '=', paymentId)
-    .where('payer', '=', (form.get('from') ?? '').toLowerCase())
-    .where('nonce', '=', (form.get('nonce') ?? '').toLowerCase())
-    .executeTakeFirst();
-  return row?.attempt_id;
 }

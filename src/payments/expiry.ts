@@ -1,8 +1,10 @@
 import { ensureActionLogHeads } from '../audit/action-log.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
+import { findNextConfirmationLapse } from '../db/repositories/confirmations.ts';
 import { pruneIdempotencyRecords } from '../db/repositories/idempotency.ts';
+import { findLapsedPendingPayments, findNextPaymentLapse } from '../db/repositories/payments.ts';
 import { CONFIRMATION_EXPIRY_BATCH, expireDueConfirmations } from '../policy/confirmations.ts';
-import type { Runtime } from '../runtime.ts';
 import { pollingJob, SAFETY_POLL_MS, untilDue, type WorkerJob } from '../worker-job.ts';
 import { expirePayments, MAX_OFFERED_SESSIONS } from '../../tools/system/expire-payments.ts';
 
@@ -24,42 +26,23 @@ const IDEMPOTENCY_RETENTION_MS = 48 * 3600_000;
  * worker whose first batch another holds takes the next), to one run of expire_payments
  * (tools/system/), which expires up to BATCH of them. Returns how many payments expired.
  */
-export async function expireDuePayments(runtime: Runtime): Promise<number> {
-  const offered = await runtime.db
-    .selectFrom('payments')
-    .select(['id', 'account_id'])
-    .where('status', '=', 'pending')
-    .where('expires_at', '<=', runtime.clock.now())
-    .orderBy('expires_at')
-    .limit(Math.min(BATCH * 4, MAX_OFFERED_SESSIONS))
-    .execute();
+export async function expireDuePayments(deps: ToolEnvironment): Promise<number> {
+  const offered = await findLapsedPendingPayments(deps.db, deps.clock.now(), Math.min(BATCH * 4, MAX_OFFERED_SESSIONS));
   if (offered.length === 0) return 0;
   // As for settlement: the heads exist before the run locks any session (settlePaidPayments).
   await ensureActionLogHeads(
-    runtime.db,
+    deps.db,
     offered.map((p) => p.account_id),
   );
-  const result = await runSystemTool(runtime, expirePayments, { payment_ids: offered.map((p) => p.id), limit: BATCH });
+  const result = await runSystemTool(deps, expirePayments, { payment_ids: offered.map((p) => p.id), limit: BATCH });
   return result.expired.length;
 }
 
 /** When the next pending payment or held action lapses; null when none is pending. */
-async function nextLapse(runtime: Runtime): Promise<Date | null> {
+async function nextLapse(deps: Pick<ToolEnvironment, 'db'>): Promise<Date | null> {
   const [payment, confirmation] = await Promise.all([
-    runtime.db
-      .selectFrom('payments')
-      .select('expires_at')
-      .where('status', '=', 'pending')
-      .orderBy('expires_at')
-      .limit(1)
-      .executeTakeFirst(),
-    runtime.db
-      .selectFrom('confirmations')
-      .select('expires_at')
-      .where('status', '=', 'pending')
-      .orderBy('expires_at')
-      .limit(1)
-      .executeTakeFirst(),
+    findNextPaymentLapse(deps.db),
+    findNextConfirmationLapse(deps.db),
   ]);
   const times = [payment?.expires_at, confirmation?.expires_at].filter((t): t is Date => t !== undefined);
   return times.length === 0 ? null : new Date(Math.min(...times.map((t) => t.getTime())));

@@ -1,5 +1,5 @@
+import type { ToolEnvironment } from '../core/tool.ts';
 import type { ModeScope } from '../db/database.ts';
-import type { Runtime } from '../runtime.ts';
 import { recordPaymentAttempt } from '../../tools/system/record-payment-attempt.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
 
@@ -11,6 +11,6 @@ export type SandboxOutcome = 'succeeded' | 'declined';
  * A success moves pending → paid and announces payment.paid; a decline is recorded as a failed
  * attempt and leaves the payment pending so the payer can retry.
  */
-export async function paySandbox(runtime: Runtime, scope: ModeScope, paymentId: string, outcome: SandboxOutcome) {
-  return runSystemTool(runtime, recordPaymentAttempt, { payment_id: paymentId, rail: 'sandbox', outcome }, scope);
+export async function paySandbox(deps: ToolEnvironment, scope: ModeScope, paymentId: string, outcome: SandboxOutcome) {
+  return runSystemTool(deps, recordPaymentAttempt, { payment_id: paymentId, rail: 'sandbox', outcome }, scope);
 }

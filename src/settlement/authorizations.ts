@@ -11,10 +11,27 @@
 // confirmed through confirm_x402_authorization (tools/system/), which credits the merchant.
 
 import { type Address, BlockNotFoundError, type Hex, parseEventLogs, type TransactionReceipt } from 'viem';
-import { sql } from 'kysely';
 import { estimateFees } from '../chain/chain.ts';
 import { plainUsdAbi } from '../chain/contracts/abis.ts';
-import type { Db } from '../db/database.ts';
+import {
+  dropAuthorizationTransactions,
+  type TrackedTransaction,
+  trackedAuthorizationTransactions,
+} from '../db/repositories/chain-transactions.ts';
+import { countAuthorizationNonces } from '../db/repositories/relayer-nonces.ts';
+import {
+  type AuthorizationChain,
+  confirmedAuthorizationsNotFinal,
+  findAuthorizationStatus,
+  lockAuthorizationStatus,
+  markAuthorizationFinal,
+  markAuthorizationRecordedAgain,
+  markAuthorizationSubmitted,
+  recordAuthorizationBlock,
+  recordedAuthorizations,
+  submittedAuthorizations,
+  submittedAuthorizationsOnGoneDevnets,
+} from '../db/repositories/x402-authorizations.ts';
 import type { X402AuthorizationRow } from '../db/tables/x402.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
 import {
@@ -34,7 +51,6 @@ import {
   receiptOf,
   signAndStore,
   type StillInFlight,
-  type TrackedTx,
 } from './relayer.ts';
 import {
   confirmX402Authorization,
@@ -53,15 +69,9 @@ function authorizationOf(row: X402AuthorizationRow): Authorization {
   };
 }
 
-/** Authorizations of this chain and token in the given states, oldest first. */
-function ofThisChain(ctx: SettlementContext, session: ChainSession) {
-  return ctx.db
-    .selectFrom('x402_authorizations')
-    .selectAll()
-    .where('chain_id', '=', session.chainId)
-    .where('token', '=', session.conn.tokenAddress.toLowerCase())
-    .orderBy('created_at')
-    .orderBy('id');
+/** The chain and token this session pays in on, as the authorizations' rows name them. */
+function authorizationChainOf(session: ChainSession): AuthorizationChain {
+  return { chainId: session.chainId, token: session.conn.tokenAddress.toLowerCase(), chainKey: session.key };
 }
 
 /**
@@ -69,10 +79,7 @@ function ofThisChain(ctx: SettlementContext, session: ChainSession) {
  * would it revert?), then a nonce, signed, stored and broadcast. Returns how many moved on.
  */
 export async function submitRecordedAuthorizations(ctx: SettlementContext, session: ChainSession): Promise<number> {
-  const recorded = await ofThisChain(ctx, session)
-    .where('status', '=', 'recorded')
-    .limit(ctx.options.maxBatchesPerTurn)
-    .execute();
+  const recorded = await recordedAuthorizations(ctx.db, authorizationChainOf(session), ctx.options.maxBatchesPerTurn);
   let moved = 0;
   for (const row of recorded) {
     let step: 'moved' | 'stay' | 'stop' | 'lease_lost';
@@ -130,12 +137,7 @@ async function giveUpAfterRepeatedFailures(
   );
   if (failures < MAX_SUBMIT_FAILURES || ctx.clock.now().getTime() - since < SUBMIT_FAILURES_MIN_MS) return false;
   try {
-    const now = await ctx.db
-      .selectFrom('x402_authorizations')
-      .select('status')
-      .where('id', '=', row.id)
-      .executeTakeFirst();
-    if (now?.status !== 'recorded') {
+    if ((await findAuthorizationStatus(ctx.db, row.id)) !== 'recorded') {
       counts.delete(row.id); // it moved on meanwhile (signed and stored): the tracker follows it
       return false;
     }
@@ -184,7 +186,7 @@ async function submitOne(
     session.conn.publicClient.getTransactionCount({ address: session.relayer, blockTag: 'pending' }),
   ]);
   const stored = await ctx.db.transaction().execute(async (trx) => {
-    if ((await lockAuthorization(trx, row.id)) !== 'recorded') return null;
+    if ((await lockAuthorizationStatus(trx, row.id)) !== 'recorded') return null;
     const nonce = await allocateNonce(trx, ctx, session, { authorization_id: row.id }, BigInt(chainNonce));
     if (nonce === undefined) return 'lease_lost' as const;
     const tx = await signAndStore(
@@ -201,11 +203,7 @@ async function submitOne(
         maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
       },
     );
-    await trx
-      .updateTable('x402_authorizations')
-      .set({ status: 'submitted', chain_key: session.key, submitted_at: sql`now()`, updated_at: sql`now()` })
-      .where('id', '=', row.id)
-      .execute();
+    await markAuthorizationSubmitted(trx, row.id, session.key);
     return tx;
   });
   if (stored === 'lease_lost') return 'lease_lost';
@@ -215,18 +213,8 @@ async function submitOne(
   return 'moved';
 }
 
-async function lockAuthorization(trx: Db, id: string): Promise<string | undefined> {
-  const row = await trx
-    .selectFrom('x402_authorizations')
-    .select('status')
-    .where('id', '=', id)
-    .forUpdate()
-    .executeTakeFirst();
-  return row?.status;
-}
-
 const authorizationStillSubmitted: StillInFlight = async (trx, tx) =>
-  tx.authorization_id !== null && (await lockAuthorization(trx, tx.authorization_id)) === 'submitted';
+  tx.authorization_id !== null && (await lockAuthorizationStatus(trx, tx.authorization_id)) === 'submitted';
 
 /**
  * Follows every submitted authorization of this chain to its end: confirmed at depth from the
@@ -236,26 +224,13 @@ const authorizationStillSubmitted: StillInFlight = async (trx, tx) =>
  */
 export async function trackSubmittedAuthorizations(ctx: SettlementContext, session: ChainSession): Promise<number> {
   await resubmitFromGoneChains(ctx, session);
-  const submitted = await ofThisChain(ctx, session)
-    .where('status', '=', 'submitted')
-    .where('chain_key', '=', session.key)
-    .execute();
+  const submitted = await submittedAuthorizations(ctx.db, authorizationChainOf(session));
   if (submitted.length === 0) return 0;
-  const txs = await ctx.db
-    .selectFrom('chain_transactions')
-    .selectAll()
-    .select(sql<number>`(extract(epoch from now() - created_at) * 1000)::int`.as('age_ms'))
-    .select(sql<number | null>`(extract(epoch from now() - last_broadcast_at) * 1000)::int`.as('since_broadcast_ms'))
-    .where('chain_key', '=', session.key)
-    .where(
-      'authorization_id',
-      'in',
-      submitted.map((a) => a.id),
-    )
-    .where('status', 'in', ['signed', 'broadcast'])
-    .orderBy('nonce')
-    .orderBy('max_fee_per_gas')
-    .execute();
+  const txs = await trackedAuthorizationTransactions(
+    ctx.db,
+    session.key,
+    submitted.map((a) => a.id),
+  );
   const client = session.conn.publicClient;
   const [latestBlock, minedNonce] = await Promise.all([
     client.getBlockNumber({ cacheTime: 0 }),
@@ -265,7 +240,7 @@ export async function trackSubmittedAuthorizations(ctx: SettlementContext, sessi
   const failureDepth = session.ephemeral ? depth : BigInt(session.conn.finalityDepth);
   let moved = 0;
   for (const row of submitted) {
-    const own: TrackedTx[] = txs.filter((t) => t.authorization_id === row.id);
+    const own: TrackedTransaction[] = txs.filter((t) => t.authorization_id === row.id);
     try {
       const nonce = own[0]?.nonce;
       if (nonce !== undefined && nonce >= minedNonce) {
@@ -293,7 +268,7 @@ export async function trackSubmittedAuthorizations(ctx: SettlementContext, sessi
       const deep = await client.getBlock({ blockNumber: deepBlock });
       if (deep.timestamp >= row.valid_before) {
         await fail(ctx, row, X402_REASONS.validBefore, `the authorization expired unused (block ${deepBlock})`);
-      } else if (reverted && (await submissionsOf(ctx, row.id)) >= MAX_REVERTED_SUBMISSIONS) {
+      } else if (reverted && (await countAuthorizationNonces(ctx.db, row.id)) >= MAX_REVERTED_SUBMISSIONS) {
         // Unused at depth (checked just above): nothing moved. A transfer that passes simulation and
         // reverts when mined (a contract wallet that answers differently on chain) would otherwise
         // cost the relayer gas until validBefore.
@@ -325,24 +300,7 @@ export async function trackSubmittedAuthorizations(ctx: SettlementContext, sessi
  * replanBatchesFromGoneChains does for batches: that chain, with anything that was on it, is gone.
  */
 async function resubmitFromGoneChains(ctx: SettlementContext, session: ChainSession): Promise<void> {
-  const orphans = await ctx.db
-    .selectFrom('x402_authorizations as x')
-    .innerJoin('chains as c', 'c.chain_key', 'x.chain_key')
-    .select('x.id')
-    .where('x.status', '=', 'submitted')
-    .where('x.chain_key', '!=', session.key)
-    .where('c.ephemeral', '=', true)
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('relayer_leases as l')
-            .select('l.chain_key')
-            .whereRef('l.chain_key', '=', 'x.chain_key')
-            .where('l.expires_at', '>', sql<Date>`now()`),
-        ),
-      ),
-    )
-    .execute();
+  const orphans = await submittedAuthorizationsOnGoneDevnets(ctx.db, session.key);
   for (const orphan of orphans) {
     await resubmit(ctx, orphan.id, 'the in-process devnet this was signed for is gone');
   }
@@ -351,30 +309,11 @@ async function resubmitFromGoneChains(ctx: SettlementContext, session: ChainSess
 /** A transfer that reverted when mined this many times (one relayer nonce each) is not submitted again. */
 export const MAX_REVERTED_SUBMISSIONS = 3;
 
-/** How many times the authorization was submitted: the relayer nonces it was given. */
-async function submissionsOf(ctx: SettlementContext, id: string): Promise<number> {
-  const row = await ctx.db
-    .selectFrom('relayer_nonces')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .where('authorization_id', '=', id)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 async function resubmit(ctx: SettlementContext, id: string, why: string): Promise<void> {
   await ctx.db.transaction().execute(async (trx) => {
-    if ((await lockAuthorization(trx, id)) !== 'submitted') return;
-    await trx
-      .updateTable('chain_transactions')
-      .set({ status: 'dropped', last_error: why })
-      .where('authorization_id', '=', id)
-      .where('status', 'in', ['signed', 'broadcast'])
-      .execute();
-    await trx
-      .updateTable('x402_authorizations')
-      .set({ status: 'recorded', updated_at: sql`now()` })
-      .where('id', '=', id)
-      .execute();
+    if ((await lockAuthorizationStatus(trx, id)) !== 'submitted') return;
+    await dropAuthorizationTransactions(trx, id, why);
+    await markAuthorizationRecordedAgain(trx, id);
   });
   ctx.logger.warn({ authorization: id, why }, 'authorization not carried by its transaction; submitting it again');
 }
@@ -504,12 +443,7 @@ async function blockAtOrBefore(
  * the authorization back in flight (revert_x402_authorization). Returns how many were reverted.
  */
 export async function watchConfirmedAuthorizations(ctx: SettlementContext, session: ChainSession): Promise<number> {
-  const watched = await ofThisChain(ctx, session)
-    .where('status', '=', 'confirmed')
-    .where('finalized_at', 'is', null)
-    .where('chain_key', '=', session.key)
-    .limit(1_000)
-    .execute();
+  const watched = await confirmedAuthorizationsNotFinal(ctx.db, authorizationChainOf(session));
   if (watched.length === 0) return 0;
   const client = session.conn.publicClient;
   const head = await client.getBlockNumber({ cacheTime: 0 });
@@ -522,7 +456,7 @@ export async function watchConfirmedAuthorizations(ctx: SettlementContext, sessi
       const seen = await blockHashAt(session, row.block_number);
       if (seen === null) continue; // not found is not replaced: look again later
       if (seen.toLowerCase() === row.block_hash.toLowerCase()) {
-        if (head - row.block_number + 1n >= need) await markFinal(ctx, row.id);
+        if (head - row.block_number + 1n >= need) await markAuthorizationFinal(ctx.db, row.id);
         continue;
       }
       const receipt = await receiptOf(session, row.tx_hash as Hex);
@@ -530,17 +464,12 @@ export async function watchConfirmedAuthorizations(ctx: SettlementContext, sessi
         const canonical = await blockHashAt(session, receipt.blockNumber);
         if (canonical?.toLowerCase() === receipt.blockHash.toLowerCase()) {
           // Mined again in another block, deep enough: the credit stands, only its block changes.
-          await ctx.db
-            .updateTable('x402_authorizations')
-            .set({ block_number: receipt.blockNumber, block_hash: receipt.blockHash, updated_at: sql`now()` })
-            .where('id', '=', row.id)
-            .where('status', '=', 'confirmed')
-            .execute();
+          await recordAuthorizationBlock(ctx.db, row.id, { number: receipt.blockNumber, hash: receipt.blockHash });
           continue;
         }
       }
       const result = await runSystemTool(
-        ctx.runtime,
+        ctx.toolEnvironment,
         revertX402Authorization,
         {
           authorization_id: row.id,
@@ -577,16 +506,6 @@ async function blockHashAt(session: ChainSession, height: bigint): Promise<Hex |
   }
 }
 
-async function markFinal(ctx: SettlementContext, id: string): Promise<void> {
-  await ctx.db
-    .updateTable('x402_authorizations')
-    .set({ finalized_at: sql`now()`, updated_at: sql`now()` })
-    .where('id', '=', id)
-    .where('status', '=', 'confirmed')
-    .where('finalized_at', 'is', null)
-    .execute();
-}
-
 function chainFactsOf(session: ChainSession) {
   return {
     key: session.key,
@@ -607,7 +526,7 @@ async function confirm(
     throw new Error(`transaction ${receipt.transactionHash} succeeded without using authorization ${row.id}`);
   }
   const result = await runSystemTool(
-    ctx.runtime,
+    ctx.toolEnvironment,
     confirmX402Authorization,
     {
       authorization_id: row.id,
@@ -653,7 +572,7 @@ function paysTheAuthorization(receipt: TransactionReceipt, row: X402Authorizatio
 
 async function fail(ctx: SettlementContext, row: X402AuthorizationRow, reason: string, message: string): Promise<void> {
   await runSystemTool(
-    ctx.runtime,
+    ctx.toolEnvironment,
     failX402Authorization,
     { authorization_id: row.id, reason, message: message.slice(0, 2000) },
     { accountId: row.account_id, livemode: row.livemode },

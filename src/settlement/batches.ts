@@ -72,7 +72,7 @@ export async function planBatches(ctx: SettlementContext, session: ChainSession)
       // Transfers that must never be signed fail for good, in their own run (money back, objects
       // told). They are unlocked in between; every planner refuses the same transfers, and the run
       // fails only those still queued, so a second planner or a crash here only repeats the refusal.
-      await runSystemTool(ctx.runtime, failQueuedTransfers, {
+      await runSystemTool(ctx.toolEnvironment, failQueuedTransfers, {
         transfer_ids: made.refuse,
         reason: made.reason.slice(0, MAX_REASON_LENGTH),
       });
@@ -98,20 +98,6 @@ async function batchIsDue(trx: Db, ctx: SettlementContext, now: Date): Promise<b
   if (row.scheduled) return true;
   if (row.n === 0) return false;
   return row.n >= batchMaxTransfers || row.recipients >= batchMax || row.overdue || row.quiet;
-}
-
-/**
- * When the next scheduled transfer falls due (the earliest due_at still in the future or past), or
- * null when none waits. For the worker's loop: a worker that sleeps while idle should wake by then.
- */
-export async function nextSettlementDueAt(db: Db): Promise<Date | null> {
-  const row = await db
-    .selectFrom('transfers')
-    .select((eb) => eb.fn.min('due_at').as('due'))
-    .where('status', '=', 'queued')
-    .where('due_at', 'is not', null)
-    .executeTakeFirst();
-  return row?.due ?? null;
 }
 
 /** Queued transfers the planner found it must never sign, and why (failed by fail_queued_transfers). */
@@ -162,7 +148,7 @@ async function planOneBatch(
 
   const lines = netTransfers(chosen);
   const total = lines.reduce((sum, l) => sum + l.amount, 0n);
-  const { batch_id: id } = await runSystemToolIn(trx, ctx.runtime, planSettlementBatch, {
+  const { batch_id: id } = await runSystemToolIn(trx, ctx.toolEnvironment, planSettlementBatch, {
     asset: session.asset,
     transfer_ids: chosen.map((t) => t.id),
     lines: lines.map((l) => ({ recipient: l.recipient, amount: l.amount.toString() })),
@@ -195,7 +181,7 @@ export async function confirmBatch(
   batchId: string,
   receipt: BatchReceipt,
 ): Promise<boolean> {
-  const result = await runSystemTool(ctx.runtime, confirmSettlementBatch, {
+  const result = await runSystemTool(ctx.toolEnvironment, confirmSettlementBatch, {
     batch_id: batchId,
     chain: chainFacts(session),
     receipt: receiptInput(receipt),
@@ -222,7 +208,7 @@ export async function revertConfirmedBatch(
   batchId: string,
   reason: string,
 ): Promise<boolean> {
-  const result = await runSystemTool(ctx.runtime, revertSettlementBatch, {
+  const result = await runSystemTool(ctx.toolEnvironment, revertSettlementBatch, {
     batch_id: batchId,
     chain: chainFacts(session),
     holder: ctx.holder,
@@ -259,7 +245,7 @@ export async function failBatch(
   expected: 'planned' | 'sent',
   failure: BatchFailure,
 ): Promise<boolean> {
-  const result = await runSystemTool(ctx.runtime, failSettlementBatch, {
+  const result = await runSystemTool(ctx.toolEnvironment, failSettlementBatch, {
     batch_id: batchId,
     expected,
     reason: failure.reason.slice(0, MAX_REASON_LENGTH),
@@ -285,7 +271,7 @@ export async function replanBatchesFromGoneChains(ctx: SettlementContext, sessio
   const orphans = await sentBatchesOnGoneDevnets(ctx.db, session.key);
   let moved = 0;
   for (const orphan of orphans) {
-    const { replanned } = await runSystemTool(ctx.runtime, replanSettlementBatches, {
+    const { replanned } = await runSystemTool(ctx.toolEnvironment, replanSettlementBatches, {
       batch_ids: [orphan.id],
       chain_key: orphan.chain_key,
       reason: 'the in-process devnet this was signed for is gone',
@@ -294,7 +280,7 @@ export async function replanBatchesFromGoneChains(ctx: SettlementContext, sessio
   }
   if (moved > 0) ctx.logger.warn({ batches: moved }, 'batches from a devnet that is gone will be sent again here');
   // A gone devnet can no longer reorganise anything: its confirmed batches are as final as they get.
-  await runSystemTool(ctx.runtime, finalizeGoneDevnetBatches, { current_chain_key: session.key });
+  await runSystemTool(ctx.toolEnvironment, finalizeGoneDevnetBatches, { current_chain_key: session.key });
   return moved;
 }
 

@@ -106,8 +106,8 @@ export interface ChainReadiness {
  * For /readyz: not ready while a settlement worker found its node serving another chain than the
  * one settlement signs for. One indexed read of one row, no RPC (the workers do the checking).
  */
-export async function chainReadiness(runtime: { db: Kysely<Database> }): Promise<ChainReadiness> {
-  const row = await findSettlementChain(runtime.db);
+export async function chainReadiness({ db }: { db: Kysely<Database> }): Promise<ChainReadiness> {
+  const row = await findSettlementChain(db);
   if (!row || row.observed_chain_key === null) return { ready: true };
   return {
     ready: false,

@@ -8,7 +8,10 @@ import { type ChainConnection, readTreasuryBalance } from '../chain/chain.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
 import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { DuplicatePostingError, type LedgerAccountRef, ledgerAccount } from '../ledger/ledger.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
+import { hasTreasuryOpening } from '../db/repositories/ledger-postings.ts';
+import type { LeaseKey } from '../db/repositories/relayer-leases.ts';
+import { recordChain } from '../db/repositories/settlement-chain.ts';
 import { recordTreasuryOpening } from '../../tools/system/record-treasury-opening.ts';
 
 export interface ChainSession {
@@ -23,6 +26,11 @@ export interface ChainSession {
   asset: string;
   /** Ledger account of the tokens held by the batch contract on this chain. */
   treasury: LedgerAccountRef;
+}
+
+/** The relayer lease's key on this chain: one signer per chain and relayer key. */
+export function leaseKey(session: Pick<ChainSession, 'key' | 'relayer'>): LeaseKey {
+  return { chainKey: session.key, relayer: session.relayer };
 }
 
 /** What a node says it serves: its chain id and genesis block. Remote nodes only. */
@@ -61,7 +69,7 @@ const EPHEMERAL = 'ephemeral';
  * chain; a failure is not cached, so the next call tries again.
  */
 export async function openChainSession(
-  runtime: Runtime,
+  env: ToolEnvironment,
   conn: ChainConnection,
   identity?: ChainIdentity,
 ): Promise<ChainSession> {
@@ -75,7 +83,7 @@ export async function openChainSession(
   }
   let session = byChain.get(cacheKey);
   if (!session) {
-    const opening = registerChain(runtime, conn, chain);
+    const opening = registerChain(env, conn, chain);
     session = opening;
     byChain.set(cacheKey, opening);
     opening.catch(() => {
@@ -86,7 +94,7 @@ export async function openChainSession(
 }
 
 async function registerChain(
-  runtime: Runtime,
+  env: ToolEnvironment,
   conn: ChainConnection,
   identity: ChainIdentity | undefined,
 ): Promise<ChainSession> {
@@ -105,25 +113,19 @@ async function registerChain(
     treasury,
   };
 
-  const { db } = runtime;
-  await db
-    .insertInto('chains')
-    .values({ chain_key: key, chain_id: identity?.chainId ?? conn.chainId, genesis_hash: genesisHash, ephemeral })
-    .onConflict((oc) => oc.column('chain_key').doNothing())
-    .execute();
-
-  const opened = await db
-    .selectFrom('ledger_postings')
-    .select('id')
-    .where('kind', '=', 'treasury_opening')
-    .where('reference', '=', treasury.id)
-    .executeTakeFirst();
-  if (!opened) {
+  const { db } = env;
+  await recordChain(db, {
+    chain_key: key,
+    chain_id: identity?.chainId ?? conn.chainId,
+    genesis_hash: genesisHash,
+    ephemeral,
+  });
+  if (!(await hasTreasuryOpening(db, treasury.id))) {
     // First sight of this treasury: nothing of ours can be in flight on it yet (batches are only
     // sent after this), so its balance now is what the operator funded it with.
     const balance = await readTreasuryBalance(conn);
     try {
-      await runSystemTool(runtime, recordTreasuryOpening, {
+      await runSystemTool(env, recordTreasuryOpening, {
         chain_key: key,
         batch_address: conn.batchAddress,
         asset,

@@ -5,7 +5,8 @@ import type { Config } from '../config/config.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Database } from '../db/database.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Notifications } from '../db/notifications.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 
 /** Tunables of the settlement worker. Batch size and window come from config; the rest are defaults. */
 export interface SettlementOptions {
@@ -80,9 +81,19 @@ export function defaultSettlementOptions(config: Config): SettlementOptions {
   };
 }
 
+/**
+ * What the settlement worker is given, and nothing more: what its system tools run with (every
+ * money step is a run of one: tools/system/), and the notifications that wake it when a payment is
+ * paid or a transfer queued. Not the runtime: it never reaches the rate limiter or the secret box.
+ * A `Runtime` is one, so the composition roots pass theirs.
+ */
+export interface SettlementDeps extends ToolEnvironment {
+  notifications: Notifications;
+}
+
 export interface SettlementContext {
   /** What the system tools run with (each batch outcome is a run of one: tools/system/). */
-  runtime: Runtime;
+  toolEnvironment: ToolEnvironment;
   db: Kysely<Database>;
   config: Config;
   logger: Logger;

@@ -4,10 +4,9 @@
 // only reads). Exact when settlement is quiet; while batches are moving it accounts for batches that
 // are paid on chain but not yet booked.
 
-import { sql } from 'kysely';
 import type { Hex } from 'viem';
 import { type ChainConnection, isBatchPaid, readTreasuryBalance } from '../chain/chain.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import {
   checkLedgerInvariants,
   getLedgerBalance,
@@ -15,6 +14,12 @@ import {
   ledgerAccount,
 } from '../ledger/ledger.ts';
 import { openChainSession } from './chain-session.ts';
+import {
+  confirmedBatchesNotMatchingTransfers,
+  sentBatchTotals,
+  transfersInSeveralConfirmedBatches,
+} from '../db/repositories/settlement-batches.ts';
+import { openTransferTotal } from '../db/repositories/transfers.ts';
 
 export interface SettlementInvariantReport extends LedgerInvariantReport {
   treasury: {
@@ -28,20 +33,15 @@ export interface SettlementInvariantReport extends LedgerInvariantReport {
 }
 
 export async function checkSettlementInvariants(
-  runtime: Runtime,
+  env: ToolEnvironment,
   conn: ChainConnection,
 ): Promise<SettlementInvariantReport> {
-  const { db } = runtime;
+  const { db } = env;
   const ledger = await checkLedgerInvariants(db);
   const problems = [...ledger.problems];
-  const session = await openChainSession(runtime, conn);
+  const session = await openChainSession(env, conn);
 
-  const sent = await db
-    .selectFrom('settlement_batches')
-    .select(['id', 'batch_key', 'total_minor'])
-    .where('status', '=', 'sent')
-    .where('chain_key', '=', session.key)
-    .execute();
+  const sent = await sentBatchTotals(db, session.key);
   let paidNotBooked = 0n;
   for (const batch of sent) {
     if (await isBatchPaid(conn, batch.batch_key as Hex)) paidNotBooked += batch.total_minor;
@@ -55,29 +55,16 @@ export async function checkSettlementInvariants(
   }
 
   const inFlightLedger = await getLedgerBalance(db, ledgerAccount.inFlight(session.asset));
-  const open = await sql<{ total: string }>`
-    select coalesce(sum(amount_minor), 0)::text as total from transfers
-     where asset = ${session.asset} and status in ('queued', 'batched', 'sent')`.execute(db);
-  const openTransfers = BigInt(open.rows[0]?.total ?? '0');
+  const openTransfers = await openTransferTotal(db, session.asset);
   if (inFlightLedger !== openTransfers) {
     problems.push(`in-flight: ledger ${inFlightLedger} != open transfers ${openTransfers}`);
   }
 
-  const twice = await sql<{ transfer_id: string; n: number }>`
-    select bt.transfer_id, count(*)::int as n from settlement_batch_transfers bt
-      join settlement_batches b on b.id = bt.batch_id
-     where b.status = 'confirmed' group by bt.transfer_id having count(*) > 1 limit 20`.execute(db);
-  for (const r of twice.rows) problems.push(`transfer ${r.transfer_id} is in ${r.n} confirmed batches`);
+  for (const r of await transfersInSeveralConfirmedBatches(db))
+    problems.push(`transfer ${r.transfer_id} is in ${r.n} confirmed batches`);
 
-  const mismatched = await sql<{ id: string }>`
-    select b.id from settlement_batches b
-      join settlement_batch_transfers bt on bt.batch_id = b.id
-      join transfers t on t.id = bt.transfer_id
-     where b.status = 'confirmed'
-     group by b.id, b.total_minor, b.transfer_count
-    having b.total_minor <> sum(t.amount_minor) or b.transfer_count <> count(*)
-       or bool_or(t.status <> 'confirmed' or t.batch_id <> b.id) limit 20`.execute(db);
-  for (const r of mismatched.rows) problems.push(`confirmed batch ${r.id} does not match its transfers`);
+  for (const r of await confirmedBatchesNotMatchingTransfers(db))
+    problems.push(`confirmed batch ${r.id} does not match its transfers`);
 
   return {
     ...ledger,

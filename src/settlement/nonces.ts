@@ -16,10 +16,12 @@
 import { type Hex, parseTransaction } from 'viem';
 import { BroadcastError, broadcastRawTransaction, estimateFees, signRelayerTransaction } from '../chain/chain.ts';
 import { recordNonceRepair } from '../metrics/metrics.ts';
-import type { ChainSession } from './chain-session.ts';
+import { type ChainSession, leaseKey } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
 import { broadcastStored } from './relayer.ts';
-import { holdsLease } from '../db/repositories/relayer-leases.ts';
+import { newestLiveTransaction } from '../db/repositories/chain-transactions.ts';
+import { findNextNonce, holdsLease } from '../db/repositories/relayer-leases.ts';
+import { findNonceOwner, insertNonceFill, type NonceFill, newestNonceFill } from '../db/repositories/relayer-nonces.ts';
 
 /** Most nonces repaired in one turn (each one is one broadcast). */
 const MAX_REPAIRS_PER_TURN = 16;
@@ -34,13 +36,8 @@ const foreignGapsSeen = new Map<string, number>();
 
 /** Returns how many nonces it re-sent or refilled. */
 export async function repairNonceGaps(ctx: SettlementContext, session: ChainSession): Promise<number> {
-  const lease = await ctx.db
-    .selectFrom('relayer_leases')
-    .select('next_nonce')
-    .where('chain_key', '=', session.key)
-    .where('relayer_address', '=', session.relayer)
-    .executeTakeFirst();
-  if (!lease) return 0;
+  const nextNonce = await findNextNonce(ctx.db, leaseKey(session));
+  if (nextNonce === undefined) return 0;
   const client = session.conn.publicClient;
   let repaired = 0;
   let lastTried: bigint | undefined;
@@ -50,7 +47,7 @@ export async function repairNonceGaps(ctx: SettlementContext, session: ChainSess
       const [chain, nonce] = splitGapKey(key);
       if (chain === session.key && nonce < pending) foreignGapsSeen.delete(key);
     }
-    if (pending >= lease.next_nonce) break;
+    if (pending >= nextNonce) break;
     // The node took the last repair but did not put it in its pool (or the pool is full): next turn.
     if (lastTried !== undefined && pending <= lastTried) break;
     lastTried = pending;
@@ -76,17 +73,7 @@ async function repairNonce(
   session: ChainSession,
   nonce: bigint,
 ): Promise<'rebroadcast' | 'refill' | 'wait'> {
-  const owner = await ctx.db
-    .selectFrom('relayer_nonces as n')
-    .leftJoin('settlement_batches as b', (join) =>
-      join.onRef('b.id', '=', 'n.batch_id').on('b.chain_key', '=', session.key),
-    )
-    .leftJoin('x402_authorizations as x', 'x.id', 'n.authorization_id')
-    .select(['n.batch_id', 'b.id', 'b.status', 'n.authorization_id', 'x.status as authorization_status'])
-    .where('n.chain_key', '=', session.key)
-    .where('n.relayer_address', '=', session.relayer)
-    .where('n.nonce', '=', nonce)
-    .executeTakeFirst();
+  const owner = await findNonceOwner(ctx.db, leaseKey(session), nonce);
   if (owner?.status === 'confirmed' || owner?.authorization_status === 'confirmed') return 'wait';
   if (owner?.authorization_id && owner.authorization_status === 'submitted') {
     // An authorization's transfer in flight: its stored bytes, as for a batch (the token's nonce
@@ -112,14 +99,7 @@ async function repairNonce(
   }
 
   // Nothing of ours may use this nonce any more: refill it (the stored filler first, if any).
-  const stored = await ctx.db
-    .selectFrom('relayer_nonce_fills')
-    .select(['chain_key', 'hash', 'raw_transaction'])
-    .where('chain_key', '=', session.key)
-    .where('relayer_address', '=', session.relayer)
-    .where('nonce', '=', nonce)
-    .orderBy('created_at', 'desc')
-    .executeTakeFirst();
+  const stored = await newestNonceFill(ctx.db, leaseKey(session), nonce);
   let fill = stored ?? (await signFill(ctx, session, nonce));
   if (!fill) return 'wait';
   ctx.logger.warn(
@@ -143,15 +123,7 @@ async function rebroadcastLive(
   ownerColumn: 'batch_id' | 'authorization_id',
   ownerId: string,
 ): Promise<'rebroadcast' | 'wait'> {
-  const live = await ctx.db
-    .selectFrom('chain_transactions')
-    .select(['chain_key', 'hash', 'raw_transaction'])
-    .where('chain_key', '=', session.key)
-    .where(ownerColumn, '=', ownerId)
-    .where('nonce', '=', nonce)
-    .where('status', 'in', ['signed', 'broadcast'])
-    .orderBy('max_fee_per_gas', 'desc')
-    .executeTakeFirst();
+  const live = await newestLiveTransaction(ctx.db, session.key, { column: ownerColumn, id: ownerId }, nonce);
   if (!live) return 'wait';
   ctx.logger.warn(
     { [ownerColumn === 'batch_id' ? 'batch' : 'authorization']: ownerId, nonce, tx: live.hash },
@@ -167,7 +139,7 @@ async function signFill(
   session: ChainSession,
   nonce: bigint,
   previous?: { maxFeePerGas?: bigint | undefined; maxPriorityFeePerGas?: bigint | undefined },
-): Promise<Fill | undefined> {
+): Promise<NonceFill | undefined> {
   const [fees, gas] = await Promise.all([
     estimateFees(session.conn),
     session.conn.publicClient.estimateGas({ account: session.relayer, to: session.relayer, value: 0n, data: '0x' }),
@@ -188,30 +160,14 @@ async function signFill(
   return await ctx.db.transaction().execute(async (trx) => {
     // Fencing as for any signature: only the lease holder signs.
     if (!(await holdsLease(trx, ctx, session))) return undefined;
-    return await trx
-      .insertInto('relayer_nonce_fills')
-      .values({
-        chain_key: session.key,
-        relayer_address: session.relayer,
-        nonce,
-        hash: signed.hash,
-        raw_transaction: signed.rawTransaction,
-      })
-      .returning(['chain_key', 'hash', 'raw_transaction'])
-      .executeTakeFirstOrThrow();
+    return await insertNonceFill(trx, leaseKey(session), nonce, signed);
   });
-}
-
-interface Fill {
-  chain_key: string;
-  hash: string;
-  raw_transaction: string;
 }
 
 async function broadcastFill(
   ctx: SettlementContext,
   session: ChainSession,
-  fill: Fill,
+  fill: NonceFill,
 ): Promise<'ok' | 'reprice' | 'refused'> {
   try {
     await broadcastRawTransaction(session.conn, fill.raw_transaction as Hex);

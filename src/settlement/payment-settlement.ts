@@ -2,10 +2,10 @@
 // (tools/system/start-payment-settlements.ts), which records them in the ledger and starts their
 // settlement. The on-chain case ends in the tools that record a settlement batch's outcome.
 
-import { sql } from 'kysely';
 import { ensureActionLogHeads } from '../audit/action-log.ts';
+import { oldestPaidPayments } from '../db/repositories/payments.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import { MAX_OFFERED_PAYMENTS, startPaymentSettlements } from '../../tools/system/start-payment-settlements.ts';
 
 export interface PaymentIntakeOptions {
@@ -24,33 +24,18 @@ export interface PaymentIntakeOptions {
  * holds takes the next), to one run of start_payment_settlements, which takes up to `chunk` of them
  * that no other run holds. Returns how many it took (0: nothing to do).
  */
-export async function settlePaidPayments(runtime: Runtime, options: PaymentIntakeOptions): Promise<number> {
-  const offered = await runtime.db
-    .selectFrom('payments as p')
-    .innerJoin('accounts as a', 'a.id', 'p.account_id')
-    .select([
-      'p.id',
-      'p.account_id',
-      'p.livemode',
-      sql<boolean>`coalesce(p.payout_address, a.default_payout_address) is not null and p.settlement_minor > 0`.as(
-        'wants_chain',
-      ),
-    ])
-    .where('p.status', '=', 'paid')
-    .orderBy('p.paid_at')
-    .orderBy('p.id')
-    .limit(Math.min(options.chunk * 4, MAX_OFFERED_PAYMENTS))
-    .execute();
+export async function settlePaidPayments(env: ToolEnvironment, options: PaymentIntakeOptions): Promise<number> {
+  const offered = await oldestPaidPayments(env.db, Math.min(options.chunk * 4, MAX_OFFERED_PAYMENTS));
   if (offered.length === 0) return 0;
   const testMoney = offered.some((p) => !p.livemode && p.wants_chain) ? await options.testModeOnChain() : false;
   // The run takes only free action-log locks (busyAccounts 'skip'); a head it had to create could
   // wait for a merchant's first logged call while the run holds that merchant's payments. Made
   // here, holding nothing, the run finds them all.
   await ensureActionLogHeads(
-    runtime.db,
+    env.db,
     offered.map((p) => p.account_id),
   );
-  const result = await runSystemTool(runtime, startPaymentSettlements, {
+  const result = await runSystemTool(env, startPaymentSettlements, {
     payment_ids: offered.map((p) => p.id),
     limit: Math.min(options.chunk, MAX_OFFERED_PAYMENTS),
     test_money_on_chain: testMoney,

@@ -2,7 +2,7 @@
 // (relayer_leases). Whoever signs, allocates nonces or undoes a confirmation checks it first
 // (fencing: a holder whose lease lapsed changes nothing on that chain).
 
-import type { ChainSession } from './chain-session.ts';
+import { type ChainSession, leaseKey } from './chain-session.ts';
 import { isDeadHolderOnThisHost, type SettlementContext } from './context.ts';
 import {
   endRelayerLease,
@@ -18,7 +18,7 @@ import {
  */
 export async function acquireRelayerLease(ctx: SettlementContext, session: ChainSession): Promise<boolean> {
   const { db, holder } = ctx;
-  const key = { chainKey: session.key, relayer: session.relayer };
+  const key = leaseKey(session);
   const ttlMs = ctx.options.leaseTtlMs;
   const current = await findRelayerLease(db, key);
   if (!current) {
@@ -36,5 +36,5 @@ export async function acquireRelayerLease(ctx: SettlementContext, session: Chain
 
 /** Gives the lease up (graceful stop) so another worker can take over without waiting. */
 export async function releaseRelayerLease(ctx: SettlementContext, session: ChainSession): Promise<void> {
-  await endRelayerLease(ctx.db, { chainKey: session.key, relayer: session.relayer }, ctx.holder);
+  await endRelayerLease(ctx.db, leaseKey(session), ctx.holder);
 }

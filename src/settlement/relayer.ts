@@ -14,7 +14,6 @@
 //   unpaid there. Only then are its transfers released into a new batch with a new batch id; the
 //   contract refuses a paid batch id on any nonce, so no transaction of one batch pays twice.
 
-import { sql } from 'kysely';
 import {
   type Address,
   BaseError,
@@ -39,17 +38,23 @@ import type { Db } from '../db/database.ts';
 import type { ChainTransactionRow, SettlementBatchRow } from '../db/tables/settlement.ts';
 import type { BatchReceipt } from '../domain/batch-receipts.ts';
 import { batchCalldata, confirmBatch, failBatch } from './batches.ts';
-import type { ChainSession } from './chain-session.ts';
+import { type ChainSession, leaseKey } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
-import { holdsLease } from '../db/repositories/relayer-leases.ts';
+import {
+  insertChainTransaction,
+  recordBroadcast,
+  recordBroadcastRefused,
+  type TrackedTransaction,
+  trackedBatchTransactions,
+} from '../db/repositories/chain-transactions.ts';
+import { holdsLease, lockRelayerLeaseNonce, setNextNonce } from '../db/repositories/relayer-leases.ts';
+import { insertRelayerNonce, type NonceOwner } from '../db/repositories/relayer-nonces.ts';
+import { lockBatchStatus, plannedBatches, sentBatchesToFollow } from '../db/repositories/settlement-batches.ts';
 import { runSystemTool, runSystemToolIn } from '../pipeline/system-runs.ts';
 import { recordSettlementBatchNonce, recordSettlementBatchSent } from '../../tools/system/send-settlement-batch.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Nonces
-
-/** What a relayer nonce and its signed transactions pay: a settlement batch, or an x402 authorization (migration 031). */
-export type NonceOwner = { batch_id: string } | { authorization_id: string };
 
 /**
  * Hands out the next nonce to `owner`, in the caller's transaction, only while this worker holds
@@ -63,25 +68,12 @@ export async function allocateNonce(
   owner: NonceOwner,
   chainNonce: bigint,
 ): Promise<bigint | undefined> {
-  const lease = await trx
-    .selectFrom('relayer_leases')
-    .select(['next_nonce', sql<boolean>`holder = ${ctx.holder} and expires_at > now()`.as('held')])
-    .where('chain_key', '=', session.key)
-    .where('relayer_address', '=', session.relayer)
-    .forUpdate()
-    .executeTakeFirst();
+  const key = leaseKey(session);
+  const lease = await lockRelayerLeaseNonce(trx, key, ctx.holder);
   if (!lease?.held) return undefined;
   const nonce = lease.next_nonce > chainNonce ? lease.next_nonce : chainNonce;
-  await trx
-    .insertInto('relayer_nonces')
-    .values({ chain_key: session.key, relayer_address: session.relayer, nonce, ...owner })
-    .execute();
-  await trx
-    .updateTable('relayer_leases')
-    .set({ next_nonce: nonce + 1n, updated_at: sql`now()` })
-    .where('chain_key', '=', session.key)
-    .where('relayer_address', '=', session.relayer)
-    .execute();
+  await insertRelayerNonce(trx, key, nonce, owner);
+  await setNextNonce(trx, key, nonce + 1n);
   return nonce;
 }
 
@@ -109,27 +101,23 @@ export async function signAndStore(
     maxFeePerGas: tx.maxFeePerGas,
     maxPriorityFeePerGas: tx.maxPriorityFeePerGas,
   });
-  return await trx
-    .insertInto('chain_transactions')
-    .values({
-      hash: signed.hash,
-      chain_key: session.key,
-      relayer_address: session.relayer,
-      nonce: tx.nonce,
-      ...owner,
-      raw_transaction: signed.rawTransaction,
-      gas_limit: tx.gas,
-      max_fee_per_gas: tx.maxFeePerGas,
-      max_priority_fee_per_gas: tx.maxPriorityFeePerGas,
-      status: 'signed',
-      last_error: null,
-      block_number: null,
-      block_hash: null,
-      gas_used: null,
-      effective_gas_price: null,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  return await insertChainTransaction(trx, {
+    hash: signed.hash,
+    chain_key: session.key,
+    relayer_address: session.relayer,
+    nonce: tx.nonce,
+    ...owner,
+    raw_transaction: signed.rawTransaction,
+    gas_limit: tx.gas,
+    max_fee_per_gas: tx.maxFeePerGas,
+    max_priority_fee_per_gas: tx.maxPriorityFeePerGas,
+    status: 'signed',
+    last_error: null,
+    block_number: null,
+    block_hash: null,
+    gas_used: null,
+    effective_gas_price: null,
+  });
 }
 
 /**
@@ -137,14 +125,7 @@ export async function signAndStore(
  * puts a new payout on chain. Returns how many batches it sent.
  */
 export async function sendPlannedBatches(ctx: SettlementContext, session: ChainSession): Promise<number> {
-  const planned = await ctx.db
-    .selectFrom('settlement_batches')
-    .selectAll()
-    .where('status', '=', 'planned')
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(ctx.options.maxBatchesPerTurn)
-    .execute();
+  const planned = await plannedBatches(ctx.db, ctx.options.maxBatchesPerTurn);
   let sent = 0;
   for (const batch of planned) {
     const data = batchCalldata(session, batch);
@@ -162,13 +143,7 @@ export async function sendPlannedBatches(ctx: SettlementContext, session: ChainS
       session.conn.publicClient.getTransactionCount({ address: session.relayer, blockTag: 'pending' }),
     ]);
     const stored = await ctx.db.transaction().execute(async (trx) => {
-      const locked = await trx
-        .selectFrom('settlement_batches')
-        .select('status')
-        .where('id', '=', batch.id)
-        .forUpdate()
-        .executeTakeFirst();
-      if (locked?.status !== 'planned') return null;
+      if ((await lockBatchStatus(trx, batch.id)) !== 'planned') return null;
       const nonce = await allocateNonce(trx, ctx, session, owner, BigInt(chainNonce));
       if (nonce === undefined) return 'lease_lost' as const;
       const row = await signAndStore(trx, session, owner, {
@@ -180,7 +155,7 @@ export async function sendPlannedBatches(ctx: SettlementContext, session: ChainS
       });
       // "sent" from here on, with the stored bytes: a signed transaction exists and may land, so
       // these transfers stay with this batch until it is confirmed or provably dead.
-      await runSystemToolIn(trx, ctx.runtime, recordSettlementBatchSent, {
+      await runSystemToolIn(trx, ctx.toolEnvironment, recordSettlementBatchSent, {
         batch_id: batch.id,
         chain_key: session.key,
       });
@@ -233,26 +208,11 @@ export async function broadcastStored(
   try {
     const result = await broadcastRawTransaction(session.conn, tx.raw_transaction as Hex);
     ctx.broadcastHere.add(`${tx.chain_key}/${tx.hash}`);
-    await ctx.db
-      .updateTable('chain_transactions')
-      .set((eb) => ({
-        status: sql`case when status = 'signed' then 'broadcast' else status end`,
-        broadcast_count: eb('broadcast_count', '+', 1),
-        last_broadcast_at: sql`now()`,
-        last_error: result.status === 'nonce_consumed' ? 'nonce used by another transaction' : null,
-      }))
-      .where('chain_key', '=', tx.chain_key)
-      .where('hash', '=', tx.hash)
-      .execute();
+    await recordBroadcast(ctx.db, tx, result.status === 'nonce_consumed' ? 'nonce used by another transaction' : null);
     return 'ok';
   } catch (error) {
     if (!(error instanceof BroadcastError)) throw error;
-    await ctx.db
-      .updateTable('chain_transactions')
-      .set({ last_error: `${error.kind}: ${error.message}`.slice(0, 500), last_broadcast_at: sql`now()` })
-      .where('chain_key', '=', tx.chain_key)
-      .where('hash', '=', tx.hash)
-      .execute();
+    await recordBroadcastRefused(ctx.db, tx, `${error.kind}: ${error.message}`.slice(0, 500));
     switch (error.kind) {
       case 'fee_too_low':
       case 'replacement_underpriced':
@@ -277,47 +237,20 @@ export async function broadcastStored(
 // ---------------------------------------------------------------------------------------------------
 // Tracking
 
-interface SentBatch {
-  id: string;
-  batch_key: string;
-  sent_at: Date | null;
-  nonce_used_at: Date | null;
-}
-
 /**
  * Follows every sent batch on this chain to its end: confirms it at depth, declares it failed when it
  * provably cannot land, and otherwise keeps its transaction moving (re-broadcast, fee bump).
  * Returns how many batches ended.
  */
 export async function trackSentBatches(ctx: SettlementContext, session: ChainSession): Promise<number> {
-  const batches: SentBatch[] = await ctx.db
-    .selectFrom('settlement_batches')
-    .select(['id', 'batch_key', 'sent_at', 'nonce_used_at'])
-    .where('status', '=', 'sent')
-    .where('chain_key', '=', session.key)
-    .orderBy('sent_at')
-    .execute();
+  const batches = await sentBatchesToFollow(ctx.db, session.key);
   if (batches.length === 0) return 0;
-  const txs = await ctx.db
-    .selectFrom('chain_transactions')
-    .selectAll(['chain_transactions'])
-    // Age for the fee bump: since the later of signing and the batch going (back) in flight, so
-    // that after a reorg the same bytes are sent again first, not a bump at once.
-    .select(
-      sql<number>`(extract(epoch from now() - greatest(chain_transactions.created_at, (select b.sent_at from settlement_batches b where b.id = chain_transactions.batch_id))) * 1000)::int`.as(
-        'age_ms',
-      ),
-    )
-    .select(sql<number | null>`(extract(epoch from now() - last_broadcast_at) * 1000)::int`.as('since_broadcast_ms'))
-    .where(
-      'batch_id',
-      'in',
-      batches.map((b) => b.id),
-    )
-    .where('status', 'in', ['signed', 'broadcast'])
-    .orderBy('nonce')
-    .orderBy('max_fee_per_gas')
-    .execute();
+  // Age for the fee bump: since the later of signing and the batch going (back) in flight, so
+  // that after a reorg the same bytes are sent again first, not a bump at once.
+  const txs = await trackedBatchTransactions(
+    ctx.db,
+    batches.map((b) => b.id),
+  );
   const client = session.conn.publicClient;
   const [latestBlock, minedNonceNumber] = await Promise.all([
     client.getBlockNumber({ cacheTime: 0 }),
@@ -406,10 +339,8 @@ export async function trackSentBatches(ctx: SettlementContext, session: ChainSes
 }
 
 async function markNonceUsed(ctx: SettlementContext, batchId: string, used: boolean): Promise<void> {
-  await runSystemTool(ctx.runtime, recordSettlementBatchNonce, { batch_id: batchId, used });
+  await runSystemTool(ctx.toolEnvironment, recordSettlementBatchNonce, { batch_id: batchId, used });
 }
-
-export type TrackedTx = ChainTransactionRow & { age_ms: number; since_broadcast_ms: number | null };
 
 /**
  * Whether a transaction's owner still wants it mined, checked under the owner's row lock in the
@@ -417,15 +348,7 @@ export type TrackedTx = ChainTransactionRow & { age_ms: number; since_broadcast_
  */
 export type StillInFlight = (trx: Db, tx: ChainTransactionRow) => Promise<boolean>;
 
-const batchStillSent: StillInFlight = async (trx, tx) => {
-  const batch = await trx
-    .selectFrom('settlement_batches')
-    .select('status')
-    .where('id', '=', tx.batch_id!)
-    .forUpdate()
-    .executeTakeFirst();
-  return batch?.status === 'sent';
-};
+const batchStillSent: StillInFlight = async (trx, tx) => (await lockBatchStatus(trx, tx.batch_id!)) === 'sent';
 
 /**
  * An unmined batch (or authorization): make sure the node has its newest transaction (broadcast it
@@ -435,7 +358,7 @@ const batchStillSent: StillInFlight = async (trx, tx) => {
 export async function keepMoving(
   ctx: SettlementContext,
   session: ChainSession,
-  own: TrackedTx[],
+  own: TrackedTransaction[],
   stillInFlight: StillInFlight = batchStillSent,
 ): Promise<void> {
   const newest = own[own.length - 1]!;

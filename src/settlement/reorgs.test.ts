@@ -46,7 +46,7 @@ async function setup(chainHashes: Map<bigint, Hex | 'missing'>) {
     asset: 'USDC',
   } as ChainSession;
   const ctx: SettlementContext = {
-    runtime,
+    toolEnvironment: runtime,
     db,
     config,
     logger: createLogger('silent'),

@@ -17,6 +17,7 @@ import type { ChainSession } from './chain-session.ts';
 import type { SettlementContext } from './context.ts';
 import { errorMessage, receiptOf } from './relayer.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
+import { confirmedBatchesNotFinal } from '../db/repositories/settlement-batches.ts';
 import {
   finalizeSettlementBatches,
   recordSettlementBatchBlock,
@@ -60,17 +61,7 @@ export async function watchConfirmedBatches(
   head: ChainHead,
 ): Promise<WatchResult> {
   // The oldest first (they reach finality first); walked from the highest for the shortcut.
-  const watched = (
-    await ctx.db
-      .selectFrom('settlement_batches')
-      .select(['id', 'tx_hash', 'block_number', 'block_hash'])
-      .where('status', '=', 'confirmed')
-      .where('finalized_at', 'is', null)
-      .where('chain_key', '=', session.key)
-      .orderBy('block_number', 'asc')
-      .limit(1_000)
-      .execute()
-  ).reverse();
+  const watched = (await confirmedBatchesNotFinal(ctx.db, session.key)).reverse();
   if (watched.length === 0) return { reverted: 0, complete: true };
   const { confirmations, finalityDepth } = session.conn;
   const need = BigInt(Math.max(finalityDepth, confirmations));
@@ -169,7 +160,7 @@ async function handleReplacedBlock(
     }
     if (block === null || block.toLowerCase() !== receipt.blockHash.toLowerCase()) return 'later';
     if (head.number - receipt.blockNumber + 1n >= BigInt(session.conn.confirmations)) {
-      await runSystemTool(ctx.runtime, recordSettlementBatchBlock, {
+      await runSystemTool(ctx.toolEnvironment, recordSettlementBatchBlock, {
         batch_id: batch.id,
         chain_key: session.key,
         tx_hash: batch.tx_hash,
@@ -193,5 +184,5 @@ async function handleReplacedBlock(
 }
 
 async function markFinal(ctx: SettlementContext, session: ChainSession, ids: readonly string[]): Promise<void> {
-  await runSystemTool(ctx.runtime, finalizeSettlementBatches, { chain_key: session.key, batch_ids: ids });
+  await runSystemTool(ctx.toolEnvironment, finalizeSettlementBatches, { chain_key: session.key, batch_ids: ids });
 }

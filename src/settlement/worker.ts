@@ -13,11 +13,10 @@
 // Coordination is only row locks, compare-and-set and unique constraints in Postgres; a worker
 // killed at any point leaves nothing another worker cannot finish.
 
-import { sql } from 'kysely';
-import type { Runtime } from '../runtime.ts';
 import { NOTIFICATION_CHANNELS } from '../db/notifications.ts';
 import { passFailures, SAFETY_POLL_MS, untilDue, wakeOnNotifications, wakeup, type WorkerJob } from '../worker-job.ts';
-import { nextSettlementDueAt, planBatches, replanBatchesFromGoneChains } from './batches.ts';
+import { planBatches, replanBatchesFromGoneChains } from './batches.ts';
+import { hasOnChainWork, nextSettlementDueAt } from '../db/repositories/transfers.ts';
 import { checkStuckBatches, verifyChainIdentity } from './chain-health.ts';
 import {
   type ChainIdentity,
@@ -28,7 +27,13 @@ import {
 } from './chain-session.ts';
 import { repairNonceGaps } from './nonces.ts';
 import { type ChainHead, readHead, watchConfirmedBatches } from './reorgs.ts';
-import { defaultSettlementOptions, newHolderId, type SettlementContext, type SettlementOptions } from './context.ts';
+import {
+  defaultSettlementOptions,
+  newHolderId,
+  type SettlementContext,
+  type SettlementDeps,
+  type SettlementOptions,
+} from './context.ts';
 import type { ChainConnection } from '../chain/chain.ts';
 import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
 import { settlePaidPayments } from './payment-settlement.ts';
@@ -55,15 +60,15 @@ export interface SettlementWorker {
   stop(): Promise<void>;
 }
 
-export function startSettlementWorker(runtime: Runtime, options: SettlementWorkerOptions = {}): SettlementWorker {
+export function startSettlementWorker(deps: SettlementDeps, options: SettlementWorkerOptions = {}): SettlementWorker {
   const { holder, idlePollMs = SAFETY_POLL_MS, ...tunables } = options;
   const ctx: SettlementContext = {
-    runtime,
-    db: runtime.db,
-    config: runtime.config,
-    logger: runtime.logger.child({ job: 'settlement' }),
-    clock: runtime.clock,
-    options: { ...defaultSettlementOptions(runtime.config), ...tunables },
+    toolEnvironment: deps,
+    db: deps.db,
+    config: deps.config,
+    logger: deps.logger.child({ job: 'settlement' }),
+    clock: deps.clock,
+    options: { ...defaultSettlementOptions(deps.config), ...tunables },
     holder: holder ?? newHolderId(),
     broadcastHere: new Set(),
   };
@@ -72,10 +77,10 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
 
   /** One turn; resolves to how long to wait before the next (0: it did something, go again). */
   const turn = async (): Promise<number> => {
-    const taken = await settlePaidPayments(runtime, {
+    const taken = await settlePaidPayments(deps, {
       chunk: ctx.options.intakeChunk,
       testModeOnChain: async () => {
-        testModeOnChain ??= testMoneyMayMoveOn(await runtime.chain());
+        testModeOnChain ??= testMoneyMayMoveOn(await deps.chain());
         return testModeOnChain;
       },
     });
@@ -86,14 +91,14 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
       taken > 0 ? 0 : work.active ? ctx.options.pollIntervalMs : untilDue(work.nextDueAt, ctx.clock.now(), idlePollMs);
     if (!work.active) return idle();
 
-    const conn = await runtime.chain();
+    const conn = await deps.chain();
     const head = await readHead(conn);
     if (isEphemeralChain(conn)) {
-      session = await openChainSession(runtime, conn);
+      session = await openChainSession(deps, conn);
     } else {
       const identity = await checkIdentity(conn, head);
       if (identity === undefined) return idle();
-      session = await openChainSession(runtime, conn, identity);
+      session = await openChainSession(deps, conn, identity);
     }
     if (!(await acquireRelayerLease(ctx, session))) return idle();
     return (await chainPass(ctx, session, head, watchedHead)) ? 0 : idle();
@@ -119,7 +124,7 @@ export function startSettlementWorker(runtime: Runtime, options: SettlementWorke
   let stopping = false;
   const sleeper = wakeup();
   const unlisten = wakeOnNotifications(
-    runtime,
+    deps,
     'settlement',
     [
       // A payment to take in. Its intake queues the transfer, so settling it never waits a poll.
@@ -238,28 +243,10 @@ function chainIdentityGate(
  * the first falls due (nextDueAt).
  */
 async function chainWork(ctx: SettlementContext): Promise<{ active: boolean; nextDueAt: Date | null }> {
-  // Confirmed batches: only those of the chain settlement signs for (a chain adopted away is no longer
-  // watched), and of in-process devnets (finalized at confirmation; an older one's are closed out by
-  // the first turn).
-  const [row, nextDueAt] = await Promise.all([
-    sql<{ active: boolean }>`
-      select exists (select 1 from transfers where status in ('batched', 'sent'))
-          or exists (select 1 from transfers where status = 'queued' and due_at is null)
-          or exists (select 1 from x402_authorizations where status in ('recorded', 'submitted'))
-          or exists (select 1 from x402_authorizations x
-                      where x.status = 'confirmed' and x.finalized_at is null
-                        and x.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current'))
-          or exists (select 1 from settlement_batches b
-                      where b.status = 'confirmed' and b.finalized_at is null
-                        and (b.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current')
-                             or exists (select 1 from chains c where c.chain_key = b.chain_key and c.ephemeral))) as active`.execute(
-      ctx.db,
-    ),
-    nextSettlementDueAt(ctx.db),
-  ]);
-  // A held transfer due now is active work (compared on the runtime clock, which computed due_at).
+  const [onChain, nextDueAt] = await Promise.all([hasOnChainWork(ctx.db), nextSettlementDueAt(ctx.db)]);
+  // A held transfer due now is active work (compared on the service's clock, which computed due_at).
   const heldDue = nextDueAt !== null && nextDueAt.getTime() <= ctx.clock.now().getTime();
-  return { active: row.rows[0]?.active === true || heldDue, nextDueAt };
+  return { active: onChain || heldDue, nextDueAt };
 }
 
 /** The worker job for `plainpay serve` (all roles, or --role worker). */

@@ -8,7 +8,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ApiOperation } from '../http/openapi.ts';
 import { requestAuth } from '../http/plugins/auth.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import {
   caip2,
   facilitatorRequest,
@@ -66,13 +66,13 @@ export const x402Operations: ApiOperation[] = [
   },
 ];
 
-export function x402Routes(runtime: Runtime): FastifyPluginAsync {
+export function x402Routes(deps: ToolEnvironment): FastifyPluginAsync {
   return async (app) => {
     app.get(
       '/x402/supported',
       { config: { auth: { scope: 'payments:read' } } },
       async (request): Promise<SupportedResponse> => {
-        const conn = await runtime.chain();
+        const conn = await deps.chain();
         const target = await x402Target(conn);
         // As verify answers: a key whose mode this network's money cannot serve is offered no kind.
         const servable = modeRefusal(requestAuth(request).livemode, conn) === undefined;
@@ -104,7 +104,7 @@ export function x402Routes(runtime: Runtime): FastifyPluginAsync {
       { config: { auth: { scope: 'payments:read' } } },
       async (request): Promise<VerifyResponse> => {
         const auth = requestAuth(request);
-        const verified = await verifyForMode(runtime, auth.livemode, request.body);
+        const verified = await verifyForMode(deps, auth.livemode, request.body);
         return verifyAnswer(verified);
       },
     );
@@ -114,13 +114,13 @@ export function x402Routes(runtime: Runtime): FastifyPluginAsync {
       { config: { auth: { scope: 'payments:write' } } },
       async (request): Promise<SettleResponse> => {
         const auth = requestAuth(request);
-        const network = caip2((await runtime.chain()).chainId);
+        const network = caip2((await deps.chain()).chainId);
         const body = facilitatorRequest.safeParse(request.body ?? {});
         const payload = paymentPayload.safeParse(body.success ? body.data.paymentPayload : undefined);
         const requirements = paymentRequirements.safeParse(body.success ? body.data.paymentRequirements : undefined);
         if (!requirements.success || !payload.success) {
           // verifyForMode names the first problem with the spec's reason.
-          const verified = await verifyForMode(runtime, auth.livemode, request.body);
+          const verified = await verifyForMode(deps, auth.livemode, request.body);
           const refusal = verified.ok ? { reason: X402_REASONS.payload, message: 'malformed' } : verified;
           return {
             success: false,
@@ -130,7 +130,7 @@ export function x402Routes(runtime: Runtime): FastifyPluginAsync {
             network,
           };
         }
-        const outcome = await settleAuthorization(runtime, {
+        const outcome = await settleAuthorization(deps, {
           accountId: auth.accountId,
           livemode: auth.livemode,
           payload: payload.data,

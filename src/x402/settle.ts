@@ -11,9 +11,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getAddress, type Hex } from 'viem';
 import { canonicalHash } from '../core/canonical-json.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
+import {
+  findX402AuthorizationById,
+  findX402AuthorizationByKey,
+  type X402AuthorizationKey,
+} from '../db/repositories/x402-authorizations.ts';
 import type { X402AuthorizationRow } from '../db/tables/x402.ts';
 import { runSystemTool } from '../pipeline/system-runs.ts';
-import type { Runtime } from '../runtime.ts';
 import { recordX402Authorization } from '../../tools/system/x402-authorizations.ts';
 import {
   caip2,
@@ -50,26 +55,26 @@ const POLL_MS = 25;
  * wait (options.waitMs, else up to the requirements' maxTimeoutSeconds, at most 30 s) ended first.
  */
 export async function settleAuthorization(
-  runtime: Runtime,
+  deps: ToolEnvironment,
   input: SettleInput,
   options: { waitMs?: number } = {},
 ): Promise<SettleOutcome> {
   const waitMs = options.waitMs ?? Math.min(input.requirements.maxTimeoutSeconds * 1000, DEFAULT_WAIT_MS);
   const requestHash = settleRequestHash(input);
-  const conn = await runtime.chain();
+  const conn = await deps.chain();
   const key = authorizationKey(conn.chainId, conn.tokenAddress, input.payload);
   // Asked before: answered from the record, whatever the chain says now (the nonce is used by then).
-  const earlier = key && (await findByKey(runtime, key));
-  if (earlier) return await answerEarlier(runtime, earlier, input, requestHash, waitMs);
+  const earlier = key && (await findX402AuthorizationByKey(deps.db, key));
+  if (earlier) return await answerEarlier(deps, earlier, input, requestHash, waitMs);
 
-  const verified = await verifyForMode(runtime, input.livemode, {
+  const verified = await verifyForMode(deps, input.livemode, {
     paymentPayload: input.payload,
     paymentRequirements: input.requirements,
   });
   if (!verified.ok) return refused(verified.reason, verified.message, verified.payer);
   const auth = verified.authorization;
   const recorded = await runSystemTool(
-    runtime,
+    deps,
     recordX402Authorization,
     {
       ...(input.paymentId === undefined ? {} : { payment_id: input.paymentId }),
@@ -97,15 +102,15 @@ export async function settleAuthorization(
   if (recorded.result === 'refused') {
     return refused(recorded.refusal!.reason as X402Reason, recorded.refusal!.message, auth.from);
   }
-  const row = await findById(runtime, recorded.authorization!.id);
+  const row = await findX402AuthorizationById(deps.db, recorded.authorization!.id);
   // `existing`: a concurrent settle of the same authorization recorded it first.
-  if (recorded.result === 'existing') return await answerEarlier(runtime, row, input, requestHash, waitMs);
-  return await waitForOutcome(runtime, row.id, waitMs);
+  if (recorded.result === 'existing') return await answerEarlier(deps, row, input, requestHash, waitMs);
+  return await waitForOutcome(deps, row.id, waitMs);
 }
 
 /** The authorization was recorded before: the same request waits for its outcome; anything else is refused. */
 async function answerEarlier(
-  runtime: Runtime,
+  deps: Pick<ToolEnvironment, 'db'>,
   row: X402AuthorizationRow,
   input: SettleInput,
   requestHash: string,
@@ -119,13 +124,13 @@ async function answerEarlier(
       payer,
     );
   }
-  return await waitForOutcome(runtime, row.id, waitMs);
+  return await waitForOutcome(deps, row.id, waitMs);
 }
 
-async function waitForOutcome(runtime: Runtime, id: string, waitMs: number): Promise<SettleOutcome> {
+async function waitForOutcome(deps: Pick<ToolEnvironment, 'db'>, id: string, waitMs: number): Promise<SettleOutcome> {
   const deadline = Date.now() + waitMs;
   for (;;) {
-    const row = await findById(runtime, id);
+    const row = await findX402AuthorizationById(deps.db, id);
     const payer = getAddress(row.payer);
     if (row.status === 'confirmed') {
       return {
@@ -152,34 +157,12 @@ function refused(reason: X402Reason, message: string, payer?: string): SettleOut
   return payer === undefined ? { status: 'refused', reason, message } : { status: 'refused', reason, message, payer };
 }
 
-interface AuthorizationKey {
-  chainId: number;
-  token: string;
-  payer: string;
-  nonce: string;
-}
-
 /** The token's key of the payload's authorization, when the payload is well formed enough to name one. */
-function authorizationKey(chainId: number, token: string, payload: PaymentPayload): AuthorizationKey | undefined {
+function authorizationKey(chainId: number, token: string, payload: PaymentPayload): X402AuthorizationKey | undefined {
   const exact = exactEvmPayload.safeParse(payload.payload);
   if (!exact.success) return undefined;
   const { from, nonce } = exact.data.authorization;
   return { chainId, token: token.toLowerCase(), payer: from.toLowerCase(), nonce: nonce.toLowerCase() };
-}
-
-async function findByKey(runtime: Runtime, key: AuthorizationKey): Promise<X402AuthorizationRow | undefined> {
-  return await runtime.db
-    .selectFrom('x402_authorizations')
-    .selectAll()
-    .where('chain_id', '=', key.chainId)
-    .where('token', '=', key.token)
-    .where('payer', '=', key.payer)
-    .where('nonce', '=', key.nonce)
-    .executeTakeFirst();
-}
-
-async function findById(runtime: Runtime, id: string): Promise<X402AuthorizationRow> {
-  return await runtime.db.selectFrom('x402_authorizations').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 }
 
 /**

@@ -3,7 +3,7 @@
 
 import type { ChainConnection } from '../chain/chain.ts';
 import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import { facilitatorRequest, X402_REASONS } from './messages.ts';
 import { type ExactVerification, verifyExactPayment } from './verify-exact.ts';
 
@@ -24,7 +24,11 @@ export function modeRefusal(livemode: boolean, conn: Pick<ChainConnection, 'chai
 }
 
 /** Verification for a key of this mode (modeRefusal), then of the payment itself. */
-export async function verifyForMode(runtime: Runtime, livemode: boolean, body: unknown): Promise<ExactVerification> {
+export async function verifyForMode(
+  deps: Pick<ToolEnvironment, 'chain' | 'clock'>,
+  livemode: boolean,
+  body: unknown,
+): Promise<ExactVerification> {
   const parsed = facilitatorRequest.safeParse(body ?? {});
   if (!parsed.success) {
     return {
@@ -33,8 +37,8 @@ export async function verifyForMode(runtime: Runtime, livemode: boolean, body: u
       message: 'the body must be { paymentPayload, paymentRequirements }',
     };
   }
-  const conn = await runtime.chain();
+  const conn = await deps.chain();
   const refusal = modeRefusal(livemode, conn);
   if (refusal) return { ok: false, reason: X402_REASONS.network, message: refusal };
-  return await verifyExactPayment(conn, parsed.data, runtime.clock.now());
+  return await verifyExactPayment(conn, parsed.data, deps.clock.now());
 }

@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config/config.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { mpesaRail, stkPassword } from '../../src/payments/rails/mpesa.ts';
 import { RailUnavailableError } from '../../src/payments/rails/rail.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { RailServices } from '../../src/payments/deps.ts';
 import { type FakeDaraja, startFakeDaraja } from './daraja.ts';
 
 const APP = {
@@ -38,7 +38,7 @@ const runtimeFor = (baseUrl: string, now?: Date) =>
   ({
     config: loadConfig({ MPESA_SANDBOX_BASE_URL: baseUrl }),
     clock: new ManualClock(now),
-  }) as unknown as Runtime;
+  }) as unknown as RailServices;
 
 async function withFake(run: (fake: FakeDaraja, bearer: string) => Promise<void>): Promise<void> {
   const fake = await startFakeDaraja({ apps: [APP] });

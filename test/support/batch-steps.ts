@@ -30,7 +30,7 @@ export function batchStepsHarness(): BatchSteps {
     steps.runtime = await settlementRuntime(chain);
     steps.session = await openChainSession(steps.runtime, chain);
     steps.ctx = {
-      runtime: steps.runtime,
+      toolEnvironment: steps.runtime,
       db: steps.runtime.db,
       config: steps.runtime.config,
       logger: steps.runtime.logger,

@@ -42,7 +42,7 @@ beforeAll(async () => {
   runtime = await settlementRuntime(chain);
   session = await openChainSession(runtime, chain);
   ctx = {
-    runtime,
+    toolEnvironment: runtime,
     db: runtime.db,
     config: runtime.config,
     logger: runtime.logger,

@@ -1,7 +1,8 @@
 // An x402 authorization's writes that move money or decide a payment: its record before anything
 // is submitted, its confirmation with the chain's facts, its failure. Made only in a system tool's
 // run (tools/system/x402-authorizations.ts); the submission bookkeeping (submitted, its signed
-// transactions) is the relayer's, in src/settlement/authorizations.ts, as a batch's `sent` is.
+// transactions) is the relayer's (src/settlement/authorizations.ts), its queries in
+// src/db/repositories/x402-authorizations.ts and chain-transactions.ts.
 
 import { sql } from 'kysely';
 import type { Db } from '../database.ts';

@@ -12,6 +12,12 @@ export async function findAccount(db: Db, id: string): Promise<Account | undefin
   return db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/** The account's display name, shown when the payment has no merchant_name of its own. */
+export async function findAccountName(db: Db, accountId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('accounts').select('name').where('id', '=', accountId).executeTakeFirst();
+  return row?.name;
+}
+
 export async function countAccounts(db: Db): Promise<number> {
   const row = await db
     .selectFrom('accounts')

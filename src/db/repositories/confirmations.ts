@@ -110,3 +110,14 @@ export async function listWaitingConfirmations(
   if (range.created_lte) query = query.where('created_at', '<=', range.created_lte);
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
 }
+
+/** When the next pending confirmation lapses: its expires_at, or undefined when none is pending. */
+export async function findNextConfirmationLapse(db: Db): Promise<{ expires_at: Date } | undefined> {
+  return db
+    .selectFrom('confirmations')
+    .select('expires_at')
+    .where('status', '=', 'pending')
+    .orderBy('expires_at')
+    .limit(1)
+    .executeTakeFirst();
+}

@@ -1,6 +1,8 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { PaymentStatus } from '../../domain/payment-status.ts';
+import { PUBLIC_PAYMENT_COLUMNS, type PublicPaymentColumn } from '../../domain/present-payment.ts';
 import type { Db, ModeScope, PaymentRow, SettlementSchedule } from '../database.ts';
+import { PREPARED } from '../prepared-statements.ts';
 import {
   type CreatedRange,
   FIRST_PAGE,
@@ -51,6 +53,25 @@ export async function findPayment(
 /** Public read by id alone (the id is unguessable): the checkout page and status polling. */
 export async function findPaymentById(db: Db, id: string): Promise<PaymentRow | undefined> {
   return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * A hot path (pollers, bench/checkout.ts): one prepared statement (prepared-statements.ts), its
+ * text built once and run as it is (no query builder per request), reading only the columns the
+ * public view shows, and metadata as its stored text rather than parsed and written back through
+ * the app's serializer.
+ */
+const SELECT_PUBLIC_PAYMENT = `${PREPARED}select ${PUBLIC_PAYMENT_COLUMNS.map((column) =>
+  column === 'metadata' ? 'metadata::text as metadata' : column,
+).join(', ')} from payments where id = $1`;
+
+/** The columns of a payment its public view shows, metadata as its stored json text. */
+export type PublicPaymentRow = Omit<Pick<PaymentRow, PublicPaymentColumn>, 'metadata'> & { metadata: string | null };
+
+/** The public status read by id alone (GET /checkout/:id): what presentPublicPayment shows, and nothing else. */
+export async function findPublicPayment(db: Db, id: string): Promise<PublicPaymentRow | undefined> {
+  const { rows } = await db.executeQuery<PublicPaymentRow>(CompiledQuery.raw(SELECT_PUBLIC_PAYMENT, [id]));
+  return rows[0];
 }
 
 export async function findPaymentByReference(
@@ -182,4 +203,76 @@ export async function listPaymentSummaries(
     .where('account_id', '=', scope.accountId)
     .where('livemode', '=', scope.livemode)
     .execute();
+}
+
+/** A paid payment the settlement worker's intake offers: whether it wants a transfer on chain (an address and an amount). */
+export interface PaidPaymentOffer {
+  id: string;
+  account_id: string;
+  livemode: boolean;
+  wants_chain: boolean;
+}
+
+/** The oldest paid payments, up to `limit`, read without a lock: what the settlement intake offers its run. */
+export async function oldestPaidPayments(db: Db, limit: number): Promise<PaidPaymentOffer[]> {
+  return await db
+    .selectFrom('payments as p')
+    .innerJoin('accounts as a', 'a.id', 'p.account_id')
+    .select([
+      'p.id',
+      'p.account_id',
+      'p.livemode',
+      sql<boolean>`coalesce(p.payout_address, a.default_payout_address) is not null and p.settlement_minor > 0`.as(
+        'wants_chain',
+      ),
+    ])
+    .where('p.status', '=', 'paid')
+    .orderBy('p.paid_at')
+    .orderBy('p.id')
+    .limit(limit)
+    .execute();
+}
+
+/** The pending payments whose ttl lapsed at `now`, soonest lapsed first: what the expiry job offers. */
+export async function findLapsedPendingPayments(
+  db: Db,
+  now: Date,
+  limit: number,
+): Promise<Pick<PaymentRow, 'id' | 'account_id'>[]> {
+  return db
+    .selectFrom('payments')
+    .select(['id', 'account_id'])
+    .where('status', '=', 'pending')
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+}
+
+/** When the next pending payment lapses: its expires_at, or undefined when none is pending. */
+export async function findNextPaymentLapse(db: Db): Promise<{ expires_at: Date } | undefined> {
+  return db
+    .selectFrom('payments')
+    .select('expires_at')
+    .where('status', '=', 'pending')
+    .orderBy('expires_at')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Whose a payment is (its account and mode) and when it lapses; it exists (an attempt names it). */
+export async function findPaymentOwnerAndExpiry(
+  db: Db,
+  id: string,
+): Promise<Pick<PaymentRow, 'account_id' | 'livemode' | 'expires_at'>> {
+  return db
+    .selectFrom('payments')
+    .select(['account_id', 'livemode', 'expires_at'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
+}
+
+/** Whose a payment is: its account and mode; it exists (an attempt names it). */
+export async function findPaymentOwner(db: Db, id: string): Promise<Pick<PaymentRow, 'account_id' | 'livemode'>> {
+  return db.selectFrom('payments').select(['account_id', 'livemode']).where('id', '=', id).executeTakeFirstOrThrow();
 }

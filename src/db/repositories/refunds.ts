@@ -1,6 +1,7 @@
 import type { Db, ModeScope } from '../database.ts';
 import { type CreatedRange, keysetIn, type Page, type PageRequest, readPage } from '../pagination.ts';
 import type { RefundRow } from '../tables/money.ts';
+import { leaseLapsed } from './rail-leases.ts';
 
 // Reads of refunds. tools/refund-payment.ts and the rail refunds' system tools write them.
 
@@ -39,5 +40,22 @@ export async function listPaymentRefunds(db: Db, scope: ModeScope, paymentId: st
     .where('payment_id', '=', paymentId)
     .orderBy('created_at')
     .orderBy('id')
+    .execute();
+}
+
+/** Pending refunds on a provider rail whose lease lapsed at `leaseCutoff`, oldest first: the rail refunds worker's. */
+export async function findRailRefundsToAdvance(
+  db: Db,
+  leaseCutoff: Date,
+  limit: number,
+): Promise<Pick<RefundRow, 'id' | 'checked_at'>[]> {
+  return db
+    .selectFrom('refunds')
+    .select(['id', 'checked_at'])
+    .where('status', '=', 'pending')
+    .where('rail', '<>', 'sandbox')
+    .where(leaseLapsed(leaseCutoff))
+    .orderBy('created_at')
+    .limit(limit)
     .execute();
 }

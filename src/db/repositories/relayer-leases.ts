@@ -98,6 +98,45 @@ export async function endRelayerLease(db: Db, key: LeaseKey, holder: string): Pr
     .execute();
 }
 
+/**
+ * The lease's next nonce, and whether `holder` holds the lease now, locked for the caller's
+ * transaction (the one that hands the nonce out): undefined when no lease exists.
+ */
+export async function lockRelayerLeaseNonce(
+  trx: Db,
+  key: LeaseKey,
+  holder: string,
+): Promise<{ next_nonce: bigint; held: boolean } | undefined> {
+  return await trx
+    .selectFrom('relayer_leases')
+    .select(['next_nonce', sql<boolean>`holder = ${holder} and expires_at > now()`.as('held')])
+    .where('chain_key', '=', key.chainKey)
+    .where('relayer_address', '=', key.relayer)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** The nonce after the one just handed out, in the caller's transaction (under lockRelayerLeaseNonce's lock). */
+export async function setNextNonce(trx: Db, key: LeaseKey, nextNonce: bigint): Promise<void> {
+  await trx
+    .updateTable('relayer_leases')
+    .set({ next_nonce: nextNonce, updated_at: sql`now()` })
+    .where('chain_key', '=', key.chainKey)
+    .where('relayer_address', '=', key.relayer)
+    .execute();
+}
+
+/** The lease's next nonce (what this relayer has handed out up to), read without a lock; undefined with no lease. */
+export async function findNextNonce(db: Db, key: LeaseKey): Promise<bigint | undefined> {
+  const lease = await db
+    .selectFrom('relayer_leases')
+    .select('next_nonce')
+    .where('chain_key', '=', key.chainKey)
+    .where('relayer_address', '=', key.relayer)
+    .executeTakeFirst();
+  return lease?.next_nonce;
+}
+
 /** An expiry `ttlMs` from now by the database's clock, which every holder's check reads too. */
 function leaseExpiry(ttlMs: number) {
   return sql<Date>`now() + (${ttlMs}::int * interval '1 millisecond')`;

@@ -3,6 +3,7 @@
 
 import { sql } from 'kysely';
 import type { Db } from '../database.ts';
+import type { SettlementBatchRow } from '../tables/settlement.ts';
 
 /**
  * Batches sent on an in-process devnet that is gone: an ephemeral chain other than the current one
@@ -79,4 +80,95 @@ export async function stuckBatches(db: Db, options: { stuckAfterMs: number; stuc
     .orderBy('sent_at')
     .limit(1_000)
     .execute();
+}
+
+/** Planned batches, oldest first, up to `limit`: the relayer signs and sends them in this order. */
+export async function plannedBatches(db: Db, limit: number): Promise<SettlementBatchRow[]> {
+  return await db
+    .selectFrom('settlement_batches')
+    .selectAll()
+    .where('status', '=', 'planned')
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
+/** A batch's status, its row locked for the caller's transaction (the one that signs for it). */
+export async function lockBatchStatus(trx: Db, batchId: string): Promise<SettlementBatchRow['status'] | undefined> {
+  const batch = await trx
+    .selectFrom('settlement_batches')
+    .select('status')
+    .where('id', '=', batchId)
+    .forUpdate()
+    .executeTakeFirst();
+  return batch?.status;
+}
+
+/** The batches sent on a chain, the oldest sent first: the relayer follows each to its end. */
+export async function sentBatchesToFollow(
+  db: Db,
+  chainKey: string,
+): Promise<Pick<SettlementBatchRow, 'id' | 'batch_key' | 'sent_at' | 'nonce_used_at'>[]> {
+  return await db
+    .selectFrom('settlement_batches')
+    .select(['id', 'batch_key', 'sent_at', 'nonce_used_at'])
+    .where('status', '=', 'sent')
+    .where('chain_key', '=', chainKey)
+    .orderBy('sent_at')
+    .execute();
+}
+
+/** The batches confirmed on a chain and not final yet, lowest block first, up to 1,000: the reorg watch's. */
+export async function confirmedBatchesNotFinal(
+  db: Db,
+  chainKey: string,
+): Promise<Pick<SettlementBatchRow, 'id' | 'tx_hash' | 'block_number' | 'block_hash'>[]> {
+  return await db
+    .selectFrom('settlement_batches')
+    .select(['id', 'tx_hash', 'block_number', 'block_hash'])
+    .where('status', '=', 'confirmed')
+    .where('finalized_at', 'is', null)
+    .where('chain_key', '=', chainKey)
+    .orderBy('block_number', 'asc')
+    .limit(1_000)
+    .execute();
+}
+
+/** The batches sent on a chain, with their totals (the invariants: paid on chain, not yet booked?). */
+export async function sentBatchTotals(
+  db: Db,
+  chainKey: string,
+): Promise<Pick<SettlementBatchRow, 'id' | 'batch_key' | 'total_minor'>[]> {
+  return await db
+    .selectFrom('settlement_batches')
+    .select(['id', 'batch_key', 'total_minor'])
+    .where('status', '=', 'sent')
+    .where('chain_key', '=', chainKey)
+    .execute();
+}
+
+/** Transfers in more than one confirmed batch (paid twice), up to 20: the invariants expect none. */
+export async function transfersInSeveralConfirmedBatches(db: Db): Promise<{ transfer_id: string; n: number }[]> {
+  const twice = await sql<{ transfer_id: string; n: number }>`
+    select bt.transfer_id, count(*)::int as n from settlement_batch_transfers bt
+      join settlement_batches b on b.id = bt.batch_id
+     where b.status = 'confirmed' group by bt.transfer_id having count(*) > 1 limit 20`.execute(db);
+  return twice.rows;
+}
+
+/**
+ * Confirmed batches whose total or count differs from their transfers', or with a transfer not
+ * confirmed by them, up to 20: the invariants expect none.
+ */
+export async function confirmedBatchesNotMatchingTransfers(db: Db): Promise<{ id: string }[]> {
+  const mismatched = await sql<{ id: string }>`
+    select b.id from settlement_batches b
+      join settlement_batch_transfers bt on bt.batch_id = b.id
+      join transfers t on t.id = bt.transfer_id
+     where b.status = 'confirmed'
+     group by b.id, b.total_minor, b.transfer_count
+    having b.total_minor <> sum(t.amount_minor) or b.transfer_count <> count(*)
+       or bool_or(t.status <> 'confirmed' or t.batch_id <> b.id) limit 20`.execute(db);
+  return mismatched.rows;
 }

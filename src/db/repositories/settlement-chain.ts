@@ -1,5 +1,6 @@
 // The chain settlement signs for (settlement_chain: one row, id 'current'), the chains it knows
-// (chains), and what a node served instead: the queries of chain identity (src/settlement/chain-health.ts).
+// (chains), and what a node served instead: the queries of chain identity (src/settlement/chain-health.ts)
+// and of the chain session (chain-session.ts), which records each chain it signs on.
 
 import { type Selectable, sql } from 'kysely';
 import type { Db } from '../database.ts';
@@ -54,13 +55,21 @@ export async function newestOpenRemoteChain(db: Db): Promise<KnownChain | undefi
     : undefined;
 }
 
-/** A remote chain's row in chains, once. */
-export async function ensureChain(db: Db, chain: KnownChain): Promise<void> {
+/** A chain's row in chains, once: a remote chain by its identity, or an in-process devnet (no genesis hash kept). */
+export async function recordChain(
+  db: Db,
+  chain: { chain_key: string; chain_id: number; genesis_hash: string | null; ephemeral: boolean },
+): Promise<void> {
   await db
     .insertInto('chains')
-    .values({ ...chain, ephemeral: false })
+    .values(chain)
     .onConflict((oc) => oc.column('chain_key').doNothing())
     .execute();
+}
+
+/** A remote chain's row in chains, once. */
+export async function ensureChain(db: Db, chain: KnownChain): Promise<void> {
+  await recordChain(db, { ...chain, ephemeral: false });
 }
 
 /** Whether the chain was recorded as ephemeral (an in-process devnet); undefined for one not recorded. */

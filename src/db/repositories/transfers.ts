@@ -1,5 +1,6 @@
-// Reads of the transfer queue (transfers) for the settlement worker's planner. Every write to it is
-// in src/db/money-writes/transfers.ts.
+// Reads of the transfer queue (transfers) for the settlement worker: its planner's, its invariants',
+// and what its loop waits for (hasOnChainWork looks at the batches and authorizations in flight
+// too). Every write to it is in src/db/money-writes/transfers.ts.
 
 import { sql } from 'kysely';
 import type { Db } from '../database.ts';
@@ -102,4 +103,51 @@ export async function lockDueTransfers(trx: Db, now: Date, limit: number): Promi
     .forUpdate()
     .skipLocked()
     .execute();
+}
+
+/**
+ * When the next scheduled transfer falls due (the earliest due_at still in the future or past), or
+ * null when none waits. For the worker's loop: a worker that sleeps while idle should wake by then.
+ */
+export async function nextSettlementDueAt(db: Db): Promise<Date | null> {
+  const row = await db
+    .selectFrom('transfers')
+    .select((eb) => eb.fn.min('due_at').as('due'))
+    .where('status', '=', 'queued')
+    .where('due_at', 'is not', null)
+    .executeTakeFirst();
+  return row?.due ?? null;
+}
+
+/** The amount of the transfers of `asset` not yet confirmed (queued, batched or sent): what the ledger holds in flight. */
+export async function openTransferTotal(db: Db, asset: string): Promise<bigint> {
+  const open = await sql<{ total: string }>`
+    select coalesce(sum(amount_minor), 0)::text as total from transfers
+     where asset = ${asset} and status in ('queued', 'batched', 'sent')`.execute(db);
+  return BigInt(open.rows[0]?.total ?? '0');
+}
+
+/**
+ * Whether the settlement worker has work on chain now: instant transfers queued, transfers batched
+ * or sent, x402 authorizations recorded or submitted, and confirmed batches and authorizations not
+ * final yet. Confirmed ones count only on the chain settlement signs for (a chain adopted away is
+ * no longer watched), and batches also on in-process devnets (finalized at confirmation; an older
+ * one's are closed out by the first turn). Transfers held by a schedule are not: see
+ * nextSettlementDueAt.
+ */
+export async function hasOnChainWork(db: Db): Promise<boolean> {
+  const row = await sql<{ active: boolean }>`
+      select exists (select 1 from transfers where status in ('batched', 'sent'))
+          or exists (select 1 from transfers where status = 'queued' and due_at is null)
+          or exists (select 1 from x402_authorizations where status in ('recorded', 'submitted'))
+          or exists (select 1 from x402_authorizations x
+                      where x.status = 'confirmed' and x.finalized_at is null
+                        and x.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current'))
+          or exists (select 1 from settlement_batches b
+                      where b.status = 'confirmed' and b.finalized_at is null
+                        and (b.chain_key = (select s.chain_key from settlement_chain s where s.id = 'current')
+                             or exists (select 1 from chains c where c.chain_key = b.chain_key and c.ephemeral))) as active`.execute(
+    db,
+  );
+  return row.rows[0]?.active === true;
 }

@@ -4,7 +4,7 @@ import { AppError } from '../../core/errors.ts';
 import { RAIL_NAMES } from '../../db/tables/rails.ts';
 import { SUPPORTED_CURRENCY_CODES } from '../../domain/money.ts';
 import { offeredRailsOf } from '../../payments/rails/attempts.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { PaymentRailDeps } from '../../payments/deps.ts';
 import type { ApiOperation } from '../openapi.ts';
 import { requestAuth } from '../plugins/auth.ts';
 
@@ -50,13 +50,13 @@ const OPERATOR_COLLECTS =
  * What a merchant's checkouts offer (docs/rails.md): read-only. Collection credentials are the
  * operator's (`plainpay collection set`); the old connect and disconnect calls answer 403 saying so.
  */
-export function paymentRailRoutes(runtime: Runtime): FastifyPluginAsync {
+export function paymentRailRoutes(deps: Pick<PaymentRailDeps, 'db'>): FastifyPluginAsync {
   return async (app) => {
     const access = { config: { auth: { scope: 'keys' as const } } };
 
     app.get('/v1/payment_rails', access, async (request) => {
       const auth = requestAuth(request);
-      const provider = await offeredRailsOf(runtime, auth);
+      const provider = await offeredRailsOf(deps, auth);
       const data = [
         ...(auth.livemode ? [] : [{ rail: 'sandbox' as const, currencies: [...SUPPORTED_CURRENCY_CODES] }]),
         ...provider,

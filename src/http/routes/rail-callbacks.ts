@@ -1,21 +1,22 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.ts';
-import type { Runtime } from '../../runtime.ts';
 import {
   findMpesaAttempt,
   findMpesaAttemptByCallbackHash,
   findPaystackAttemptByReference,
+  keepSignedSuccess,
   mpesaReferenceTaken,
+  type PaymentAttemptRow,
   recordMissingProviderReference,
 } from '../../db/repositories/payment-attempts.ts';
+import type { PaymentRailDeps } from '../../payments/deps.ts';
 import { recordRailEvent } from '../../db/repositories/rail-events.ts';
-import { checkAttempt, collectionOfAttempt, keepSignedSuccess } from '../../payments/rails/attempts.ts';
+import { checkAttempt, collectionOfAttempt } from '../../payments/rails/attempts.ts';
 import { sha256Hex } from '../../core/sha256.ts';
 import { paystackSignatureValid } from '../../payments/rails/paystack.ts';
 import type { ProviderVerdict } from '../../payments/rails/rail.ts';
 import { STK_CALLBACK_PATH } from '../../payments/rails/mpesa.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
 import { isId } from '../../domain/ids.ts';
 
 /**
@@ -29,21 +30,21 @@ import { isId } from '../../domain/ids.ts';
  *
  * Every callback, accepted or refused, leaves a rail event on the payment for finance.
  */
-export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
+export function railCallbackRoutes(deps: PaymentRailDeps): FastifyPluginAsync {
   return async (app) => {
     // The signature is over the raw body: keep it as sent (this plugin's own parser).
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-    app.post('/hooks/paystack', (request) => receivePaystackEvent(runtime, request));
+    app.post('/hooks/paystack', (request) => receivePaystackEvent(deps, request));
 
     // The secret alone names the attempt (hex, 256 bits; stored hashed, so looked up by its hash).
     app.post<{ Params: { token: string } }>(`${STK_CALLBACK_PATH}/:token`, async (request) => {
       const { token } = request.params;
       const attempt = /^[0-9a-f]{64}$/.test(token)
-        ? await findMpesaAttemptByCallbackHash(runtime.db, sha256Hex(token))
+        ? await findMpesaAttemptByCallbackHash(deps.db, sha256Hex(token))
         : undefined;
-      return receiveStkCallback(runtime, request, attempt, attempt !== undefined);
+      return receiveStkCallback(deps, request, attempt, attempt !== undefined);
     });
 
     // The URL pushes were given before the callback path lost the word "mpesa" (which Safaricom
@@ -52,11 +53,11 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
     // given it any more (stkCallbackUrl).
     app.post<{ Params: { attempt: string; token: string } }>('/hooks/mpesa/:attempt/:token', async (request) => {
       const attempt = isId('att', request.params.attempt)
-        ? await findMpesaAttempt(runtime.db, request.params.attempt)
+        ? await findMpesaAttempt(deps.db, request.params.attempt)
         : undefined;
       const hash = attempt?.callback_token_hash;
       const known = hash ? sameHash(hash, sha256Hex(request.params.token)) : false;
-      return receiveStkCallback(runtime, request, attempt, known);
+      return receiveStkCallback(deps, request, attempt, known);
     });
   };
 }
@@ -65,23 +66,23 @@ export function railCallbackRoutes(runtime: Runtime): FastifyPluginAsync {
  * A Paystack event, signed with the secret key of the integration the payer paid into. Only
  * charge.success moves anything, and only once verify confirms it; every event is noted.
  */
-async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): Promise<{ received: true }> {
+async function receivePaystackEvent(deps: PaymentRailDeps, request: FastifyRequest): Promise<{ received: true }> {
   const raw = typeof request.body === 'string' ? request.body : '';
-  const now = () => runtime.clock.now();
+  const now = () => deps.clock.now();
   const event = parseJson(raw) as { event?: unknown; data?: Record<string, unknown> } | undefined;
   // A charge event names its transaction's `reference`; a refund.* event its `transaction_reference`
   // (Paystack's published samples).
   const named = event?.data?.reference ?? event?.data?.transaction_reference;
   const reference = typeof named === 'string' ? named : undefined;
   if (!event || typeof event.event !== 'string' || !reference) {
-    await recordRailEvent(runtime.db, 'paystack', null, 'callback', 'refused_malformed', 'not a Paystack event', now());
+    await recordRailEvent(deps.db, 'paystack', null, 'callback', 'refused_malformed', 'not a Paystack event', now());
     throw new AppError('invalid_request', 'The body is not a Paystack event.');
   }
-  const attempt = await findPaystackAttemptByReference(runtime.db, reference);
+  const attempt = await findPaystackAttemptByReference(deps.db, reference);
   if (!attempt) {
     // Another system on the same Paystack integration, or a forgery: acknowledged, never acted on.
     await recordRailEvent(
-      runtime.db,
+      deps.db,
       'paystack',
       null,
       'callback',
@@ -93,14 +94,14 @@ async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): 
     return { received: true };
   }
   // Signed with the secret key of the integration the payer paid into.
-  const credentials = (await collectionOfAttempt<'paystack'>(runtime, attempt))?.credentials;
+  const credentials = (await collectionOfAttempt<'paystack'>(deps, attempt))?.credentials;
   const signature = request.headers['x-paystack-signature'];
   if (
     !credentials ||
     !paystackSignatureValid(credentials.secret_key, raw, typeof signature === 'string' ? signature : undefined)
   ) {
     await recordRailEvent(
-      runtime.db,
+      deps.db,
       'paystack',
       attempt,
       'callback',
@@ -116,7 +117,7 @@ async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): 
     // from Paystack's API (Fetch Refund), here only noted for finance.
     const refundEvent = event.event.startsWith('refund.');
     await recordRailEvent(
-      runtime.db,
+      deps.db,
       'paystack',
       attempt,
       'callback',
@@ -130,7 +131,7 @@ async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): 
   }
   if (attempt.outcome === 'succeeded' || attempt.outcome === 'flagged') {
     await recordRailEvent(
-      runtime.db,
+      deps.db,
       'paystack',
       attempt,
       'callback',
@@ -141,7 +142,7 @@ async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): 
     return { received: true };
   }
   await recordRailEvent(
-    runtime.db,
+    deps.db,
     'paystack',
     attempt,
     'callback',
@@ -149,7 +150,7 @@ async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): 
     'charge.success, signature valid: kept until verify confirms it',
     now(),
   );
-  await keepSignedSuccess(runtime.db, attempt.id, now());
+  await keepSignedSuccess(deps.db, attempt.id, now());
   // The event's own figures must agree with verify's: a signed event that disagrees flags the
   // attempt. Both report in `amount` what the payer was charged, any fee passed to them included.
   const claimed = {
@@ -157,7 +158,7 @@ async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): 
     currency: String(event.data?.currency ?? ''),
     reference,
   };
-  await checkAttempt(runtime, attempt, {
+  await checkAttempt(deps, attempt, {
     trigger: 'callback',
     mayPay: true,
     abandonIsFinal: false,
@@ -173,16 +174,16 @@ async function receivePaystackEvent(runtime: Runtime, request: FastifyRequest): 
  * STK query confirms it. `known`: the URL's secret is the attempt's own.
  */
 async function receiveStkCallback(
-  runtime: Runtime,
+  deps: PaymentRailDeps,
   request: FastifyRequest,
   attempt: PaymentAttemptRow | undefined,
   known: boolean,
 ): Promise<{ ResultCode: number; ResultDesc: string }> {
-  const now = () => runtime.clock.now();
+  const now = () => deps.clock.now();
   const accepted = { ResultCode: 0, ResultDesc: 'Accepted' };
   if (!attempt || !known) {
     await recordRailEvent(
-      runtime.db,
+      deps.db,
       'mpesa',
       attempt ?? null,
       'callback',
@@ -199,12 +200,12 @@ async function receiveStkCallback(
   const callback = body?.Body?.stkCallback;
   const checkoutRequestId = callback?.CheckoutRequestID;
   if (!callback || typeof checkoutRequestId !== 'string' || checkoutRequestId.length > 100) {
-    await recordRailEvent(runtime.db, 'mpesa', attempt, 'callback', 'refused_malformed', 'not an STK callback', now());
+    await recordRailEvent(deps.db, 'mpesa', attempt, 'callback', 'refused_malformed', 'not an STK callback', now());
     throw new AppError('invalid_request', 'The body is not an M-Pesa STK callback.');
   }
   if (attempt.provider_reference !== null && checkoutRequestId !== attempt.provider_reference) {
     await recordRailEvent(
-      runtime.db,
+      deps.db,
       'mpesa',
       attempt,
       'callback',
@@ -216,7 +217,7 @@ async function receiveStkCallback(
   }
   if (attempt.outcome === 'succeeded' || attempt.outcome === 'flagged') {
     await recordRailEvent(
-      runtime.db,
+      deps.db,
       'mpesa',
       attempt,
       'callback',
@@ -229,9 +230,9 @@ async function receiveStkCallback(
   if (attempt.provider_reference === null) {
     // The push's answer never came (lost, a timeout, a 5xx, a crash): only its callback names it
     // (the STK query needs the ID), unless another attempt has it.
-    if (await mpesaReferenceTaken(runtime.db, checkoutRequestId)) {
+    if (await mpesaReferenceTaken(deps.db, checkoutRequestId)) {
       await recordRailEvent(
-        runtime.db,
+        deps.db,
         'mpesa',
         attempt,
         'callback',
@@ -241,12 +242,12 @@ async function receiveStkCallback(
       );
       throw new AppError('invalid_request', 'The callback is about another request.');
     }
-    await recordMissingProviderReference(runtime.db, attempt.id, checkoutRequestId);
+    await recordMissingProviderReference(deps.db, attempt.id, checkoutRequestId);
     attempt.provider_reference = checkoutRequestId;
   }
   const claimed = mpesaClaim(callback);
   await recordRailEvent(
-    runtime.db,
+    deps.db,
     'mpesa',
     attempt,
     'callback',
@@ -254,7 +255,7 @@ async function receiveStkCallback(
     `ResultCode ${String(callback.ResultCode)}: ${String(callback.ResultDesc ?? '')}`.slice(0, 300),
     now(),
   );
-  await checkAttempt(runtime, attempt, {
+  await checkAttempt(deps, attempt, {
     trigger: 'callback',
     mayPay: true,
     abandonIsFinal: true,

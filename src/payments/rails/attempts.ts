@@ -4,9 +4,15 @@ import { AppError } from '../../core/errors.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
 import type { Db, ModeScope, PaymentRow } from '../../db/database.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
+import {
+  findPaymentAttemptById,
+  markAttemptChecked,
+  type PaymentAttemptRow,
+  recordProviderStart,
+} from '../../db/repositories/payment-attempts.ts';
+import { findPaymentById } from '../../db/repositories/payments.ts';
 import { recordRailEvent } from '../../db/repositories/rail-events.ts';
-import type { Runtime } from '../../runtime.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import type { PaymentRailDeps } from '../deps.ts';
 import { recordPaymentAttempt } from '../../../tools/system/record-payment-attempt.ts';
 import { startPaymentAttempt } from '../../../tools/system/start-payment-attempt.ts';
 import {
@@ -45,8 +51,8 @@ const scopeOf = (payment: PaymentRow): ModeScope => ({ accountId: payment.accoun
  * The provider rails a payer may use for this payment: the operator collects on them for its
  * account and mode, they can take it, and the integration has not refused its currency.
  */
-export async function offeredRails(runtime: Runtime, payment: PaymentRow): Promise<ProviderRail[]> {
-  return (await offeredRailsOf(runtime, scopeOf(payment)))
+export async function offeredRails(deps: Pick<PaymentRailDeps, 'db'>, payment: PaymentRow): Promise<ProviderRail[]> {
+  return (await offeredRailsOf(deps, scopeOf(payment)))
     .filter(({ rail, currencies }) => currencies.includes(payment.currency) && PROVIDER_RAILS[rail].takes(payment))
     .map(({ rail }) => rail);
 }
@@ -56,12 +62,12 @@ export async function offeredRails(runtime: Runtime, payment: PaymentRow): Promi
  * the rail's own, less those its collection account's provider refused.
  */
 export async function offeredRailsOf(
-  runtime: Runtime,
+  deps: Pick<PaymentRailDeps, 'db'>,
   scope: ModeScope,
 ): Promise<Array<{ rail: ProviderRail; currencies: string[] }>> {
   const offered: Array<{ rail: ProviderRail; currencies: string[] }> = [];
   for (const rail of Object.keys(PROVIDER_RAILS) as ProviderRail[]) {
-    const collection = await collectionAccountFor(runtime.db, scope, rail);
+    const collection = await collectionAccountFor(deps.db, scope, rail);
     if (!collection) continue;
     const refused = new Set(collection.refusedCurrencies);
     offered.push({ rail, currencies: PROVIDER_RAILS[rail].currencies.filter((c) => !refused.has(c)) });
@@ -76,16 +82,14 @@ function collects(collection: OpenCollection, payment: PaymentRow): boolean {
 
 /** A payer asks to pay on a provider rail: where their browser goes next (undefined: stay). */
 export async function beginAttempt(
-  runtime: Runtime,
+  deps: PaymentRailDeps,
   payment: PaymentRow,
   rail: ProviderRail,
   form: URLSearchParams,
 ): Promise<{ attemptId: string; payerUrl: string | undefined }> {
   const adapter = PROVIDER_RAILS[rail];
   const scope = scopeOf(payment);
-  const collection = adapter.takes(payment)
-    ? await collectionFor(runtime.db, runtime.secretBox, scope, rail)
-    : undefined;
+  const collection = adapter.takes(payment) ? await collectionFor(deps.db, deps.secretBox, scope, rail) : undefined;
   if (!collection || !collects(collection, payment))
     throw new AppError('invalid_request', `${adapter.label} is not available for this payment.`, { param: 'rail' });
   const { credentials } = collection;
@@ -94,7 +98,7 @@ export async function beginAttempt(
   // 256 bits, in hex, whose letters cannot spell a word Daraja refuses in a callback URL.
   const callbackToken = randomBytes(32).toString('hex');
   const started = await runSystemTool(
-    runtime,
+    deps,
     startPaymentAttempt,
     {
       payment_id: payment.id,
@@ -105,42 +109,42 @@ export async function beginAttempt(
     },
     scope,
   );
-  const attempt = await findAttempt(runtime.db, started.attempt_id);
+  const attempt = await findPaymentAttemptById(deps.db, started.attempt_id);
   let result: Awaited<ReturnType<typeof adapter.start>>;
   try {
     result = await adapter.start({
-      runtime,
+      runtime: deps,
       credentials,
       attempt,
       payment,
       payer,
-      returnUrl: `${runtime.config.checkoutBaseUrl}/pay/${payment.id}/return/${attempt.id}`,
-      callbackUrl: stkCallbackUrl(runtime.config.publicBaseUrl, callbackToken),
+      returnUrl: `${deps.config.checkoutBaseUrl}/pay/${payment.id}/return/${attempt.id}`,
+      callbackUrl: stkCallbackUrl(deps.config.publicBaseUrl, callbackToken),
     });
   } catch (error) {
     if (error instanceof CurrencyRefusedError) {
-      throw await currencyRefused(runtime, rail, collection.account, attempt, error);
+      throw await currencyRefused(deps, rail, collection.account, attempt, error);
     }
     const reason = error instanceof RailUnavailableError ? error.message : 'the provider could not be reached';
     if (!(error instanceof RailUnavailableError))
-      runtime.logger.error({ err: error, attemptId: attempt.id }, 'rail start failed');
+      deps.logger.error({ err: error, attemptId: attempt.id }, 'rail start failed');
     // Only the provider's clear refusal says nothing was done. A lost answer, a timeout or a 5xx
     // may come after the provider acted: an M-Pesa prompt can be on the payer's phone.
     const refused = error instanceof RailUnavailableError && error.refused;
     if (!refused && adapter.unansweredStartMayReachPayer) {
       // Open, its outcome unknown: its callback or the reconciler's queries decide (docs/rails.md, "Unknown answers").
-      await recordRailEvent(runtime.db, rail, attempt, 'start', 'unknown', reason, runtime.clock.now());
+      await recordRailEvent(deps.db, rail, attempt, 'start', 'unknown', reason, deps.clock.now());
       await runSystemTool(
-        runtime,
+        deps,
         recordPaymentAttempt,
         { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'unknown', reason: reason.slice(0, 300) },
         scope,
       );
       return { attemptId: attempt.id, payerUrl: undefined };
     }
-    await recordRailEvent(runtime.db, rail, attempt, 'start', 'failed', reason, runtime.clock.now());
+    await recordRailEvent(deps.db, rail, attempt, 'start', 'failed', reason, deps.clock.now());
     await runSystemTool(
-      runtime,
+      deps,
       recordPaymentAttempt,
       { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'failed', reason: reason.slice(0, 300) },
       scope,
@@ -152,19 +156,15 @@ export async function beginAttempt(
     );
   }
   // Started: from here on the attempt is open whatever happens, and is confirmed or ended by the provider.
-  await runtime.db
-    .updateTable('payment_attempts')
-    .set({ provider_reference: result.providerReference, payer_url: result.payerUrl ?? null })
-    .where('id', '=', attempt.id)
-    .execute();
+  await recordProviderStart(deps.db, attempt.id, result.providerReference, result.payerUrl ?? null);
   await recordRailEvent(
-    runtime.db,
+    deps.db,
     rail,
     attempt,
     'start',
     'accepted',
     `${rail} started ${result.providerReference}`,
-    runtime.clock.now(),
+    deps.clock.now(),
   );
   return { attemptId: attempt.id, payerUrl: result.payerUrl };
 }
@@ -196,24 +196,24 @@ function startFailedNotice(error: unknown, refused: boolean): string {
  * ends, and the payer is told plainly to pay another way. Returns the payer's error.
  */
 async function currencyRefused(
-  runtime: Runtime,
+  deps: PaymentRailDeps,
   rail: ProviderRail,
   collection: CollectionAccount,
   attempt: PaymentAttemptRow,
   error: CurrencyRefusedError,
 ): Promise<AppError> {
   const { currency } = error;
-  const now = runtime.clock.now();
-  await markCurrencyRefused(runtime.db, collection.id, currency, now);
+  const now = deps.clock.now();
+  await markCurrencyRefused(deps.db, collection.id, currency, now);
   recordRailCurrencyRefused(rail);
-  runtime.logger.error(
+  deps.logger.error(
     { rail, collectionId: collection.id, currency, accountId: collection.accountId, livemode: collection.livemode },
     `${rail} refused ${currency} on collection account ${collection.id}: it is no longer offered in ${currency} there. Enable ${currency} on the provider's integration, then set the collection account again (plainpay collection set ${rail}).`,
   );
-  await recordRailEvent(runtime.db, rail, attempt, 'start', 'refused_currency', error.message, now);
-  const payment = await paymentOf(runtime.db, attempt);
+  await recordRailEvent(deps.db, rail, attempt, 'start', 'refused_currency', error.message, now);
+  const payment = await paymentOf(deps.db, attempt);
   await runSystemTool(
-    runtime,
+    deps,
     recordPaymentAttempt,
     { payment_id: payment.id, attempt_id: attempt.id, rail, outcome: 'failed', reason: error.message.slice(0, 300) },
     scopeOf(payment),
@@ -245,19 +245,19 @@ export interface CheckOptions {
  * Returns the verdict, or undefined when the provider could not be asked (nothing changes).
  */
 export async function checkAttempt(
-  runtime: Runtime,
+  deps: PaymentRailDeps,
   attempt: PaymentAttemptRow,
   options: CheckOptions,
 ): Promise<ProviderVerdict | undefined> {
   const rail = attempt.rail as ProviderRail;
   const adapter = PROVIDER_RAILS[rail];
-  const payment = await paymentOf(runtime.db, attempt);
-  const collection = await collectionOfAttempt(runtime, attempt);
-  const now = () => runtime.clock.now();
+  const payment = await paymentOf(deps.db, attempt);
+  const collection = await collectionOfAttempt(deps, attempt);
+  const now = () => deps.clock.now();
   if (!collection) {
     // Only an attempt from before collection accounts, whose merchant had disconnected the rail.
     await recordRailEvent(
-      runtime.db,
+      deps.db,
       rail,
       attempt,
       'verification',
@@ -267,17 +267,14 @@ export async function checkAttempt(
     );
     return undefined;
   }
-  await runtime.db.updateTable('payment_attempts').set({ checked_at: now() }).where('id', '=', attempt.id).execute();
+  await markAttemptChecked(deps.db, attempt.id, now());
   let verdict: ProviderVerdict;
   try {
-    verdict = await adapter.verify({ runtime, credentials: collection.credentials, attempt });
+    verdict = await adapter.verify({ runtime: deps, credentials: collection.credentials, attempt });
   } catch (error) {
     if (!(error instanceof RailUnavailableError)) throw error;
-    runtime.logger.warn(
-      { attemptId: attempt.id, rail, err: error.message },
-      'provider verification failed; will retry',
-    );
-    await recordRailEvent(runtime.db, rail, attempt, 'verification', 'unavailable', error.message, now());
+    deps.logger.warn({ attemptId: attempt.id, rail, err: error.message }, 'provider verification failed; will retry');
+    await recordRailEvent(deps.db, rail, attempt, 'verification', 'unavailable', error.message, now());
     return undefined;
   }
   if (options.overlay) verdict = options.overlay(verdict);
@@ -286,7 +283,7 @@ export async function checkAttempt(
     (verdict.outcome === 'abandoned' && !options.abandonIsFinal) ||
     (verdict.outcome === 'succeeded' && !options.mayPay);
   await recordRailEvent(
-    runtime.db,
+    deps.db,
     rail,
     attempt,
     'verification',
@@ -296,7 +293,7 @@ export async function checkAttempt(
   );
   if (waiting) return verdict;
   const recorded = await runSystemTool(
-    runtime,
+    deps,
     recordPaymentAttempt,
     {
       payment_id: payment.id,
@@ -310,7 +307,7 @@ export async function checkAttempt(
   );
   // Once, by whoever ended the attempt on it (a callback and the reconciler may both have asked).
   if (verdict.operatorAlert && recorded.result === 'ended') {
-    alertOperator(runtime, rail, verdict.operatorAlert, { attemptId: attempt.id, paymentId: payment.id });
+    alertOperator(deps, rail, verdict.operatorAlert, { attemptId: attempt.id, paymentId: payment.id });
   }
   return verdict;
 }
@@ -323,36 +320,17 @@ export function attemptNotice(
   return rail?.payerNotice?.(attempt);
 }
 
-/**
- * A signed success event arrived for this attempt (Paystack's charge.success): kept, from its first
- * arrival, until a success is recorded (record_payment_attempt clears it). Until then the reconciler
- * re-verifies the attempt itself and may pay it, ended or not: an event that came while verify was
- * failing is paid once verify recovers, without Paystack sending it again.
- */
-export async function keepSignedSuccess(db: Db, attemptId: string, at: Date): Promise<void> {
-  await db
-    .updateTable('payment_attempts')
-    .set({ unconfirmed_event_at: at })
-    .where('id', '=', attemptId)
-    .where('unconfirmed_event_at', 'is', null)
-    .where('outcome', 'not in', ['succeeded', 'flagged'])
-    .execute();
-}
-
 /** The collection account an attempt's money went to: its provider calls use that integration's credentials. */
 export async function collectionOfAttempt<R extends ProviderRail>(
-  runtime: Runtime,
+  deps: Pick<PaymentRailDeps, 'db' | 'secretBox'>,
   attempt: Pick<PaymentAttemptRow, 'collection_id'>,
 ): Promise<OpenCollection<R> | undefined> {
-  return attempt.collection_id === null
-    ? undefined
-    : collectionById<R>(runtime.db, runtime.secretBox, attempt.collection_id);
+  return attempt.collection_id === null ? undefined : collectionById<R>(deps.db, deps.secretBox, attempt.collection_id);
 }
 
-export async function findAttempt(db: Db, id: string): Promise<PaymentAttemptRow> {
-  return db.selectFrom('payment_attempts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-}
-
+/** The payment an attempt pays (it exists: an attempt is made for a payment, and payments are never deleted). */
 async function paymentOf(db: Db, attempt: PaymentAttemptRow): Promise<PaymentRow> {
-  return db.selectFrom('payments').selectAll().where('id', '=', attempt.payment_id).executeTakeFirstOrThrow();
+  const payment = await findPaymentById(db, attempt.payment_id);
+  if (!payment) throw new Error(`payment ${attempt.payment_id} of attempt ${attempt.id} not found`);
+  return payment;
 }

@@ -2,8 +2,19 @@ import { z } from 'zod';
 import { AppError } from '../../core/errors.ts';
 import type { SecretBox } from '../../core/secret-box.ts';
 import { parseInput } from '../../core/validation.ts';
-import { sql } from 'kysely';
 import type { Db, ModeScope } from '../../db/database.ts';
+import {
+  adoptMerchantCollectionAccount,
+  addRefusedCurrency,
+  type CollectionAccountRow,
+  type CollectionTarget,
+  creditsWithoutOperatorCollection,
+  findActiveOperatorCollectionAccount,
+  findCollectionAccountById,
+  insertCollectionAccount,
+  listCollectionAccounts,
+  retireActiveCollectionAccounts,
+} from '../../db/repositories/collection-accounts.ts';
 import type { CollectionOwner, ProviderRail } from '../../db/tables/rails.ts';
 import { newId } from '../../domain/ids.ts';
 
@@ -142,19 +153,6 @@ export interface OpenCollection<R extends ProviderRail = ProviderRail> {
   credentials: RailCredentials[R];
 }
 
-type CollectionRow = {
-  id: string;
-  rail: ProviderRail;
-  livemode: boolean;
-  account_id: string | null;
-  owner: CollectionOwner;
-  settings: unknown;
-  refused_currencies: unknown;
-  created_at: Date;
-  updated_at: Date;
-  retired_at: Date | null;
-};
-
 /**
  * The operator sets the collection account of a rail and mode: instance-wide (accountId null) or
  * for one account. The one it replaces (the operator's own, or a merchant's from before) is retired.
@@ -162,27 +160,23 @@ type CollectionRow = {
 export async function setOperatorCollection(
   db: Db,
   box: SecretBox,
-  target: { rail: ProviderRail; livemode: boolean; accountId: string | null },
+  target: CollectionTarget,
   credentials: PaystackCredentials | MpesaCredentials,
   now: Date,
 ): Promise<CollectionAccount> {
   return db.transaction().execute(async (trx) => {
-    await retireActive(trx, target, now);
-    const row = await trx
-      .insertInto('collection_accounts')
-      .values({
-        id: newId('col'),
-        rail: target.rail,
-        livemode: target.livemode,
-        account_id: target.accountId,
-        owner: 'operator',
-        settings: JSON.stringify(settingsOf(target.rail, credentials)),
-        secret_ciphertext: box.seal(JSON.stringify(credentials)),
-        created_at: now,
-        updated_at: now,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    await retireActiveCollectionAccounts(trx, target, now);
+    const row = await insertCollectionAccount(trx, {
+      id: newId('col'),
+      rail: target.rail,
+      livemode: target.livemode,
+      account_id: target.accountId,
+      owner: 'operator',
+      settings: JSON.stringify(settingsOf(target.rail, credentials)),
+      secret_ciphertext: box.seal(JSON.stringify(credentials)),
+      created_at: now,
+      updated_at: now,
+    });
     return toCollection(row);
   });
 }
@@ -190,27 +184,11 @@ export async function setOperatorCollection(
 /** The operator stops a collection account collecting: new checkouts no longer offer it. */
 export async function retireCollection(
   db: Db,
-  target: { rail: ProviderRail; livemode: boolean; accountId: string | null },
+  target: CollectionTarget,
   now: Date,
 ): Promise<CollectionAccount | undefined> {
-  const [row] = await retireActive(db, target, now);
+  const [row] = await retireActiveCollectionAccounts(db, target, now);
   return row ? toCollection(row) : undefined;
-}
-
-async function retireActive(
-  db: Db,
-  target: { rail: ProviderRail; livemode: boolean; accountId: string | null },
-  now: Date,
-): Promise<CollectionRow[]> {
-  return db
-    .updateTable('collection_accounts')
-    .set({ retired_at: now, updated_at: now })
-    .where('rail', '=', target.rail)
-    .where('livemode', '=', target.livemode)
-    .where((eb) => (target.accountId === null ? eb('account_id', 'is', null) : eb('account_id', '=', target.accountId)))
-    .where('retired_at', 'is', null)
-    .returningAll()
-    .execute();
 }
 
 /**
@@ -219,14 +197,7 @@ async function retireActive(
  * runs its own instance, say), and from then on it collects for that account.
  */
 export async function adoptMerchantCollection(db: Db, id: string, now: Date): Promise<CollectionAccount | undefined> {
-  const row = await db
-    .updateTable('collection_accounts')
-    .set({ owner: 'operator', updated_at: now })
-    .where('id', '=', id)
-    .where('owner', '=', 'merchant')
-    .where('retired_at', 'is', null)
-    .returningAll()
-    .executeTakeFirst();
+  const row = await adoptMerchantCollectionAccount(db, id, now);
   return row ? toCollection(row) : undefined;
 }
 
@@ -235,18 +206,7 @@ export async function listCollections(
   db: Db,
   filter: { owner?: CollectionOwner; active?: boolean; livemode?: boolean } = {},
 ): Promise<CollectionAccount[]> {
-  let query = db.selectFrom('collection_accounts').selectAll();
-  if (filter.owner) query = query.where('owner', '=', filter.owner);
-  if (filter.active) query = query.where('retired_at', 'is', null);
-  if (filter.livemode !== undefined) query = query.where('livemode', '=', filter.livemode);
-  const rows = await query
-    .orderBy(sql`retired_at is not null`)
-    .orderBy('livemode')
-    .orderBy('rail')
-    .orderBy('account_id')
-    .orderBy('created_at')
-    .execute();
-  return rows.map(toCollection);
+  return (await listCollectionAccounts(db, filter)).map(toCollection);
 }
 
 /**
@@ -259,7 +219,7 @@ export async function collectionAccountFor(
   scope: ModeScope,
   rail: ProviderRail,
 ): Promise<CollectionAccount | undefined> {
-  const row = await activeOperatorRow(db, scope, rail);
+  const row = await findActiveOperatorCollectionAccount(db, scope, rail);
   return row ? toCollection(row) : undefined;
 }
 
@@ -270,24 +230,8 @@ export async function collectionFor<R extends ProviderRail>(
   scope: ModeScope,
   rail: R,
 ): Promise<OpenCollection<R> | undefined> {
-  const row = await activeOperatorRow(db, scope, rail);
+  const row = await findActiveOperatorCollectionAccount(db, scope, rail);
   return row ? open(box, row) : undefined;
-}
-
-function activeOperatorRow(db: Db, scope: ModeScope, rail: ProviderRail) {
-  return (
-    db
-      .selectFrom('collection_accounts')
-      .selectAll()
-      .where('rail', '=', rail)
-      .where('livemode', '=', scope.livemode)
-      .where('owner', '=', 'operator')
-      .where('retired_at', 'is', null)
-      .where((eb) => eb.or([eb('account_id', '=', scope.accountId), eb('account_id', 'is', null)]))
-      // The account's own first.
-      .orderBy(sql`account_id is null`)
-      .executeTakeFirst()
-  );
 }
 
 /** The collection account an attempt was paid into, retired or not, whoever owns it. */
@@ -296,34 +240,23 @@ export async function collectionById<R extends ProviderRail>(
   box: SecretBox,
   id: string,
 ): Promise<OpenCollection<R> | undefined> {
-  const row = await db.selectFrom('collection_accounts').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await findCollectionAccountById(db, id);
   return row ? open(box, row) : undefined;
 }
 
 /** The provider refused this currency for the integration: the rail is no longer offered in it. */
 export async function markCurrencyRefused(db: Db, id: string, currency: string, now: Date): Promise<void> {
-  await db
-    .updateTable('collection_accounts')
-    .set({
-      refused_currencies: sql`(select coalesce(json_agg(distinct c), '[]'::json) from (
-        select json_array_elements_text(refused_currencies) as c union select ${currency}) as refused)`,
-      updated_at: now,
-    })
-    .where('id', '=', id)
-    .execute();
+  await addRefusedCurrency(db, id, currency, now);
 }
 
-function open<R extends ProviderRail>(
-  box: SecretBox,
-  row: CollectionRow & { secret_ciphertext: string },
-): OpenCollection<R> {
+function open<R extends ProviderRail>(box: SecretBox, row: CollectionAccountRow): OpenCollection<R> {
   return {
     account: toCollection(row),
     credentials: INPUTS[row.rail].parse(JSON.parse(box.open(row.secret_ciphertext))) as RailCredentials[R],
   };
 }
 
-function toCollection(row: CollectionRow): CollectionAccount {
+function toCollection(row: CollectionAccountRow): CollectionAccount {
   return {
     id: row.id,
     rail: row.rail,
@@ -362,44 +295,12 @@ export async function refuseMerchantCollection(db: Db, warn: (message: string) =
   }
 }
 
-/** A payment credited without a success collected into an operator-owned collection account. */
-export interface CreditWithoutOperatorCollection {
-  id: string;
-  account_id: string;
-  livemode: boolean;
-  currency: string;
-  amount_minor: bigint;
-}
-
-/**
- * The collection invariant (docs/rails.md): a merchant is credited stablecoin only for local money
- * that reached an operator-owned collection account. Every `payment_received` posting needs a
- * success of that payment on the sandbox (test mode: no money), on an operator's collection
- * account, or on the usdc rail with its transfer confirmed into the operator's treasury. Returns the payments that break it (those paid in `paid` only, when given); tests check
- * it after every file, and the daily reconciliation names each one.
- */
-export async function creditsWithoutOperatorCollection(
-  db: Db,
-  options: { paid?: { from: Date; to: Date }; limit?: number } = {},
-): Promise<CreditWithoutOperatorCollection[]> {
-  const { paid, limit } = options;
-  const rows = await sql<CreditWithoutOperatorCollection>`
-    select p.id, p.account_id, p.livemode, p.currency, p.amount_minor
-      from ledger_postings lp join payments p on p.id = lp.reference
-     where lp.kind = 'payment_received'
-       and not exists (
-         select 1 from payment_attempts a left join collection_accounts c on c.id = a.collection_id
-          where a.payment_id = p.id and a.outcome = 'succeeded' and not a.late
-            and ((a.rail = 'sandbox' and not p.livemode)
-                 or (a.rail not in ('sandbox', 'usdc') and c.owner = 'operator')
-                 -- USDC paid in is collected by the operator's treasury itself: its transfer confirmed there.
-                 or (a.rail = 'usdc' and exists (
-                       select 1 from x402_authorizations x where x.attempt_id = a.id and x.status = 'confirmed'))))
-       ${paid ? sql`and p.paid_at >= ${paid.from} and p.paid_at < ${paid.to}` : sql``}
-     order by p.id
-     ${limit === undefined ? sql`` : sql`limit ${limit}`}`.execute(db);
-  return rows.rows;
-}
+// The collection invariant's query lives beside its table; the daily reconciliation and the tests'
+// check below read it from here, with the rest of what collection accounts mean.
+export {
+  type CreditWithoutOperatorCollection,
+  creditsWithoutOperatorCollection,
+} from '../../db/repositories/collection-accounts.ts';
 
 /** The collection invariant as lines for a test's failure message (at most 50). */
 export async function checkCollectionInvariant(db: Db): Promise<string[]> {

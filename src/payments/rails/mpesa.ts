@@ -1,6 +1,6 @@
 import { AppError } from '../../core/errors.ts';
 import type { Db, PaymentRow } from '../../db/database.ts';
-import type { Runtime } from '../../runtime.ts';
+import type { RailServices } from '../deps.ts';
 import type { ProviderOperation } from '../../metrics/metrics.ts';
 import { listCollections, type MpesaCredentials } from './collections.ts';
 import { checkWebhookUrl } from '../../webhooks/ssrf-guard.ts';
@@ -367,7 +367,7 @@ function declined(payer: string, operator?: ProviderVerdict['operatorAlert']): R
  * repeat; the callback's Amount is checked against it too.
  */
 function verdictOf(
-  runtime: Runtime,
+  runtime: RailServices,
   resultCode: string,
   resultDesc: string,
   reference: string,
@@ -418,7 +418,7 @@ export function stkPassword(shortcode: string, passkey: string, timestamp: strin
   return Buffer.from(`${shortcode}${passkey}${timestamp}`).toString('base64');
 }
 
-function baseUrl(runtime: Runtime, credentials: MpesaCredentials): string {
+function baseUrl(runtime: RailServices, credentials: MpesaCredentials): string {
   return runtime.config.rails.mpesaBaseUrls[credentials.environment];
 }
 
@@ -437,7 +437,7 @@ const TOKEN_REFUSALS = new Set(['404.001.03', '401.002.01', '400.003.01']);
  * a push. A second refusal is Daraja's answer (the push was not made).
  */
 async function authorizedCall(
-  runtime: Runtime,
+  runtime: RailServices,
   credentials: MpesaCredentials,
   operation: ProviderOperation<'mpesa'>,
   path: string,
@@ -478,13 +478,13 @@ interface CachedToken {
 }
 
 /**
- * Daraja tokens live an hour; one per app is kept until a minute before it lapses, per runtime (a
- * process: each process of an instance keeps its own, and replaces it when another's has made it
- * invalid).
+ * Daraja tokens live an hour; one per app is kept until a minute before it lapses, per rail
+ * services object: the runtime a composition root hands in, so per process (each process of an
+ * instance keeps its own, and replaces it when another's has made it invalid).
  */
-const tokenCaches = new WeakMap<Runtime, Map<string, CachedToken>>();
+const tokenCaches = new WeakMap<RailServices, Map<string, CachedToken>>();
 
-function tokensOf(runtime: Runtime): Map<string, CachedToken> {
+function tokensOf(runtime: RailServices): Map<string, CachedToken> {
   let cache = tokenCaches.get(runtime);
   if (!cache) {
     cache = new Map();
@@ -493,18 +493,18 @@ function tokensOf(runtime: Runtime): Map<string, CachedToken> {
   return cache;
 }
 
-function tokenKey(runtime: Runtime, credentials: MpesaCredentials): string {
+function tokenKey(runtime: RailServices, credentials: MpesaCredentials): string {
   return `${baseUrl(runtime, credentials)}|${credentials.consumer_key}|${credentials.consumer_secret}`;
 }
 
 /** Drops the token Daraja refused, unless a call beside this one has already replaced it. */
-function forgetToken(runtime: Runtime, credentials: MpesaCredentials, refused: string): void {
+function forgetToken(runtime: RailServices, credentials: MpesaCredentials, refused: string): void {
   const cache = tokensOf(runtime);
   const key = tokenKey(runtime, credentials);
   if (cache.get(key)?.value === refused) cache.delete(key);
 }
 
-function accessToken(runtime: Runtime, credentials: MpesaCredentials): Promise<string> {
+function accessToken(runtime: RailServices, credentials: MpesaCredentials): Promise<string> {
   const cache = tokensOf(runtime);
   const key = tokenKey(runtime, credentials);
   const cached = cache.get(key);
@@ -530,7 +530,7 @@ function accessToken(runtime: Runtime, credentials: MpesaCredentials): Promise<s
 
 /** A new token, and how long it lives: expires_in ("3599", a string, live), else the documented hour. */
 async function fetchToken(
-  runtime: Runtime,
+  runtime: RailServices,
   credentials: MpesaCredentials,
 ): Promise<{ token: string; lifetimeMs: number }> {
   const basic = Buffer.from(`${credentials.consumer_key}:${credentials.consumer_secret}`).toString('base64');

@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { paystackFixture } from '../../../test/fakes/fixtures/paystack/index.ts';
 import { isAppError } from '../../core/errors.ts';
-import type { Runtime } from '../../runtime.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import type { RailServices } from '../deps.ts';
+import type { PaymentAttemptRow } from '../../db/repositories/payment-attempts.ts';
 import type { PaymentRow } from '../../db/database.ts';
 import { CurrencyRefusedError, RailUnavailableError } from './rail.ts';
 import { paystackReference } from '../../domain/provider-references.ts';
@@ -59,7 +59,7 @@ describe('Paystack payer email and reference', () => {
 /** Asks the adapter, against a server that answers one of Paystack's published samples. */
 async function answeredBy<T>(
   fixture: string,
-  ask: (runtime: Runtime, attempt: PaymentAttemptRow) => Promise<T>,
+  ask: (runtime: RailServices, attempt: PaymentAttemptRow) => Promise<T>,
 ): Promise<T> {
   const published = paystackFixture(fixture);
   const server = createServer((_req, res) => {
@@ -71,7 +71,7 @@ async function answeredBy<T>(
       config: {
         rails: { paystackBaseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs: 2000 },
       },
-    } as unknown as Runtime;
+    } as unknown as RailServices;
     return await ask(runtime, { provider_reference: 're4lyvq3s3' } as PaymentAttemptRow);
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));

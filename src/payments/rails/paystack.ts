@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../../core/errors.ts';
 import type { PaymentRow } from '../../db/database.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import type { PaymentAttemptRow } from '../../db/repositories/payment-attempts.ts';
 import {
   CurrencyRefusedError,
   type ProviderRailAdapter,

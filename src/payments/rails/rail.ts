@@ -1,8 +1,8 @@
-import type { Runtime } from '../../runtime.ts';
 import type { PaymentRow } from '../../db/database.ts';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
+import type { PaymentAttemptRow } from '../../db/repositories/payment-attempts.ts';
 import type { ProviderRail } from '../../db/tables/rails.ts';
 import type { RailCredentials } from './collections.ts';
+import type { RailServices } from '../deps.ts';
 import {
   type ProviderCallOutcome,
   type ProviderOperation,
@@ -81,13 +81,17 @@ export interface ProviderRefundState {
 }
 
 export interface ProviderArgs<R extends ProviderRail> {
-  runtime: Runtime;
+  /**
+   * The caller's rail services (a runtime, as the composition roots hand it in). Still named
+   * `runtime`: the daily reconciliation's listing call (src/reconciliation/collections.ts) names it so.
+   */
+  runtime: RailServices;
   credentials: RailCredentials[R];
   attempt: PaymentAttemptRow;
 }
 
 export interface CollectionListingArgs<R extends ProviderRail> {
-  runtime: Runtime;
+  runtime: RailServices;
   credentials: RailCredentials[R];
   from: Date;
   to: Date;
@@ -236,11 +240,11 @@ function statusOutcome(status: number): ProviderCallOutcome {
  * (plainpay_payer_rail_alerts_total), which the operator's alerting watches (docs/operations.md).
  */
 export function alertOperator(
-  runtime: Pick<Runtime, 'logger'>,
+  services: Pick<RailServices, 'logger'>,
   rail: ProviderRail,
   alert: NonNullable<ProviderVerdict['operatorAlert']>,
   context: Record<string, string>,
 ): void {
-  runtime.logger.error({ ...context, rail, alert: alert.reason }, alert.message);
+  services.logger.error({ ...context, rail, alert: alert.reason }, alert.message);
   recordRailAlert(rail, alert.reason);
 }

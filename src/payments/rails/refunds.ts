@@ -1,12 +1,14 @@
 import type { ProviderRail } from '../../db/tables/rails.ts';
 import type { RefundRow } from '../../db/tables/money.ts';
-import type { Runtime } from '../../runtime.ts';
+import { findPaidAttempt } from '../../db/repositories/payment-attempts.ts';
+import { takeLease } from '../../db/repositories/rail-leases.ts';
+import { findRailRefundsToAdvance } from '../../db/repositories/refunds.ts';
+import type { PaymentRailDeps } from '../deps.ts';
 import { recordRefundOutcome } from '../../../tools/system/record-refund-outcome.ts';
 import { recordRefundSubmission } from '../../../tools/system/record-refund-submission.ts';
 import { runSystemTool } from '../../pipeline/system-runs.ts';
 import { recordRailEvent } from '../../db/repositories/rail-events.ts';
 import { collectionOfAttempt, PROVIDER_RAILS } from './attempts.ts';
-import { leaseLapsed, takeLease } from './lease.ts';
 import { RailUnavailableError } from './rail.ts';
 import { recordRailRefundNeedsAttention } from '../../metrics/metrics.ts';
 
@@ -20,53 +22,41 @@ const BATCH = 20;
  * sent whose answer was lost is looked up by its merchant_note (the refund id) before any resend.
  * Returns how many refunds were looked at.
  */
-export async function processRailRefunds(runtime: Runtime, stopping: () => boolean = () => false): Promise<number> {
-  const now = runtime.clock.now();
+export async function processRailRefunds(
+  deps: PaymentRailDeps,
+  stopping: () => boolean = () => false,
+): Promise<number> {
+  const now = deps.clock.now();
   // A claim lasts longer than the three provider calls one refund can make, so no other worker
   // takes it up while this one is still working on it.
-  const lease = Math.max(30_000, 4 * runtime.config.rails.timeoutMs);
-  const due = await runtime.db
-    .selectFrom('refunds')
-    .select(['id', 'checked_at'])
-    .where('status', '=', 'pending')
-    .where('rail', '<>', 'sandbox')
-    .where(leaseLapsed(new Date(now.getTime() - lease)))
-    .orderBy('created_at')
-    .limit(BATCH)
-    .execute();
+  const lease = Math.max(30_000, 4 * deps.config.rails.timeoutMs);
+  const due = await findRailRefundsToAdvance(deps.db, new Date(now.getTime() - lease), BATCH);
   for (const read of due) {
     // Stopping: no further lease is taken; the refunds not reached stay free for the next worker.
     if (stopping()) break;
     try {
       // Taken one at a time, from the row as it is now: a batch takes a while, and a refund is
       // worked on from what the database says, never from a copy read before (lease.ts).
-      const refund = await takeLease(runtime.db, 'refunds', read, runtime.clock.now());
-      if (refund?.status === 'pending') await advanceRefund(runtime, refund);
+      const refund = await takeLease(deps.db, 'refunds', read, deps.clock.now());
+      if (refund?.status === 'pending') await advanceRefund(deps, refund);
     } catch (error) {
-      runtime.logger.warn({ refundId: read.id, err: (error as Error).message }, 'rail refund not advanced; will retry');
+      deps.logger.warn({ refundId: read.id, err: (error as Error).message }, 'rail refund not advanced; will retry');
     }
   }
   return due.length;
 }
 
-async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void> {
+async function advanceRefund(deps: PaymentRailDeps, refund: RefundRow): Promise<void> {
   const rail = refund.rail as ProviderRail;
   const adapter = PROVIDER_RAILS[rail];
   const scope = { accountId: refund.account_id, livemode: refund.livemode };
-  const attempt = await runtime.db
-    .selectFrom('payment_attempts')
-    .selectAll()
-    .where('payment_id', '=', refund.payment_id)
-    .where('rail', '=', rail)
-    .where('outcome', '=', 'succeeded')
-    .where('late', '=', false)
-    .executeTakeFirst();
-  const credentials = attempt ? (await collectionOfAttempt(runtime, attempt))?.credentials : undefined;
+  const attempt = await findPaidAttempt(deps.db, refund.payment_id, rail);
+  const credentials = attempt ? (await collectionOfAttempt(deps, attempt))?.credentials : undefined;
   if (!attempt || !credentials || !adapter.refund || !adapter.findRefund || !adapter.refundStatus) {
     if (refund.submitted_at === null && refund.provider_reference === null) {
       // Never sent, and nothing to send it with: undone, so the balance is not held for nothing.
       await runSystemTool(
-        runtime,
+        deps,
         recordRefundOutcome,
         {
           refund_id: refund.id,
@@ -77,15 +67,15 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
       );
       return;
     }
-    runtime.logger.error(
+    deps.logger.error(
       { refundId: refund.id, rail },
       `a ${rail} refund was sent but its collection account cannot be found to follow it`,
     );
     return;
   }
-  const args = { runtime, credentials, attempt };
+  const args = { runtime: deps, credentials, attempt };
   const event = (verdict: string, detail: string) =>
-    recordRailEvent(runtime.db, rail, attempt, 'refund', verdict, `${refund.id}: ${detail}`, runtime.clock.now());
+    recordRailEvent(deps.db, rail, attempt, 'refund', verdict, `${refund.id}: ${detail}`, deps.clock.now());
 
   let providerId = refund.provider_reference ?? undefined;
   if (providerId === undefined && refund.submitted_at !== null) {
@@ -95,7 +85,7 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
     const firstSend = refund.submitted_at === null;
     // Compare-and-set: of two workers that read the same row, only one sends.
     const marked = await runSystemTool(
-      runtime,
+      deps,
       recordRefundSubmission,
       { refund_id: refund.id, step: 'sending', last_sent_at: refund.submitted_at?.toISOString() ?? null },
       scope,
@@ -109,7 +99,7 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
       if (!(error instanceof RailUnavailableError && error.refused && firstSend)) throw error;
       await event('refused', (error as Error).message);
       await runSystemTool(
-        runtime,
+        deps,
         recordRefundOutcome,
         { refund_id: refund.id, outcome: 'failed', reason: (error as Error).message.slice(0, 300) },
         scope,
@@ -119,7 +109,7 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
   }
   if (refund.provider_reference !== providerId) {
     await runSystemTool(
-      runtime,
+      deps,
       recordRefundSubmission,
       { refund_id: refund.id, step: 'accepted', provider_reference: providerId },
       scope,
@@ -129,14 +119,14 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
   const state = await adapter.refundStatus({ ...args, refundId: providerId });
   if (refund.provider_status !== state.providerStatus) {
     await runSystemTool(
-      runtime,
+      deps,
       recordRefundSubmission,
       { refund_id: refund.id, step: 'provider_status', provider_status: state.providerStatus },
       scope,
     );
     if (state.outcome === 'needs_attention') {
       await event('needs_attention', `${rail} refund ${providerId} needs the payer's bank account`);
-      raiseNeedsAttention(runtime, refund, rail, providerId);
+      raiseNeedsAttention(deps, refund, rail, providerId);
     } else if (state.outcome === 'pending') {
       await event(state.providerStatus, `${rail} refund ${providerId} ${state.providerStatus}`);
     }
@@ -145,7 +135,7 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
   const outcome = state.outcome;
   await event(outcome, `${rail} refund ${providerId} ${state.providerStatus}`);
   await runSystemTool(
-    runtime,
+    deps,
     recordRefundOutcome,
     {
       refund_id: refund.id,
@@ -163,9 +153,14 @@ async function advanceRefund(runtime: Runtime, refund: RefundRow): Promise<void>
  * finance on the refund and the payment; the operator, who holds the integration, is alerted once,
  * as it enters that state (an error line and a counter; docs/operations.md).
  */
-function raiseNeedsAttention(runtime: Runtime, refund: RefundRow, rail: ProviderRail, providerId: string): void {
+function raiseNeedsAttention(
+  deps: Pick<PaymentRailDeps, 'logger'>,
+  refund: RefundRow,
+  rail: ProviderRail,
+  providerId: string,
+): void {
   recordRailRefundNeedsAttention(rail);
-  runtime.logger.error(
+  deps.logger.error(
     {
       rail,
       refundId: refund.id,

@@ -1,10 +1,10 @@
-import { type RawBuilder, sql } from 'kysely';
-import type { PaymentAttemptRow } from '../../checkout/attempts.ts';
-import type { Db } from '../../db/database.ts';
-import type { RefundRow } from '../../db/tables/money.ts';
+import { type RawBuilder, type Selectable, sql } from 'kysely';
+import type { Db, PaymentAttemptsTable } from '../database.ts';
+import type { RefundRow } from '../tables/money.ts';
 
 /**
- * The payer-rails worker's leases (reconcile.ts, refunds.ts). A row that needs a provider call
+ * The payer-rails worker's leases (src/payments/rails/reconcile.ts, refunds.ts), on the two tables
+ * it works through: payment_attempts and refunds. A row that needs a provider call
  * (an open attempt, a late success to refund, a pending refund) is worked on by one worker at a
  * time: `checked_at` is its lease. A worker reads the rows whose lease has lapsed, then takes each
  * one with a compare-and-set from the value it read, so of two workers that read the same row
@@ -27,13 +27,13 @@ export function takeLease(
   table: 'payment_attempts',
   row: LeaseRead,
   now: Date,
-): Promise<PaymentAttemptRow | undefined>;
+): Promise<Selectable<PaymentAttemptsTable> | undefined>;
 export function takeLease(
   db: Db,
   table: LeasedTable,
   row: LeaseRead,
   now: Date,
-): Promise<RefundRow | PaymentAttemptRow | undefined> {
+): Promise<RefundRow | Selectable<PaymentAttemptsTable> | undefined> {
   // One table's builder for both: only `id` and `checked_at`, which both have, are used.
   return db
     .updateTable(table as 'refunds')
