@@ -4,25 +4,18 @@ import type { SecretBox } from '../core/secret-box.ts';
 import type { AnyTool, ToolEnvironment } from '../core/tool.ts';
 import type { ApiKeyScope } from '../domain/api-key-secret.ts';
 import type { ApiKeyCheck } from '../http/plugins/auth.ts';
-import type { offeredRailsOf } from '../payments/rails/attempts.ts';
 import type { RateLimiter } from '../rate-limit/rate-limiter.ts';
 import type { DashboardAssets } from './assets.ts';
 import type { DashboardSession } from './sessions.ts';
 import type { PageContext } from './view.ts';
 
 /**
- * What the rails are given to say which they offer an account (payments/rails/attempts.ts decides:
- * today still the whole runtime).
- */
-type RailOffers = Parameters<typeof offeredRailsOf>[0];
-
-/**
  * What the dashboard uses of the process's services: the tools' environment (held actions are
- * approved through the pipeline, runs read through the agent runtime), the API key check it signs
- * in with, the per-key rate limit, the secret box (webhook secrets) and what the rails
- * need to say which they offer. The API host hands in its Runtime, which is one.
+ * approved through the pipeline, runs read through the agent runtime, the rails say which they
+ * offer from the database), the API key check it signs in with, the per-key rate limit and the
+ * secret box (webhook secrets). The API host hands in its Runtime, which is one.
  */
-export interface DashboardServices extends ToolEnvironment, ApiKeyCheck, RailOffers {
+export interface DashboardServices extends ToolEnvironment, ApiKeyCheck {
   rateLimiter: RateLimiter;
   secretBox: SecretBox;
 }

@@ -1,6 +1,7 @@
 import type { Hex } from 'viem';
 import { type ChainConnection, isBatchPaid } from '../chain/chain.ts';
 import { testMoneyMayMoveOn } from '../chain/test-networks.ts';
+import type { ToolEnvironment } from '../core/tool.ts';
 import type { Db } from '../db/database.ts';
 import { listTreasuryObligations } from '../db/repositories/ledger-accounts.ts';
 import { type ConfirmedTransfer, listTransfersConfirmedIn } from '../db/repositories/transfers.ts';
@@ -10,7 +11,6 @@ import { type ChainSession, openChainSession } from '../settlement/chain-session
 import { checkSettlementInvariants } from '../settlement/invariants.ts';
 import { receiptOf } from '../settlement/relayer.ts';
 import type { DayWindow } from './day.ts';
-import type { ReconciliationServices, SettlementReads } from './services.ts';
 import { line, type ReconciliationLine } from './lines.ts';
 
 /**
@@ -67,13 +67,10 @@ export interface ChainSide {
 }
 
 /**
- * Given what the settlement side is given (SettlementReads): the treasury check it reuses
- * (checkSettlementInvariants) and the chain session it reads through are that side's.
+ * Given a ToolEnvironment, what the settlement side's treasury check (checkSettlementInvariants)
+ * and chain session, which it reads through, are given.
  */
-export async function reconcileChain(
-  services: Pick<ReconciliationServices, 'db' | 'chain'> & SettlementReads,
-  window: DayWindow,
-): Promise<ChainSide> {
+export async function reconcileChain(services: ToolEnvironment, window: DayWindow): Promise<ChainSide> {
   const transfers = await listTransfersConfirmedIn(services.db, window);
   const settlements = totalsOf(transfers);
   const owed = await owedByMode(services.db);
@@ -196,7 +193,7 @@ function about(t: ConfirmedTransfer) {
  * balance and the batches paid but not booked, and names any place ledger and chain disagree.
  */
 async function treasuryCover(
-  services: Pick<ReconciliationServices, 'db' | 'chain'> & SettlementReads,
+  services: ToolEnvironment,
   conn: ChainConnection,
   session: ChainSession,
   owed: { live: OwedByMode; test: OwedByMode },
@@ -240,10 +237,7 @@ async function treasuryCover(
  * a batch settling between two reads can make them disagree for a moment: a disagreement counts
  * only if a second check, a moment later, still finds one.
  */
-async function settledInvariants(
-  services: Pick<ReconciliationServices, 'db' | 'chain'> & SettlementReads,
-  conn: ChainConnection,
-) {
+async function settledInvariants(services: ToolEnvironment, conn: ChainConnection) {
   const first = await checkSettlementInvariants(services, conn);
   if (first.problems.length === 0) return first;
   await new Promise((resolve) => setTimeout(resolve, RECHECK_AFTER_MS));

@@ -9,10 +9,11 @@ import { listPaymentsBookedToCollection, type PaymentBookedToCollection } from '
 import { listPaymentsWithConfirmedAuthorization } from '../db/repositories/x402-authorizations.ts';
 import type { ProviderRail } from '../db/tables/rails.ts';
 import { USDC_RAIL } from '../db/tables/x402.ts';
+import type { RailServices } from '../payments/deps.ts';
 import { PROVIDER_RAILS } from '../payments/rails/attempts.ts';
 import { collectionById, creditsWithoutOperatorCollection } from '../payments/rails/collections.ts';
 import { type ProviderCollectedPayment, RailUnavailableError } from '../payments/rails/rail.ts';
-import type { ProviderListingReads, ReconciliationServices } from './services.ts';
+import type { ReconciliationServices } from './services.ts';
 import type { DayWindow } from './day.ts';
 import { line, type ReconciliationLine } from './lines.ts';
 
@@ -76,7 +77,7 @@ interface Collection {
 }
 
 export async function reconcileCollections(
-  services: Pick<ReconciliationServices, 'db' | 'secretBox'> & ProviderListingReads,
+  services: Pick<ReconciliationServices, 'db' | 'secretBox'> & RailServices,
   window: DayWindow,
 ): Promise<CollectionsSide> {
   const { db } = services;
@@ -194,7 +195,7 @@ function notBookedBecause(attempt: CollectedAttempt): string | undefined {
 }
 
 async function listingOf(
-  services: Pick<ReconciliationServices, 'db' | 'secretBox'> & ProviderListingReads,
+  services: Pick<ReconciliationServices, 'db' | 'secretBox'> & RailServices,
   collection: Collection,
   window: DayWindow,
 ): Promise<{ rows: ProviderCollectedPayment[] } | { reason: string }> {

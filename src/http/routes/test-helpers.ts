@@ -72,17 +72,10 @@ export const testHelperOperations: ApiOperation[] = [
 ];
 
 /**
- * What the test helpers use: the tools' environment (they run system tools), and what the sandbox
- * rail (payments/sandbox-rail.ts) and the chain session (settlement/chain-session.ts) are given,
- * typed from those functions (today both still take the whole runtime).
- */
-type TestHelperServices = ToolEnvironment & Parameters<typeof paySandbox>[0] & Parameters<typeof openChainSession>[0];
-
-/**
  * Test helpers drive the sandbox rail exactly as a payer on the checkout page does. They exist
  * for test-mode keys only: with a live key they are 404, as if they did not exist.
  */
-export function testHelperRoutes(services: TestHelperServices): FastifyPluginAsync {
+export function testHelperRoutes(services: ToolEnvironment): FastifyPluginAsync {
   return async (app) => {
     app.post<{ Params: { id: string } }>(
       '/v1/test_helpers/payments/:id/pay',
