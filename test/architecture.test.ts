@@ -75,6 +75,15 @@ describe('the architecture', () => {
     expect(importsBetween('src/core', 'src/pipeline')).toEqual([]);
   });
 
+  it('only the composition roots take the whole runtime; workers and hosts are given what they use', () => {
+    // The CLI, the API host's assembly and the workers' start build or hold the runtime and hand
+    // each part its narrow services (docs/architecture.md, "What each part is given").
+    const roots = (importer: string): boolean =>
+      importer.startsWith('src/cli/') || ['src/http/app.ts', 'src/workers.ts', 'src/worker-job.ts'].includes(importer);
+    const importers = importsBetween('src', 'src/runtime.ts').map((edge) => edge.split(' → ')[0] as string);
+    expect(importers.filter((importer) => !roots(importer))).toEqual([]);
+  });
+
   it('policy decides and never runs a tool; tools never reach the runtime or the pipeline', () => {
     expect(importsBetween('src/policy', 'src/pipeline')).toEqual([]);
     expect(importsBetween('tools', 'src/runtime.ts')).toEqual([]);

@@ -14,9 +14,8 @@ import { type AgentRunView, loadRunView, replyToRun, runAgent } from '../agent/r
 import { stringifyJson } from '../core/json-text.ts';
 import { AppError, toAppError } from '../core/errors.ts';
 import { parseInput } from '../core/validation.ts';
-import type { Actor } from '../core/tool.ts';
+import type { Actor, ToolEnvironment } from '../core/tool.ts';
 import type { AuthContext } from '../http/plugins/auth.ts';
-import type { Runtime } from '../runtime.ts';
 import { TOOLS } from '../../tools/registry.ts';
 
 /**
@@ -80,7 +79,7 @@ export interface AgentMcpTool {
 
 /** The agent's MCP tools for a key with the `agent` scope. */
 export function agentMcpTools(
-  runtime: Runtime,
+  runtime: ToolEnvironment,
   server: McpServer,
   model: AgentModel,
   options: { elicitationTimeoutMs: number },

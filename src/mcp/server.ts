@@ -19,12 +19,12 @@ import { presentAction } from '../agent/runtime.ts';
 import { AppError, toAppError } from '../core/errors.ts';
 import { executeTool } from '../pipeline/execute-tool.ts';
 import { IDEMPOTENCY_KEY_PATTERN } from '../core/validation.ts';
-import type { Actor, AnyTool, ToolEffect } from '../core/tool.ts';
+import type { Actor, AnyTool, ToolEffect, ToolEnvironment } from '../core/tool.ts';
+import { listRecentActions } from '../db/repositories/agent-actions.ts';
 import { findPayment, listPayments } from '../db/repositories/payments.ts';
 import type { AuthContext } from '../http/plugins/auth.ts';
 import { presentPayment } from '../domain/present-payment.ts';
 import type { ConfirmationRequired } from '../policy/confirmations.ts';
-import type { Runtime } from '../runtime.ts';
 import { TOOLS } from '../../tools/registry.ts';
 import type { AgentModel } from '../agent/model.ts';
 import { agentModelFor } from '../agent/select-model.ts';
@@ -180,7 +180,7 @@ export function toAuthInfo(auth: AuthContext): AuthInfo {
  * freshly checked key reaches the handlers as `extra.authInfo`; a session is bound to one key
  * (mcp/http.ts), so the two always name the same key.
  */
-export function buildMcpServer(runtime: Runtime, auth: AuthContext, options: McpServerOptions = {}): McpServer {
+export function buildMcpServer(runtime: ToolEnvironment, auth: AuthContext, options: McpServerOptions = {}): McpServer {
   const elicitationTimeoutMs = options.elicitationTimeoutMs ?? DEFAULT_ELICITATION_TIMEOUT_MS;
   const server = new McpServer(
     { name: MCP_SERVER_NAME, title: 'plainpay', version: MCP_SERVER_VERSION },
@@ -316,7 +316,7 @@ function heldResult(held: ConfirmationRequired, told: ElicitationOutcome): CallT
   };
 }
 
-function registerPaymentResource(server: McpServer, runtime: Runtime, auth: AuthContext): void {
+function registerPaymentResource(server: McpServer, runtime: ToolEnvironment, auth: AuthContext): void {
   server.registerResource(
     'payment',
     new ResourceTemplate('payment://{id}', {
@@ -362,7 +362,7 @@ function registerPaymentResource(server: McpServer, runtime: Runtime, auth: Auth
   );
 }
 
-function registerActionsResource(server: McpServer, runtime: Runtime, auth: AuthContext): void {
+function registerActionsResource(server: McpServer, runtime: ToolEnvironment, auth: AuthContext): void {
   server.registerResource(
     'recent-agent-actions',
     RECENT_ACTIONS_URI,
@@ -373,15 +373,7 @@ function registerActionsResource(server: McpServer, runtime: Runtime, auth: Auth
     },
     async (uri, extra) => {
       const caller = authOf(extra, auth);
-      const rows = await runtime.db
-        .selectFrom('agent_actions')
-        .selectAll()
-        .where('account_id', '=', caller.accountId)
-        .where('livemode', '=', caller.livemode)
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(RECENT_ACTIONS_LIMIT)
-        .execute();
+      const rows = await listRecentActions(runtime.db, caller, RECENT_ACTIONS_LIMIT);
       const data = rows.map((row) => ({ ...presentAction(row), run_id: row.run_id, channel: row.channel }));
       return {
         contents: [{ uri: uri.href, mimeType: 'application/json', text: stringifyJson({ object: 'list', data }) }],

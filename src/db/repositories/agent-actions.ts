@@ -126,3 +126,16 @@ export function listExecutedRunResults(db: Db, runId: string): Promise<Pick<Agen
     .orderBy('id')
     .execute();
 }
+
+/** An account's most recent actions in one mode, newest first (every channel): the MCP resource's read. */
+export function listRecentActions(db: Db, scope: ModeScope, limit: number): Promise<AgentActionRow[]> {
+  return db
+    .selectFrom('agent_actions')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
