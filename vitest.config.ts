@@ -127,26 +127,30 @@ const sharedWorker = {
 const PROJECT_ORDER = ['browser', 'processes', 'integration', 'unit'];
 
 /**
- * The files that take longest (seconds on a quiet 2-core machine, `npx vitest run --reporter=json`),
- * queued first within their project. vitest orders by the durations it cached from the last run,
- * and a clean clone (CI) has none: it then keeps glob order, which started the 55 s REST fuzz half
- * way through and the 30 s settlement fault run at the very end, where each ran on alone.
+ * The files that take longest (seconds with four workers on a quiet 2-core machine, from
+ * `npx vitest run --reporter=json`), queued first within their project. vitest orders by the
+ * durations it cached from the last run, and a clean clone (CI) has none: it then keeps glob order,
+ * which started the REST fuzz, the longest file by far, half way through the integration files and
+ * the settlement fault run at the very end, where each ran on alone. Queued first across projects
+ * instead, the REST fuzz ran beside chromium and the child processes and took longer still
+ * (120 s against 97 s; 239 s for the whole run against 215 s).
  */
 const LONGEST_FIRST = [
-  'test/browser/checkout-outcomes.test.ts', // 18
-  'test/browser/checkout-rails.test.ts', // 11
-  'test/browser/dashboard.test.ts', // 8
-  'test/cli.conventions.test.ts', // 16
-  'test/mcp.inspector.test.ts', // 11
-  'test/cli.test.ts', // 9
-  'test/audit.finance.test.ts', // 8
-  'test/fuzz.api.test.ts', // 55
-  'test/settlement.faults.test.ts', // 30, mostly waiting on blocks and the fault proxy's delays
-  'test/fuzz.hosts.test.ts', // 12
-  'src/db/database-image.test.ts', // 9
-  'test/agent.conversation.test.ts', // 7
-  'test/collection.test.ts', // 5
-  'evals/planner.test.ts', // 3, the longest unit file
+  'test/browser/checkout-outcomes.test.ts', // 21
+  'test/browser/checkout-rails.test.ts', // 16
+  'test/browser/dashboard.test.ts', // 13
+  'test/cli.conventions.test.ts', // 28
+  'test/cli.test.ts', // 16
+  'test/audit.finance.test.ts', // 11
+  'test/audit.test.ts', // 11
+  'test/mcp.inspector.test.ts', // 9
+  'test/fuzz.api.test.ts', // 97
+  'test/settlement.faults.test.ts', // 42, mostly waiting on blocks and the fault proxy's delays
+  'test/fuzz.hosts.test.ts', // 17
+  'src/db/database-image.test.ts', // 16
+  'test/money.property.test.ts', // 9
+  'test/agent.conversation.test.ts', // 8
+  'evals/planner.test.ts', // 5, the longest unit file
 ];
 
 class ProjectsInOrder extends BaseSequencer {
@@ -164,9 +168,11 @@ class ProjectsInOrder extends BaseSequencer {
 
 export default defineConfig({
   test: {
-    // The machine has 2 cores (STACK.md): more workers only add PGlite start-up cost. All four
-    // projects share these two workers.
-    maxWorkers: 2,
+    // Four, on a 2-core machine (STACK.md): much of a test file's time is waiting (on a child
+    // process, chromium, a block, a fault proxy's delay), and two workers left a quarter of the
+    // cores idle. Measured on a quiet machine, `npm test` from a clean clone: 280 s with two
+    // workers, 243 s with three, 215 s with four. All four projects share these workers.
+    maxWorkers: 4,
     sequence: { sequencer: ProjectsInOrder },
     projects: [
       {
