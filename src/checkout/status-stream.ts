@@ -137,16 +137,8 @@ export function statusStreams(
   };
 
   const open = (paymentId: string, first: CheckoutStatusBody): Readable => {
-    const out = new PassThrough();
-    const watcher: Watcher = {
-      paymentId,
-      out,
-      sent: '',
-      heartbeat: setInterval(() => {
-        if (!out.writableEnded) out.write(':\n\n');
-      }, limits.heartbeatMs),
-      lifetime: setTimeout(() => out.end(), limits.lifetimeMs),
-    };
+    const watcher = newWatcher(paymentId, limits);
+    const { out } = watcher;
     let watchers = byPayment.get(paymentId);
     if (!watchers) {
       watchers = new Set();
@@ -174,17 +166,9 @@ export function statusStreams(
     reserve() {
       if (closed || reserved >= limits.maxStreams) return undefined;
       reserved += 1;
-      let used = false;
-      return {
-        open(paymentId, first) {
-          used = true;
-          return open(paymentId, first);
-        },
-        release() {
-          if (!used) reserved -= 1;
-          used = true;
-        },
-      };
+      return reservation(open, () => {
+        reserved -= 1;
+      });
     },
     listening,
     get size() {
@@ -197,6 +181,38 @@ export function statusStreams(
       for (const set of byPayment.values()) for (const watcher of set) watcher.out.end();
       const stop = await unlisten?.catch(() => undefined);
       await stop?.();
+    },
+  };
+}
+
+/** A stream's watcher: its heartbeat comment and its lifetime cap start now. */
+function newWatcher(paymentId: string, limits: StatusStreamLimits): Watcher {
+  const out = new PassThrough();
+  return {
+    paymentId,
+    out,
+    sent: '',
+    heartbeat: setInterval(() => {
+      if (!out.writableEnded) out.write(':\n\n');
+    }, limits.heartbeatMs),
+    lifetime: setTimeout(() => out.end(), limits.lifetimeMs),
+  };
+}
+
+/** A place taken for one stream: opened once, or given back once if it is not used. */
+function reservation(
+  open: (paymentId: string, first: CheckoutStatusBody) => Readable,
+  giveBack: () => void,
+): { open(paymentId: string, first: CheckoutStatusBody): Readable; release(): void } {
+  let used = false;
+  return {
+    open(paymentId, first) {
+      used = true;
+      return open(paymentId, first);
+    },
+    release() {
+      if (!used) giveBack();
+      used = true;
     },
   };
 }

@@ -111,6 +111,7 @@ export async function startStdioBridge(options: StdioBridgeOptions): Promise<Std
     }
   };
 
+  const refuse = refusal(stdio, options.url, log);
   const forward = async (message: JSONRPCMessage): Promise<void> => {
     if (reconnecting) await reconnecting.catch(() => undefined);
     const opening = isInitializeRequest(message) && isJSONRPCRequest(message);
@@ -132,21 +133,6 @@ export async function startStdioBridge(options: StdioBridgeOptions): Promise<Std
       }
       return refuse(message, error);
     }
-  };
-
-  /** A request the server could not take gets a JSON-RPC error, so the client is not left waiting. */
-  const refuse = async (message: JSONRPCMessage, error: unknown): Promise<void> => {
-    const detail =
-      error instanceof StreamableHTTPError
-        ? describe(error)
-        : `could not reach ${options.url.href}: ${describe(error)}`;
-    log(`plainpay mcp: ${detail}`);
-    if (!isJSONRPCRequest(message)) return;
-    await stdio.send({
-      jsonrpc: '2.0',
-      id: message.id,
-      error: { code: UPSTREAM_ERROR, message: `plainpay: ${detail}` },
-    });
   };
 
   const close = async (): Promise<void> => {
@@ -177,6 +163,25 @@ export async function startStdioBridge(options: StdioBridgeOptions): Promise<Std
   stdin.on('end', onEnd);
   await stdio.start();
   return { closed, close };
+}
+
+/** A request the server could not take gets a JSON-RPC error, so the client is not left waiting. */
+function refusal(
+  stdio: StdioServerTransport,
+  url: URL,
+  log: (line: string) => void,
+): (message: JSONRPCMessage, error: unknown) => Promise<void> {
+  return async (message, error) => {
+    const detail =
+      error instanceof StreamableHTTPError ? describe(error) : `could not reach ${url.href}: ${describe(error)}`;
+    log(`plainpay mcp: ${detail}`);
+    if (!isJSONRPCRequest(message)) return;
+    await stdio.send({
+      jsonrpc: '2.0',
+      id: message.id,
+      error: { code: UPSTREAM_ERROR, message: `plainpay: ${detail}` },
+    });
+  };
 }
 
 /**

@@ -36,7 +36,7 @@ export async function processRailRefunds(
     if (stopping()) break;
     try {
       // Taken one at a time, from the row as it is now: a batch takes a while, and a refund is
-      // worked on from what the database says, never from a copy read before (lease.ts).
+      // worked on from what the database says, never from a copy read before (db/repositories/rail-leases.ts).
       const refund = await takeLease(deps.db, 'refunds', read, deps.clock.now());
       if (refund?.status === 'pending') await advanceRefund(deps, refund);
     } catch (error) {
