@@ -697,7 +697,7 @@ describe('refunds go back through the rail the payer paid on', () => {
     const row = await refundRow(rf);
     const attempt = (await attemptsOf(row.payment_id)).find((a) => a.outcome === 'succeeded')!;
     const id = await paystackRail.refund!({
-      runtime: w.runtime,
+      services: w.runtime,
       credentials: { secret_key: PAYSTACK_TEST_KEY },
       attempt,
       amountMinor: row.amount_minor,

@@ -205,7 +205,7 @@ async function listingOf(
   if (!opened) throw new Error(`collection account ${collection.id} vanished`);
   try {
     const rows = await adapter.listCollected({
-      runtime: services,
+      services,
       credentials: opened.credentials,
       from: new Date(window.from.getTime() - LISTING_MARGIN_MS),
       to: new Date(window.to.getTime() + LISTING_MARGIN_MS),

@@ -115,7 +115,7 @@ describe("the M-Pesa adapter reads Daraja's published Pull Transactions answer",
     try {
       const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const rows = await mpesaRail.listCollected!({
-        runtime: runtimeFor(baseUrl, new Date('2020-08-06T00:00:00Z')),
+        services: runtimeFor(baseUrl, new Date('2020-08-06T00:00:00Z')),
         credentials: CREDENTIALS,
         from: new Date('2020-08-05T00:00:00Z'),
         to: new Date('2020-08-06T00:00:00Z'),
@@ -151,7 +151,7 @@ describe("the M-Pesa adapter reads Daraja's published Pull Transactions answer",
   it('refuses a window older than the 48 hours Daraja keeps, rather than read its silence as nothing collected', async () => {
     await expect(
       mpesaRail.listCollected!({
-        runtime: runtimeFor('http://127.0.0.1:9', new Date('2020-08-08T00:00:01Z')),
+        services: runtimeFor('http://127.0.0.1:9', new Date('2020-08-08T00:00:01Z')),
         credentials: CREDENTIALS,
         from: new Date('2020-08-05T00:00:00Z'),
         to: new Date('2020-08-06T00:00:00Z'),
@@ -215,7 +215,7 @@ describe('fake Daraja: Pull Transactions', () => {
       const receipt = await paidPush(fake, bearer, 250, '254708374151');
       const now = Date.now();
       const rows = await mpesaRail.listCollected!({
-        runtime: runtimeFor(fake.baseUrl),
+        services: runtimeFor(fake.baseUrl),
         credentials: CREDENTIALS,
         from: new Date(now - 3600_000),
         to: new Date(now + 60_000),
@@ -228,7 +228,7 @@ describe('fake Daraja: Pull Transactions', () => {
     await withFake(async (fake) => {
       const now = Date.now();
       const listing = mpesaRail.listCollected!({
-        runtime: runtimeFor(fake.baseUrl),
+        services: runtimeFor(fake.baseUrl),
         credentials: CREDENTIALS,
         from: new Date(now - 3600_000),
         to: new Date(now),

@@ -66,7 +66,7 @@ describe("the Paystack adapter reads Paystack's published List Transactions samp
     try {
       const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const rows = await paystackRail.listCollected!({
-        runtime: runtimeFor(baseUrl),
+        services: runtimeFor(baseUrl),
         credentials: { secret_key: KEY },
         from: new Date('2024-08-22T00:00:00Z'),
         to: new Date('2024-08-23T00:00:00Z'),
@@ -102,7 +102,7 @@ describe("the Paystack adapter reads Paystack's published List Transactions samp
       const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       await expect(
         paystackRail.listCollected!({
-          runtime: runtimeFor(baseUrl),
+          services: runtimeFor(baseUrl),
           credentials: { secret_key: KEY },
           from: new Date('2024-08-22T00:00:00Z'),
           to: new Date('2024-08-23T00:00:00Z'),
@@ -181,7 +181,7 @@ describe('fake Paystack: List Transactions', () => {
       await mine(9999, 'failed');
       const now = Date.now();
       const rows = await paystackRail.listCollected!({
-        runtime: runtimeFor(many.baseUrl),
+        services: runtimeFor(many.baseUrl),
         credentials: { secret_key: key },
         from: new Date(now - 3600_000),
         to: new Date(now + 3600_000),

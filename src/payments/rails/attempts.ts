@@ -113,7 +113,7 @@ export async function beginAttempt(
   let result: Awaited<ReturnType<typeof adapter.start>>;
   try {
     result = await adapter.start({
-      runtime: deps,
+      services: deps,
       credentials,
       attempt,
       payment,
@@ -270,7 +270,7 @@ export async function checkAttempt(
   await markAttemptChecked(deps.db, attempt.id, now());
   let verdict: ProviderVerdict;
   try {
-    verdict = await adapter.verify({ runtime: deps, credentials: collection.credentials, attempt });
+    verdict = await adapter.verify({ services: deps, credentials: collection.credentials, attempt });
   } catch (error) {
     if (!(error instanceof RailUnavailableError)) throw error;
     deps.logger.warn({ attemptId: attempt.id, rail, err: error.message }, 'provider verification failed; will retry');

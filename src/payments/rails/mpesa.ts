@@ -141,13 +141,13 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
     return MERCHANT_NOT_SET_UP;
   },
 
-  async start({ runtime, credentials, attempt, payment, payer, callbackUrl }) {
+  async start({ services, credentials, attempt, payment, payer, callbackUrl }) {
     // The guard next to the side effect: a push whose callback Daraja would refuse or never deliver
     // (a live payment's result sent over plain http, say) is not sent.
     const problem = callbackUrlProblem(callbackUrl, credentials.environment);
     if (problem) {
       alertOperator(
-        runtime,
+        services,
         'mpesa',
         {
           reason: 'configuration',
@@ -162,9 +162,9 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
         true,
       );
     }
-    const timestamp = darajaTimestamp(runtime.clock.now());
+    const timestamp = darajaTimestamp(services.clock.now());
     const { status, body } = await authorizedCall(
-      runtime,
+      services,
       credentials,
       'stk_push',
       '/mpesa/stkpush/v1/processrequest',
@@ -195,7 +195,7 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
     }
     if (refusal === 'configuration') {
       alertOperator(
-        runtime,
+        services,
         'mpesa',
         {
           reason: 'configuration',
@@ -207,11 +207,11 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
     throw new RailUnavailableError('mpesa', `${PUSH_REFUSED}${messageOf(body, status)}`, status, true);
   },
 
-  async verify({ runtime, credentials, attempt }) {
+  async verify({ services, credentials, attempt }) {
     // The push's answer was lost: only its callback can name it; until then (and the give-up) it is open.
     if (!attempt.provider_reference) return { outcome: 'pending', detail: 'M-Pesa: the push was not acknowledged yet' };
-    const timestamp = darajaTimestamp(runtime.clock.now());
-    const { status, body } = await authorizedCall(runtime, credentials, 'stk_query', '/mpesa/stkpushquery/v1/query', {
+    const timestamp = darajaTimestamp(services.clock.now());
+    const { status, body } = await authorizedCall(services, credentials, 'stk_query', '/mpesa/stkpushquery/v1/query', {
       BusinessShortCode: credentials.shortcode,
       Password: stkPassword(credentials.shortcode, credentials.passkey, timestamp),
       Timestamp: timestamp,
@@ -229,7 +229,7 @@ export const mpesaRail: ProviderRailAdapter<'mpesa', MpesaPayer> = {
       throw new RailUnavailableError('mpesa', 'M-Pesa answered the query about another request');
     }
     return verdictOf(
-      runtime,
+      services,
       String(body.ResultCode),
       String(body.ResultDesc ?? ''),
       attempt.provider_reference,
@@ -367,7 +367,7 @@ function declined(payer: string, operator?: ProviderVerdict['operatorAlert']): R
  * repeat; the callback's Amount is checked against it too.
  */
 function verdictOf(
-  runtime: RailServices,
+  services: RailServices,
   resultCode: string,
   resultDesc: string,
   reference: string,
@@ -383,7 +383,7 @@ function verdictOf(
   }
   const rule = RESULT_CODES[resultCode];
   if (!rule) {
-    runtime.logger.warn(
+    services.logger.warn(
       { resultCode, resultDesc },
       'M-Pesa answered a result code plainpay does not know: read as a decline',
     );
@@ -418,8 +418,8 @@ export function stkPassword(shortcode: string, passkey: string, timestamp: strin
   return Buffer.from(`${shortcode}${passkey}${timestamp}`).toString('base64');
 }
 
-function baseUrl(runtime: RailServices, credentials: MpesaCredentials): string {
-  return runtime.config.rails.mpesaBaseUrls[credentials.environment];
+function baseUrl(services: RailServices, credentials: MpesaCredentials): string {
+  return services.config.rails.mpesaBaseUrls[credentials.environment];
 }
 
 /**
@@ -437,7 +437,7 @@ const TOKEN_REFUSALS = new Set(['404.001.03', '401.002.01', '400.003.01']);
  * a push. A second refusal is Daraja's answer (the push was not made).
  */
 async function authorizedCall(
-  runtime: RailServices,
+  services: RailServices,
   credentials: MpesaCredentials,
   operation: ProviderOperation<'mpesa'>,
   path: string,
@@ -446,7 +446,7 @@ async function authorizedCall(
   for (let attempt = 0; ; attempt++) {
     let token: string;
     try {
-      token = await accessToken(runtime, credentials);
+      token = await accessToken(services, credentials);
     } catch (error) {
       // Before the call: without a token nothing was sent.
       const cause = error as Error;
@@ -460,12 +460,12 @@ async function authorizedCall(
     const answer = await providerCall(
       'mpesa',
       operation,
-      `${baseUrl(runtime, credentials)}${path}`,
+      `${baseUrl(services, credentials)}${path}`,
       { method: 'POST', headers: { authorization: `Bearer ${token}` }, body },
-      runtime.config.rails.timeoutMs,
+      services.config.rails.timeoutMs,
     );
     if (attempt > 0 || !TOKEN_REFUSALS.has(String(answer.body?.errorCode))) return answer;
-    forgetToken(runtime, credentials, token);
+    forgetToken(services, credentials, token);
   }
 }
 
@@ -484,33 +484,33 @@ interface CachedToken {
  */
 const tokenCaches = new WeakMap<RailServices, Map<string, CachedToken>>();
 
-function tokensOf(runtime: RailServices): Map<string, CachedToken> {
-  let cache = tokenCaches.get(runtime);
+function tokensOf(services: RailServices): Map<string, CachedToken> {
+  let cache = tokenCaches.get(services);
   if (!cache) {
     cache = new Map();
-    tokenCaches.set(runtime, cache);
+    tokenCaches.set(services, cache);
   }
   return cache;
 }
 
-function tokenKey(runtime: RailServices, credentials: MpesaCredentials): string {
-  return `${baseUrl(runtime, credentials)}|${credentials.consumer_key}|${credentials.consumer_secret}`;
+function tokenKey(services: RailServices, credentials: MpesaCredentials): string {
+  return `${baseUrl(services, credentials)}|${credentials.consumer_key}|${credentials.consumer_secret}`;
 }
 
 /** Drops the token Daraja refused, unless a call beside this one has already replaced it. */
-function forgetToken(runtime: RailServices, credentials: MpesaCredentials, refused: string): void {
-  const cache = tokensOf(runtime);
-  const key = tokenKey(runtime, credentials);
+function forgetToken(services: RailServices, credentials: MpesaCredentials, refused: string): void {
+  const cache = tokensOf(services);
+  const key = tokenKey(services, credentials);
   if (cache.get(key)?.value === refused) cache.delete(key);
 }
 
-function accessToken(runtime: RailServices, credentials: MpesaCredentials): Promise<string> {
-  const cache = tokensOf(runtime);
-  const key = tokenKey(runtime, credentials);
+function accessToken(services: RailServices, credentials: MpesaCredentials): Promise<string> {
+  const cache = tokensOf(services);
+  const key = tokenKey(services, credentials);
   const cached = cache.get(key);
   if (cached && cached.until > Date.now()) return cached.token;
   const entry: CachedToken = {
-    token: fetchToken(runtime, credentials).then(
+    token: fetchToken(services, credentials).then(
       ({ token, lifetimeMs }) => {
         entry.value = token;
         entry.until = Date.now() + lifetimeMs - 60_000;
@@ -530,23 +530,23 @@ function accessToken(runtime: RailServices, credentials: MpesaCredentials): Prom
 
 /** A new token, and how long it lives: expires_in ("3599", a string, live), else the documented hour. */
 async function fetchToken(
-  runtime: RailServices,
+  services: RailServices,
   credentials: MpesaCredentials,
 ): Promise<{ token: string; lifetimeMs: number }> {
   const basic = Buffer.from(`${credentials.consumer_key}:${credentials.consumer_secret}`).toString('base64');
   const { status, body } = await providerCall(
     'mpesa',
     'oauth_token',
-    `${baseUrl(runtime, credentials)}/oauth/v1/generate?grant_type=client_credentials`,
+    `${baseUrl(services, credentials)}/oauth/v1/generate?grant_type=client_credentials`,
     { method: 'GET', headers: { authorization: `Basic ${basic}` } },
-    runtime.config.rails.timeoutMs,
+    services.config.rails.timeoutMs,
   );
   if (status !== 200 || typeof body?.access_token !== 'string') {
     const message = `M-Pesa refused the app's credentials: ${messageOf(body, status)}`;
     // Daraja's own "no" to the consumer key and secret: nothing works until the operator fixes them.
     if (status >= 400 && status < 500) {
       alertOperator(
-        runtime,
+        services,
         'mpesa',
         { reason: 'configuration', message: `${message}; check the collection account` },
         {},
@@ -608,8 +608,8 @@ const PULL_RETENTION_MS = 48 * 3600_000;
 /** A listing longer than this many pages is taken for paging that does not end. */
 const PULL_MAX_PAGES = 1000;
 
-mpesaRail.listCollected = async ({ runtime, credentials, from, to }) => {
-  const oldest = runtime.clock.now().getTime() - PULL_RETENTION_MS;
+mpesaRail.listCollected = async ({ services, credentials, from, to }) => {
+  const oldest = services.clock.now().getTime() - PULL_RETENTION_MS;
   if (from.getTime() < oldest) {
     // Daraja would answer "no transactions" for it, which reads as if nothing was collected.
     throw new RailUnavailableError(
@@ -621,7 +621,7 @@ mpesaRail.listCollected = async ({ runtime, credentials, from, to }) => {
   let offset = 0;
   for (let page = 0; page < PULL_MAX_PAGES; page++) {
     const { status, body } = await authorizedCall(
-      runtime,
+      services,
       credentials,
       'pull_transactions',
       '/pulltransactions/v1/query',

@@ -59,7 +59,7 @@ describe('Paystack payer email and reference', () => {
 /** Asks the adapter, against a server that answers one of Paystack's published samples. */
 async function answeredBy<T>(
   fixture: string,
-  ask: (runtime: RailServices, attempt: PaymentAttemptRow) => Promise<T>,
+  ask: (services: RailServices, attempt: PaymentAttemptRow) => Promise<T>,
 ): Promise<T> {
   const published = paystackFixture(fixture);
   const server = createServer((_req, res) => {
@@ -67,12 +67,12 @@ async function answeredBy<T>(
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
-    const runtime = {
+    const services = {
       config: {
         rails: { paystackBaseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs: 2000 },
       },
     } as unknown as RailServices;
-    return await ask(runtime, { provider_reference: 're4lyvq3s3' } as PaymentAttemptRow);
+    return await ask(services, { provider_reference: 're4lyvq3s3' } as PaymentAttemptRow);
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
@@ -80,8 +80,8 @@ async function answeredBy<T>(
 
 describe("Paystack's amounts: what was asked, and the payer's fee", () => {
   it("reads Paystack's published verify sample with customer-borne fees as 30050 asked and a 10283 fee", async () => {
-    const verdict = await answeredBy('verify.success_customer_bears_fees.200', (runtime, attempt) =>
-      paystackRail.verify({ runtime, credentials: { secret_key: KEY }, attempt }),
+    const verdict = await answeredBy('verify.success_customer_bears_fees.200', (services, attempt) =>
+      paystackRail.verify({ services, credentials: { secret_key: KEY }, attempt }),
     );
     expect(verdict).toMatchObject({
       outcome: 'succeeded',
@@ -108,10 +108,10 @@ describe("Paystack's amounts: what was asked, and the payer's fee", () => {
 
 describe("Paystack's refusal of a currency the integration has not enabled", () => {
   it('reads its published answer as a currency refusal, not as Paystack being unavailable', async () => {
-    const error = await answeredBy('currency_not_supported.400', (runtime, attempt) =>
+    const error = await answeredBy('currency_not_supported.400', (services, attempt) =>
       paystackRail
         .start({
-          runtime,
+          services,
           credentials: { secret_key: KEY },
           attempt,
           payment: { currency: 'GHS', account_id: 'acct_1' } as PaymentRow,
@@ -130,16 +130,16 @@ describe('verify of a reference Paystack does not know', () => {
   it.each(['verify.not_found.404_spec', 'verify.not_found.400_live'])(
     'reads %s as never initialized: abandoned, so nothing was paid on it',
     async (fixture) => {
-      const verdict = await answeredBy(fixture, (runtime, attempt) =>
-        paystackRail.verify({ runtime, credentials: { secret_key: KEY }, attempt }),
+      const verdict = await answeredBy(fixture, (services, attempt) =>
+        paystackRail.verify({ services, credentials: { secret_key: KEY }, attempt }),
       );
       expect(verdict).toMatchObject({ outcome: 'abandoned', detail: expect.stringContaining('does not know') });
     },
   );
 
   it('reads any other refusal as Paystack not answering: unknown, never "not paid"', async () => {
-    const error = await answeredBy('currency_not_supported.400', (runtime, attempt) =>
-      paystackRail.verify({ runtime, credentials: { secret_key: KEY }, attempt }).catch((e: unknown) => e),
+    const error = await answeredBy('currency_not_supported.400', (services, attempt) =>
+      paystackRail.verify({ services, credentials: { secret_key: KEY }, attempt }).catch((e: unknown) => e),
     );
     expect(error).toBeInstanceOf(RailUnavailableError);
   });

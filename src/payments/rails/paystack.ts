@@ -58,12 +58,12 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     return `${local.slice(0, 1)}***@${domain}`.slice(0, 100);
   },
 
-  async start({ runtime, credentials, attempt, payment, payer, returnUrl }) {
+  async start({ services, credentials, attempt, payment, payer, returnUrl }) {
     const reference = requireReference(attempt.provider_reference);
     const { status, body } = await providerCall(
       'paystack',
       'initialize_transaction',
-      `${runtime.config.rails.paystackBaseUrl}/transaction/initialize`,
+      `${services.config.rails.paystackBaseUrl}/transaction/initialize`,
       {
         method: 'POST',
         headers: { authorization: `Bearer ${credentials.secret_key}` },
@@ -83,7 +83,7 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
           },
         },
       },
-      runtime.config.rails.timeoutMs,
+      services.config.rails.timeoutMs,
     );
     const data = body?.data as { authorization_url?: unknown } | undefined;
     if (status !== 200 || body?.status !== true || typeof data?.authorization_url !== 'string') {
@@ -115,14 +115,14 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     return { providerReference: reference, payerUrl: data.authorization_url };
   },
 
-  async verify({ runtime, credentials, attempt }) {
+  async verify({ services, credentials, attempt }) {
     const reference = requireReference(attempt.provider_reference);
     const { status, body } = await providerCall(
       'paystack',
       'verify_transaction',
-      `${runtime.config.rails.paystackBaseUrl}/transaction/verify/${encodeURIComponent(reference)}`,
+      `${services.config.rails.paystackBaseUrl}/transaction/verify/${encodeURIComponent(reference)}`,
       { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
-      runtime.config.rails.timeoutMs,
+      services.config.rails.timeoutMs,
     );
     // Never initialized (plainpay stopped between recording the attempt and initializing it):
     // nothing can have been paid on it. Paystack's spec says 404 ("Entity not found"); the live API
@@ -139,11 +139,11 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     return verdictOf(body.data as Record<string, unknown>);
   },
 
-  async refund({ runtime, credentials, attempt, amountMinor, note }) {
+  async refund({ services, credentials, attempt, amountMinor, note }) {
     const { status, body } = await providerCall(
       'paystack',
       'create_refund',
-      `${runtime.config.rails.paystackBaseUrl}/refund`,
+      `${services.config.rails.paystackBaseUrl}/refund`,
       {
         method: 'POST',
         headers: { authorization: `Bearer ${credentials.secret_key}` },
@@ -153,7 +153,7 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
           merchant_note: note,
         },
       },
-      runtime.config.rails.timeoutMs,
+      services.config.rails.timeoutMs,
     );
     const data = body?.data as { id?: unknown } | undefined;
     if (status !== 200 || body?.status !== true || data?.id === undefined) {
@@ -175,17 +175,17 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
    * just before plainpay's first send until now is read, page by page, and plainpay's is the one
    * with its note on this attempt's transaction.
    */
-  async findRefund({ runtime, credentials, attempt, note, since }) {
+  async findRefund({ services, credentials, attempt, note, since }) {
     const window = (at: number) => encodeURIComponent(new Date(at).toISOString());
     const from = window(since.getTime() - CLOCK_SKEW_MS);
-    const to = window(runtime.clock.now().getTime() + CLOCK_SKEW_MS);
+    const to = window(services.clock.now().getTime() + CLOCK_SKEW_MS);
     for (let page = 1; page <= REFUND_PAGES; page += 1) {
       const { status, body } = await providerCall(
         'paystack',
         'list_refunds',
-        `${runtime.config.rails.paystackBaseUrl}/refund?perPage=${REFUND_PAGE_SIZE}&page=${page}&from=${from}&to=${to}`,
+        `${services.config.rails.paystackBaseUrl}/refund?perPage=${REFUND_PAGE_SIZE}&page=${page}&from=${from}&to=${to}`,
         { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
-        runtime.config.rails.timeoutMs,
+        services.config.rails.timeoutMs,
       );
       if (status !== 200 || body?.status !== true || !Array.isArray(body.data)) {
         throw new RailUnavailableError('paystack', `Paystack did not list refunds: ${messageOf(body, status)}`, status);
@@ -203,13 +203,13 @@ export const paystackRail: ProviderRailAdapter<'paystack', PaystackPayer> = {
     );
   },
 
-  async refundStatus({ runtime, credentials, refundId }) {
+  async refundStatus({ services, credentials, refundId }) {
     const { status, body } = await providerCall(
       'paystack',
       'fetch_refund',
-      `${runtime.config.rails.paystackBaseUrl}/refund/${encodeURIComponent(refundId)}`,
+      `${services.config.rails.paystackBaseUrl}/refund/${encodeURIComponent(refundId)}`,
       { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
-      runtime.config.rails.timeoutMs,
+      services.config.rails.timeoutMs,
     );
     const data = body?.data as { status?: unknown } | undefined;
     if (status !== 200 || body?.status !== true || typeof data?.status !== 'string') {
@@ -347,7 +347,7 @@ const LISTING_MAX_PAGES = 1000;
  */
 const COLLECTED_STATUSES = new Set(['success', 'reversed']);
 
-paystackRail.listCollected = async ({ runtime, credentials, from, to }) => {
+paystackRail.listCollected = async ({ services, credentials, from, to }) => {
   const collected: ProviderCollectedPayment[] = [];
   const since = new Date(from.getTime() - LISTING_LOOKBACK_MS);
   for (let page = 1; page <= LISTING_MAX_PAGES; page++) {
@@ -360,9 +360,9 @@ paystackRail.listCollected = async ({ runtime, credentials, from, to }) => {
     const { status, body } = await providerCall(
       'paystack',
       'list_transactions',
-      `${runtime.config.rails.paystackBaseUrl}/transaction?${query}`,
+      `${services.config.rails.paystackBaseUrl}/transaction?${query}`,
       { method: 'GET', headers: { authorization: `Bearer ${credentials.secret_key}` } },
-      runtime.config.rails.timeoutMs,
+      services.config.rails.timeoutMs,
     );
     if (status !== 200 || body?.status !== true || !Array.isArray(body.data)) {
       throw new RailUnavailableError(

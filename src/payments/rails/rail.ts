@@ -81,17 +81,14 @@ export interface ProviderRefundState {
 }
 
 export interface ProviderArgs<R extends ProviderRail> {
-  /**
-   * The caller's rail services (a runtime, as the composition roots hand it in). Still named
-   * `runtime`: the daily reconciliation's listing call (src/reconciliation/collections.ts) names it so.
-   */
-  runtime: RailServices;
+  /** The caller's rail services (the runtime, as the composition roots hand it in). */
+  services: RailServices;
   credentials: RailCredentials[R];
   attempt: PaymentAttemptRow;
 }
 
 export interface CollectionListingArgs<R extends ProviderRail> {
-  runtime: RailServices;
+  services: RailServices;
   credentials: RailCredentials[R];
   from: Date;
   to: Date;

@@ -185,13 +185,13 @@ async function refundLateSuccesses(deps: PaymentRailDeps, stopping: () => boolea
       // A send whose answer was lost is found by its note before anything is sent again.
       const refundId =
         (await findRefund({
-          runtime: deps,
+          services: deps,
           credentials,
           attempt,
           note: attempt.id,
           // Due since the success was recorded: never sent before then.
           since: attempt.completed_at ?? attempt.created_at,
-        })) ?? (await refund({ runtime: deps, credentials, attempt, note: attempt.id }));
+        })) ?? (await refund({ services: deps, credentials, attempt, note: attempt.id }));
       // A money status change, so a system tool's: in the payment's action log, a compare-and-set
       // there so that two workers cannot both record (or both ask for) the refund.
       const payment = await findPaymentOwner(deps.db, attempt.payment_id);

@@ -73,7 +73,7 @@ async function advanceRefund(deps: PaymentRailDeps, refund: RefundRow): Promise<
     );
     return;
   }
-  const args = { runtime: deps, credentials, attempt };
+  const args = { services: deps, credentials, attempt };
   const event = (verdict: string, detail: string) =>
     recordRailEvent(deps.db, rail, attempt, 'refund', verdict, `${refund.id}: ${detail}`, deps.clock.now());
 
