@@ -5,6 +5,12 @@ import { AppError } from '../core/errors.ts';
 import { stringifyJson } from '../core/json-text.ts';
 import type { Channel } from '../core/tool.ts';
 import type { Database, Db } from '../db/database.ts';
+import {
+  insertConfirmation,
+  markConfirmationExecuted,
+  markLapsedConfirmationsExpired,
+  setConfirmationResult,
+} from '../db/repositories/confirmations.ts';
 import { insertEvent } from '../db/repositories/events.ts';
 import type { ConfirmationRow } from '../db/tables/money.ts';
 import { newId } from '../domain/ids.ts';
@@ -133,26 +139,22 @@ export async function createConfirmation(
     at: Date;
   },
 ): Promise<ConfirmationRow> {
-  const row = await db
-    .insertInto('confirmations')
-    .values({
-      id: newId('conf'),
-      account_id: held.accountId,
-      livemode: held.livemode,
-      tool: held.tool,
-      channel: held.channel,
-      input: JSON.stringify(held.input),
-      input_hash: held.inputHash,
-      summary: held.summary,
-      decision: JSON.stringify(held.decision),
-      requested_by_key: held.requestedByKey,
-      run_id: held.runId,
-      status: 'pending',
-      expires_at: new Date(held.at.getTime() + CONFIRMATION_TTL_MS),
-      created_at: held.at,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const row = await insertConfirmation(db, {
+    id: newId('conf'),
+    account_id: held.accountId,
+    livemode: held.livemode,
+    tool: held.tool,
+    channel: held.channel,
+    input: JSON.stringify(held.input),
+    input_hash: held.inputHash,
+    summary: held.summary,
+    decision: JSON.stringify(held.decision),
+    requested_by_key: held.requestedByKey,
+    run_id: held.runId,
+    status: 'pending',
+    expires_at: new Date(held.at.getTime() + CONFIRMATION_TTL_MS),
+    created_at: held.at,
+  });
   await announceConfirmation(db, config, row, 'action.confirmation_required', held.at);
   return row;
 }
@@ -167,15 +169,7 @@ export async function consumeConfirmation(
   scope: { accountId: string },
   now: Date,
 ): Promise<void> {
-  const consumed = await db
-    .updateTable('confirmations')
-    .set({ status: 'executed', decided_by_key: confirmation.approverKeyId, decided_at: now })
-    .where('id', '=', confirmation.id)
-    .where('account_id', '=', scope.accountId)
-    .where('status', '=', 'pending')
-    .where('expires_at', '>', now)
-    .returning('id')
-    .executeTakeFirst();
+  const consumed = await markConfirmationExecuted(db, confirmation, scope, now);
   if (!consumed)
     throw new AppError(
       'conflict',
@@ -191,12 +185,7 @@ export async function recordConfirmationResult(
   result: unknown,
   now: Date,
 ): Promise<void> {
-  const approved = await db
-    .updateTable('confirmations')
-    .set({ result: stringifyJson(result) })
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const approved = await setConfirmationResult(db, id, stringifyJson(result));
   await announceConfirmation(db, config, approved, 'action.approved', now);
 }
 
@@ -208,24 +197,7 @@ export async function recordConfirmationResult(
  */
 export async function expireDueConfirmations(db: Kysely<Database>, config: Config, now: Date): Promise<number> {
   return db.transaction().execute(async (trx) => {
-    const expired = await trx
-      .updateTable('confirmations')
-      .set({ status: 'expired' })
-      .where(
-        'id',
-        'in',
-        trx
-          .selectFrom('confirmations')
-          .select('id')
-          .where('status', '=', 'pending')
-          .where('expires_at', '<=', now)
-          .orderBy('expires_at')
-          .limit(CONFIRMATION_EXPIRY_BATCH)
-          .forUpdate()
-          .skipLocked(),
-      )
-      .returningAll()
-      .execute();
+    const expired = await markLapsedConfirmationsExpired(trx, now, CONFIRMATION_EXPIRY_BATCH);
     for (const row of expired) await announceConfirmation(trx, config, row, 'action.expired', now);
     return expired.length;
   });

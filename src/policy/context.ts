@@ -1,5 +1,8 @@
 import type { Channel } from '../core/tool.ts';
 import type { Db } from '../db/database.ts';
+import { sumRunRecordedSpend } from '../db/repositories/agent-actions.ts';
+import { listPaidRecipients } from '../db/repositories/payouts.ts';
+import { insertPolicySpend, sumPolicySpendSince } from '../db/repositories/policy-spend.ts';
 import type { PolicyContext, RunSpend } from './action.ts';
 import { normaliseRecipient } from '../domain/recipients.ts';
 import type { DeclaredSpend } from './run-plan.ts';
@@ -32,18 +35,15 @@ export async function recordPolicySpend(
     at: Date;
   },
 ): Promise<void> {
-  await db
-    .insertInto('policy_spend')
-    .values({
-      account_id: spend.actor.accountId,
-      livemode: spend.actor.livemode,
-      channel: spend.actor.channel,
-      tool: spend.tool,
-      object_id: spend.objectId ?? '',
-      amount_settlement_minor: spend.amountSettlementMinor,
-      created_at: spend.at,
-    })
-    .execute();
+  await insertPolicySpend(db, {
+    account_id: spend.actor.accountId,
+    livemode: spend.actor.livemode,
+    channel: spend.actor.channel,
+    tool: spend.tool,
+    object_id: spend.objectId ?? '',
+    amount_settlement_minor: spend.amountSettlementMinor,
+    created_at: spend.at,
+  });
 }
 
 /**
@@ -59,30 +59,12 @@ export async function loadPolicyContext(
   now: Date,
   run: RunScope | null = null,
 ): Promise<PolicyContext> {
-  const spent = await db
-    .selectFrom('policy_spend')
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('amount_settlement_minor'), eb.val('0')).as('total'))
-    .where('account_id', '=', actor.accountId)
-    .where('livemode', '=', actor.livemode)
-    .where('channel', '=', actor.channel)
-    .where('created_at', '>', new Date(now.getTime() - DAY_MS))
-    .executeTakeFirstOrThrow();
+  const spent = await sumPolicySpendSince(db, actor, new Date(now.getTime() - DAY_MS));
   const asked = [...new Set(actionRecipients.map(normaliseRecipient))];
-  const recipients =
-    asked.length === 0
-      ? []
-      : await db
-          .selectFrom('payouts')
-          .select((eb) => eb.fn('lower', ['to_address']).as('address'))
-          .distinct()
-          .where('account_id', '=', actor.accountId)
-          .where('livemode', '=', actor.livemode)
-          .where('status', '!=', 'failed')
-          .where((eb) => eb(eb.fn('lower', ['to_address']), 'in', asked))
-          .execute();
+  const recipients = asked.length === 0 ? [] : await listPaidRecipients(db, actor, asked);
   return {
-    spentLast24hSettlementMinor: BigInt(spent.total),
-    knownRecipients: new Set(recipients.map((r) => String(r.address))),
+    spentLast24hSettlementMinor: BigInt(spent),
+    knownRecipients: new Set(recipients),
     run: run === null ? null : await loadRunSpend(db, actor, run),
   };
 }
@@ -94,27 +76,7 @@ export async function loadPolicyContext(
  * context, so two calls of one run cannot both count without the other.
  */
 async function loadRunSpend(db: Db, actor: { accountId: string; livemode: boolean }, run: RunScope): Promise<RunSpend> {
-  const approved = run.approvedConfirmationId;
-  const counted = db
-    .selectFrom('agent_actions')
-    .select((eb) => [
-      eb.fn.coalesce(eb.fn.sum<string>('amount_settlement_minor'), eb.val('0')).as('total'),
-      eb.fn.countAll<string>().as('actions'),
-    ])
-    .where('run_id', '=', run.runId)
-    .where('account_id', '=', actor.accountId)
-    .where('livemode', '=', actor.livemode)
-    .where('amount_settlement_minor', 'is not', null)
-    .where((eb) =>
-      eb.or([
-        eb('status', 'in', ['executed', 'held']),
-        eb.and([eb('status', '=', 'planned'), eb('decision', '!=', 'deny')]),
-      ]),
-    );
-  const recorded = await (approved === null
-    ? counted
-    : counted.where((eb) => eb.or([eb('confirmation_id', 'is', null), eb('confirmation_id', '!=', approved)]))
-  ).executeTakeFirstOrThrow();
+  const recorded = await sumRunRecordedSpend(db, actor, run.runId, run.approvedConfirmationId);
   return {
     recordedSettlementMinor: BigInt(recorded.total),
     recordedActions: Number(recorded.actions),

@@ -1,4 +1,6 @@
 import type { Db, ModeScope } from '../db/database.ts';
+import { lockAccount } from '../db/repositories/accounts.ts';
+import { findLatestPolicy, insertPolicy } from '../db/repositories/policies.ts';
 import { DEFAULT_POLICY, type Policy, PolicySchema } from './policy-schema.ts';
 
 export interface StoredPolicy {
@@ -14,14 +16,7 @@ export interface StoredPolicy {
  * the defaults.
  */
 export async function loadPolicy(db: Db, owner: ModeScope): Promise<StoredPolicy> {
-  const row = await db
-    .selectFrom('policies')
-    .selectAll()
-    .where('account_id', '=', owner.accountId)
-    .where('livemode', '=', owner.livemode)
-    .orderBy('version', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  const row = await findLatestPolicy(db, owner);
   if (!row) return { version: 0, policy: DEFAULT_POLICY, updatedAt: null };
   return { version: row.version, policy: PolicySchema.parse(row.policy), updatedAt: row.created_at };
 }
@@ -35,19 +30,16 @@ export async function savePolicy(
   at: Date,
 ): Promise<StoredPolicy> {
   // Concurrent saves of one account queue on the account row, so versions never collide.
-  await db.selectFrom('accounts').select('id').where('id', '=', owner.accountId).forUpdate().execute();
+  await lockAccount(db, owner.accountId);
   const current = await loadPolicy(db, owner);
   const version = current.version + 1;
-  await db
-    .insertInto('policies')
-    .values({
-      account_id: owner.accountId,
-      livemode: owner.livemode,
-      version,
-      policy: JSON.stringify(policy),
-      updated_by_key: keyId,
-      created_at: at,
-    })
-    .execute();
+  await insertPolicy(db, {
+    account_id: owner.accountId,
+    livemode: owner.livemode,
+    version,
+    policy: JSON.stringify(policy),
+    updated_by_key: keyId,
+    created_at: at,
+  });
   return { version, policy, updatedAt: at };
 }

@@ -6,6 +6,7 @@
 import { AppError } from '../core/errors.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import type { Db, ModeScope } from '../db/database.ts';
+import { lockAccount } from '../db/repositories/accounts.ts';
 import {
   expireCurrentWebhookSecrets,
   insertWebhookSecret,
@@ -90,7 +91,7 @@ export async function rotateWebhookSecret(
   input: ModeScope & { now: Date; gracePeriodMinutes: number },
 ): Promise<WebhookSecretView> {
   const { accountId, livemode, now } = input;
-  await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().executeTakeFirstOrThrow();
+  await lockAccount(trx, accountId);
   const owner = { accountId, livemode };
   await expireCurrentWebhookSecrets(trx, owner, new Date(now.getTime() + input.gracePeriodMinutes * 60_000));
   await insertWebhookSecret(trx, { ...owner, id: newId('whsec'), secretCiphertext: box.seal(generateWebhookSecret()) });

@@ -25,3 +25,12 @@ export async function countAccounts(db: Db): Promise<number> {
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/**
+ * Locks the account's row for the caller's transaction: writes of one account that must not
+ * interleave (a new policy version, a webhook secret rotation) queue on it. Throws when there is
+ * no such account.
+ */
+export async function lockAccount(db: Db, accountId: string): Promise<void> {
+  await db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().executeTakeFirstOrThrow();
+}

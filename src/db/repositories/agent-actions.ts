@@ -139,3 +139,40 @@ export function listRecentActions(db: Db, scope: ModeScope, limit: number): Prom
     .limit(limit)
     .execute();
 }
+
+/**
+ * The money a run has recorded so far, by the amounts the policy judged when each action was
+ * recorded (amount_settlement_minor), as decimal text, and how many such actions: executed and
+ * held actions, and a dry run's planned ones unless the plan was a deny. An action held by
+ * `exceptConfirmationId` (the one being approved now, already counted once) is left out.
+ */
+export async function sumRunRecordedSpend(
+  db: Db,
+  scope: ModeScope,
+  runId: string,
+  exceptConfirmationId: string | null,
+): Promise<{ total: string; actions: string }> {
+  const counted = db
+    .selectFrom('agent_actions')
+    .select((eb) => [
+      eb.fn.coalesce(eb.fn.sum<string>('amount_settlement_minor'), eb.val('0')).as('total'),
+      eb.fn.countAll<string>().as('actions'),
+    ])
+    .where('run_id', '=', runId)
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('amount_settlement_minor', 'is not', null)
+    .where((eb) =>
+      eb.or([
+        eb('status', 'in', ['executed', 'held']),
+        eb.and([eb('status', '=', 'planned'), eb('decision', '!=', 'deny')]),
+      ]),
+    );
+  return (
+    exceptConfirmationId === null
+      ? counted
+      : counted.where((eb) =>
+          eb.or([eb('confirmation_id', 'is', null), eb('confirmation_id', '!=', exceptConfirmationId)]),
+        )
+  ).executeTakeFirstOrThrow();
+}

@@ -75,3 +75,43 @@ export async function expireApiKeyAt(db: Db, id: string, at: Date): Promise<void
 export async function touchApiKey(db: Db, id: string, at: Date): Promise<void> {
   await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
 }
+
+/**
+ * `otherKeyId` if it is among the keys reached from `keyId` in the account by rotation (both ways)
+ * and creation (downwards), the walk src/keys/lineage.ts calls a principal. One recursive query
+ * (UNION drops repeats, so it ends on any shape of data), the same on Postgres and PGlite.
+ */
+export function findKeyOfPrincipal(
+  db: Db,
+  accountId: string,
+  keyId: string,
+  otherKeyId: string,
+): Promise<{ id: string } | undefined> {
+  return db
+    .withRecursive('principal(id, rotated_from)', (qb) =>
+      qb
+        .selectFrom('api_keys')
+        .select(['id', 'rotated_from'])
+        .where('account_id', '=', accountId)
+        .where('id', '=', keyId)
+        .union((qb) =>
+          qb
+            .selectFrom('api_keys as k')
+            .innerJoin('principal as p', (join) =>
+              join.on((eb) =>
+                eb.or([
+                  eb('k.rotated_from', '=', eb.ref('p.id')),
+                  eb('k.created_by_key', '=', eb.ref('p.id')),
+                  eb('k.id', '=', eb.ref('p.rotated_from')),
+                ]),
+              ),
+            )
+            .select(['k.id', 'k.rotated_from'])
+            .where('k.account_id', '=', accountId),
+        ),
+    )
+    .selectFrom('principal')
+    .select('id')
+    .where('id', '=', otherKeyId)
+    .executeTakeFirst();
+}

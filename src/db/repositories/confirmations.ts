@@ -1,11 +1,12 @@
-import { sql } from 'kysely';
+import { type Insertable, sql } from 'kysely';
 import type { Db, ModeScope } from '../database.ts';
 import { fromCursor, keysetIn, keysetOrder, type Page, type PageRequest, pageFrom, readPage } from '../pagination.ts';
-import type { ConfirmationRow, ConfirmationStatus } from '../tables/money.ts';
+import type { ConfirmationRow, ConfirmationStatus, ConfirmationsTable } from '../tables/money.ts';
 import { findScoped } from './scoped.ts';
 
-// Reads of confirmations (the actions the policy held for a person). src/policy/confirmations.ts
-// creates, consumes and expires them.
+// Confirmations (the actions the policy held for a person): the reads, and at the end the writes
+// src/policy/confirmations.ts makes when it creates, consumes and expires them (the rules of
+// each step, and its event, stay there).
 
 /** A confirmation as its owner sees it: another account's or the other mode's does not exist. */
 export function findConfirmation(db: Db, scope: ModeScope, id: string): Promise<ConfirmationRow | undefined> {
@@ -120,4 +121,63 @@ export async function findNextConfirmationLapse(db: Db): Promise<{ expires_at: D
     .orderBy('expires_at')
     .limit(1)
     .executeTakeFirst();
+}
+
+/** Stores a held action as the policy built it (pending, with its expiry), and returns the row. */
+export function insertConfirmation(db: Db, row: Insertable<ConfirmationsTable>): Promise<ConfirmationRow> {
+  return db.insertInto('confirmations').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/**
+ * Marks the caller's confirmation executed by its approver, only while it is still pending and
+ * unexpired at `now`: the status guard in the WHERE is what makes a confirmation single use (a
+ * second approval, a rejection or the lapse that came first leaves nothing to update). Returns
+ * its id, or undefined when nothing was updated.
+ */
+export function markConfirmationExecuted(
+  db: Db,
+  confirmation: { id: string; approverKeyId: string },
+  scope: { accountId: string },
+  now: Date,
+): Promise<{ id: string } | undefined> {
+  return db
+    .updateTable('confirmations')
+    .set({ status: 'executed', decided_by_key: confirmation.approverKeyId, decided_at: now })
+    .where('id', '=', confirmation.id)
+    .where('account_id', '=', scope.accountId)
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', now)
+    .returning('id')
+    .executeTakeFirst();
+}
+
+/** Keeps what the approved action produced (`result`, JSON text) on its confirmation; returns the row. */
+export function setConfirmationResult(db: Db, id: string, result: string): Promise<ConfirmationRow> {
+  return db.updateTable('confirmations').set({ result }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+/**
+ * Marks expired up to `limit` pending confirmations lapsed at `now`, the earliest lapse first, and
+ * returns them. Their rows are locked FOR UPDATE SKIP LOCKED: run it in a transaction, so several
+ * workers share the work and a row an approval holds is left to the approval.
+ */
+export function markLapsedConfirmationsExpired(db: Db, now: Date, limit: number): Promise<ConfirmationRow[]> {
+  return db
+    .updateTable('confirmations')
+    .set({ status: 'expired' })
+    .where(
+      'id',
+      'in',
+      db
+        .selectFrom('confirmations')
+        .select('id')
+        .where('status', '=', 'pending')
+        .where('expires_at', '<=', now)
+        .orderBy('expires_at')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returningAll()
+    .execute();
 }

@@ -91,3 +91,20 @@ export async function listPayoutApprovals(
   }
   return approvals;
 }
+
+/**
+ * Which of `addresses` (lower case) the caller has paid before, by a payout that did not fail:
+ * each once, in lower case. Only those are read, never the account's whole payout history.
+ */
+export async function listPaidRecipients(db: Db, scope: ModeScope, addresses: readonly string[]): Promise<string[]> {
+  const rows = await db
+    .selectFrom('payouts')
+    .select((eb) => eb.fn('lower', ['to_address']).as('address'))
+    .distinct()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('status', '!=', 'failed')
+    .where((eb) => eb(eb.fn('lower', ['to_address']), 'in', addresses))
+    .execute();
+  return rows.map((r) => String(r.address));
+}
