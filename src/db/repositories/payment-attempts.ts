@@ -303,3 +303,20 @@ export async function findPaidAttemptRail(
     .where('late', '=', false)
     .executeTakeFirst();
 }
+
+/** The payment's attempt `id` on this rail under a row lock (FOR UPDATE): its outcome is recorded once. */
+export async function lockRailAttempt(
+  db: Db,
+  paymentId: string,
+  attemptId: string,
+  rail: PaymentAttemptRow['rail'],
+): Promise<PaymentAttemptRow | undefined> {
+  return db
+    .selectFrom('payment_attempts')
+    .selectAll()
+    .where('id', '=', attemptId)
+    .where('payment_id', '=', paymentId)
+    .where('rail', '=', rail)
+    .forUpdate()
+    .executeTakeFirst();
+}

@@ -367,3 +367,28 @@ export async function paidPaymentsWithin(db: Db, f: RevenueFilter, limit: number
     .limit(limit)
     .execute();
 }
+
+// Payment locks a system tool takes in its own transaction to serialise a money decision: a
+// concurrent run on the same payment waits, then sees what the first one did.
+
+/** The caller's payment `id` under a row lock (FOR UPDATE); another account's or mode's is not there. */
+export async function lockScopedPayment(db: Db, scope: ModeScope, id: string): Promise<PaymentRow | undefined> {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** A payment under a row lock (FOR UPDATE); it exists (a row the caller holds names it). */
+export async function lockPaymentById(db: Db, id: string): Promise<PaymentRow> {
+  return db.selectFrom('payments').selectAll().where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
+}
+
+/** A payment by id, unlocked; it exists (a row the caller holds names it). */
+export async function findKnownPayment(db: Db, id: string): Promise<PaymentRow> {
+  return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}

@@ -80,3 +80,15 @@ export async function sumStandingRefunds(
     .executeTakeFirstOrThrow();
   return { merchantDebit: BigInt(row.debit), feeReturn: BigInt(row.fee) };
 }
+
+/** The caller's refund `id` under a row lock (FOR UPDATE): a concurrent outcome for it waits, then sees what this one did. */
+export async function lockScopedRefund(db: Db, scope: ModeScope, id: string): Promise<RefundRow | undefined> {
+  return db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .forUpdate()
+    .executeTakeFirst();
+}
