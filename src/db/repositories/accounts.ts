@@ -25,3 +25,11 @@ export async function countAccounts(db: Db): Promise<number> {
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/** The default payout address of each of these accounts (null: none set), by id. */
+export async function listDefaultPayoutAddresses(
+  db: Db,
+  accountIds: readonly string[],
+): Promise<Pick<Account, 'id' | 'default_payout_address'>[]> {
+  return db.selectFrom('accounts').select(['id', 'default_payout_address']).where('id', 'in', accountIds).execute();
+}

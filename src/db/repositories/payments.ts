@@ -14,7 +14,7 @@ import {
   readPage,
 } from '../pagination.ts';
 import type { CollectionOwner } from '../tables/rails.ts';
-import { findScoped } from './scoped.ts';
+import { findScoped, inScopes } from './scoped.ts';
 
 /**
  * What a new payment takes from its account at creation: the fee for its quote and the settlement
@@ -391,4 +391,50 @@ export async function lockPaymentById(db: Db, id: string): Promise<PaymentRow> {
 /** A payment by id, unlocked; it exists (a row the caller holds names it). */
 export async function findKnownPayment(db: Db, id: string): Promise<PaymentRow> {
   return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+// Payment runs' locks (start_payment_settlements, expire_payments): the offered payments that are
+// still what the worker saw, locked for the run (SKIP LOCKED: rows another run holds are left to
+// it; rows this run locked already are its own), and, once the run's action-log locks are taken,
+// only of the accounts whose locks it holds (`scopes`).
+
+/** The offered payments still paid, oldest paid first, up to `limit`, locked for the run. */
+export function lockOfferedPaidPayments(
+  db: Db,
+  offer: { payment_ids: readonly string[]; limit: number },
+  scopes?: readonly ModeScope[],
+): Promise<PaymentRow[]> {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('id', 'in', offer.payment_ids)
+    .where('status', '=', 'paid')
+    .$if(scopes !== undefined, (q) => q.where(inScopes(scopes!)))
+    .orderBy('paid_at')
+    .orderBy('id')
+    .limit(offer.limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+}
+
+/** The offered sessions still pending and lapsed at `now`, up to `limit`, locked for the run. */
+export function lockOfferedLapsedSessions(
+  db: Db,
+  offer: { payment_ids: readonly string[]; limit: number },
+  now: Date,
+  scopes?: readonly ModeScope[],
+): Promise<Pick<PaymentRow, 'id' | 'account_id' | 'livemode'>[]> {
+  return db
+    .selectFrom('payments')
+    .select(['id', 'account_id', 'livemode'])
+    .where('id', 'in', offer.payment_ids)
+    .where('status', '=', 'pending')
+    .where('expires_at', '<=', now)
+    .$if(scopes !== undefined, (q) => q.where(inScopes(scopes!)))
+    .orderBy('expires_at')
+    .limit(offer.limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
 }
