@@ -4,6 +4,7 @@ import { defineTool } from '../src/core/tool.ts';
 import { formatDisplay, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
 import { assertModeMayPayOut, assertSafeRecipient } from '../src/payouts/payouts.ts';
 import { createPayoutRecord } from '../src/db/money-writes/payouts.ts';
+import { findDirectPayoutByReference } from '../src/db/repositories/payouts.ts';
 import { payoutOutput, presentPayout } from '../src/payouts/present.ts';
 import { evmAddress, optionalText, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
 
@@ -39,16 +40,7 @@ export const createPayout = defineTool({
   },
   async existing(input, { db, actor }) {
     if (input.reference === undefined) return undefined;
-    const row = await db
-      .selectFrom('payouts')
-      .selectAll()
-      .where('account_id', '=', actor.accountId)
-      .where('livemode', '=', actor.livemode)
-      .where('reference', '=', input.reference)
-      // A revenue share's legs carry the share's reference; a reference names one direct payout.
-      .where('revenue_share_id', 'is', null)
-      .orderBy('created_at')
-      .executeTakeFirst();
+    const row = await findDirectPayoutByReference(db, actor, input.reference);
     if (!row) return undefined;
     const same =
       row.amount_minor === settlementMinor(input.amount) &&

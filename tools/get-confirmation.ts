@@ -3,6 +3,8 @@ import type { ApprovalAttempt } from '../src/audit/actions.ts';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
 import type { Db } from '../src/db/database.ts';
+import { listFailedStepPayloads } from '../src/db/repositories/action-log.ts';
+import { findHeldActionId } from '../src/db/repositories/agent-actions.ts';
 import { findConfirmation } from '../src/db/repositories/confirmations.ts';
 import { scopedRow } from '../src/db/repositories/scoped.ts';
 import type { ConfirmationRow } from '../src/db/tables/money.ts';
@@ -78,22 +80,9 @@ type Created = z.output<typeof createdObject>;
 async function lastRunError(db: Db, row: ConfirmationRow): Promise<RunError | null> {
   // By the held action's id (indexed), payloads read in JS: a JSON operator in SQL would fail on a
   // payload that holds a \u0000 escape, which callers' text may.
-  const held = await db
-    .selectFrom('agent_actions')
-    .select('id')
-    .where('account_id', '=', row.account_id)
-    .where('livemode', '=', row.livemode)
-    .where('confirmation_id', '=', row.id)
-    .executeTakeFirst();
+  const held = await findHeldActionId(db, { accountId: row.account_id, livemode: row.livemode }, row.id);
   if (!held) return null;
-  const entries = await db
-    .selectFrom('action_log')
-    .select('payload')
-    .where('account_id', '=', row.account_id)
-    .where('action_id', '=', held.id)
-    .where('entry_type', '=', 'action.failed')
-    .orderBy('seq', 'desc')
-    .execute();
+  const entries = await listFailedStepPayloads(db, row.account_id, held.id);
   for (const entry of entries) {
     const attempt = (entry.payload as { attempt?: ApprovalAttempt } | null)?.attempt;
     if (attempt?.confirmation_id !== row.id) continue;

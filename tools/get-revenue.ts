@@ -1,15 +1,12 @@
-import { sql } from 'kysely';
 import { z } from 'zod';
 import { defineTool } from '../src/core/tool.ts';
-import type { Db, ModeScope } from '../src/db/database.ts';
+import { paidPaymentsWithin, type RevenueFilter, revenueByCurrency } from '../src/db/repositories/payments.ts';
 import { minorToNumber, SETTLEMENT_CURRENCY } from '../src/domain/money.ts';
-import { isPaidStatus, PAYMENT_STATUSES } from '../src/domain/payment-status.ts';
+import { PAYMENT_STATUSES } from '../src/domain/payment-status.ts';
 import { currencyOf } from '../src/domain/present-payment.ts';
 import { isoTime } from '../src/core/validation.ts';
 import { currencyCode } from './schemas.ts';
 
-/** Statuses a payment can only be in once the payer has paid (paid_at is set on the way in). */
-const PAID_STATUSES = PAYMENT_STATUSES.filter(isPaidStatus);
 const MAX_RANGE_DAYS = 366;
 const MAX_LISTED = 100;
 const DAY_MS = 86_400_000;
@@ -140,85 +137,6 @@ export const getRevenue = defineTool({
     };
   },
 });
-
-interface RevenueFilter extends ModeScope {
-  from: Date;
-  to: Date;
-  currency?: string | undefined;
-}
-
-interface CurrencyRevenue {
-  currency: string;
-  count: number;
-  amountMinor: bigint;
-  refundedMinor: bigint;
-  /** Settlement credited minus what refunds took back, in the settlement asset's minor units. */
-  settlementMinor: bigint;
-}
-
-/**
- * The account's payments of one mode that the payer paid within [from, to). paid_at is set once,
- * when the payment becomes paid, and kept through settlement and refunds. The range is an index
- * range scan on payments_paid_range (migrations/009).
- */
-function paidWithin(db: Db, f: RevenueFilter) {
-  let query = db
-    .selectFrom('payments')
-    .where('payments.account_id', '=', f.accountId)
-    .where('payments.livemode', '=', f.livemode)
-    .where('payments.status', 'in', PAID_STATUSES)
-    .where('payments.paid_at', '>=', f.from)
-    .where('payments.paid_at', '<', f.to);
-  if (f.currency !== undefined) query = query.where('payments.currency', '=', f.currency);
-  return query;
-}
-
-/**
- * Sums per currency, in SQL, over every payment in the range. Sums of int8 are numeric in
- * Postgres: they leave as text and become bigint here, never a float. What refunds took back in
- * USDC is read from the refunds themselves (merchant_debit_minor), one index probe per payment.
- */
-async function revenueByCurrency(db: Db, f: RevenueFilter): Promise<CurrencyRevenue[]> {
-  const rows = await paidWithin(db, f)
-    .leftJoinLateral(
-      (eb) =>
-        eb
-          .selectFrom('refunds')
-          .select(sql<string>`sum(refunds.merchant_debit_minor)`.as('debit_minor'))
-          .whereRef('refunds.payment_id', '=', 'payments.id')
-          // A failed refund was undone: its share is back in the balance.
-          .where('refunds.status', '<>', 'failed')
-          .as('refund_totals'),
-      (join) => join.onTrue(),
-    )
-    .select([
-      'payments.currency',
-      sql<string>`count(*)::text`.as('count'),
-      sql<string>`sum(payments.amount_minor)::text`.as('amount_minor'),
-      sql<string>`sum(payments.refunded_minor)::text`.as('refunded_minor'),
-      sql<string>`sum(payments.settlement_minor)::text`.as('settlement_minor'),
-      sql<string>`coalesce(sum(refund_totals.debit_minor), 0)::text`.as('refund_debit_minor'),
-    ])
-    .groupBy('payments.currency')
-    .orderBy('payments.currency')
-    .execute();
-  return rows.map((row) => ({
-    currency: row.currency,
-    count: Number(row.count),
-    amountMinor: BigInt(row.amount_minor),
-    refundedMinor: BigInt(row.refunded_minor),
-    settlementMinor: BigInt(row.settlement_minor) - BigInt(row.refund_debit_minor),
-  }));
-}
-
-async function paidPaymentsWithin(db: Db, f: RevenueFilter, limit: number) {
-  return paidWithin(db, f)
-    .select(['id', 'amount_minor', 'currency', 'status', 'reference', 'paid_at'])
-    .orderBy('paid_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute();
-}
 
 function paidAt(row: { id: string; paid_at: Date | null }): Date {
   if (row.paid_at === null) throw new Error(`payment ${row.id} was selected as paid but has no paid_at`);

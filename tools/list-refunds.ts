@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
-import { findPayment } from '../src/db/repositories/payments.ts';
+import { findPayment, listAccountPaymentsIn } from '../src/db/repositories/payments.ts';
 import { createdRange, pageParams } from '../src/db/pagination.ts';
 import { listRefundsPage } from '../src/db/repositories/refunds.ts';
 import { presentRefund, REFUND_STATUSES, refundOutput } from '../src/refunds/refunds.ts';
@@ -40,15 +40,7 @@ export const listRefunds = defineTool({
     const page = await listRefundsPage(db, actor, { ...input, paymentId: input.payment_id }, input);
     // A refund shows its payment's state: one query for the payments of the whole page.
     const paymentIds = [...new Set(page.data.map((row) => row.payment_id))];
-    const payments =
-      paymentIds.length === 0
-        ? []
-        : await db
-            .selectFrom('payments')
-            .selectAll()
-            .where('account_id', '=', actor.accountId)
-            .where('id', 'in', paymentIds)
-            .execute();
+    const payments = await listAccountPaymentsIn(db, actor.accountId, paymentIds);
     const paymentOf = new Map(payments.map((p) => [p.id, p]));
     return {
       object: 'list' as const,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
 import { findPayment } from '../src/db/repositories/payments.ts';
+import { listRevenueShareLegs } from '../src/db/repositories/payouts.ts';
 import { createdRange, pageParams } from '../src/db/pagination.ts';
 import { listRevenueSharesPage } from '../src/db/repositories/revenue-shares.ts';
 import type { PayoutRow } from '../src/db/tables/money.ts';
@@ -41,20 +42,10 @@ export const listRevenueShares = defineTool({
     }
     const page = await listRevenueSharesPage(db, actor, { ...input, paymentId: input.payment_id }, input);
     // One query for the legs of the whole page.
-    const legs =
-      page.data.length === 0
-        ? []
-        : await db
-            .selectFrom('payouts')
-            .selectAll()
-            .where(
-              'revenue_share_id',
-              'in',
-              page.data.map((row) => row.id),
-            )
-            .orderBy('created_at')
-            .orderBy('id')
-            .execute();
+    const legs = await listRevenueShareLegs(
+      db,
+      page.data.map((row) => row.id),
+    );
     const legsOf = new Map<string, PayoutRow[]>();
     for (const leg of legs) legsOf.set(leg.revenue_share_id!, [...(legsOf.get(leg.revenue_share_id!) ?? []), leg]);
     return {

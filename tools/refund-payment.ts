@@ -1,9 +1,9 @@
-import { sql } from 'kysely';
 import { z } from 'zod';
 import { AppError } from '../src/core/errors.ts';
 import { defineTool, type ToolContext } from '../src/core/tool.ts';
 import type { PaymentRow } from '../src/db/database.ts';
 import { insertEvent } from '../src/db/repositories/events.ts';
+import { findPaidAttemptRail } from '../src/db/repositories/payment-attempts.ts';
 import { findPayment } from '../src/db/repositories/payments.ts';
 import { transitionPayment } from '../src/db/money-writes/payments.ts';
 import { newId } from '../src/domain/ids.ts';
@@ -15,6 +15,7 @@ import { presentRefund, refundOutput, refundPosting, refundShares } from '../src
 import { optionalText, paymentId, tooManyDecimalsForAnyCurrency, writtenAmount } from './schemas.ts';
 import { scopedRow } from '../src/db/repositories/scoped.ts';
 import { insertRefund } from '../src/db/money-writes/refunds.ts';
+import { sumStandingRefunds } from '../src/db/repositories/refunds.ts';
 
 const input = z.strictObject({
   payment_id: paymentId,
@@ -76,36 +77,13 @@ async function loadRefundable(ctx: ToolContext, id: string, lock: boolean): Prom
   return payment;
 }
 
-/** What the payment's refunds that stand (not failed and undone) took from the balance and the fees. */
-async function takenByRefunds(
-  ctx: ToolContext,
-  paymentId: string,
-): Promise<{ merchantDebit: bigint; feeReturn: bigint }> {
-  const row = await ctx.db
-    .selectFrom('refunds')
-    .select([
-      sql<string>`coalesce(sum(merchant_debit_minor), 0)::text`.as('debit'),
-      sql<string>`coalesce(sum(fee_return_minor), 0)::text`.as('fee'),
-    ])
-    .where('payment_id', '=', paymentId)
-    .where('status', '<>', 'failed')
-    .executeTakeFirstOrThrow();
-  return { merchantDebit: BigInt(row.debit), feeReturn: BigInt(row.fee) };
-}
-
 /**
  * The rail that pays a refund back: the one the payer paid on (docs/rails.md, "Refunds"). Paystack
  * refunds through its Refund API; M-Pesa offers plainpay no API to send money back to a phone, so
  * such a refund is refused here rather than recorded without the payer ever getting it.
  */
 async function refundRail(ctx: ToolContext, payment: PaymentRow): Promise<'sandbox' | 'paystack'> {
-  const paid = await ctx.db
-    .selectFrom('payment_attempts')
-    .select('rail')
-    .where('payment_id', '=', payment.id)
-    .where('outcome', '=', 'succeeded')
-    .where('late', '=', false)
-    .executeTakeFirst();
+  const paid = await findPaidAttemptRail(ctx.db, payment.id);
   const rail = paid?.rail ?? 'sandbox';
   if (rail === 'mpesa') {
     throw new AppError(
@@ -131,7 +109,7 @@ export const refundPayment = defineTool({
     const payment = await loadRefundable(ctx, value.payment_id, false);
     await refundRail(ctx, payment);
     const amount = refundAmount(payment, value.amount);
-    const shares = refundShares(payment, payment.refunded_minor, amount, await takenByRefunds(ctx, payment.id));
+    const shares = refundShares(payment, payment.refunded_minor, amount, await sumStandingRefunds(ctx.db, payment.id));
     return {
       amountSettlementMinor: shares.merchantDebit + shares.feeReturn,
       recipients: [],
@@ -143,7 +121,7 @@ export const refundPayment = defineTool({
     const payment = await loadRefundable(ctx, value.payment_id, true);
     const rail = await refundRail(ctx, payment);
     const amount = refundAmount(payment, value.amount);
-    const shares = refundShares(payment, payment.refunded_minor, amount, await takenByRefunds(ctx, payment.id));
+    const shares = refundShares(payment, payment.refunded_minor, amount, await sumStandingRefunds(ctx.db, payment.id));
     const id = newId('rf');
     try {
       await postLedger(db, refundPosting(payment, id, amount, shares, now));

@@ -11,6 +11,8 @@ import { createPayoutRecord } from '../src/db/money-writes/payouts.ts';
 import { presentRevenueShare, revenueShareOutput } from '../src/payouts/present.ts';
 import { evmAddress, optionalText, paymentId, settlementAmount, settlementAsset, settlementMinor } from './schemas.ts';
 import { insertRevenueShare } from '../src/db/money-writes/revenue-shares.ts';
+import { listLegsOfRevenueShare } from '../src/db/repositories/payouts.ts';
+import { findRevenueShareByReference } from '../src/db/repositories/revenue-shares.ts';
 
 const MAX_LEGS = 20;
 /** Parts per leg: enough for any ratio a person writes, small enough that total × parts stays exact. */
@@ -157,23 +159,9 @@ export const splitRevenue = defineTool({
   /** A reference names one revenue share for good, as a payment's and a payout's do. */
   async existing(value, { db, actor }) {
     if (value.reference === undefined) return undefined;
-    const row = await db
-      .selectFrom('revenue_shares')
-      .selectAll()
-      .where('account_id', '=', actor.accountId)
-      .where('livemode', '=', actor.livemode)
-      .where('reference', '=', value.reference)
-      .orderBy('created_at')
-      .orderBy('id')
-      .executeTakeFirst();
+    const row = await findRevenueShareByReference(db, actor, value.reference);
     if (!row) return undefined;
-    const legs = await db
-      .selectFrom('payouts')
-      .selectAll()
-      .where('revenue_share_id', '=', row.id)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
+    const legs = await listLegsOfRevenueShare(db, row.id);
     const sameTotal =
       row.asset === value.asset &&
       (value.payment_id !== undefined

@@ -1,6 +1,7 @@
 import { AppError } from '../../src/core/errors.ts';
 import type { Actor } from '../../src/core/tool.ts';
 import type { Db, PaymentRow } from '../../src/db/database.ts';
+import { lockScopedPayment } from '../../src/db/repositories/payments.ts';
 import type { PaymentStatus } from '../../src/domain/payment-status.ts';
 
 /**
@@ -8,14 +9,7 @@ import type { PaymentStatus } from '../../src/domain/payment-status.ts';
  * concurrent attempt or outcome on the same payment waits, then sees what the first one did.
  */
 export async function lockOwnedPayment(db: Db, actor: Actor, id: string): Promise<PaymentRow> {
-  const row = await db
-    .selectFrom('payments')
-    .selectAll()
-    .where('id', '=', id)
-    .where('account_id', '=', actor.accountId)
-    .where('livemode', '=', actor.livemode)
-    .forUpdate()
-    .executeTakeFirst();
+  const row = await lockScopedPayment(db, actor, id);
   if (!row) throw new AppError('not_found', `No payment with id '${id}'.`, { param: 'payment_id' });
   return row;
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineTool } from '../../src/core/tool.ts';
-import type { Db, ModeScope } from '../../src/db/database.ts';
-import { inScope, inScopes, uniqueScopes } from './scopes.ts';
+import { inScope, uniqueScopes } from './scopes.ts';
+import { lockOfferedLapsedSessions } from '../../src/db/repositories/payments.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
 import { transitionPayment } from '../../src/db/money-writes/payments.ts';
 import { presentPayment } from '../../src/domain/present-payment.ts';
@@ -33,7 +33,7 @@ export const expirePayments = defineTool({
     // only the free action-log locks and leaves the other accounts' sessions to the next run.
     busyAccounts: 'skip',
     async accounts(input, { db, now }) {
-      return uniqueScopes(await lockLapsedSessions(db, input, now));
+      return uniqueScopes(await lockOfferedLapsedSessions(db, input, now));
     },
     recordFor(input, output, scope) {
       const expired = output.expired.filter((p) => inScope(p, scope));
@@ -43,7 +43,7 @@ export const expirePayments = defineTool({
   },
   async handler(input, { db, now, config, scopes = [] }) {
     if (scopes.length === 0) return { expired: [] };
-    const due = await lockLapsedSessions(db, input, now, scopes);
+    const due = await lockOfferedLapsedSessions(db, input, now, scopes);
     const expired: z.output<typeof expiredLine>[] = [];
     for (const { id } of due) {
       const row = await transitionPayment(db, id, 'pending', 'expired', { expired_at: now }, now);
@@ -63,27 +63,3 @@ export const expirePayments = defineTool({
     return { expired };
   },
 });
-
-/**
- * The offered sessions still pending and lapsed, up to the run's limit, locked for this run (SKIP
- * LOCKED), and once the action-log locks are taken only of the accounts whose locks it holds.
- */
-function lockLapsedSessions(
-  db: Db,
-  input: { payment_ids: string[]; limit: number },
-  now: Date,
-  scopes?: readonly ModeScope[],
-) {
-  return db
-    .selectFrom('payments')
-    .select(['id', 'account_id', 'livemode'])
-    .where('id', 'in', input.payment_ids)
-    .where('status', '=', 'pending')
-    .where('expires_at', '<=', now)
-    .$if(scopes !== undefined, (q) => q.where(inScopes(scopes!)))
-    .orderBy('expires_at')
-    .limit(input.limit)
-    .forUpdate()
-    .skipLocked()
-    .execute();
-}

@@ -11,6 +11,8 @@ import { paymentOutput } from '../payment-output.ts';
 import { RAIL_NAMES } from '../../src/db/tables/rails.ts';
 import { lockOwnedPayment, notPayable } from './attempt-rules.ts';
 import { insertPaymentAttempt, updatePaymentAttempt } from '../../src/db/money-writes/payment-attempts.ts';
+import { findCollectionAccountOwner } from '../../src/db/repositories/collection-accounts.ts';
+import { lockRailAttempt } from '../../src/db/repositories/payment-attempts.ts';
 
 const OUTCOMES = ['succeeded', 'declined', 'abandoned', 'cancelled', 'timed_out', 'failed', 'unknown'] as const;
 
@@ -94,14 +96,7 @@ export const recordPaymentAttempt = defineTool({
     if (input.attempt_id === undefined) return recordSynchronous(input, payment, ctx);
 
     const { db, now } = ctx;
-    const attempt = await db
-      .selectFrom('payment_attempts')
-      .selectAll()
-      .where('id', '=', input.attempt_id)
-      .where('payment_id', '=', payment.id)
-      .where('rail', '=', input.rail)
-      .forUpdate()
-      .executeTakeFirst();
+    const attempt = await lockRailAttempt(db, payment.id, input.attempt_id, input.rail);
     if (!attempt) throw new AppError('not_found', `No attempt '${input.attempt_id}' of this payment on ${input.rail}.`);
     const answer = (result: RecordOutput['result'], row: PaymentRow, outcome: string) => ({
       result,
@@ -257,14 +252,7 @@ async function notOperatorCollected(
   rail: string,
 ): Promise<string | undefined> {
   if (rail === 'sandbox') return undefined;
-  const collection =
-    collectionId === null
-      ? undefined
-      : await ctx.db
-          .selectFrom('collection_accounts')
-          .select('owner')
-          .where('id', '=', collectionId)
-          .executeTakeFirst();
+  const collection = collectionId === null ? undefined : await findCollectionAccountOwner(ctx.db, collectionId);
   if (collection?.owner === 'operator') return undefined;
   return "the money was collected outside the operator's collection accounts (a merchant-owned credential): not credited";
 }

@@ -8,6 +8,8 @@ import { postLedger } from '../../src/db/money-writes/ledger.ts';
 import { presentPayment } from '../../src/domain/present-payment.ts';
 import { presentRefund } from '../../src/refunds/refunds.ts';
 import { updateRefund, updateRefundRow } from '../../src/db/money-writes/refunds.ts';
+import { lockPaymentById } from '../../src/db/repositories/payments.ts';
+import { lockScopedRefund } from '../../src/db/repositories/refunds.ts';
 
 /**
  * How a provider rail's refund ended (docs/rails.md, "Refunds"): the one place a pending refund
@@ -32,14 +34,7 @@ export const recordRefundOutcome = defineTool({
   system: {},
   async handler(input, ctx) {
     const { db, actor, now } = ctx;
-    const refund = await db
-      .selectFrom('refunds')
-      .selectAll()
-      .where('id', '=', input.refund_id)
-      .where('account_id', '=', actor.accountId)
-      .where('livemode', '=', actor.livemode)
-      .forUpdate()
-      .executeTakeFirst();
+    const refund = await lockScopedRefund(db, actor, input.refund_id);
     if (!refund) throw new AppError('not_found', `No such refund: '${input.refund_id}'.`, { param: 'refund_id' });
     if (refund.status !== 'pending')
       return { result: 'duplicate' as const, refund_id: refund.id, status: refund.status };
@@ -53,12 +48,7 @@ export const recordRefundOutcome = defineTool({
       return { result: 'recorded' as const, refund_id: refund.id, status: 'succeeded' };
     }
 
-    const payment = await db
-      .selectFrom('payments')
-      .selectAll()
-      .where('id', '=', refund.payment_id)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
+    const payment = await lockPaymentById(db, refund.payment_id);
     const mode = payment.livemode;
     const asset = payment.settlement_asset;
     await postLedger(db, {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defineTool } from '../../src/core/tool.ts';
 import { recordBatchesReplanned, recordGoneDevnetBatchesFinal } from '../../src/db/money-writes/settlement-batches.ts';
 import { rebatchSentTransfers } from '../../src/db/money-writes/transfers.ts';
+import { lockBatchesById } from '../../src/db/repositories/settlement-batches.ts';
 import { forNoMerchant } from './scopes.ts';
 
 const chainKey = z.string().min(1).max(200);
@@ -29,13 +30,7 @@ export const replanSettlementBatches = defineTool({
   scope: 'payouts:write',
   system: forNoMerchant(),
   async handler(input, { db }) {
-    const locked = await db
-      .selectFrom('settlement_batches')
-      .select(['id', 'status', 'chain_key'])
-      .where('id', 'in', input.batch_ids)
-      .orderBy('id')
-      .forUpdate()
-      .execute();
+    const locked = await lockBatchesById(db, input.batch_ids);
     const replanned = locked.filter((b) => b.status === 'sent' && b.chain_key === input.chain_key).map((b) => b.id);
     if (replanned.length === 0) return { replanned };
     await recordBatchesReplanned(db, replanned, input.reason);

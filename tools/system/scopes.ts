@@ -1,4 +1,3 @@
-import { type RawBuilder, sql } from 'kysely';
 import type { SystemToolSpec } from '../../src/core/tool.ts';
 import type { ModeScope } from '../../src/db/database.ts';
 
@@ -13,12 +12,6 @@ export function uniqueScopes(rows: readonly { account_id: string; livemode: bool
 /** Whether a row belongs to this account and mode. */
 export function inScope(row: { account_id: string; livemode: boolean }, scope: ModeScope): boolean {
   return row.account_id === scope.accountId && row.livemode === scope.livemode;
-}
-
-/** A condition: the row's (account_id, livemode) is one of these scopes (false for none). */
-export function inScopes(scopes: readonly ModeScope[]): RawBuilder<boolean> {
-  if (scopes.length === 0) return sql<boolean>`false`;
-  return sql<boolean>`(account_id, livemode) in (${sql.join(scopes.map((s) => sql`(${s.accountId}, ${s.livemode})`))})`;
 }
 
 /**

@@ -14,7 +14,10 @@ import { credit, debit, type LedgerAccountRef, type LedgerPosting, ledgerAccount
 import { postLedger } from '../../src/db/money-writes/ledger.ts';
 import type { BatchReceipt } from '../../src/domain/batch-receipts.ts';
 import { recordBatchFailed, recordBatchPaid, recordBatchUnpaid } from '../../src/db/money-writes/settlement-batches.ts';
+import { listLedgerAccountsIn } from '../../src/db/repositories/ledger-accounts.ts';
 import { holdsLease } from '../../src/db/repositories/relayer-leases.ts';
+import { lockBatch, lockBatchStatus } from '../../src/db/repositories/settlement-batches.ts';
+import { listTransferOwners, lockBatchTransfers, lockQueuedTransfers } from '../../src/db/repositories/transfers.ts';
 import type {
   ConfirmedTransfer,
   FailedTransfer,
@@ -119,8 +122,7 @@ function sumOf(transfers: readonly TransferLine[]): bigint {
 
 /** The merchants (and modes) whose transfers these are: by batch, or by transfer id. */
 async function transferScopes(db: Db, by: 'batch_id' | 'id', values: readonly string[]): Promise<ModeScope[]> {
-  const rows = await db.selectFrom('transfers').select(['account_id', 'livemode']).where(by, 'in', values).execute();
-  return uniqueScopes(rows);
+  return uniqueScopes(await listTransferOwners(db, by, values));
 }
 
 function outcomeContext(ctx: ToolContext): TransferOutcomeContext {
@@ -154,12 +156,7 @@ export const confirmSettlementBatch = defineTool({
     const batchId = input.batch_id;
     const receipt = batchReceipt(input.receipt);
     const nothing = { batch_id: batchId, confirmed: false, tx_hash: null, transfers: [] };
-    const batch = await db
-      .selectFrom('settlement_batches')
-      .selectAll()
-      .where('id', '=', batchId)
-      .forUpdate()
-      .executeTakeFirst();
+    const batch = await lockBatch(db, batchId);
     if (batch?.status !== 'sent') return nothing;
     const transfers = await lockBatchTransfers(db, batchId, ['sent']);
     const total = transfers.reduce((sum, t) => sum + t.amount_minor, 0n);
@@ -253,12 +250,7 @@ export const revertSettlementBatch = defineTool({
       live: [],
       transfers: [],
     };
-    const batch = await db
-      .selectFrom('settlement_batches')
-      .selectAll()
-      .where('id', '=', batchId)
-      .forUpdate()
-      .executeTakeFirst();
+    const batch = await lockBatch(db, batchId);
     if (batch?.status !== 'confirmed' || batch.chain_key !== chain.key || batch.finalized_at !== null) return nothing;
     // Fencing as for signing: a worker whose relayer lease lapsed changes nothing on this chain.
     if (!(await holdsLease(db, { holder: input.holder }, { key: chain.key, relayer: chain.relayer as Hex }))) {
@@ -335,13 +327,8 @@ export const failSettlementBatch = defineTool({
   async handler(input, ctx) {
     const { db } = ctx;
     const { batch_id: batchId, reason } = input;
-    const batch = await db
-      .selectFrom('settlement_batches')
-      .select(['status'])
-      .where('id', '=', batchId)
-      .forUpdate()
-      .executeTakeFirst();
-    if (batch?.status !== input.expected) return { batch_id: batchId, failed: false, released: [], transfers: [] };
+    const status = await lockBatchStatus(db, batchId);
+    if (status !== input.expected) return { batch_id: batchId, failed: false, released: [], transfers: [] };
     await recordBatchFailed(db, batchId, {
       reason,
       ...(input.reverted ? { reverted: batchReceipt(input.reverted) } : {}),
@@ -391,29 +378,11 @@ export const failQueuedTransfers = defineTool({
     },
   },
   async handler(input, ctx) {
-    const transfers = await ctx.db
-      .selectFrom('transfers')
-      .selectAll()
-      .where('id', 'in', input.transfer_ids)
-      .where('status', '=', 'queued')
-      .orderBy('id')
-      .forUpdate()
-      .execute();
+    const transfers = await lockQueuedTransfers(ctx.db, input.transfer_ids);
     if (transfers.length > 0) await failTransfersForGood(ctx.db, ctx, transfers, input.reason);
     return { transfers: transfers.map(line) };
   },
 });
-
-async function lockBatchTransfers(db: Db, batchId: string, statuses: TransferRow['status'][]): Promise<TransferRow[]> {
-  return db
-    .selectFrom('transfers')
-    .selectAll()
-    .where('batch_id', '=', batchId)
-    .where('status', 'in', statuses)
-    .orderBy('id')
-    .forUpdate()
-    .execute();
-}
 
 /** Ends transfers for good: money back from in-flight to where it came from, each object told. */
 async function failTransfersForGood(
@@ -423,15 +392,10 @@ async function failTransfersForGood(
   reason: string,
 ): Promise<void> {
   const { now } = ctx;
-  const sources = await db
-    .selectFrom('ledger_accounts')
-    .selectAll()
-    .where(
-      'id',
-      'in',
-      transfers.map((t) => t.from_ledger_account),
-    )
-    .execute();
+  const sources = await listLedgerAccountsIn(
+    db,
+    transfers.map((t) => t.from_ledger_account),
+  );
   const byId = new Map(sources.map((a) => [a.id, a]));
   const postings: LedgerPosting[] = transfers.map((t) => {
     const source = byId.get(t.from_ledger_account);

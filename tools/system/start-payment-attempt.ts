@@ -7,6 +7,7 @@ import { paystackReference } from '../../src/domain/provider-references.ts';
 import { RAIL_NAMES } from '../../src/db/tables/rails.ts';
 import { lockOwnedPayment, notPayable } from './attempt-rules.ts';
 import { insertPaymentAttempt } from '../../src/db/money-writes/payment-attempts.ts';
+import { findOperatorCollectionFor } from '../../src/db/repositories/collection-accounts.ts';
 
 /**
  * A payer starts paying on a provider rail (Paystack, M-Pesa): the attempt is recorded `pending`
@@ -49,16 +50,12 @@ export const startPaymentAttempt = defineTool({
     if (payment.expires_at <= now) throw notPayable('expired');
     // The guard next to the side effect: a payer only ever pays into a collection account the
     // operator set for this account (or for every account) in this mode (docs/rails.md).
-    const collection = await db
-      .selectFrom('collection_accounts')
-      .select(['id'])
-      .where('id', '=', input.collection_id)
-      .where('rail', '=', input.rail)
-      .where('livemode', '=', payment.livemode)
-      .where('owner', '=', 'operator')
-      .where('retired_at', 'is', null)
-      .where((eb) => eb.or([eb('account_id', 'is', null), eb('account_id', '=', payment.account_id)]))
-      .executeTakeFirst();
+    const collection = await findOperatorCollectionFor(
+      db,
+      { accountId: payment.account_id, livemode: payment.livemode },
+      input.collection_id,
+      input.rail,
+    );
     if (!collection) {
       throw new AppError('invalid_request', `${input.rail} does not collect for this payment.`, {
         param: 'collection_id',

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { defineTool } from '../../src/core/tool.ts';
-import { inScope, inScopes, uniqueScopes } from './scopes.ts';
-import type { Db, ModeScope, PaymentRow } from '../../src/db/database.ts';
+import { inScope, uniqueScopes } from './scopes.ts';
+import { listDefaultPayoutAddresses } from '../../src/db/repositories/accounts.ts';
+import { lockOfferedPaidPayments } from '../../src/db/repositories/payments.ts';
+import type { PaymentRow } from '../../src/db/database.ts';
 import { transitionPayment } from '../../src/db/money-writes/payments.ts';
 import { canTransition } from '../../src/domain/payment-status.ts';
 import { credit, debit, type LedgerPosting, ledgerAccount } from '../../src/ledger/ledger.ts';
@@ -69,7 +71,7 @@ export const startPaymentSettlements = defineTool({
     // one of these payments) and leaves the rest to the next run.
     busyAccounts: 'skip',
     async accounts(input, { db }) {
-      return uniqueScopes(await lockOfferedPayments(db, input));
+      return uniqueScopes(await lockOfferedPaidPayments(db, input));
     },
     recordFor(input, output, scope) {
       const mine = output.settlements.filter((s) => inScope(s, scope));
@@ -84,15 +86,11 @@ export const startPaymentSettlements = defineTool({
   async handler(input, { db, now, config, logger, scopes = [] }) {
     if (scopes.length === 0) return { taken: 0, settlements: [] };
     // The payments accounts() locked, of the merchants whose action logs this run holds.
-    const payments = await lockOfferedPayments(db, input, scopes);
+    const payments = await lockOfferedPaidPayments(db, input, scopes);
     if (payments.length === 0) return { taken: 0, settlements: [] };
 
     const accountIds = [...new Set(payments.map((p) => p.account_id))];
-    const accounts = await db
-      .selectFrom('accounts')
-      .select(['id', 'default_payout_address'])
-      .where('id', 'in', accountIds)
-      .execute();
+    const accounts = await listDefaultPayoutAddresses(db, accountIds);
     const defaults = new Map(accounts.map((a) => [a.id, a.default_payout_address]));
 
     const received: LedgerPosting[] = [];
@@ -163,30 +161,6 @@ export const startPaymentSettlements = defineTool({
     return { taken: payments.length, settlements };
   },
 });
-
-/**
- * The offered payments still paid, oldest first, up to the run's limit, locked for this run: those
- * no other run holds (SKIP LOCKED; rows this run locked already are its own), and, once the
- * action-log locks are taken, only of the accounts whose locks it holds.
- */
-function lockOfferedPayments(
-  db: Db,
-  input: { payment_ids: string[]; limit: number },
-  scopes?: readonly ModeScope[],
-): Promise<PaymentRow[]> {
-  return db
-    .selectFrom('payments')
-    .selectAll()
-    .where('id', 'in', input.payment_ids)
-    .where('status', '=', 'paid')
-    .$if(scopes !== undefined, (q) => q.where(inScopes(scopes!)))
-    .orderBy('paid_at')
-    .orderBy('id')
-    .limit(input.limit)
-    .forUpdate()
-    .skipLocked()
-    .execute();
-}
 
 /**
  * The payer paid `amount` in local currency; at the locked quote that is `gross` in the settlement

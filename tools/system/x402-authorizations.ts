@@ -5,7 +5,6 @@
 // the same road as any rail's: start_payment_settlements settles it to the payout address or the
 // custodial balance, with payment.settled.
 
-import { sql } from 'kysely';
 import { z } from 'zod';
 import { stringifyJson } from '../../src/core/json-text.ts';
 import { defineTool, type ToolContext } from '../../src/core/tool.ts';
@@ -20,7 +19,17 @@ import {
   markX402AuthorizationFailed,
   markX402AuthorizationReverted,
 } from '../../src/db/money-writes/x402-authorizations.ts';
-import { findCreationSettings } from '../../src/db/repositories/payments.ts';
+import {
+  findCreationSettings,
+  findKnownPayment,
+  lockPaymentById,
+  lockScopedPayment,
+} from '../../src/db/repositories/payments.ts';
+import {
+  findX402AuthorizationById,
+  findX402AuthorizationByKey,
+  lockX402AuthorizationKey,
+} from '../../src/db/repositories/x402-authorizations.ts';
 import { insertEvent } from '../../src/db/repositories/events.ts';
 import { USDC_RAIL, type X402AuthorizationRow } from '../../src/db/tables/x402.ts';
 import { quoteSettlement } from '../../src/domain/fx.ts';
@@ -111,15 +120,13 @@ export const recordX402Authorization = defineTool({
     // One recorder per key at a time (concurrent settles of one payload): the second waits here and
     // then finds the first one's row.
     const key = `${input.chain_id}:${input.token}:${input.payer}:${input.nonce}`;
-    await sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(db);
-    const existing = await db
-      .selectFrom('x402_authorizations')
-      .selectAll()
-      .where('chain_id', '=', input.chain_id)
-      .where('token', '=', input.token)
-      .where('payer', '=', input.payer)
-      .where('nonce', '=', input.nonce)
-      .executeTakeFirst();
+    await lockX402AuthorizationKey(db, key);
+    const existing = await findX402AuthorizationByKey(db, {
+      chainId: input.chain_id,
+      token: input.token,
+      payer: input.payer,
+      nonce: input.nonce,
+    });
     if (existing) return { result: 'existing', authorization: summary(existing) };
 
     const value = BigInt(input.value_minor);
@@ -221,14 +228,7 @@ async function newFacilitatorPayment(input: RecordInput, value: bigint, ctx: Too
 
 /** The checkout session the authorization pays: payable now, and for exactly its locked gross in USDC. */
 async function lockSession(input: RecordInput, value: bigint, ctx: ToolContext): Promise<PaymentRow | Refused> {
-  const payment = await ctx.db
-    .selectFrom('payments')
-    .selectAll()
-    .where('id', '=', input.payment_id!)
-    .where('account_id', '=', ctx.actor.accountId)
-    .where('livemode', '=', ctx.actor.livemode)
-    .forUpdate()
-    .executeTakeFirst();
+  const payment = await lockScopedPayment(ctx.db, ctx.actor, input.payment_id!);
   const refuse = (reason: string, message: string): Refused => ({ refusal: { reason, message } });
   if (!payment) return refuse('invalid_payment_requirements', `no payment '${input.payment_id}' of this account`);
   if (payment.status !== 'pending') {
@@ -300,12 +300,7 @@ export const confirmX402Authorization = defineTool({
       },
       now,
     );
-    const payment = await db
-      .selectFrom('payments')
-      .selectAll()
-      .where('id', '=', authorization.payment_id)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
+    const payment = await lockPaymentById(db, authorization.payment_id);
     if (!confirmed) return outcome(authorization, false, payment);
     await postLedger(db, {
       kind: 'usdc_received',
@@ -396,11 +391,7 @@ export const revertX402Authorization = defineTool({
   async handler(input, ctx) {
     const { db, now } = ctx;
     const authorization = await lockX402Authorization(db, input.authorization_id, ctx.actor.accountId);
-    const payment = await db
-      .selectFrom('payments')
-      .selectAll()
-      .where('id', '=', authorization.payment_id)
-      .executeTakeFirstOrThrow();
+    const payment = await findKnownPayment(db, authorization.payment_id);
     if (authorization.status !== 'confirmed' || authorization.tx_hash !== input.tx_hash) {
       return outcome(authorization, false, payment);
     }
@@ -438,20 +429,10 @@ export const failX402Authorization = defineTool({
   async handler(input, ctx) {
     const { db, now } = ctx;
     const failed = await markX402AuthorizationFailed(db, input.authorization_id, input, now);
-    const authorization =
-      failed ??
-      (await db
-        .selectFrom('x402_authorizations')
-        .selectAll()
-        .where('id', '=', input.authorization_id)
-        .executeTakeFirstOrThrow());
+    const authorization = failed ?? (await findX402AuthorizationById(db, input.authorization_id));
     if (authorization.account_id !== ctx.actor.accountId) throw new Error('authorization of another account');
     if (!failed) {
-      const payment = await db
-        .selectFrom('payments')
-        .selectAll()
-        .where('id', '=', authorization.payment_id)
-        .executeTakeFirstOrThrow();
+      const payment = await findKnownPayment(db, authorization.payment_id);
       return outcome(authorization, false, payment);
     }
     await updatePaymentAttempt(db, authorization.attempt_id, {
@@ -469,13 +450,7 @@ export const failX402Authorization = defineTool({
       );
     }
     const reopened = await transitionPayment(db, authorization.payment_id, 'processing', 'pending', {}, now);
-    const payment =
-      reopened ??
-      (await db
-        .selectFrom('payments')
-        .selectAll()
-        .where('id', '=', authorization.payment_id)
-        .executeTakeFirstOrThrow());
+    const payment = reopened ?? (await findKnownPayment(db, authorization.payment_id));
     return outcome(authorization, true, payment);
   },
 });

@@ -34,3 +34,11 @@ export async function countAccounts(db: Db): Promise<number> {
 export async function lockAccount(db: Db, accountId: string): Promise<void> {
   await db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().executeTakeFirstOrThrow();
 }
+
+/** The default payout address of each of these accounts (null: none set), by id. */
+export async function listDefaultPayoutAddresses(
+  db: Db,
+  accountIds: readonly string[],
+): Promise<Pick<Account, 'id' | 'default_payout_address'>[]> {
+  return db.selectFrom('accounts').select(['id', 'default_payout_address']).where('id', 'in', accountIds).execute();
+}

@@ -176,3 +176,18 @@ export async function sumRunRecordedSpend(
         )
   ).executeTakeFirstOrThrow();
 }
+
+/** The id of the action a confirmation held, as recorded under its account and mode. */
+export async function findHeldActionId(
+  db: Db,
+  scope: ModeScope,
+  confirmationId: string,
+): Promise<Pick<AgentActionRow, 'id'> | undefined> {
+  return db
+    .selectFrom('agent_actions')
+    .select('id')
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('confirmation_id', '=', confirmationId)
+    .executeTakeFirst();
+}

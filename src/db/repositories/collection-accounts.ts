@@ -173,3 +173,33 @@ export async function listOperatorCollectionsInUse(db: Db, window: { from: Date;
     .orderBy('id')
     .execute();
 }
+
+/**
+ * The collection account `id` if the operator set it, active, for this rail and for this
+ * account's payments (its own or instance-wide) in this mode: the only kind a payer pays into.
+ */
+export async function findOperatorCollectionFor(
+  db: Db,
+  scope: ModeScope,
+  id: string,
+  rail: CollectionAccountRow['rail'],
+): Promise<Pick<CollectionAccountRow, 'id'> | undefined> {
+  return db
+    .selectFrom('collection_accounts')
+    .select(['id'])
+    .where('id', '=', id)
+    .where('rail', '=', rail)
+    .where('livemode', '=', scope.livemode)
+    .where('owner', '=', 'operator')
+    .where('retired_at', 'is', null)
+    .where((eb) => eb.or([eb('account_id', 'is', null), eb('account_id', '=', scope.accountId)]))
+    .executeTakeFirst();
+}
+
+/** Who owns a collection account (operator or merchant), by id, retired or not. */
+export async function findCollectionAccountOwner(
+  db: Db,
+  id: string,
+): Promise<Pick<CollectionAccountRow, 'owner'> | undefined> {
+  return db.selectFrom('collection_accounts').select('owner').where('id', '=', id).executeTakeFirst();
+}

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.ts';
+import type { LedgerAccountRow } from '../tables/settlement.ts';
 
 /** What the treasury owes in one asset, per mode, in three parts (decimal strings of minor units). */
 export interface TreasuryObligation {
@@ -25,4 +26,9 @@ export async function listTreasuryObligations(db: Db, asset: string): Promise<Tr
     select livemode, 'paid_unbooked_minor', coalesce(sum(settlement_minor), 0)::text
       from payments where status = 'paid' and settlement_asset = ${asset} group by livemode`.execute(db);
   return rows.rows;
+}
+
+/** The ledger accounts with these ids (those that exist). */
+export async function listLedgerAccountsIn(db: Db, ids: readonly string[]): Promise<LedgerAccountRow[]> {
+  return db.selectFrom('ledger_accounts').selectAll().where('id', 'in', ids).execute();
 }

@@ -289,3 +289,34 @@ export async function findLateSuccessesToRefund(db: Db, leaseCutoff: Date, limit
     .limit(limit)
     .execute();
 }
+
+/** The rail of the success that paid the payment (not a late one), on whichever rail: none for the sandbox. */
+export async function findPaidAttemptRail(
+  db: Db,
+  paymentId: string,
+): Promise<Pick<PaymentAttemptRow, 'rail'> | undefined> {
+  return db
+    .selectFrom('payment_attempts')
+    .select('rail')
+    .where('payment_id', '=', paymentId)
+    .where('outcome', '=', 'succeeded')
+    .where('late', '=', false)
+    .executeTakeFirst();
+}
+
+/** The payment's attempt `id` on this rail under a row lock (FOR UPDATE): its outcome is recorded once. */
+export async function lockRailAttempt(
+  db: Db,
+  paymentId: string,
+  attemptId: string,
+  rail: PaymentAttemptRow['rail'],
+): Promise<PaymentAttemptRow | undefined> {
+  return db
+    .selectFrom('payment_attempts')
+    .selectAll()
+    .where('id', '=', attemptId)
+    .where('payment_id', '=', paymentId)
+    .where('rail', '=', rail)
+    .forUpdate()
+    .executeTakeFirst();
+}

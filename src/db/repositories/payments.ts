@@ -1,5 +1,5 @@
 import { CompiledQuery, sql } from 'kysely';
-import type { PaymentStatus } from '../../domain/payment-status.ts';
+import { isPaidStatus, PAYMENT_STATUSES, type PaymentStatus } from '../../domain/payment-status.ts';
 import { PUBLIC_PAYMENT_COLUMNS, type PublicPaymentColumn } from '../../domain/present-payment.ts';
 import type { Db, ModeScope, PaymentRow, SettlementSchedule } from '../database.ts';
 import { PREPARED } from '../prepared-statements.ts';
@@ -14,7 +14,7 @@ import {
   readPage,
 } from '../pagination.ts';
 import type { CollectionOwner } from '../tables/rails.ts';
-import { findScoped } from './scoped.ts';
+import { findScoped, inScopes } from './scoped.ts';
 
 /**
  * What a new payment takes from its account at creation: the fee for its quote and the settlement
@@ -275,4 +275,166 @@ export async function findPaymentOwnerAndExpiry(
 /** Whose a payment is: its account and mode; it exists (an attempt names it). */
 export async function findPaymentOwner(db: Db, id: string): Promise<Pick<PaymentRow, 'account_id' | 'livemode'>> {
   return db.selectFrom('payments').select(['account_id', 'livemode']).where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+/** The account's payments among `ids`, in either mode (the ids were read from its own rows); unknown ids are left out. */
+export async function listAccountPaymentsIn(db: Db, accountId: string, ids: readonly string[]): Promise<PaymentRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('payments').selectAll().where('account_id', '=', accountId).where('id', 'in', ids).execute();
+}
+
+// get_revenue's reads: what the account was paid within a range.
+
+/** Statuses a payment can only be in once the payer has paid (paid_at is set on the way in). */
+const PAID_STATUSES = PAYMENT_STATUSES.filter(isPaidStatus);
+
+export interface RevenueFilter extends ModeScope {
+  from: Date;
+  to: Date;
+  currency?: string | undefined;
+}
+
+export interface CurrencyRevenue {
+  currency: string;
+  count: number;
+  amountMinor: bigint;
+  refundedMinor: bigint;
+  /** Settlement credited minus what refunds took back, in the settlement asset's minor units. */
+  settlementMinor: bigint;
+}
+
+/**
+ * The account's payments of one mode that the payer paid within [from, to). paid_at is set once,
+ * when the payment becomes paid, and kept through settlement and refunds. The range is an index
+ * range scan on payments_paid_range (migrations/009).
+ */
+function paidWithin(db: Db, f: RevenueFilter) {
+  let query = db
+    .selectFrom('payments')
+    .where('payments.account_id', '=', f.accountId)
+    .where('payments.livemode', '=', f.livemode)
+    .where('payments.status', 'in', PAID_STATUSES)
+    .where('payments.paid_at', '>=', f.from)
+    .where('payments.paid_at', '<', f.to);
+  if (f.currency !== undefined) query = query.where('payments.currency', '=', f.currency);
+  return query;
+}
+
+/**
+ * Sums per currency, in SQL, over every payment in the range. Sums of int8 are numeric in
+ * Postgres: they leave as text and become bigint here, never a float. What refunds took back in
+ * USDC is read from the refunds themselves (merchant_debit_minor), one index probe per payment.
+ */
+export async function revenueByCurrency(db: Db, f: RevenueFilter): Promise<CurrencyRevenue[]> {
+  const rows = await paidWithin(db, f)
+    .leftJoinLateral(
+      (eb) =>
+        eb
+          .selectFrom('refunds')
+          .select(sql<string>`sum(refunds.merchant_debit_minor)`.as('debit_minor'))
+          .whereRef('refunds.payment_id', '=', 'payments.id')
+          // A failed refund was undone: its share is back in the balance.
+          .where('refunds.status', '<>', 'failed')
+          .as('refund_totals'),
+      (join) => join.onTrue(),
+    )
+    .select([
+      'payments.currency',
+      sql<string>`count(*)::text`.as('count'),
+      sql<string>`sum(payments.amount_minor)::text`.as('amount_minor'),
+      sql<string>`sum(payments.refunded_minor)::text`.as('refunded_minor'),
+      sql<string>`sum(payments.settlement_minor)::text`.as('settlement_minor'),
+      sql<string>`coalesce(sum(refund_totals.debit_minor), 0)::text`.as('refund_debit_minor'),
+    ])
+    .groupBy('payments.currency')
+    .orderBy('payments.currency')
+    .execute();
+  return rows.map((row) => ({
+    currency: row.currency,
+    count: Number(row.count),
+    amountMinor: BigInt(row.amount_minor),
+    refundedMinor: BigInt(row.refunded_minor),
+    settlementMinor: BigInt(row.settlement_minor) - BigInt(row.refund_debit_minor),
+  }));
+}
+
+/** The account's payments paid within the range, newest paid first, at most `limit`: get_revenue's list. */
+export async function paidPaymentsWithin(db: Db, f: RevenueFilter, limit: number) {
+  return paidWithin(db, f)
+    .select(['id', 'amount_minor', 'currency', 'status', 'reference', 'paid_at'])
+    .orderBy('paid_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+// Payment locks a system tool takes in its own transaction to serialise a money decision: a
+// concurrent run on the same payment waits, then sees what the first one did.
+
+/** The caller's payment `id` under a row lock (FOR UPDATE); another account's or mode's is not there. */
+export async function lockScopedPayment(db: Db, scope: ModeScope, id: string): Promise<PaymentRow | undefined> {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/** A payment under a row lock (FOR UPDATE); it exists (a row the caller holds names it). */
+export async function lockPaymentById(db: Db, id: string): Promise<PaymentRow> {
+  return db.selectFrom('payments').selectAll().where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
+}
+
+/** A payment by id, unlocked; it exists (a row the caller holds names it). */
+export async function findKnownPayment(db: Db, id: string): Promise<PaymentRow> {
+  return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
+// Payment runs' locks (start_payment_settlements, expire_payments): the offered payments that are
+// still what the worker saw, locked for the run (SKIP LOCKED: rows another run holds are left to
+// it; rows this run locked already are its own), and, once the run's action-log locks are taken,
+// only of the accounts whose locks it holds (`scopes`).
+
+/** The offered payments still paid, oldest paid first, up to `limit`, locked for the run. */
+export function lockOfferedPaidPayments(
+  db: Db,
+  offer: { payment_ids: readonly string[]; limit: number },
+  scopes?: readonly ModeScope[],
+): Promise<PaymentRow[]> {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('id', 'in', offer.payment_ids)
+    .where('status', '=', 'paid')
+    .$if(scopes !== undefined, (q) => q.where(inScopes(scopes!)))
+    .orderBy('paid_at')
+    .orderBy('id')
+    .limit(offer.limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+}
+
+/** The offered sessions still pending and lapsed at `now`, up to `limit`, locked for the run. */
+export function lockOfferedLapsedSessions(
+  db: Db,
+  offer: { payment_ids: readonly string[]; limit: number },
+  now: Date,
+  scopes?: readonly ModeScope[],
+): Promise<Pick<PaymentRow, 'id' | 'account_id' | 'livemode'>[]> {
+  return db
+    .selectFrom('payments')
+    .select(['id', 'account_id', 'livemode'])
+    .where('id', 'in', offer.payment_ids)
+    .where('status', '=', 'pending')
+    .where('expires_at', '<=', now)
+    .$if(scopes !== undefined, (q) => q.where(inScopes(scopes!)))
+    .orderBy('expires_at')
+    .limit(offer.limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
 }

@@ -108,3 +108,49 @@ export async function listPaidRecipients(db: Db, scope: ModeScope, addresses: re
     .execute();
   return rows.map((r) => String(r.address));
 }
+
+/** The legs (payouts) of these revenue shares, oldest first: one read for a page of shares. */
+export async function listRevenueShareLegs(db: Db, revenueShareIds: readonly string[]): Promise<PayoutRow[]> {
+  if (revenueShareIds.length === 0) return [];
+  return db
+    .selectFrom('payouts')
+    .selectAll()
+    .where('revenue_share_id', 'in', revenueShareIds)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/**
+ * The account's direct payout (not a revenue share's leg, which carries the share's reference)
+ * with this reference, the first made: what a retry of create_payout with that reference finds.
+ */
+export async function findDirectPayoutByReference(
+  db: Db,
+  scope: ModeScope,
+  reference: string,
+): Promise<PayoutRow | undefined> {
+  return (
+    db
+      .selectFrom('payouts')
+      .selectAll()
+      .where('account_id', '=', scope.accountId)
+      .where('livemode', '=', scope.livemode)
+      .where('reference', '=', reference)
+      // A revenue share's legs carry the share's reference; a reference names one direct payout.
+      .where('revenue_share_id', 'is', null)
+      .orderBy('created_at')
+      .executeTakeFirst()
+  );
+}
+
+/** The legs (payouts) of one revenue share, oldest first. */
+export async function listLegsOfRevenueShare(db: Db, revenueShareId: string): Promise<PayoutRow[]> {
+  return db
+    .selectFrom('payouts')
+    .selectAll()
+    .where('revenue_share_id', '=', revenueShareId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db, ModeScope } from '../database.ts';
 import { type CreatedRange, keysetIn, type Page, type PageRequest, readPage } from '../pagination.ts';
 import type { RefundRow } from '../tables/money.ts';
@@ -58,4 +59,36 @@ export async function findRailRefundsToAdvance(
     .orderBy('created_at')
     .limit(limit)
     .execute();
+}
+
+/**
+ * What the payment's refunds that stand (not failed and undone) took from the balance and the
+ * fees, summed in SQL: int8 sums are numeric, so they leave as text and become bigint, never a float.
+ */
+export async function sumStandingRefunds(
+  db: Db,
+  paymentId: string,
+): Promise<{ merchantDebit: bigint; feeReturn: bigint }> {
+  const row = await db
+    .selectFrom('refunds')
+    .select([
+      sql<string>`coalesce(sum(merchant_debit_minor), 0)::text`.as('debit'),
+      sql<string>`coalesce(sum(fee_return_minor), 0)::text`.as('fee'),
+    ])
+    .where('payment_id', '=', paymentId)
+    .where('status', '<>', 'failed')
+    .executeTakeFirstOrThrow();
+  return { merchantDebit: BigInt(row.debit), feeReturn: BigInt(row.fee) };
+}
+
+/** The caller's refund `id` under a row lock (FOR UPDATE): a concurrent outcome for it waits, then sees what this one did. */
+export async function lockScopedRefund(db: Db, scope: ModeScope, id: string): Promise<RefundRow | undefined> {
+  return db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .forUpdate()
+    .executeTakeFirst();
 }

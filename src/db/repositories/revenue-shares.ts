@@ -28,3 +28,20 @@ export async function listRevenueSharesPage(
   if (filter.created_lte) query = query.where('created_at', '<=', filter.created_lte);
   return readPage(query, keyset, page.limit);
 }
+
+/** The account's revenue share with this reference, the first made: what a retry of split_revenue with that reference finds. */
+export async function findRevenueShareByReference(
+  db: Db,
+  scope: ModeScope,
+  reference: string,
+): Promise<RevenueShareRow | undefined> {
+  return db
+    .selectFrom('revenue_shares')
+    .selectAll()
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('reference', '=', reference)
+    .orderBy('created_at')
+    .orderBy('id')
+    .executeTakeFirst();
+}

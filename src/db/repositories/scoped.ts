@@ -1,4 +1,4 @@
-import type { Selectable, SelectQueryBuilder } from 'kysely';
+import { type RawBuilder, type Selectable, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database, Db, ModeScope } from '../database.ts';
 
 /** The tables whose rows belong to one account and one mode, each named by a text id. */
@@ -36,4 +36,10 @@ export async function findScoped<T extends ScopedTable>(
     .selectAll()
     .executeTakeFirst();
   return row as Selectable<Database[T]> | undefined;
+}
+
+/** A condition: the row's (account_id, livemode) is one of these scopes (false for none). */
+export function inScopes(scopes: readonly ModeScope[]): RawBuilder<boolean> {
+  if (scopes.length === 0) return sql<boolean>`false`;
+  return sql<boolean>`(account_id, livemode) in (${sql.join(scopes.map((s) => sql`(${s.accountId}, ${s.livemode})`))})`;
 }

@@ -172,3 +172,24 @@ export async function confirmedBatchesNotMatchingTransfers(db: Db): Promise<{ id
        or bool_or(t.status <> 'confirmed' or t.batch_id <> b.id) limit 20`.execute(db);
   return mismatched.rows;
 }
+
+// Locks a system tool takes in its own transaction before it records how a batch ended.
+
+/** A batch, its row locked for the caller's transaction (the one that records its outcome). */
+export async function lockBatch(trx: Db, batchId: string): Promise<SettlementBatchRow | undefined> {
+  return trx.selectFrom('settlement_batches').selectAll().where('id', '=', batchId).forUpdate().executeTakeFirst();
+}
+
+/** These batches' status and chain, their rows locked in id order (the order every locker takes). */
+export async function lockBatchesById(
+  trx: Db,
+  batchIds: readonly string[],
+): Promise<Pick<SettlementBatchRow, 'id' | 'status' | 'chain_key'>[]> {
+  return trx
+    .selectFrom('settlement_batches')
+    .select(['id', 'status', 'chain_key'])
+    .where('id', 'in', batchIds)
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+}

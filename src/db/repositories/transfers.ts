@@ -151,3 +151,40 @@ export async function hasOnChainWork(db: Db): Promise<boolean> {
   );
   return row.rows[0]?.active === true;
 }
+
+/** The merchants (and modes) of some transfers, a row each (not distinct): by batch, or by transfer id. */
+export async function listTransferOwners(
+  db: Db,
+  by: 'batch_id' | 'id',
+  values: readonly string[],
+): Promise<Pick<TransferRow, 'account_id' | 'livemode'>[]> {
+  return db.selectFrom('transfers').select(['account_id', 'livemode']).where(by, 'in', values).execute();
+}
+
+/** Those of these transfers still queued, locked for the caller's transaction in id order. */
+export async function lockQueuedTransfers(trx: Db, transferIds: readonly string[]): Promise<TransferRow[]> {
+  return trx
+    .selectFrom('transfers')
+    .selectAll()
+    .where('id', 'in', transferIds)
+    .where('status', '=', 'queued')
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+}
+
+/** A batch's transfers in these statuses, locked for the caller's transaction in id order. */
+export async function lockBatchTransfers(
+  trx: Db,
+  batchId: string,
+  statuses: readonly TransferStatus[],
+): Promise<TransferRow[]> {
+  return trx
+    .selectFrom('transfers')
+    .selectAll()
+    .where('batch_id', '=', batchId)
+    .where('status', 'in', statuses)
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+}

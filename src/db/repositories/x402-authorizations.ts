@@ -197,3 +197,12 @@ export async function listPaymentsWithConfirmedAuthorization(
     .where('status', '=', 'confirmed')
     .execute();
 }
+
+/**
+ * Takes the transaction's advisory lock on an authorization's key as text (chain:token:payer:nonce,
+ * record_x402_authorization's), held until it ends: one recorder per key at a time, so a
+ * concurrent settle of the same payload waits here, then finds the first one's row.
+ */
+export async function lockX402AuthorizationKey(db: Db, keyText: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${keyText}, 0))`.execute(db);
+}
