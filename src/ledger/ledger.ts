@@ -12,6 +12,7 @@
 
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { findLedgerBalance } from '../db/repositories/ledger-accounts.ts';
 import type { LedgerAccountKind, LedgerNormalSide } from '../db/tables/settlement.ts';
 import { AppError } from '../core/errors.ts';
 import { TransferRefusedError } from '../domain/recipients.ts';
@@ -143,12 +144,7 @@ export function assertBalanced(posting: LedgerPosting): void {
 
 /** Balance in the account's normal side; 0 for an account never used. */
 export async function getLedgerBalance(db: Db, account: LedgerAccountRef): Promise<bigint> {
-  const row = await db
-    .selectFrom('ledger_accounts')
-    .select('balance_minor')
-    .where('id', '=', account.id)
-    .executeTakeFirst();
-  return row?.balance_minor ?? 0n;
+  return (await findLedgerBalance(db, account.id)) ?? 0n;
 }
 
 export interface LedgerInvariantReport {

@@ -2,6 +2,7 @@ import { testMoneyMayMoveOn, testMoneyRefusal } from '../chain/test-networks.ts'
 import { AppError } from '../core/errors.ts';
 import type { ToolServices } from '../core/tool.ts';
 import type { Db, ModeScope } from '../db/database.ts';
+import { sumQueuedPayouts } from '../db/repositories/payouts.ts';
 import { getLedgerBalance, ledgerAccount } from '../ledger/ledger.ts';
 import { SETTLEMENT_CURRENCY } from '../domain/money.ts';
 import { isServiceContract } from '../domain/recipients.ts';
@@ -55,12 +56,5 @@ export async function custodialBalance(
     db,
     ledgerAccount.merchant(scope.accountId, scope.livemode, SETTLEMENT_CURRENCY.code),
   );
-  const pending = await db
-    .selectFrom('payouts')
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('amount_minor'), eb.val('0')).as('total'))
-    .where('account_id', '=', scope.accountId)
-    .where('livemode', '=', scope.livemode)
-    .where('status', '=', 'queued')
-    .executeTakeFirstOrThrow();
-  return { availableMinor, pendingPayoutsMinor: BigInt(pending.total) };
+  return { availableMinor, pendingPayoutsMinor: await sumQueuedPayouts(db, scope) };
 }

@@ -9,7 +9,7 @@ import type { ConfirmationRow } from '../db/tables/money.ts';
 import { isSamePrincipal } from '../keys/lineage.ts';
 import { recordMoneyApproval } from '../metrics/metrics.ts';
 import { announceConfirmation, effectiveStatus } from '../policy/confirmations.ts';
-import { findConfirmation } from '../db/repositories/confirmations.ts';
+import { findConfirmation, markConfirmationRejected } from '../db/repositories/confirmations.ts';
 import { findApiKey } from '../db/repositories/api-keys.ts';
 
 /**
@@ -115,13 +115,7 @@ export async function rejectConfirmation(runtime: ToolEnvironment, approver: App
   const now = runtime.clock.now();
   await runtime.db.transaction().execute(async (trx) => {
     await lockAccountActions(trx, approver.accountId);
-    const updated = await trx
-      .updateTable('confirmations')
-      .set({ status: 'rejected', decided_by_key: approver.keyId, decided_at: now })
-      .where('id', '=', id)
-      .where('status', '=', 'pending')
-      .returningAll()
-      .executeTakeFirst();
+    const updated = await markConfirmationRejected(trx, id, approver.keyId, now);
     if (!updated) throw new AppError('conflict', `Confirmation ${id} is no longer pending.`);
     await announceConfirmation(trx, runtime.config, updated, 'action.rejected', now);
     await advanceHeldAction(trx, {

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { AppError } from '../core/errors.ts';
 import type { SecretBox } from '../core/secret-box.ts';
 import type { Db, ModeScope } from '../db/database.ts';
+import { lockAccount } from '../db/repositories/accounts.ts';
 import {
   countWebhookEndpoints,
   insertWebhookEndpoint,
@@ -109,7 +110,7 @@ export async function createWebhookEndpoint(
     now: Date;
   },
 ): Promise<WebhookEndpointView & { secret: string }> {
-  await trx.selectFrom('accounts').select('id').where('id', '=', input.accountId).forUpdate().executeTakeFirstOrThrow();
+  await lockAccount(trx, input.accountId);
   if ((await countWebhookEndpoints(trx, input)) >= MAX_WEBHOOK_ENDPOINTS) {
     throw new AppError(
       'invalid_request',

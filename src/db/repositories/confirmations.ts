@@ -181,3 +181,19 @@ export function markLapsedConfirmationsExpired(db: Db, now: Date, limit: number)
     .returningAll()
     .execute();
 }
+
+/** Rejected by `keyId` if it is still pending (the caller's transaction); undefined when it no longer was. */
+export function markConfirmationRejected(
+  db: Db,
+  id: string,
+  keyId: string,
+  now: Date,
+): Promise<ConfirmationRow | undefined> {
+  return db
+    .updateTable('confirmations')
+    .set({ status: 'rejected', decided_by_key: keyId, decided_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .returningAll()
+    .executeTakeFirst();
+}

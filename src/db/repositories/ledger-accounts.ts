@@ -32,3 +32,13 @@ export async function listTreasuryObligations(db: Db, asset: string): Promise<Tr
 export async function listLedgerAccountsIn(db: Db, ids: readonly string[]): Promise<LedgerAccountRow[]> {
   return db.selectFrom('ledger_accounts').selectAll().where('id', 'in', ids).execute();
 }
+
+/** A ledger account's balance, in minor units; undefined when no posting has opened the account yet. */
+export async function findLedgerBalance(db: Db, ledgerAccountId: string): Promise<bigint | undefined> {
+  const row = await db
+    .selectFrom('ledger_accounts')
+    .select('balance_minor')
+    .where('id', '=', ledgerAccountId)
+    .executeTakeFirst();
+  return row?.balance_minor;
+}

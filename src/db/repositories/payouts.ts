@@ -154,3 +154,15 @@ export async function listLegsOfRevenueShare(db: Db, revenueShareId: string): Pr
     .orderBy('id')
     .execute();
 }
+
+/** What an account's queued payouts (one mode) take out of its balance, in minor units. */
+export async function sumQueuedPayouts(db: Db, scope: ModeScope): Promise<bigint> {
+  const pending = await db
+    .selectFrom('payouts')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<string>('amount_minor'), eb.val('0')).as('total'))
+    .where('account_id', '=', scope.accountId)
+    .where('livemode', '=', scope.livemode)
+    .where('status', '=', 'queued')
+    .executeTakeFirstOrThrow();
+  return BigInt(pending.total);
+}
