@@ -6,7 +6,7 @@ import type { Db } from '../src/db/database.ts';
 import { listFailedStepPayloads } from '../src/db/repositories/action-log.ts';
 import { findHeldActionId } from '../src/db/repositories/agent-actions.ts';
 import { findConfirmation } from '../src/db/repositories/confirmations.ts';
-import { scopedRow } from '../src/db/repositories/scoped.ts';
+import { findScopedStatus } from '../src/db/repositories/scoped.ts';
 import type { ConfirmationRow } from '../src/db/tables/money.ts';
 import { type ConfirmationView, confirmationOutput, presentConfirmation } from '../src/policy/confirmations.ts';
 
@@ -99,8 +99,8 @@ async function createdBy(db: Db, row: ConfirmationRow): Promise<Created | null> 
   const table = result.object === 'payout' ? 'payouts' : result.object === 'refund' ? 'refunds' : undefined;
   if (table === undefined) return { id: result.id, object: result.object, status: null };
   const scope = { accountId: row.account_id, livemode: row.livemode };
-  const current = await scopedRow(db, table, scope, result.id).select('status').executeTakeFirst();
-  return { id: result.id, object: result.object, status: current?.status ?? null };
+  const status = await findScopedStatus(db, table, scope, result.id);
+  return { id: result.id, object: result.object, status: status ?? null };
 }
 
 function outcomeOf(view: ConfirmationView, error: RunError | null, created: Created | null): string {

@@ -3,7 +3,7 @@ import { AppError } from '../src/core/errors.ts';
 import { defineTool } from '../src/core/tool.ts';
 import { createdRange, pageParams } from '../src/db/pagination.ts';
 import { listPayoutsPage } from '../src/db/repositories/payouts.ts';
-import { scopedRow } from '../src/db/repositories/scoped.ts';
+import { isScopedRow } from '../src/db/repositories/scoped.ts';
 import { PAYOUT_STATUSES, payoutOutput, presentPayout } from '../src/payouts/present.ts';
 
 export const listPayouts = defineTool({
@@ -41,8 +41,7 @@ export const listPayouts = defineTool({
   async handler(input, { db, actor }) {
     // An id the caller names must be theirs: another account's share is the same 404 as an unknown one.
     if (input.revenue_share !== undefined) {
-      const share = await scopedRow(db, 'revenue_shares', actor, input.revenue_share).select('id').executeTakeFirst();
-      if (!share) {
+      if (!(await isScopedRow(db, 'revenue_shares', actor, input.revenue_share))) {
         throw new AppError('not_found', `No such revenue share: '${input.revenue_share}'.`, { param: 'revenue_share' });
       }
     }

@@ -4,7 +4,7 @@ import { defineTool, type ToolContext } from '../src/core/tool.ts';
 import type { PaymentRow } from '../src/db/database.ts';
 import { insertEvent } from '../src/db/repositories/events.ts';
 import { findPaidAttemptRail } from '../src/db/repositories/payment-attempts.ts';
-import { findPayment } from '../src/db/repositories/payments.ts';
+import { findPayment, lockScopedPayment } from '../src/db/repositories/payments.ts';
 import { transitionPayment } from '../src/db/money-writes/payments.ts';
 import { newId } from '../src/domain/ids.ts';
 import { formatDisplay, parseMajorAmount } from '../src/domain/money.ts';
@@ -13,7 +13,6 @@ import { currencyOf, presentPayment } from '../src/domain/present-payment.ts';
 import { moneyError } from '../src/ledger/ledger.ts';
 import { presentRefund, refundOutput, refundPosting, refundShares } from '../src/refunds/refunds.ts';
 import { optionalText, paymentId, tooManyDecimalsForAnyCurrency, writtenAmount } from './schemas.ts';
-import { scopedRow } from '../src/db/repositories/scoped.ts';
 import { insertRefund } from '../src/db/money-writes/refunds.ts';
 import { sumStandingRefunds } from '../src/db/repositories/refunds.ts';
 
@@ -60,9 +59,7 @@ function refundAmount(payment: PaymentRow, requested: number | undefined): bigin
 }
 
 async function loadRefundable(ctx: ToolContext, id: string, lock: boolean): Promise<PaymentRow> {
-  const payment = lock
-    ? await scopedRow(ctx.db, 'payments', ctx.actor, id).selectAll().forUpdate().executeTakeFirst()
-    : await findPayment(ctx.db, ctx.actor, id);
+  const payment = lock ? await lockScopedPayment(ctx.db, ctx.actor, id) : await findPayment(ctx.db, ctx.actor, id);
   if (!payment) throw new AppError('not_found', `No such payment: '${id}'.`, { param: 'payment_id' });
   if (payment.status === 'paid' || payment.status === 'settling') {
     throw new AppError('conflict', `Payment ${id} is not settled yet; it can be refunded once it is settled.`, {

@@ -38,6 +38,25 @@ export async function findScoped<T extends ScopedTable>(
   return row as Selectable<Database[T]> | undefined;
 }
 
+/** Whether row `id` of `table` is the caller's (scopedRow): an id the caller names must be theirs. */
+export async function isScopedRow(db: Db, table: ScopedTable, scope: ModeScope, id: string): Promise<boolean> {
+  return (
+    (await scopedRow(db, table as 'payouts', scope, id)
+      .select('id')
+      .executeTakeFirst()) !== undefined
+  );
+}
+
+/** The status of the caller's payout or refund `id` now; undefined when it is not theirs. */
+export async function findScopedStatus(
+  db: Db,
+  table: 'payouts' | 'refunds',
+  scope: ModeScope,
+  id: string,
+): Promise<string | undefined> {
+  return (await scopedRow(db, table, scope, id).select('status').executeTakeFirst())?.status;
+}
+
 /** A condition: the row's (account_id, livemode) is one of these scopes (false for none). */
 export function inScopes(scopes: readonly ModeScope[]): RawBuilder<boolean> {
   if (scopes.length === 0) return sql<boolean>`false`;
